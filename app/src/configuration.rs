@@ -1,0 +1,355 @@
+//! One typed [`Settings`] struct for the whole service.
+//!
+//! Sources, later ones win:
+//! 1. the defaults of [`Settings::default`] — a local demo on loopback;
+//! 2. an optional TOML file named by `SECKILL_CONFIG` (or `seckill.toml` in
+//!    the working directory when it exists);
+//! 3. `SECKILL_*` environment variables, one per field: `SECKILL_LISTEN`,
+//!    `SECKILL_LOCK_TTL_MS`, `SECKILL_REDLOCK_URLS=redis://a,redis://b`, ...
+//!
+//! A value of the wrong type or out of range stops the start with a message
+//! that names the setting as the user wrote it (`SECKILL_LOCK_TTL_MS`), see
+//! [`Settings::validate`].
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// The admin token that loopback-only demos use when `SECKILL_ADMIN_TOKEN`
+/// is not set. It is printed in the README; it is never accepted when the
+/// service listens on a non-loopback address.
+pub const DEMO_ADMIN_TOKEN: &str = "seckill-demo-admin";
+
+/// Every setting of the service. Field `foo_bar` is `SECKILL_FOO_BAR` in the
+/// environment and `foo_bar = ...` in the TOML file.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Settings {
+    /// Address the HTTP server binds, `host:port`. Port 0 picks a free port.
+    pub listen: String,
+    /// PostgreSQL connection URL; the database must exist.
+    pub database_url: String,
+    /// Upper bound of the PostgreSQL connection pool.
+    pub database_max_connections: u32,
+    /// How long a request waits for a pooled connection before it answers 503.
+    pub database_acquire_timeout_ms: u64,
+    /// The session's `synchronous_commit` (`on`, `off`, `local`,
+    /// `remote_write`, `remote_apply`). `off` takes the commit's fsync out of
+    /// every grab, so the comparison measures the locks rather than the disk.
+    pub synchronous_commit: String,
+    /// Redis used for Redis locks, the shared active strategy and faults.
+    pub redis_url: String,
+    /// Independent Redis nodes for the `redlock` strategy (comma list in env).
+    pub redlock_urls: Vec<String>,
+    /// The strategy a fresh deployment starts with; once an admin switches,
+    /// the choice stored in Redis wins for every replica.
+    pub strategy: String,
+    /// TTL of every expiring lock, and the watchdog's lease.
+    pub lock_ttl_ms: u64,
+    /// How long a grab waits to acquire its lock before answering `busy` (429).
+    /// Also PostgreSQL's `lock_timeout` for the database strategies.
+    pub lock_wait_ms: u64,
+    /// Base interval between two attempts of a polling lock (jittered ±50%).
+    pub lock_retry_ms: u64,
+    /// Retries of a `pg-optimistic` grab whose version check lost, before `busy`.
+    pub optimistic_max_retries: u32,
+    /// Bearer token for `/admin/*`. Unset: loopback listeners accept
+    /// [`DEMO_ADMIN_TOKEN`], any other listener refuses admin calls.
+    pub admin_token: Option<String>,
+    /// Largest `quantity` a single grab may ask for.
+    pub max_quantity: u32,
+    /// Simulated work inside the critical section (between read and write),
+    /// until an admin changes it through `PUT /admin/faults`.
+    pub work_delay_ms: u64,
+    /// Products created at start when missing, `id:stock` comma list.
+    pub seed_products: String,
+    /// How often each replica re-reads the shared strategy and faults from Redis.
+    pub control_refresh_ms: u64,
+    /// `text` or `json` log lines.
+    pub log_format: String,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            listen: "127.0.0.1:8080".into(),
+            database_url: "postgres://postgres@127.0.0.1:5432/seckill".into(),
+            database_max_connections: 32,
+            database_acquire_timeout_ms: 3_000,
+            synchronous_commit: "on".into(),
+            redis_url: "redis://127.0.0.1:6379".into(),
+            redlock_urls: Vec::new(),
+            strategy: "set-nx-px-token".into(),
+            lock_ttl_ms: 10_000,
+            lock_wait_ms: 3_000,
+            lock_retry_ms: 4,
+            optimistic_max_retries: 200,
+            admin_token: None,
+            max_quantity: 5,
+            work_delay_ms: 2,
+            seed_products: "1:100".into(),
+            control_refresh_ms: 250,
+            log_format: "text".into(),
+        }
+    }
+}
+
+/// A setting that could not be read or is out of range.
+#[derive(Debug, thiserror::Error)]
+#[error("invalid setting {name}: {message}")]
+pub struct SettingsError {
+    /// The environment name of the setting, e.g. `SECKILL_LOCK_TTL_MS`.
+    pub name: String,
+    /// What is wrong with it.
+    pub message: String,
+}
+
+impl SettingsError {
+    fn new(field: &str, message: impl Into<String>) -> Self {
+        Self {
+            name: env_name(field),
+            message: message.into(),
+        }
+    }
+}
+
+fn env_name(field: &str) -> String {
+    format!("SECKILL_{}", field.to_ascii_uppercase())
+}
+
+/// A product to create at start when it does not exist yet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SeedProduct {
+    /// Product id.
+    pub id: i64,
+    /// Its stock (and initial stock).
+    pub stock: i64,
+}
+
+impl Settings {
+    /// Defaults, then the optional file, then `SECKILL_*` variables; validated.
+    pub fn load() -> Result<Self, SettingsError> {
+        Self::load_from(std::env::vars())
+    }
+
+    /// Like [`Settings::load`] with an explicit environment (used by tests).
+    pub fn load_from(
+        vars: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<Self, SettingsError> {
+        let vars: std::collections::HashMap<String, String> = vars
+            .into_iter()
+            .filter(|(key, _)| key.starts_with("SECKILL_"))
+            .collect();
+        let defaults = config::Config::try_from(&Settings::default())
+            .map_err(|e| SettingsError::new("config", e.to_string()))?;
+        let mut builder = config::Config::builder().add_source(defaults);
+        match vars.get("SECKILL_CONFIG") {
+            Some(path) => {
+                builder = builder.add_source(config::File::with_name(path).required(true));
+            }
+            None => {
+                builder = builder.add_source(config::File::with_name("seckill").required(false));
+            }
+        }
+        let env = config::Environment::with_prefix("SECKILL")
+            .prefix_separator("_")
+            .try_parsing(true)
+            .list_separator(",")
+            .with_list_parse_key("redlock_urls")
+            .source(Some(
+                vars.into_iter()
+                    .filter(|(key, _)| key != "SECKILL_CONFIG")
+                    .collect(),
+            ));
+        let settings: Settings = builder
+            .add_source(env)
+            .build()
+            .and_then(|c| c.try_deserialize())
+            .map_err(|e| {
+                let text = e.to_string();
+                // config names the key in lower case ("for key `lock_ttl_ms`");
+                // point the user at the variable they actually set.
+                let field = text
+                    .split('`')
+                    .nth(1)
+                    .map(str::to_owned)
+                    .unwrap_or_else(|| "config".into());
+                SettingsError::new(&field, text)
+            })?;
+        settings.validate()?;
+        Ok(settings)
+    }
+
+    /// Range and shape checks that types alone cannot express.
+    pub fn validate(&self) -> Result<(), SettingsError> {
+        self.listen_addr()?;
+        for (field, url, schemes) in [
+            ("database_url", &self.database_url, &["postgres", "postgresql"][..]),
+            ("redis_url", &self.redis_url, &["redis", "rediss", "unix"][..]),
+        ] {
+            if !schemes.iter().any(|s| url.starts_with(&format!("{s}://"))) {
+                return Err(SettingsError::new(
+                    field,
+                    format!("`{url}` must start with one of {schemes:?} followed by ://"),
+                ));
+            }
+        }
+        for url in &self.redlock_urls {
+            if !url.starts_with("redis://") {
+                return Err(SettingsError::new(
+                    "redlock_urls",
+                    format!("`{url}` must start with redis://"),
+                ));
+            }
+        }
+        if !["on", "off", "local", "remote_write", "remote_apply"]
+            .contains(&self.synchronous_commit.as_str())
+        {
+            return Err(SettingsError::new(
+                "synchronous_commit",
+                "must be one of on, off, local, remote_write, remote_apply",
+            ));
+        }
+        if !crate::lock::STRATEGY_NAMES.contains(&self.strategy.as_str()) {
+            return Err(SettingsError::new(
+                "strategy",
+                format!(
+                    "unknown strategy `{}`; valid: {}",
+                    self.strategy,
+                    crate::lock::STRATEGY_NAMES.join(", ")
+                ),
+            ));
+        }
+        let positive = [
+            ("lock_ttl_ms", self.lock_ttl_ms),
+            ("lock_wait_ms", self.lock_wait_ms),
+            ("lock_retry_ms", self.lock_retry_ms),
+            ("database_acquire_timeout_ms", self.database_acquire_timeout_ms),
+            ("control_refresh_ms", self.control_refresh_ms),
+            ("database_max_connections", u64::from(self.database_max_connections)),
+            ("max_quantity", u64::from(self.max_quantity)),
+        ];
+        for (field, value) in positive {
+            if value == 0 {
+                return Err(SettingsError::new(field, "must be greater than 0"));
+            }
+        }
+        if matches!(&self.admin_token, Some(t) if t.trim().is_empty()) {
+            return Err(SettingsError::new("admin_token", "must not be empty when set"));
+        }
+        if !["text", "json"].contains(&self.log_format.as_str()) {
+            return Err(SettingsError::new("log_format", "must be `text` or `json`"));
+        }
+        self.seed_products()?;
+        Ok(())
+    }
+
+    /// The parsed listen address.
+    pub fn listen_addr(&self) -> Result<SocketAddr, SettingsError> {
+        self.listen.parse().map_err(|_| {
+            SettingsError::new(
+                "listen",
+                format!("`{}` is not an address like 127.0.0.1:8080", self.listen),
+            )
+        })
+    }
+
+    /// The parsed `seed_products` list.
+    pub fn seed_products(&self) -> Result<Vec<SeedProduct>, SettingsError> {
+        let bad = |item: &str| {
+            SettingsError::new(
+                "seed_products",
+                format!("`{item}` is not `id:stock` with id > 0 and stock >= 0"),
+            )
+        };
+        self.seed_products
+            .split(',')
+            .map(str::trim)
+            .filter(|item| !item.is_empty())
+            .map(|item| {
+                let (id, stock) = item.split_once(':').ok_or_else(|| bad(item))?;
+                let id: i64 = id.trim().parse().map_err(|_| bad(item))?;
+                let stock: i64 = stock.trim().parse().map_err(|_| bad(item))?;
+                if id <= 0 || stock < 0 {
+                    return Err(bad(item));
+                }
+                Ok(SeedProduct { id, stock })
+            })
+            .collect()
+    }
+
+    /// The admin token in force, if any (see [`Settings::admin_token`]).
+    pub fn effective_admin_token(&self) -> Option<String> {
+        match &self.admin_token {
+            Some(token) => Some(token.clone()),
+            None => match self.listen_addr() {
+                Ok(addr) if addr.ip().is_loopback() => Some(DEMO_ADMIN_TOKEN.to_owned()),
+                _ => None,
+            },
+        }
+    }
+
+    /// `lock_ttl_ms` as a duration.
+    pub fn lock_ttl(&self) -> Duration {
+        Duration::from_millis(self.lock_ttl_ms)
+    }
+
+    /// `lock_wait_ms` as a duration.
+    pub fn lock_wait(&self) -> Duration {
+        Duration::from_millis(self.lock_wait_ms)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(vars: &[(&str, &str)]) -> Result<Settings, SettingsError> {
+        Settings::load_from(
+            vars.iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
+        )
+    }
+
+    #[test]
+    fn defaults_are_valid_and_loopback() {
+        let s = load(&[]).expect("defaults load");
+        assert!(s.listen_addr().expect("addr").ip().is_loopback());
+        assert_eq!(s.effective_admin_token().as_deref(), Some(DEMO_ADMIN_TOKEN));
+    }
+
+    #[test]
+    fn environment_overrides_defaults() {
+        let s = load(&[
+            ("SECKILL_LOCK_TTL_MS", "1234"),
+            ("SECKILL_REDLOCK_URLS", "redis://127.0.0.1:1,redis://127.0.0.1:2"),
+            ("SECKILL_STRATEGY", "pg-atomic"),
+        ])
+        .expect("loads");
+        assert_eq!(s.lock_ttl_ms, 1234);
+        assert_eq!(s.redlock_urls.len(), 2);
+        assert_eq!(s.strategy, "pg-atomic");
+    }
+
+    #[test]
+    fn bad_values_name_the_setting() {
+        let err = load(&[("SECKILL_LOCK_TTL_MS", "soon")]).expect_err("must fail");
+        assert_eq!(err.name, "SECKILL_LOCK_TTL_MS", "{err}");
+        let err = load(&[("SECKILL_LOCK_WAIT_MS", "0")]).expect_err("must fail");
+        assert_eq!(err.name, "SECKILL_LOCK_WAIT_MS");
+        let err = load(&[("SECKILL_STRATEGY", "yolo")]).expect_err("must fail");
+        assert_eq!(err.name, "SECKILL_STRATEGY");
+        assert!(err.message.contains("pg-atomic"), "lists valid names: {err}");
+        let err = load(&[("SECKILL_SEED_PRODUCTS", "1:x")]).expect_err("must fail");
+        assert_eq!(err.name, "SECKILL_SEED_PRODUCTS");
+        let err = load(&[("SECKILL_LISTEN", "nowhere")]).expect_err("must fail");
+        assert_eq!(err.name, "SECKILL_LISTEN");
+    }
+
+    #[test]
+    fn non_loopback_listener_has_no_default_admin_token() {
+        let s = load(&[("SECKILL_LISTEN", "0.0.0.0:8080")]).expect("loads");
+        assert_eq!(s.effective_admin_token(), None);
+    }
+}

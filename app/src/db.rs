@@ -1,0 +1,162 @@
+//! PostgreSQL: the pool, migrations, seed products, and the audit — the
+//! ground truth every report and dashboard is checked against.
+//!
+//! The pool sets two session settings on every connection:
+//! - `lock_timeout` = `SECKILL_LOCK_WAIT_MS`, so `FOR UPDATE`, advisory locks
+//!   and row waits are bounded by the same budget as the Redis locks
+//!   (PostgreSQL answers 55P03, which becomes `busy`);
+//! - `synchronous_commit` = `SECKILL_SYNCHRONOUS_COMMIT`, so a report can say
+//!   whether the commit's fsync was part of what it measured.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use serde::Serialize;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::PgPool;
+
+use crate::configuration::{SeedProduct, Settings};
+
+/// Build the pool. Connections are opened lazily, so the service starts
+/// (and answers 503) even while the database is still coming up.
+pub fn pool(settings: &Settings) -> Result<PgPool, sqlx::Error> {
+    let options = PgConnectOptions::from_str(&settings.database_url)?
+        .application_name("seckill-app")
+        .options([
+            ("lock_timeout", format!("{}ms", settings.lock_wait_ms)),
+            ("synchronous_commit", settings.synchronous_commit.clone()),
+        ]);
+    Ok(PgPoolOptions::new()
+        .max_connections(settings.database_max_connections)
+        .acquire_timeout(Duration::from_millis(settings.database_acquire_timeout_ms))
+        // A ping before every checkout is a round trip on the hot path; a
+        // dead connection fails its first statement instead and is dropped.
+        .test_before_acquire(false)
+        .connect_lazy_with(options))
+}
+
+/// Apply the embedded migrations (concurrent replicas serialise on
+/// sqlx's advisory lock).
+pub async fn migrate(pool: &PgPool) -> Result<(), sqlx::migrate::MigrateError> {
+    sqlx::migrate!("../migrations").run(pool).await
+}
+
+/// Create the seed products that do not exist yet; existing ones keep
+/// their stock, so a restarted replica never refills a running sale.
+pub async fn seed(pool: &PgPool, products: &[SeedProduct]) -> Result<(), sqlx::Error> {
+    for p in products {
+        sqlx::query(
+            "INSERT INTO products (id, name, stock, initial_stock) VALUES ($1, $2, $3, $3)
+             ON CONFLICT (id) DO NOTHING",
+        )
+        .bind(p.id)
+        .bind(format!("product {}", p.id))
+        .bind(p.stock)
+        .execute(pool)
+        .await?;
+    }
+    Ok(())
+}
+
+/// A product as the API shows it.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct ProductRow {
+    /// Product id.
+    pub id: i64,
+    /// Display name.
+    pub name: String,
+    /// Stock column as stored.
+    pub stock: i64,
+    /// Stock at the last reset.
+    pub initial_stock: i64,
+}
+
+/// One product, if it exists.
+pub async fn product(pool: &PgPool, id: i64) -> Result<Option<ProductRow>, sqlx::Error> {
+    sqlx::query_as("SELECT id, name, stock, initial_stock FROM products WHERE id = $1")
+        .bind(id)
+        .fetch_optional(pool)
+        .await
+}
+
+/// Reset one product to `stock`: creates it when missing, deletes its
+/// orders, clears version and fencing token — in one transaction.
+pub async fn reset_product(pool: &PgPool, id: i64, stock: i64) -> Result<(), sqlx::Error> {
+    let mut tx = pool.begin().await?;
+    sqlx::query("DELETE FROM orders WHERE product_id = $1")
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
+    sqlx::query(
+        "INSERT INTO products (id, name, stock, initial_stock) VALUES ($1, $2, $3, $3)
+         ON CONFLICT (id) DO UPDATE
+         SET stock = $3, initial_stock = $3, version = 0, fence_token = 0, updated_at = now()",
+    )
+    .bind(id)
+    .bind(format!("product {id}"))
+    .bind(stock)
+    .execute(&mut *tx)
+    .await?;
+    tx.commit().await
+}
+
+/// The ground truth of one product (DESIGN.md "the audit").
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct AuditRow {
+    /// Product id.
+    pub product_id: i64,
+    /// Stock at the last reset.
+    pub initial_stock: i64,
+    /// Stock column now.
+    pub stock: i64,
+    /// Number of order rows.
+    pub orders: i64,
+    /// Sum of their quantities.
+    pub ordered_units: i64,
+    /// `max(0, ordered_units − initial_stock)`.
+    pub oversold: i64,
+    /// `ordered_units − (initial_stock − stock)`: orders the stock column never saw.
+    pub lost_updates: i64,
+    /// Users holding more than one order for the product.
+    pub duplicates: i64,
+    /// `stock < 0`.
+    pub negative_stock: bool,
+}
+
+/// The audit of every product, by id.
+pub async fn audit(pool: &PgPool) -> Result<Vec<AuditRow>, sqlx::Error> {
+    let rows: Vec<(i64, i64, i64, i64, i64, i64)> = sqlx::query_as(
+        "WITH per_user AS (
+             SELECT product_id, user_id, COUNT(*) AS n, SUM(quantity) AS units
+             FROM orders GROUP BY product_id, user_id
+         ), per_product AS (
+             SELECT product_id,
+                    SUM(n)::BIGINT AS orders,
+                    SUM(units)::BIGINT AS units,
+                    COUNT(*) FILTER (WHERE n > 1)::BIGINT AS duplicates
+             FROM per_user GROUP BY product_id
+         )
+         SELECT p.id, p.initial_stock, p.stock,
+                COALESCE(pp.orders, 0), COALESCE(pp.units, 0), COALESCE(pp.duplicates, 0)
+         FROM products p LEFT JOIN per_product pp ON pp.product_id = p.id
+         ORDER BY p.id",
+    )
+    .fetch_all(pool)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(
+            |(product_id, initial_stock, stock, orders, ordered_units, duplicates)| AuditRow {
+                product_id,
+                initial_stock,
+                stock,
+                orders,
+                ordered_units,
+                oversold: (ordered_units - initial_stock).max(0),
+                lost_updates: ordered_units - (initial_stock - stock),
+                duplicates,
+                negative_stock: stock < 0,
+            },
+        )
+        .collect())
+}

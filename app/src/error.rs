@@ -1,0 +1,258 @@
+//! Errors: [`GrabError`] is what a grab can end in (the domain), [`ApiError`]
+//! is what a client sees. Internal text (SQL, Redis) is logged here with its
+//! context and answered with a generic message — it never reaches a client.
+
+use std::time::Duration;
+
+use actix_web::http::{header, StatusCode};
+use actix_web::{HttpResponse, ResponseError};
+use serde::Serialize;
+
+/// A backing service a request depends on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dependency {
+    /// The PostgreSQL database.
+    Postgres,
+    /// The Redis server (locks, shared control state, Redis stock).
+    Redis,
+}
+
+impl Dependency {
+    /// Lower-case name for logs and messages.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Dependency::Postgres => "postgres",
+            Dependency::Redis => "redis",
+        }
+    }
+}
+
+/// How a grab can end without an order.
+#[derive(Debug, thiserror::Error)]
+pub enum GrabError {
+    /// Not enough stock left for the requested quantity.
+    #[error("sold out")]
+    SoldOut,
+    /// The user already holds an order for this product.
+    #[error("already purchased")]
+    AlreadyPurchased,
+    /// The lock was not acquired within the wait budget.
+    #[error("lock not acquired within {0:?}")]
+    Busy(Duration),
+    /// The database refused a stale lock holder (fencing) or the lock was
+    /// lost before commit; nothing was written.
+    #[error("rejected: {0}")]
+    Rejected(&'static str),
+    /// No such product.
+    #[error("product not found")]
+    NotFound,
+    /// A dependency could not be reached; the detail is for the log only.
+    #[error("{} unavailable: {detail}", dependency.as_str())]
+    Unavailable {
+        /// Which dependency.
+        dependency: Dependency,
+        /// The underlying error text (logged, never returned).
+        detail: String,
+    },
+    /// A bug or an unexpected answer; the detail is for the log only.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl GrabError {
+    /// The `outcome` label of `seckill_grab_requests_total`.
+    pub fn outcome(&self) -> &'static str {
+        match self {
+            GrabError::SoldOut => "sold_out",
+            GrabError::AlreadyPurchased => "already_purchased",
+            GrabError::Busy(_) => "busy",
+            GrabError::Rejected(_) => "rejected",
+            GrabError::NotFound => "not_found",
+            GrabError::Unavailable { .. } | GrabError::Internal(_) => "error",
+        }
+    }
+}
+
+/// Classify a database error: lock timeouts are `busy`, lost connections
+/// are `unavailable`, anything else is a bug.
+impl From<sqlx::Error> for GrabError {
+    fn from(e: sqlx::Error) -> Self {
+        use sqlx::Error as E;
+        match &e {
+            E::Database(db) if db.code().as_deref() == Some("55P03") => {
+                // lock_not_available: PostgreSQL's lock_timeout fired.
+                GrabError::Busy(Duration::ZERO)
+            }
+            E::Database(db)
+                if db
+                    .code()
+                    .is_some_and(|c| c.starts_with("08") || c.starts_with("57P")) =>
+            {
+                // connection exception / operator intervention (shutdown).
+                unavailable(Dependency::Postgres, &e)
+            }
+            E::Io(_) | E::Tls(_) | E::PoolTimedOut | E::PoolClosed | E::WorkerCrashed => {
+                unavailable(Dependency::Postgres, &e)
+            }
+            E::Protocol(_) => unavailable(Dependency::Postgres, &e),
+            _ => GrabError::Internal(format!("postgres: {e}")),
+        }
+    }
+}
+
+/// Redis server replies (WRONGTYPE, NOSCRIPT after retry, ...) are bugs;
+/// everything else — refused, dropped, timed out — means Redis is unavailable.
+impl From<redis::RedisError> for GrabError {
+    fn from(e: redis::RedisError) -> Self {
+        match e.kind() {
+            redis::ErrorKind::Server(_) | redis::ErrorKind::Parse => {
+                GrabError::Internal(format!("redis: {e}"))
+            }
+            _ => unavailable(Dependency::Redis, &e),
+        }
+    }
+}
+
+fn unavailable(dependency: Dependency, e: &dyn std::fmt::Display) -> GrabError {
+    GrabError::Unavailable {
+        dependency,
+        detail: e.to_string(),
+    }
+}
+
+/// The JSON body of every error answer.
+#[derive(Debug, Serialize)]
+pub struct ErrorBody {
+    /// Stable machine-readable code, e.g. `sold_out`.
+    pub error: &'static str,
+    /// Human-readable explanation.
+    pub message: String,
+}
+
+/// What a client sees when a request fails.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    /// 400 with a stable code and a message the client can act on.
+    #[error("{code}: {message}")]
+    BadRequest {
+        /// Stable code.
+        code: &'static str,
+        /// What to fix.
+        message: String,
+    },
+    /// 401: missing or wrong admin token.
+    #[error("unauthorized")]
+    Unauthorized,
+    /// 403: admin endpoints are disabled (no token configured on a public listener).
+    #[error("admin disabled")]
+    AdminDisabled,
+    /// 404 for an unknown route or product.
+    #[error("not found: {0}")]
+    NotFound(String),
+    /// 413: body over the limit.
+    #[error("payload too large")]
+    PayloadTooLarge(usize),
+    /// 415: not JSON.
+    #[error("unsupported media type")]
+    UnsupportedMediaType,
+    /// A grab that ended without an order.
+    #[error(transparent)]
+    Grab(#[from] GrabError),
+}
+
+impl ApiError {
+    /// A 400 with the given code.
+    pub fn bad_request(code: &'static str, message: impl Into<String>) -> Self {
+        ApiError::BadRequest {
+            code,
+            message: message.into(),
+        }
+    }
+
+    fn body(&self) -> ErrorBody {
+        let (error, message) = match self {
+            ApiError::BadRequest { code, message } => (*code, message.clone()),
+            ApiError::Unauthorized => (
+                "unauthorized",
+                "admin endpoints need `Authorization: Bearer <admin token>`".into(),
+            ),
+            ApiError::AdminDisabled => (
+                "admin_disabled",
+                "no admin token is configured for this listener; set SECKILL_ADMIN_TOKEN".into(),
+            ),
+            ApiError::NotFound(what) => ("not_found", format!("{what} not found")),
+            ApiError::PayloadTooLarge(limit) => (
+                "payload_too_large",
+                format!("request body is larger than {limit} bytes"),
+            ),
+            ApiError::UnsupportedMediaType => (
+                "unsupported_media_type",
+                "send the body as application/json".into(),
+            ),
+            ApiError::Grab(grab) => match grab {
+                GrabError::SoldOut => ("sold_out", "not enough stock left".into()),
+                GrabError::AlreadyPurchased => (
+                    "already_purchased",
+                    "this user already holds an order for this product".into(),
+                ),
+                GrabError::Busy(_) => (
+                    "busy",
+                    "the lock was not acquired within the wait budget; retry later".into(),
+                ),
+                GrabError::Rejected(why) => ("rejected", format!("nothing was written: {why}")),
+                GrabError::NotFound => ("not_found", "product not found".into()),
+                GrabError::Unavailable { dependency, .. } => (
+                    "unavailable",
+                    format!("{} is unavailable; retry later", dependency.as_str()),
+                ),
+                GrabError::Internal(_) => ("internal", "internal error".into()),
+            },
+        };
+        ErrorBody { error, message }
+    }
+}
+
+impl ResponseError for ApiError {
+    fn status_code(&self) -> StatusCode {
+        match self {
+            ApiError::BadRequest { .. } => StatusCode::BAD_REQUEST,
+            ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
+            ApiError::AdminDisabled => StatusCode::FORBIDDEN,
+            ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ApiError::Grab(grab) => match grab {
+                GrabError::SoldOut | GrabError::AlreadyPurchased | GrabError::Rejected(_) => {
+                    StatusCode::CONFLICT
+                }
+                GrabError::Busy(_) => StatusCode::TOO_MANY_REQUESTS,
+                GrabError::NotFound => StatusCode::NOT_FOUND,
+                GrabError::Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
+                GrabError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            },
+        }
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        match self {
+            ApiError::Grab(GrabError::Unavailable { dependency, detail }) => {
+                tracing::warn!(dependency = dependency.as_str(), %detail, "dependency unavailable");
+            }
+            ApiError::Grab(GrabError::Internal(detail)) => {
+                tracing::error!(%detail, "internal error");
+            }
+            _ => {}
+        }
+        let mut response = HttpResponse::build(self.status_code());
+        match self {
+            ApiError::Grab(GrabError::Busy(_)) => {
+                response.insert_header((header::RETRY_AFTER, "1"));
+            }
+            ApiError::Grab(GrabError::Unavailable { .. }) => {
+                response.insert_header((header::RETRY_AFTER, "2"));
+            }
+            _ => {}
+        }
+        response.json(self.body())
+    }
+}

@@ -1,0 +1,407 @@
+//! The lock strategies: one file each, behind one [`Strategy`] trait.
+//!
+//! Start here when teaching. Every strategy file opens with the same three
+//! headings — **Seed step** (which blog post of `shared/seeds/` it rebuilds),
+//! **Guarantee**, **How it fails** — then the code, short enough to read in
+//! front of a room.
+//!
+//! Three families share the critical section of [`crate::section`]:
+//!
+//! - *External locks* ([`DistributedLock`]: `local-mutex`, `set-nx-px-token`)
+//!   wrap the whole section: [`grab_with_lock`] acquires, runs the section,
+//!   commits and releases — or releases *before* the commit when the
+//!   `unlock_before_commit` fault is on.
+//! - *Database locks* (`pg-for-update`, `pg-advisory`, `pg-optimistic`) take
+//!   their lock inside the section's own transaction.
+//! - *Not locks at all* (`pg-atomic`, `redis-lua-stock`) replace the
+//!   read-modify-write with one atomic operation; they are the floors and
+//!   ceilings the locks are measured against.
+//!
+//! `none` runs the section bare, to show what the locks are for.
+
+use std::fmt;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use rand::Rng;
+use serde::Serialize;
+use tokio::time::{sleep, Duration, Instant};
+
+use crate::control::Faults;
+use crate::error::GrabError;
+use crate::metrics::Metrics;
+use crate::section::{self, SectionSpec};
+
+pub mod local_mutex;
+pub mod none;
+pub mod pg_advisory;
+pub mod pg_atomic;
+pub mod pg_for_update;
+pub mod pg_optimistic;
+pub mod redis_lua_stock;
+pub mod set_nx_px_token;
+
+/// Every strategy name this build offers, in teaching order. These names
+/// are a contract (API, metric labels, loadgen, dashboards).
+pub const STRATEGY_NAMES: &[&str] = &[
+    none::INFO.name,
+    local_mutex::INFO.name,
+    set_nx_px_token::INFO.name,
+    pg_for_update::INFO.name,
+    pg_optimistic::INFO.name,
+    pg_advisory::INFO.name,
+    pg_atomic::INFO.name,
+    redis_lua_stock::INFO.name,
+];
+
+/// What a strategy promises under contention, for reports and verdicts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Safety {
+    /// Expected to oversell or lose updates: that is the lesson.
+    Unsafe,
+    /// Safe with one replica only.
+    SingleReplica,
+    /// Safe while the work fits in the lock's TTL.
+    SafeWithinTtl,
+    /// Safe under the conditions this lab produces.
+    Safe,
+}
+
+/// The description of a strategy shown by `GET /admin/strategies`.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct StrategyInfo {
+    /// Stable name.
+    pub name: &'static str,
+    /// Which seed step it teaches.
+    pub seed: &'static str,
+    /// What it guarantees, in one line.
+    pub guarantee: &'static str,
+    /// Its class for verdicts.
+    pub safety: Safety,
+}
+
+/// A grab as the strategies see it: validated, in database types.
+#[derive(Debug, Clone, Copy)]
+pub struct GrabRequest {
+    /// Product to buy.
+    pub product_id: i64,
+    /// Buyer.
+    pub user_id: i64,
+    /// Units.
+    pub quantity: i32,
+}
+
+/// An order as written; the grab `201` body.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Order {
+    /// `orders.id`.
+    pub order_id: i64,
+    /// Product bought.
+    pub product_id: i64,
+    /// Buyer.
+    pub user_id: i64,
+    /// Units.
+    pub quantity: i32,
+    /// Strategy that wrote it.
+    pub strategy: &'static str,
+    /// Fencing token the write carried, for `fenced`.
+    pub fence_token: Option<i64>,
+}
+
+/// The process-wide dependencies every strategy uses.
+#[derive(Debug, Clone)]
+pub struct Deps {
+    /// PostgreSQL pool.
+    pub pool: sqlx::PgPool,
+    /// Redis connection (multiplexed, reconnecting).
+    pub redis: redis::aio::ConnectionManager,
+    /// Metrics.
+    pub metrics: Metrics,
+    /// TTL of expiring locks.
+    pub lock_ttl: Duration,
+    /// Acquire wait budget.
+    pub lock_wait: Duration,
+    /// Base polling interval between attempts.
+    pub lock_retry: Duration,
+    /// Retries of `pg-optimistic`.
+    pub optimistic_max_retries: u32,
+}
+
+/// Everything one grab runs with: the dependencies and this grab's faults.
+#[derive(Debug, Clone, Copy)]
+pub struct GrabContext<'a> {
+    /// Shared dependencies.
+    pub deps: &'a Deps,
+    /// Faults in force for this grab (a snapshot).
+    pub faults: Faults,
+    /// Whether this grab takes the configured pause (`pause_every`).
+    pub pause: bool,
+}
+
+/// A strategy: how one grab turns into an order or a refusal.
+#[async_trait]
+pub trait Strategy: Send + Sync + fmt::Debug {
+    /// Name, seed step, guarantee.
+    fn info(&self) -> &'static StrategyInfo;
+
+    /// Run one grab.
+    async fn grab(&self, cx: GrabContext<'_>, req: GrabRequest) -> Result<Order, GrabError>;
+
+    /// Called on the replica that switches to this strategy, before the
+    /// switch is published (e.g. `redis-lua-stock` loads stock into Redis).
+    async fn activate(&self, _deps: &Deps) -> Result<(), GrabError> {
+        Ok(())
+    }
+}
+
+/// A lock held by one grab. Releasing it is an explicit `async` call on
+/// its [`DistributedLock`]; dropping it does no network I/O.
+#[derive(Debug)]
+pub struct LockGuard {
+    /// Key of the lock, e.g. `lock:product:1`.
+    pub key: String,
+    /// Unique per acquisition — never a thread id, tasks migrate.
+    pub token: String,
+    /// Monotonic fencing token, for strategies that hand one out.
+    pub fencing_token: Option<i64>,
+    /// When the lock was acquired (monotonic).
+    pub acquired_at: Instant,
+    /// An in-process guard (`local-mutex`); dropping it unlocks.
+    pub local: Option<tokio::sync::OwnedMutexGuard<()>>,
+}
+
+impl LockGuard {
+    /// A guard for a remote lock acquired just now.
+    pub fn remote(key: String, token: String) -> Self {
+        Self {
+            key,
+            token,
+            fencing_token: None,
+            acquired_at: Instant::now(),
+            local: None,
+        }
+    }
+}
+
+/// What a release found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Released {
+    /// Our lock was there and is gone now.
+    Released,
+    /// The key held someone else's token, or nothing: we had lost it.
+    NotOwner,
+}
+
+/// Redis key of a product's lock.
+pub fn lock_key(product_id: i64) -> String {
+    format!("lock:product:{product_id}")
+}
+
+/// A fresh token for one acquisition.
+pub fn new_token() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
+}
+
+/// A lock taken around the whole critical section.
+#[async_trait]
+pub trait DistributedLock: Send + Sync {
+    /// Stable strategy name (metric label).
+    fn name(&self) -> &'static str;
+
+    /// One attempt: the lock, or `None` when someone else holds it.
+    async fn try_acquire(
+        &self,
+        cx: GrabContext<'_>,
+        product_id: i64,
+    ) -> Result<Option<LockGuard>, GrabError>;
+
+    /// Give the lock back.
+    async fn release(&self, cx: GrabContext<'_>, guard: LockGuard) -> Result<Released, GrabError>;
+
+    /// Attempts with jittered pauses until the wait budget is spent, then
+    /// `busy`. Deadlines use the monotonic clock.
+    async fn acquire(&self, cx: GrabContext<'_>, product_id: i64) -> Result<LockGuard, GrabError> {
+        let deps = cx.deps;
+        let deadline = Instant::now() + deps.lock_wait;
+        let attempts = deps.metrics.lock_attempts.with_label_values(&[self.name()]);
+        let retries = deps.metrics.lock_retries.with_label_values(&[self.name()]);
+        loop {
+            attempts.inc();
+            if let Some(guard) = self.try_acquire(cx, product_id).await? {
+                return Ok(guard);
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(GrabError::Busy(deps.lock_wait));
+            }
+            retries.inc();
+            sleep(jittered(deps.lock_retry).min(deadline - now)).await;
+        }
+    }
+}
+
+/// `base` scaled by a random factor in [0.5, 1.5): contenders that failed
+/// together do not retry together.
+pub fn jittered(base: Duration) -> Duration {
+    base.mul_f64(rand::rng().random_range(0.5..1.5))
+}
+
+/// Acquire → critical section → commit → release (or release → commit when
+/// the `unlock_before_commit` fault is on). Records wait, hold and release
+/// metrics. A release that fails is logged and counted; it cannot undo a
+/// commit, and the lock's TTL (where it has one) cleans up.
+pub async fn grab_with_lock(
+    lock: &dyn DistributedLock,
+    cx: GrabContext<'_>,
+    req: GrabRequest,
+) -> Result<Order, GrabError> {
+    let name = lock.name();
+    let metrics = &cx.deps.metrics;
+    let wait_started = Instant::now();
+    let guard = match lock.acquire(cx, req.product_id).await {
+        Ok(guard) => {
+            metrics
+                .lock_acquire_duration
+                .with_label_values(&[name, "acquired"])
+                .observe(wait_started.elapsed().as_secs_f64());
+            guard
+        }
+        Err(e) => {
+            let result = if matches!(e, GrabError::Busy(_)) { "busy" } else { "error" };
+            metrics
+                .lock_acquire_duration
+                .with_label_values(&[name, result])
+                .observe(wait_started.elapsed().as_secs_f64());
+            return Err(e);
+        }
+    };
+    let spec = SectionSpec::plain(name).with_fence(guard.fencing_token);
+    match section::prepare(cx, req, spec).await {
+        Err(e) => {
+            release_and_record(lock, cx, guard).await;
+            Err(e)
+        }
+        Ok(None) => {
+            release_and_record(lock, cx, guard).await;
+            metrics.fence_rejections.with_label_values(&[name]).inc();
+            Err(GrabError::Rejected("a newer fencing token has written"))
+        }
+        Ok(Some(prepared)) if cx.faults.unlock_before_commit => {
+            release_and_record(lock, cx, guard).await;
+            prepared.commit().await
+        }
+        Ok(Some(prepared)) => {
+            let committed = prepared.commit().await;
+            release_and_record(lock, cx, guard).await;
+            committed
+        }
+    }
+}
+
+async fn release_and_record(lock: &dyn DistributedLock, cx: GrabContext<'_>, guard: LockGuard) {
+    let name = lock.name();
+    let metrics = &cx.deps.metrics;
+    metrics
+        .lock_hold_duration
+        .with_label_values(&[name])
+        .observe(guard.acquired_at.elapsed().as_secs_f64());
+    let key = guard.key.clone();
+    let result = match lock.release(cx, guard).await {
+        Ok(Released::Released) => "released",
+        Ok(Released::NotOwner) => {
+            tracing::warn!(strategy = name, %key, "released a lock we no longer owned");
+            "not_owner"
+        }
+        Err(e) => {
+            tracing::warn!(strategy = name, %key, error = %e, "lock release failed");
+            "error"
+        }
+    };
+    metrics.lock_releases.with_label_values(&[name, result]).inc();
+}
+
+/// A database lock taken inside the section's own transaction
+/// (`pg-for-update`, `pg-advisory`): run the section, commit — the commit
+/// releases the lock — and record the wait and hold times.
+pub async fn grab_in_transaction(
+    cx: GrabContext<'_>,
+    req: GrabRequest,
+    spec: SectionSpec,
+) -> Result<Order, GrabError> {
+    let metrics = &cx.deps.metrics;
+    let name = spec.strategy;
+    metrics.lock_attempts.with_label_values(&[name]).inc();
+    let started = Instant::now();
+    let prepared = match section::prepare(cx, req, spec).await {
+        Ok(Some(prepared)) => prepared,
+        Ok(None) => return Err(GrabError::Internal("row lock write matched no row".into())),
+        Err(GrabError::Busy(_)) => {
+            metrics
+                .lock_acquire_duration
+                .with_label_values(&[name, "busy"])
+                .observe(started.elapsed().as_secs_f64());
+            return Err(GrabError::Busy(cx.deps.lock_wait));
+        }
+        Err(e) => return Err(e),
+    };
+    metrics
+        .lock_acquire_duration
+        .with_label_values(&[name, "acquired"])
+        .observe(prepared.lock_wait.as_secs_f64());
+    let locked_at = prepared.locked_at;
+    let committed = prepared.commit().await;
+    metrics
+        .lock_hold_duration
+        .with_label_values(&[name])
+        .observe(locked_at.elapsed().as_secs_f64());
+    committed
+}
+
+/// Every strategy of this build, looked up by name or index.
+#[derive(Debug, Clone)]
+pub struct Strategies {
+    all: Vec<Arc<dyn Strategy>>,
+}
+
+impl Default for Strategies {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Strategies {
+    /// Build every strategy once (Lua scripts are compiled here).
+    pub fn new() -> Self {
+        let all: Vec<Arc<dyn Strategy>> = vec![
+            Arc::new(none::NoLock),
+            Arc::new(local_mutex::LocalMutex::default()),
+            Arc::new(set_nx_px_token::SetNxPxToken::new()),
+            Arc::new(pg_for_update::PgForUpdate),
+            Arc::new(pg_optimistic::PgOptimistic),
+            Arc::new(pg_advisory::PgAdvisory),
+            Arc::new(pg_atomic::PgAtomic),
+            Arc::new(redis_lua_stock::RedisLuaStock::new()),
+        ];
+        debug_assert_eq!(
+            all.iter().map(|s| s.info().name).collect::<Vec<_>>(),
+            STRATEGY_NAMES
+        );
+        Self { all }
+    }
+
+    /// Index of a strategy by name.
+    pub fn index_of(&self, name: &str) -> Option<usize> {
+        self.all.iter().position(|s| s.info().name == name)
+    }
+
+    /// Strategy at an index (from [`Strategies::index_of`]).
+    pub fn get(&self, index: usize) -> &Arc<dyn Strategy> {
+        &self.all[index.min(self.all.len() - 1)]
+    }
+
+    /// All strategies, in teaching order.
+    pub fn iter(&self) -> impl Iterator<Item = &Arc<dyn Strategy>> {
+        self.all.iter()
+    }
+}

@@ -1,0 +1,111 @@
+//! `set-nx-px-token` — `SET key token NX PX ttl`, released by a Lua
+//! compare-and-delete.
+//!
+//! **Seed step:** 004 v5, 000 scheme 5 (方案五: SET EX PX NX + 校验唯一随机值,
+//! 再删除), 002's "原子解锁": a unique value per acquisition, and the release
+//! checks and deletes in one atomic script ([`compare_and_delete.lua`]).
+//!
+//! **Guarantee:** mutual exclusion while the work inside the lock is shorter
+//! than the TTL; a holder never deletes a lock it no longer owns; a crashed
+//! holder's lock expires after the TTL.
+//!
+//! **How it fails:** when the work outlives the TTL (a slow query, a GC or
+//! VM pause), the key expires, a second grab acquires it, and both run the
+//! section at once. The compare-and-delete then refuses the first holder's
+//! release (`not_owner`), but the overlap has already happened. Fencing
+//! (`fenced`) or renewal (`watchdog`) are the next steps.
+//!
+//! The wire protocol is the standard one: any client that runs
+//! `SET lock:product:{id} <token> NX PX <ttl>` and deletes with a
+//! compare-and-delete excludes this service and is excluded by it.
+
+use async_trait::async_trait;
+use redis::Script;
+
+use super::{
+    grab_with_lock, lock_key, new_token, DistributedLock, GrabContext, GrabRequest, LockGuard,
+    Order, Released, Safety, Strategy, StrategyInfo,
+};
+use crate::error::GrabError;
+
+/// Name, seed and guarantee of `set-nx-px-token`.
+pub const INFO: StrategyInfo = StrategyInfo {
+    name: "set-nx-px-token",
+    seed: "004 v5 / 000 scheme 5: unique token + Lua compare-and-delete",
+    guarantee: "safe while the work is shorter than the TTL; never deletes another's lock",
+    safety: Safety::SafeWithinTtl,
+};
+
+/// The token lock. The release script is compiled once; redis-rs sends
+/// `EVALSHA` and loads the script only when the server answers `NOSCRIPT`.
+#[derive(Debug)]
+pub struct SetNxPxToken {
+    release_script: Script,
+}
+
+impl Default for SetNxPxToken {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl SetNxPxToken {
+    /// Build the strategy (compiles the release script's hash).
+    pub fn new() -> Self {
+        Self {
+            release_script: Script::new(include_str!("compare_and_delete.lua")),
+        }
+    }
+}
+
+#[async_trait]
+impl DistributedLock for SetNxPxToken {
+    fn name(&self) -> &'static str {
+        INFO.name
+    }
+
+    async fn try_acquire(
+        &self,
+        cx: GrabContext<'_>,
+        product_id: i64,
+    ) -> Result<Option<LockGuard>, GrabError> {
+        let key = lock_key(product_id);
+        let token = new_token();
+        let mut conn = cx.deps.redis.clone();
+        let set: Option<String> = redis::cmd("SET")
+            .arg(&key)
+            .arg(&token)
+            .arg("NX")
+            .arg("PX")
+            .arg(cx.deps.lock_ttl.as_millis() as u64)
+            .query_async(&mut conn)
+            .await?;
+        Ok(set.map(|_| LockGuard::remote(key, token)))
+    }
+
+    async fn release(&self, cx: GrabContext<'_>, guard: LockGuard) -> Result<Released, GrabError> {
+        let mut conn = cx.deps.redis.clone();
+        let deleted: i64 = self
+            .release_script
+            .key(&guard.key)
+            .arg(&guard.token)
+            .invoke_async(&mut conn)
+            .await?;
+        Ok(if deleted == 1 {
+            Released::Released
+        } else {
+            Released::NotOwner
+        })
+    }
+}
+
+#[async_trait]
+impl Strategy for SetNxPxToken {
+    fn info(&self) -> &'static StrategyInfo {
+        &INFO
+    }
+
+    async fn grab(&self, cx: GrabContext<'_>, req: GrabRequest) -> Result<Order, GrabError> {
+        grab_with_lock(self, cx, req).await
+    }
+}

@@ -1,0 +1,173 @@
+//! Prometheus metrics with the names of DESIGN.md (prefix `seckill_`, base
+//! units). One [`Metrics`] per process, registered on its own registry so
+//! tests that run several apps in one process do not collide.
+//!
+//! The audit gauges (`seckill_stock_remaining`, `seckill_oversold_units`,
+//! `seckill_lost_updates`, `seckill_duplicate_orders`) are not counted by the
+//! service: they are read from the database's ground truth at every scrape,
+//! so they are right even when a broken strategy lies to itself.
+
+use prometheus::{
+    CounterVec, Encoder, GaugeVec, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, Opts,
+    Registry, TextEncoder,
+};
+
+use crate::db::AuditRow;
+
+/// Latency buckets from 0.5 ms to 10 s.
+const LATENCY_BUCKETS: &[f64] = &[
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+];
+
+/// Every metric of the service.
+#[derive(Debug, Clone)]
+pub struct Metrics {
+    registry: Registry,
+    /// `seckill_grab_requests_total{strategy,outcome}`.
+    pub grab_requests: IntCounterVec,
+    /// `seckill_grab_duration_seconds{strategy}`.
+    pub grab_duration: HistogramVec,
+    /// `seckill_lock_acquire_duration_seconds{strategy,result}` — the wait.
+    pub lock_acquire_duration: HistogramVec,
+    /// `seckill_lock_hold_duration_seconds{strategy}`.
+    pub lock_hold_duration: HistogramVec,
+    /// `seckill_lock_attempts_total{strategy}`.
+    pub lock_attempts: IntCounterVec,
+    /// `seckill_lock_retries_total{strategy}`.
+    pub lock_retries: IntCounterVec,
+    /// `seckill_lock_renewals_total{strategy,result}`.
+    pub lock_renewals: IntCounterVec,
+    /// `seckill_lock_lost_total{strategy}`.
+    pub lock_lost: IntCounterVec,
+    /// `seckill_lock_releases_total{strategy,result}` result ∈ released, not_owner, error.
+    pub lock_releases: IntCounterVec,
+    /// `seckill_redlock_quorum_failures_total`.
+    pub redlock_quorum_failures: IntCounter,
+    /// `seckill_redlock_node_errors_total{node}`.
+    pub redlock_node_errors: IntCounterVec,
+    /// `seckill_fence_rejections_total{strategy}`.
+    pub fence_rejections: IntCounterVec,
+    /// `seckill_stock_remaining{product}`.
+    pub stock_remaining: GaugeVec,
+    /// `seckill_oversold_units{product}`.
+    pub oversold_units: GaugeVec,
+    /// `seckill_lost_updates{product}`.
+    pub lost_updates: GaugeVec,
+    /// `seckill_duplicate_orders{product}`.
+    pub duplicate_orders: GaugeVec,
+    /// `seckill_active_strategy{strategy}` — 1 for the active one.
+    pub active_strategy: GaugeVec,
+    /// `seckill_orders_total{strategy}` — orders written (a convenience for rates).
+    pub orders: CounterVec,
+}
+
+fn counter(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
+    let metric = IntCounterVec::new(Opts::new(name, help), labels).expect("valid metric");
+    registry
+        .register(Box::new(metric.clone()))
+        .expect("metric registered once");
+    metric
+}
+
+fn histogram(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> HistogramVec {
+    let metric = HistogramVec::new(
+        HistogramOpts::new(name, help).buckets(LATENCY_BUCKETS.to_vec()),
+        labels,
+    )
+    .expect("valid metric");
+    registry
+        .register(Box::new(metric.clone()))
+        .expect("metric registered once");
+    metric
+}
+
+fn gauge(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> GaugeVec {
+    let metric = GaugeVec::new(Opts::new(name, help), labels).expect("valid metric");
+    registry
+        .register(Box::new(metric.clone()))
+        .expect("metric registered once");
+    metric
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    /// Create and register every metric.
+    #[allow(clippy::expect_used)] // static names and labels: a failure is a bug at start
+    pub fn new() -> Self {
+        let r = Registry::new();
+        let quorum =
+            IntCounter::new("seckill_redlock_quorum_failures_total", "Redlock attempts that did not reach a quorum")
+                .expect("valid metric");
+        r.register(Box::new(quorum.clone())).expect("registered once");
+        let orders = CounterVec::new(
+            Opts::new("seckill_orders_total", "Orders committed by this replica"),
+            &["strategy"],
+        )
+        .expect("valid metric");
+        r.register(Box::new(orders.clone())).expect("registered once");
+        Self {
+            grab_requests: counter(&r, "seckill_grab_requests_total", "Grab requests by strategy and outcome", &["strategy", "outcome"]),
+            grab_duration: histogram(&r, "seckill_grab_duration_seconds", "Time to answer a grab", &["strategy"]),
+            lock_acquire_duration: histogram(&r, "seckill_lock_acquire_duration_seconds", "Time spent waiting for the lock", &["strategy", "result"]),
+            lock_hold_duration: histogram(&r, "seckill_lock_hold_duration_seconds", "Time the lock was held", &["strategy"]),
+            lock_attempts: counter(&r, "seckill_lock_attempts_total", "Lock acquisition attempts", &["strategy"]),
+            lock_retries: counter(&r, "seckill_lock_retries_total", "Lock acquisition retries after a failed attempt", &["strategy"]),
+            lock_renewals: counter(&r, "seckill_lock_renewals_total", "Lease renewals by result", &["strategy", "result"]),
+            lock_lost: counter(&r, "seckill_lock_lost_total", "Locks lost while held", &["strategy"]),
+            lock_releases: counter(&r, "seckill_lock_releases_total", "Lock releases by result", &["strategy", "result"]),
+            redlock_quorum_failures: quorum,
+            redlock_node_errors: counter(&r, "seckill_redlock_node_errors_total", "Redlock per-node errors", &["node"]),
+            fence_rejections: counter(&r, "seckill_fence_rejections_total", "Writes refused by the fencing token check", &["strategy"]),
+            stock_remaining: gauge(&r, "seckill_stock_remaining", "Stock column of the product (database ground truth)", &["product"]),
+            oversold_units: gauge(&r, "seckill_oversold_units", "Units ordered beyond the initial stock (database ground truth)", &["product"]),
+            lost_updates: gauge(&r, "seckill_lost_updates", "Ordered units the stock column never saw (database ground truth)", &["product"]),
+            duplicate_orders: gauge(&r, "seckill_duplicate_orders", "Users holding more than one order of the product (database ground truth)", &["product"]),
+            active_strategy: gauge(&r, "seckill_active_strategy", "1 for the active strategy, 0 for the others", &["strategy"]),
+            orders,
+            registry: r,
+        }
+    }
+
+    /// Replace the audit gauges with a fresh reading of the database.
+    pub fn set_audit(&self, rows: &[AuditRow]) {
+        for gauge in [
+            &self.stock_remaining,
+            &self.oversold_units,
+            &self.lost_updates,
+            &self.duplicate_orders,
+        ] {
+            gauge.reset();
+        }
+        for row in rows {
+            let product = row.product_id.to_string();
+            let labels = [product.as_str()];
+            self.stock_remaining.with_label_values(&labels).set(row.stock as f64);
+            self.oversold_units.with_label_values(&labels).set(row.oversold as f64);
+            self.lost_updates.with_label_values(&labels).set(row.lost_updates as f64);
+            self.duplicate_orders.with_label_values(&labels).set(row.duplicates as f64);
+        }
+    }
+
+    /// Mark `active` as the active strategy among `all`.
+    pub fn set_active_strategy(&self, all: &[&str], active: &str) {
+        for name in all {
+            self.active_strategy
+                .with_label_values(&[name])
+                .set(if *name == active { 1.0 } else { 0.0 });
+        }
+    }
+
+    /// Text exposition format of every metric.
+    pub fn render(&self) -> String {
+        let mut buffer = Vec::new();
+        if let Err(e) = TextEncoder::new().encode(&self.registry.gather(), &mut buffer) {
+            tracing::error!(error = %e, "encoding metrics failed");
+        }
+        String::from_utf8(buffer).unwrap_or_default()
+    }
+}

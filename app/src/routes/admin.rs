@@ -1,0 +1,198 @@
+//! `/admin/*` — strategy switch, product reset, audit, faults. Every route
+//! takes the [`AdminAuth`] extractor: `Authorization: Bearer <token>`.
+
+use std::future::{ready, Ready};
+
+use actix_web::dev::Payload;
+use actix_web::http::header;
+use actix_web::{get, post, put, web, FromRequest, HttpRequest, HttpResponse};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use crate::control::FaultsPatch;
+use crate::db;
+use crate::error::{ApiError, GrabError};
+use crate::lock::{lock_key, redis_lua_stock, Safety, STRATEGY_NAMES};
+use crate::startup::AppState;
+
+/// Proof that the request carried the admin token.
+#[derive(Debug)]
+pub struct AdminAuth;
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+impl FromRequest for AdminAuth {
+    type Error = ApiError;
+    type Future = Ready<Result<Self, ApiError>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        let Some(state) = req.app_data::<web::Data<AppState>>() else {
+            return ready(Err(ApiError::AdminDisabled));
+        };
+        let Some(expected) = state.admin_token.as_deref() else {
+            return ready(Err(ApiError::AdminDisabled));
+        };
+        let given = req
+            .headers()
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "));
+        ready(match given {
+            Some(token) if constant_time_eq(token.as_bytes(), expected.as_bytes()) => Ok(AdminAuth),
+            _ => Err(ApiError::Unauthorized),
+        })
+    }
+}
+
+/// One entry of `GET /admin/strategies`.
+#[derive(Debug, Serialize)]
+struct StrategyEntry {
+    name: &'static str,
+    guarantee: &'static str,
+    available: bool,
+    seed: &'static str,
+    safety: Safety,
+}
+
+fn strategies_body(state: &AppState) -> serde_json::Value {
+    let entries: Vec<StrategyEntry> = state
+        .control
+        .strategies()
+        .iter()
+        .map(|s| {
+            let info = s.info();
+            StrategyEntry {
+                name: info.name,
+                guarantee: info.guarantee,
+                available: true,
+                seed: info.seed,
+                safety: info.safety,
+            }
+        })
+        .collect();
+    json!({ "active": state.control.active().info().name, "strategies": entries })
+}
+
+/// The strategies and the active one.
+#[get("/admin/strategies")]
+pub async fn strategies(_: AdminAuth, state: web::Data<AppState>) -> HttpResponse {
+    HttpResponse::Ok().json(strategies_body(&state))
+}
+
+/// `PUT /admin/strategy` body.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SwitchBody {
+    /// Strategy name.
+    pub strategy: String,
+}
+
+/// Switch every replica's strategy.
+#[put("/admin/strategy")]
+pub async fn switch_strategy(
+    _: AdminAuth,
+    state: web::Data<AppState>,
+    body: web::Json<SwitchBody>,
+) -> Result<HttpResponse, ApiError> {
+    let Some(index) = state.control.strategies().index_of(&body.strategy) else {
+        return Err(ApiError::bad_request(
+            "unknown_strategy",
+            format!(
+                "unknown strategy `{}`; valid: {}",
+                body.strategy,
+                STRATEGY_NAMES.join(", ")
+            ),
+        ));
+    };
+    state.control.switch(&state.deps, index).await?;
+    tracing::info!(strategy = %body.strategy, "strategy switched");
+    Ok(HttpResponse::Ok().json(strategies_body(&state)))
+}
+
+/// `POST /admin/products/{id}/reset` body.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResetBody {
+    /// New stock (and initial stock).
+    pub stock: i64,
+}
+
+/// Largest stock a reset accepts.
+pub const MAX_STOCK: i64 = 100_000_000;
+
+/// Reset a product: stock, orders, fence, Redis stock and lock keys.
+#[post("/admin/products/{id}/reset")]
+pub async fn reset_product(
+    _: AdminAuth,
+    state: web::Data<AppState>,
+    id: web::Path<i64>,
+    body: web::Json<ResetBody>,
+) -> Result<HttpResponse, ApiError> {
+    let id = super::product_id(id.into_inner())?;
+    if !(0..=MAX_STOCK).contains(&body.stock) {
+        return Err(ApiError::bad_request(
+            "invalid_stock",
+            format!("stock must be between 0 and {MAX_STOCK}"),
+        ));
+    }
+    // Redis first: if it is down, nothing has changed yet.
+    let mut conn = state.deps.redis.clone();
+    redis::cmd("DEL")
+        .arg(lock_key(id))
+        .arg(format!("fence:product:{id}"))
+        .arg(redis_lua_stock::stock_key(id))
+        .arg(redis_lua_stock::buyers_key(id))
+        .query_async::<()>(&mut conn)
+        .await
+        .map_err(GrabError::from)?;
+    db::reset_product(&state.deps.pool, id, body.stock)
+        .await
+        .map_err(GrabError::from)?;
+    redis_lua_stock::load_product(&state.deps, id, false).await?;
+    tracing::info!(product_id = id, stock = body.stock, "product reset");
+    Ok(HttpResponse::Ok().json(super::products::load(&state, id).await?))
+}
+
+/// The ground truth of every product.
+#[get("/admin/audit")]
+pub async fn audit(_: AdminAuth, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+    let rows = db::audit(&state.deps.pool).await.map_err(GrabError::from)?;
+    Ok(HttpResponse::Ok().json(json!({
+        "strategy": state.control.active().info().name,
+        "synchronous_commit": state.settings.synchronous_commit,
+        "products": rows,
+    })))
+}
+
+/// The faults in force.
+#[get("/admin/faults")]
+pub async fn get_faults(_: AdminAuth, state: web::Data<AppState>) -> HttpResponse {
+    HttpResponse::Ok().json(state.control.faults())
+}
+
+/// Change any subset of the faults, for every replica.
+#[put("/admin/faults")]
+pub async fn put_faults(
+    _: AdminAuth,
+    state: web::Data<AppState>,
+    body: web::Json<FaultsPatch>,
+) -> Result<HttpResponse, ApiError> {
+    let patch = body.into_inner();
+    if patch.pause_every == Some(0) {
+        return Err(ApiError::bad_request("invalid_faults", "pause_every must be at least 1"));
+    }
+    for (name, value) in [("work_delay_ms", patch.work_delay_ms), ("pause_ms", patch.pause_ms)] {
+        if value.is_some_and(|v| v > 600_000) {
+            return Err(ApiError::bad_request(
+                "invalid_faults",
+                format!("{name} must be at most 600000 (ten minutes)"),
+            ));
+        }
+    }
+    let faults = patch.apply(state.control.faults());
+    state.control.set_faults(&state.deps, faults).await?;
+    tracing::info!(?faults, "faults changed");
+    Ok(HttpResponse::Ok().json(faults))
+}

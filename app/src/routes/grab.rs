@@ -1,0 +1,95 @@
+//! `POST /api/v1/products/{id}/grab` — the flash-sale moment.
+//!
+//! The grab runs in a task of its own: when a client gives up and closes
+//! the connection, the grab still finishes (commits or rolls back) and
+//! releases its lock, instead of being dropped half-way with a Redis lock
+//! held until its TTL.
+
+use actix_web::{post, web, HttpResponse};
+use serde::Deserialize;
+use tokio::time::Instant;
+
+use crate::error::{ApiError, GrabError};
+use crate::lock::{GrabContext, GrabRequest};
+use crate::startup::AppState;
+
+/// The request body.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GrabBody {
+    /// Buyer, > 0.
+    pub user_id: i64,
+    /// Units, 1..=`SECKILL_MAX_QUANTITY`; 1 when absent.
+    #[serde(default = "one")]
+    pub quantity: i64,
+}
+
+fn one() -> i64 {
+    1
+}
+
+impl GrabBody {
+    fn validate(&self, product_id: i64, max_quantity: u32) -> Result<GrabRequest, ApiError> {
+        if self.user_id <= 0 {
+            return Err(ApiError::bad_request(
+                "invalid_user_id",
+                "user_id must be a positive integer",
+            ));
+        }
+        if self.quantity < 1 || self.quantity > i64::from(max_quantity) {
+            return Err(ApiError::bad_request(
+                "invalid_quantity",
+                format!("quantity must be between 1 and {max_quantity}"),
+            ));
+        }
+        Ok(GrabRequest {
+            product_id,
+            user_id: self.user_id,
+            quantity: i32::try_from(self.quantity).unwrap_or(i32::MAX),
+        })
+    }
+}
+
+/// Place one order, or say why not.
+#[post("/api/v1/products/{id}/grab")]
+pub async fn grab(
+    state: web::Data<AppState>,
+    id: web::Path<i64>,
+    body: web::Json<GrabBody>,
+) -> Result<HttpResponse, ApiError> {
+    let product_id = super::product_id(id.into_inner())?;
+    let req = body.validate(product_id, state.settings.max_quantity)?;
+    let state = state.into_inner();
+    let finished = tokio::spawn(async move {
+        let strategy = state.control.active().clone();
+        let faults = state.control.faults();
+        let pause = state.control.next_grab_pauses(&faults);
+        let cx = GrabContext {
+            deps: &state.deps,
+            faults,
+            pause,
+        };
+        let started = Instant::now();
+        let result = strategy.grab(cx, req).await;
+        let name = strategy.info().name;
+        let metrics = &state.deps.metrics;
+        metrics
+            .grab_duration
+            .with_label_values(&[name])
+            .observe(started.elapsed().as_secs_f64());
+        let outcome = match &result {
+            Ok(_) => {
+                metrics.orders.with_label_values(&[name]).inc();
+                "ordered"
+            }
+            Err(e) => e.outcome(),
+        };
+        if outcome != "not_found" {
+            metrics.grab_requests.with_label_values(&[name, outcome]).inc();
+        }
+        result
+    })
+    .await
+    .map_err(|e| GrabError::Internal(format!("grab task failed: {e}")))?;
+    Ok(HttpResponse::Created().json(finished?))
+}

@@ -1,0 +1,27 @@
+//! `GET /metrics` — Prometheus text format. The audit gauges are refreshed
+//! from the database on every scrape (bounded by a one-second timeout; on
+//! failure the rest of the metrics are still served and the gauges keep
+//! their last values).
+
+use std::time::Duration;
+
+use actix_web::{get, web, HttpResponse};
+
+use crate::db;
+use crate::lock::STRATEGY_NAMES;
+use crate::startup::AppState;
+
+/// The exposition.
+#[get("/metrics")]
+pub async fn metrics(state: web::Data<AppState>) -> HttpResponse {
+    let metrics = &state.deps.metrics;
+    match tokio::time::timeout(Duration::from_secs(1), db::audit(&state.deps.pool)).await {
+        Ok(Ok(rows)) => metrics.set_audit(&rows),
+        Ok(Err(e)) => tracing::warn!(error = %e, "metrics: audit query failed"),
+        Err(_) => tracing::warn!("metrics: audit query timed out"),
+    }
+    metrics.set_active_strategy(STRATEGY_NAMES, state.control.active().info().name);
+    HttpResponse::Ok()
+        .content_type("text/plain; version=0.0.4; charset=utf-8")
+        .body(metrics.render())
+}

@@ -1,0 +1,45 @@
+//! `GET /api/v1/products/{id}` — stock, initial stock, active strategy.
+
+use actix_web::{get, web, HttpResponse};
+use serde::Serialize;
+
+use crate::db;
+use crate::error::{ApiError, GrabError};
+use crate::startup::AppState;
+
+/// The product body.
+#[derive(Debug, Serialize)]
+pub struct ProductBody {
+    /// Product id.
+    pub id: i64,
+    /// Display name.
+    pub name: String,
+    /// Stock column.
+    pub stock: i64,
+    /// Stock at the last reset.
+    pub initial_stock: i64,
+    /// Active strategy of this replica.
+    pub strategy: &'static str,
+}
+
+/// Read one product.
+pub async fn load(state: &AppState, id: i64) -> Result<ProductBody, ApiError> {
+    let row = db::product(&state.deps.pool, id)
+        .await
+        .map_err(GrabError::from)?
+        .ok_or(GrabError::NotFound)?;
+    Ok(ProductBody {
+        id: row.id,
+        name: row.name,
+        stock: row.stock,
+        initial_stock: row.initial_stock,
+        strategy: state.control.active().info().name,
+    })
+}
+
+/// One product.
+#[get("/api/v1/products/{id}")]
+pub async fn product(state: web::Data<AppState>, id: web::Path<i64>) -> Result<HttpResponse, ApiError> {
+    let id = super::product_id(id.into_inner())?;
+    Ok(HttpResponse::Ok().json(load(&state, id).await?))
+}

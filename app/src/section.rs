@@ -1,0 +1,242 @@
+//! The critical section of DESIGN.md — deliberately lost-update prone.
+//!
+//! Inside one transaction:
+//! 1. `SELECT stock FROM products WHERE id = $1` (plus `FOR UPDATE` or an
+//!    advisory lock first, for the database strategies);
+//! 2. the one-order-per-user check, then `stock < quantity` → `sold_out`;
+//! 3. the simulated work (`work_delay_ms`) that widens the race;
+//! 4. `UPDATE products SET stock = <value read in 1> - quantity` — a *blind
+//!    write* of the value read, never `stock = stock - 1`, so two holders
+//!    that overlap lose an update instead of hiding it;
+//! 5. `INSERT INTO orders ...`.
+//!
+//! [`prepare`] stops before the commit and hands back a [`Prepared`]
+//! transaction, so the caller decides whether the lock is released before
+//! or after [`Prepared::commit`] — the `unlock_before_commit` fault lives in
+//! exactly that choice. On every error path the transaction is rolled back
+//! explicitly before returning, so a row lock never outlives the request.
+
+use sqlx::{PgConnection, Postgres, Transaction};
+use tokio::time::{sleep, Duration, Instant};
+
+use crate::error::GrabError;
+use crate::lock::{GrabContext, GrabRequest, Order};
+
+/// How step 1 reads and step 4 writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RowLock {
+    /// Plain `SELECT`: the caller holds an external lock (or none at all).
+    None,
+    /// `SELECT ... FOR UPDATE`: the row lock is held until commit.
+    ForUpdate,
+    /// `pg_advisory_xact_lock(product_id)` first, released at commit.
+    Advisory,
+    /// Read `version`; the write only succeeds while it is unchanged.
+    Optimistic,
+}
+
+/// Parameters of one run of the section.
+#[derive(Debug, Clone, Copy)]
+pub struct SectionSpec {
+    /// Strategy name written into the order.
+    pub strategy: &'static str,
+    /// The read/write mode.
+    pub row_lock: RowLock,
+    /// A fencing token the write must carry (`fenced`).
+    pub fence: Option<i64>,
+}
+
+impl SectionSpec {
+    /// A plain read and blind write.
+    pub fn plain(strategy: &'static str) -> Self {
+        Self {
+            strategy,
+            row_lock: RowLock::None,
+            fence: None,
+        }
+    }
+
+    /// With a different read/write mode.
+    pub fn with_row_lock(mut self, row_lock: RowLock) -> Self {
+        self.row_lock = row_lock;
+        self
+    }
+
+    /// With a fencing token.
+    pub fn with_fence(mut self, fence: Option<i64>) -> Self {
+        self.fence = fence;
+        self
+    }
+}
+
+/// A transaction that has written the stock and the order, not yet committed.
+#[derive(Debug)]
+pub struct Prepared {
+    tx: Transaction<'static, Postgres>,
+    order: Order,
+    /// When step 1's lock (if any) was granted, for hold-time metrics.
+    pub locked_at: Instant,
+    /// How long step 1 waited for its lock.
+    pub lock_wait: Duration,
+}
+
+impl Prepared {
+    /// Commit; the order exists from here on.
+    pub async fn commit(self) -> Result<Order, GrabError> {
+        self.tx.commit().await?;
+        Ok(self.order)
+    }
+}
+
+/// Sleep for the configured work delay (and pause, when this grab takes it).
+pub async fn simulated_work(cx: GrabContext<'_>) {
+    let mut delay = cx.faults.work_delay_ms;
+    if cx.pause {
+        delay += cx.faults.pause_ms;
+    }
+    if delay > 0 {
+        sleep(Duration::from_millis(delay)).await;
+    }
+}
+
+/// Steps 1–5. `Ok(None)` means the conditional write of step 4 matched no
+/// row (the version moved on, or a newer fencing token wrote first): nothing
+/// was written and the transaction is rolled back.
+pub async fn prepare(
+    cx: GrabContext<'_>,
+    req: GrabRequest,
+    spec: SectionSpec,
+) -> Result<Option<Prepared>, GrabError> {
+    let started = Instant::now();
+    let mut tx = cx.deps.pool.begin().await?;
+    let steps = run_steps(&mut tx, cx, req, spec, started).await;
+    match steps {
+        Ok(Some((order, locked_at))) => Ok(Some(Prepared {
+            tx,
+            order,
+            locked_at,
+            lock_wait: locked_at - started,
+        })),
+        other => {
+            if let Err(e) = tx.rollback().await {
+                tracing::debug!(error = %e, "rollback after a refused grab failed");
+            }
+            other.map(|_| None)
+        }
+    }
+}
+
+async fn run_steps(
+    conn: &mut PgConnection,
+    cx: GrabContext<'_>,
+    req: GrabRequest,
+    spec: SectionSpec,
+    started: Instant,
+) -> Result<Option<(Order, Instant)>, GrabError> {
+    if spec.row_lock == RowLock::Advisory {
+        sqlx::query("SELECT pg_advisory_xact_lock($1)")
+            .bind(req.product_id)
+            .execute(&mut *conn)
+            .await?;
+    }
+    // Step 1: read.
+    let read = match spec.row_lock {
+        RowLock::ForUpdate => "SELECT stock, version FROM products WHERE id = $1 FOR UPDATE",
+        _ => "SELECT stock, version FROM products WHERE id = $1",
+    };
+    let (stock, version): (i64, i64) = sqlx::query_as(read)
+        .bind(req.product_id)
+        .fetch_optional(&mut *conn)
+        .await?
+        .ok_or(GrabError::NotFound)?;
+    let locked_at = if spec.row_lock == RowLock::None {
+        started
+    } else {
+        Instant::now()
+    };
+
+    // Step 2: one order per user, then stock.
+    let already: bool = sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM orders WHERE product_id = $1 AND user_id = $2)",
+    )
+    .bind(req.product_id)
+    .bind(req.user_id)
+    .fetch_one(&mut *conn)
+    .await?;
+    if already {
+        return Err(GrabError::AlreadyPurchased);
+    }
+    let quantity = i64::from(req.quantity);
+    if stock < quantity {
+        return Err(GrabError::SoldOut);
+    }
+
+    // Step 3: the work that widens the race.
+    simulated_work(cx).await;
+
+    // Step 4: blind write of the value read in step 1.
+    let new_stock = stock - quantity;
+    let written = match (spec.row_lock, spec.fence) {
+        (_, Some(token)) => sqlx::query(
+            "UPDATE products SET stock = $2, fence_token = $3, updated_at = now()
+             WHERE id = $1 AND fence_token <= $3",
+        )
+        .bind(req.product_id)
+        .bind(new_stock)
+        .bind(token)
+        .execute(&mut *conn)
+        .await?
+        .rows_affected(),
+        (RowLock::Optimistic, None) => sqlx::query(
+            "UPDATE products SET stock = $2, version = version + 1, updated_at = now()
+             WHERE id = $1 AND version = $3",
+        )
+        .bind(req.product_id)
+        .bind(new_stock)
+        .bind(version)
+        .execute(&mut *conn)
+        .await?
+        .rows_affected(),
+        _ => sqlx::query("UPDATE products SET stock = $2, updated_at = now() WHERE id = $1")
+            .bind(req.product_id)
+            .bind(new_stock)
+            .execute(&mut *conn)
+            .await?
+            .rows_affected(),
+    };
+    if written == 0 {
+        return Ok(None);
+    }
+
+    // Step 5: the order.
+    let order = insert_order(conn, req, spec.strategy, spec.fence).await?;
+    Ok(Some((order, locked_at)))
+}
+
+/// `INSERT INTO orders ... RETURNING id`, shared by every strategy.
+pub async fn insert_order(
+    conn: &mut PgConnection,
+    req: GrabRequest,
+    strategy: &'static str,
+    fence_token: Option<i64>,
+) -> Result<Order, GrabError> {
+    let order_id: i64 = sqlx::query_scalar(
+        "INSERT INTO orders (product_id, user_id, quantity, strategy, fence_token)
+         VALUES ($1, $2, $3, $4, $5) RETURNING id",
+    )
+    .bind(req.product_id)
+    .bind(req.user_id)
+    .bind(req.quantity)
+    .bind(strategy)
+    .bind(fence_token)
+    .fetch_one(&mut *conn)
+    .await?;
+    Ok(Order {
+        order_id,
+        product_id: req.product_id,
+        user_id: req.user_id,
+        quantity: req.quantity,
+        strategy,
+        fence_token,
+    })
+}

@@ -1,0 +1,212 @@
+//! [`Application::build`] turns [`Settings`] into a bound, ready-to-run
+//! server: database pool and migrations, seed products, Redis, strategies,
+//! the shared control state and its refresher, and the actix-web app with
+//! JSON error handlers. Tests bind port 0 and read [`Application::port`].
+
+use std::net::TcpListener;
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix_web::dev::Server;
+use actix_web::error::{JsonPayloadError, PathError};
+use actix_web::{web, App, HttpRequest, HttpResponse, HttpServer};
+use anyhow::Context;
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+
+use crate::configuration::Settings;
+use crate::control::{Control, Faults};
+use crate::error::ApiError;
+use crate::lock::{Deps, Strategies};
+use crate::metrics::Metrics;
+use crate::{db, routes};
+
+/// Largest request body, in bytes.
+pub const MAX_BODY_BYTES: usize = 16 * 1024;
+
+/// What every handler shares.
+#[derive(Debug)]
+pub struct AppState {
+    /// Pool, Redis, metrics and lock timings.
+    pub deps: Deps,
+    /// Active strategy and faults.
+    pub control: Arc<Control>,
+    /// The settings the service started with.
+    pub settings: Settings,
+    /// The admin token in force (see [`Settings::effective_admin_token`]).
+    pub admin_token: Option<String>,
+}
+
+/// A built, bound server.
+pub struct Application {
+    port: u16,
+    server: Server,
+    stop_background: tokio::sync::watch::Sender<bool>,
+    state: web::Data<AppState>,
+}
+
+/// A Redis connection that reconnects by itself and fails fast while the
+/// server is down (one reconnect attempt per command, short timeouts), so
+/// a dead Redis becomes a quick 503 rather than a hung request.
+pub fn redis_connection(url: &str) -> anyhow::Result<ConnectionManager> {
+    let client = redis::Client::open(url).with_context(|| format!("invalid redis url {url}"))?;
+    let config = ConnectionManagerConfig::new()
+        .set_number_of_retries(1)
+        .set_max_delay(Duration::from_millis(100))
+        .set_connection_timeout(Some(Duration::from_millis(500)))
+        .set_response_timeout(Some(Duration::from_secs(2)));
+    ConnectionManager::new_lazy_with_config(client, config)
+        .with_context(|| format!("cannot set up redis connection to {url}"))
+}
+
+impl std::fmt::Debug for Application {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Application").field("port", &self.port).finish_non_exhaustive()
+    }
+}
+
+impl Application {
+    /// Connect, migrate, seed, bind. Fails with a message naming what is
+    /// missing (the database, a migration, the listen address).
+    pub async fn build(settings: Settings) -> anyhow::Result<Self> {
+        let pool = db::pool(&settings).context("invalid SECKILL_DATABASE_URL")?;
+        db::migrate(&pool).await.with_context(|| {
+            format!(
+                "cannot migrate the database at {} (is PostgreSQL running and the database created?)",
+                redact(&settings.database_url)
+            )
+        })?;
+        let seeds = settings.seed_products()?;
+        db::seed(&pool, &seeds).await.context("cannot seed products")?;
+        let redis = redis_connection(&settings.redis_url)?;
+
+        let deps = Deps {
+            pool,
+            redis,
+            metrics: Metrics::new(),
+            lock_ttl: settings.lock_ttl(),
+            lock_wait: settings.lock_wait(),
+            lock_retry: Duration::from_millis(settings.lock_retry_ms),
+            optimistic_max_retries: settings.optimistic_max_retries,
+        };
+        let control = Arc::new(Control::new(
+            Strategies::new(),
+            &settings.strategy,
+            Faults::with_work_delay(settings.work_delay_ms),
+        ));
+        if let Err(e) = control.refresh(&deps).await {
+            tracing::warn!(error = %e, "redis not reachable at start; using the configured strategy");
+        }
+
+        let (stop_background, stop_rx) = tokio::sync::watch::channel(false);
+        tokio::spawn(control.clone().refresh_loop(
+            deps.clone(),
+            Duration::from_millis(settings.control_refresh_ms),
+            stop_rx,
+        ));
+
+        let admin_token = settings.effective_admin_token();
+        let listener = TcpListener::bind(settings.listen_addr()?)
+            .with_context(|| format!("cannot listen on {} (SECKILL_LISTEN)", settings.listen))?;
+        let port = listener.local_addr()?.port();
+        let state = web::Data::new(AppState {
+            deps,
+            control,
+            settings,
+            admin_token,
+        });
+        let server_state = state.clone();
+        let server = HttpServer::new(move || {
+            App::new()
+                .app_data(server_state.clone())
+                .app_data(
+                    web::JsonConfig::default()
+                        .limit(MAX_BODY_BYTES)
+                        .error_handler(json_error),
+                )
+                .app_data(web::PathConfig::default().error_handler(path_error))
+                .service(routes::grab::grab)
+                .service(routes::products::product)
+                .service(routes::health::live)
+                .service(routes::health::ready)
+                .service(routes::metrics::metrics)
+                .service(routes::admin::strategies)
+                .service(routes::admin::switch_strategy)
+                .service(routes::admin::reset_product)
+                .service(routes::admin::audit)
+                .service(routes::admin::get_faults)
+                .service(routes::admin::put_faults)
+                .default_service(web::to(not_found))
+        })
+        .workers(std::thread::available_parallelism().map_or(2, |n| n.get()).min(4))
+        .shutdown_timeout(5)
+        .listen(listener)?
+        .run();
+        Ok(Self {
+            port,
+            server,
+            stop_background,
+            state,
+        })
+    }
+
+    /// The bound port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// A handle that stops the server gracefully.
+    pub fn handle(&self) -> actix_web::dev::ServerHandle {
+        self.server.handle()
+    }
+
+    /// The shared state (tests inspect metrics through it).
+    pub fn state(&self) -> web::Data<AppState> {
+        self.state.clone()
+    }
+
+    /// Serve until SIGINT/SIGTERM or [`Application::handle`] stops it, then
+    /// stop the background tasks.
+    pub async fn run_until_stopped(self) -> std::io::Result<()> {
+        let result = self.server.await;
+        let _ = self.stop_background.send(true);
+        self.state.deps.pool.close().await;
+        result
+    }
+}
+
+/// The database URL without its password, for messages.
+pub fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let creds = &url[scheme + 3..at];
+            match creds.split_once(':') {
+                Some((user, _)) => format!("{}{user}:***{}", &url[..scheme + 3], &url[at..]),
+                None => url.to_owned(),
+            }
+        }
+        _ => url.to_owned(),
+    }
+}
+
+fn json_error(err: JsonPayloadError, _req: &HttpRequest) -> actix_web::Error {
+    let api = match &err {
+        JsonPayloadError::Overflow { limit } | JsonPayloadError::OverflowKnownLength { limit, .. } => {
+            ApiError::PayloadTooLarge(*limit)
+        }
+        JsonPayloadError::ContentType => ApiError::UnsupportedMediaType,
+        JsonPayloadError::Deserialize(e) => {
+            let code = if e.is_data() { "invalid_field" } else { "malformed_json" };
+            ApiError::bad_request(code, format!("request body: {e}"))
+        }
+        _ => ApiError::bad_request("malformed_json", "request body could not be read"),
+    };
+    api.into()
+}
+
+fn path_error(_err: PathError, _req: &HttpRequest) -> actix_web::Error {
+    ApiError::bad_request("invalid_product_id", "product id must be a positive integer").into()
+}
+
+async fn not_found(req: HttpRequest) -> Result<HttpResponse, ApiError> {
+    Err(ApiError::NotFound(format!("route {} {}", req.method(), req.path())))
+}
