@@ -185,8 +185,16 @@ impl Settings {
     pub fn validate(&self) -> Result<(), SettingsError> {
         self.listen_addr()?;
         for (field, url, schemes) in [
-            ("database_url", &self.database_url, &["postgres", "postgresql"][..]),
-            ("redis_url", &self.redis_url, &["redis", "rediss", "unix"][..]),
+            (
+                "database_url",
+                &self.database_url,
+                &["postgres", "postgresql"][..],
+            ),
+            (
+                "redis_url",
+                &self.redis_url,
+                &["redis", "rediss", "unix"][..],
+            ),
         ] {
             if !schemes.iter().any(|s| url.starts_with(&format!("{s}://"))) {
                 return Err(SettingsError::new(
@@ -225,9 +233,15 @@ impl Settings {
             ("lock_ttl_ms", self.lock_ttl_ms),
             ("lock_wait_ms", self.lock_wait_ms),
             ("lock_retry_ms", self.lock_retry_ms),
-            ("database_acquire_timeout_ms", self.database_acquire_timeout_ms),
+            (
+                "database_acquire_timeout_ms",
+                self.database_acquire_timeout_ms,
+            ),
             ("control_refresh_ms", self.control_refresh_ms),
-            ("database_max_connections", u64::from(self.database_max_connections)),
+            (
+                "database_max_connections",
+                u64::from(self.database_max_connections),
+            ),
             ("max_quantity", u64::from(self.max_quantity)),
         ];
         for (field, value) in positive {
@@ -236,7 +250,10 @@ impl Settings {
             }
         }
         if matches!(&self.admin_token, Some(t) if t.trim().is_empty()) {
-            return Err(SettingsError::new("admin_token", "must not be empty when set"));
+            return Err(SettingsError::new(
+                "admin_token",
+                "must not be empty when set",
+            ));
         }
         if !["text", "json"].contains(&self.log_format.as_str()) {
             return Err(SettingsError::new("log_format", "must be `text` or `json`"));
@@ -306,10 +323,7 @@ mod tests {
     use super::*;
 
     fn load(vars: &[(&str, &str)]) -> Result<Settings, SettingsError> {
-        Settings::load_from(
-            vars.iter()
-                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
-        )
+        Settings::load_from(vars.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())))
     }
 
     #[test]
@@ -323,7 +337,10 @@ mod tests {
     fn environment_overrides_defaults() {
         let s = load(&[
             ("SECKILL_LOCK_TTL_MS", "1234"),
-            ("SECKILL_REDLOCK_URLS", "redis://127.0.0.1:1,redis://127.0.0.1:2"),
+            (
+                "SECKILL_REDLOCK_URLS",
+                "redis://127.0.0.1:1,redis://127.0.0.1:2",
+            ),
             ("SECKILL_STRATEGY", "pg-atomic"),
         ])
         .expect("loads");
@@ -340,7 +357,10 @@ mod tests {
         assert_eq!(err.name, "SECKILL_LOCK_WAIT_MS");
         let err = load(&[("SECKILL_STRATEGY", "yolo")]).expect_err("must fail");
         assert_eq!(err.name, "SECKILL_STRATEGY");
-        assert!(err.message.contains("pg-atomic"), "lists valid names: {err}");
+        assert!(
+            err.message.contains("pg-atomic"),
+            "lists valid names: {err}"
+        );
         let err = load(&[("SECKILL_SEED_PRODUCTS", "1:x")]).expect_err("must fail");
         assert_eq!(err.name, "SECKILL_SEED_PRODUCTS");
         let err = load(&[("SECKILL_LISTEN", "nowhere")]).expect_err("must fail");

@@ -115,7 +115,10 @@ impl Control {
 
     /// The faults in force.
     pub fn faults(&self) -> Faults {
-        *self.faults.read().unwrap_or_else(std::sync::PoisonError::into_inner)
+        *self
+            .faults
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Whether the next grab takes the pause (`pause_every`).
@@ -124,7 +127,7 @@ impl Control {
             return false;
         }
         let n = self.grabs_seen.fetch_add(1, Ordering::Relaxed);
-        n % faults.pause_every.max(1) == 0
+        n.is_multiple_of(faults.pause_every.max(1))
     }
 
     fn set_local(&self, strategy: Option<usize>, faults: Option<Faults>) {
@@ -132,7 +135,10 @@ impl Control {
             self.active.store(index, Ordering::Relaxed);
         }
         if let Some(faults) = faults {
-            *self.faults.write().unwrap_or_else(std::sync::PoisonError::into_inner) = faults;
+            *self
+                .faults
+                .write()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = faults;
         }
     }
 

@@ -100,34 +100,118 @@ impl Metrics {
     #[allow(clippy::expect_used)] // static names and labels: a failure is a bug at start
     pub fn new() -> Self {
         let r = Registry::new();
-        let quorum =
-            IntCounter::new("seckill_redlock_quorum_failures_total", "Redlock attempts that did not reach a quorum")
-                .expect("valid metric");
-        r.register(Box::new(quorum.clone())).expect("registered once");
+        let quorum = IntCounter::new(
+            "seckill_redlock_quorum_failures_total",
+            "Redlock attempts that did not reach a quorum",
+        )
+        .expect("valid metric");
+        r.register(Box::new(quorum.clone()))
+            .expect("registered once");
         let orders = CounterVec::new(
             Opts::new("seckill_orders_total", "Orders committed by this replica"),
             &["strategy"],
         )
         .expect("valid metric");
-        r.register(Box::new(orders.clone())).expect("registered once");
+        r.register(Box::new(orders.clone()))
+            .expect("registered once");
         Self {
-            grab_requests: counter(&r, "seckill_grab_requests_total", "Grab requests by strategy and outcome", &["strategy", "outcome"]),
-            grab_duration: histogram(&r, "seckill_grab_duration_seconds", "Time to answer a grab", &["strategy"]),
-            lock_acquire_duration: histogram(&r, "seckill_lock_acquire_duration_seconds", "Time spent waiting for the lock", &["strategy", "result"]),
-            lock_hold_duration: histogram(&r, "seckill_lock_hold_duration_seconds", "Time the lock was held", &["strategy"]),
-            lock_attempts: counter(&r, "seckill_lock_attempts_total", "Lock acquisition attempts", &["strategy"]),
-            lock_retries: counter(&r, "seckill_lock_retries_total", "Lock acquisition retries after a failed attempt", &["strategy"]),
-            lock_renewals: counter(&r, "seckill_lock_renewals_total", "Lease renewals by result", &["strategy", "result"]),
-            lock_lost: counter(&r, "seckill_lock_lost_total", "Locks lost while held", &["strategy"]),
-            lock_releases: counter(&r, "seckill_lock_releases_total", "Lock releases by result", &["strategy", "result"]),
+            grab_requests: counter(
+                &r,
+                "seckill_grab_requests_total",
+                "Grab requests by strategy and outcome",
+                &["strategy", "outcome"],
+            ),
+            grab_duration: histogram(
+                &r,
+                "seckill_grab_duration_seconds",
+                "Time to answer a grab",
+                &["strategy"],
+            ),
+            lock_acquire_duration: histogram(
+                &r,
+                "seckill_lock_acquire_duration_seconds",
+                "Time spent waiting for the lock",
+                &["strategy", "result"],
+            ),
+            lock_hold_duration: histogram(
+                &r,
+                "seckill_lock_hold_duration_seconds",
+                "Time the lock was held",
+                &["strategy"],
+            ),
+            lock_attempts: counter(
+                &r,
+                "seckill_lock_attempts_total",
+                "Lock acquisition attempts",
+                &["strategy"],
+            ),
+            lock_retries: counter(
+                &r,
+                "seckill_lock_retries_total",
+                "Lock acquisition retries after a failed attempt",
+                &["strategy"],
+            ),
+            lock_renewals: counter(
+                &r,
+                "seckill_lock_renewals_total",
+                "Lease renewals by result",
+                &["strategy", "result"],
+            ),
+            lock_lost: counter(
+                &r,
+                "seckill_lock_lost_total",
+                "Locks lost while held",
+                &["strategy"],
+            ),
+            lock_releases: counter(
+                &r,
+                "seckill_lock_releases_total",
+                "Lock releases by result",
+                &["strategy", "result"],
+            ),
             redlock_quorum_failures: quorum,
-            redlock_node_errors: counter(&r, "seckill_redlock_node_errors_total", "Redlock per-node errors", &["node"]),
-            fence_rejections: counter(&r, "seckill_fence_rejections_total", "Writes refused by the fencing token check", &["strategy"]),
-            stock_remaining: gauge(&r, "seckill_stock_remaining", "Stock column of the product (database ground truth)", &["product"]),
-            oversold_units: gauge(&r, "seckill_oversold_units", "Units ordered beyond the initial stock (database ground truth)", &["product"]),
-            lost_updates: gauge(&r, "seckill_lost_updates", "Ordered units the stock column never saw (database ground truth)", &["product"]),
-            duplicate_orders: gauge(&r, "seckill_duplicate_orders", "Users holding more than one order of the product (database ground truth)", &["product"]),
-            active_strategy: gauge(&r, "seckill_active_strategy", "1 for the active strategy, 0 for the others", &["strategy"]),
+            redlock_node_errors: counter(
+                &r,
+                "seckill_redlock_node_errors_total",
+                "Redlock per-node errors",
+                &["node"],
+            ),
+            fence_rejections: counter(
+                &r,
+                "seckill_fence_rejections_total",
+                "Writes refused by the fencing token check",
+                &["strategy"],
+            ),
+            stock_remaining: gauge(
+                &r,
+                "seckill_stock_remaining",
+                "Stock column of the product (database ground truth)",
+                &["product"],
+            ),
+            oversold_units: gauge(
+                &r,
+                "seckill_oversold_units",
+                "Units ordered beyond the initial stock (database ground truth)",
+                &["product"],
+            ),
+            lost_updates: gauge(
+                &r,
+                "seckill_lost_updates",
+                "Ordered units the stock column never saw (database ground truth)",
+                &["product"],
+            ),
+            duplicate_orders: gauge(
+                &r,
+                "seckill_duplicate_orders",
+                "Users holding more than one order of the product (database ground truth)",
+                &["product"],
+            ),
+            active_strategy: gauge(
+                &r,
+                "seckill_active_strategy",
+                "1 for the active strategy, 0 for the others",
+                &["strategy"],
+            ),
             orders,
             registry: r,
         }
@@ -146,10 +230,18 @@ impl Metrics {
         for row in rows {
             let product = row.product_id.to_string();
             let labels = [product.as_str()];
-            self.stock_remaining.with_label_values(&labels).set(row.stock as f64);
-            self.oversold_units.with_label_values(&labels).set(row.oversold as f64);
-            self.lost_updates.with_label_values(&labels).set(row.lost_updates as f64);
-            self.duplicate_orders.with_label_values(&labels).set(row.duplicates as f64);
+            self.stock_remaining
+                .with_label_values(&labels)
+                .set(row.stock as f64);
+            self.oversold_units
+                .with_label_values(&labels)
+                .set(row.oversold as f64);
+            self.lost_updates
+                .with_label_values(&labels)
+                .set(row.lost_updates as f64);
+            self.duplicate_orders
+                .with_label_values(&labels)
+                .set(row.duplicates as f64);
         }
     }
 

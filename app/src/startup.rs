@@ -60,7 +60,9 @@ pub fn redis_connection(url: &str) -> anyhow::Result<ConnectionManager> {
 
 impl std::fmt::Debug for Application {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Application").field("port", &self.port).finish_non_exhaustive()
+        f.debug_struct("Application")
+            .field("port", &self.port)
+            .finish_non_exhaustive()
     }
 }
 
@@ -76,7 +78,9 @@ impl Application {
             )
         })?;
         let seeds = settings.seed_products()?;
-        db::seed(&pool, &seeds).await.context("cannot seed products")?;
+        db::seed(&pool, &seeds)
+            .await
+            .context("cannot seed products")?;
         let redis = redis_connection(&settings.redis_url)?;
 
         let deps = Deps {
@@ -137,7 +141,11 @@ impl Application {
                 .service(routes::admin::put_faults)
                 .default_service(web::to(not_found))
         })
-        .workers(std::thread::available_parallelism().map_or(2, |n| n.get()).min(4))
+        .workers(
+            std::thread::available_parallelism()
+                .map_or(2, |n| n.get())
+                .min(4),
+        )
         .shutdown_timeout(5)
         .listen(listener)?
         .run();
@@ -188,14 +196,18 @@ pub fn redact(url: &str) -> String {
     }
 }
 
+#[allow(clippy::needless_pass_by_value)] // the signature actix-web asks for
 fn json_error(err: JsonPayloadError, _req: &HttpRequest) -> actix_web::Error {
     let api = match &err {
-        JsonPayloadError::Overflow { limit } | JsonPayloadError::OverflowKnownLength { limit, .. } => {
-            ApiError::PayloadTooLarge(*limit)
-        }
+        JsonPayloadError::Overflow { limit }
+        | JsonPayloadError::OverflowKnownLength { limit, .. } => ApiError::PayloadTooLarge(*limit),
         JsonPayloadError::ContentType => ApiError::UnsupportedMediaType,
         JsonPayloadError::Deserialize(e) => {
-            let code = if e.is_data() { "invalid_field" } else { "malformed_json" };
+            let code = if e.is_data() {
+                "invalid_field"
+            } else {
+                "malformed_json"
+            };
             ApiError::bad_request(code, format!("request body: {e}"))
         }
         _ => ApiError::bad_request("malformed_json", "request body could not be read"),
@@ -204,9 +216,17 @@ fn json_error(err: JsonPayloadError, _req: &HttpRequest) -> actix_web::Error {
 }
 
 fn path_error(_err: PathError, _req: &HttpRequest) -> actix_web::Error {
-    ApiError::bad_request("invalid_product_id", "product id must be a positive integer").into()
+    ApiError::bad_request(
+        "invalid_product_id",
+        "product id must be a positive integer",
+    )
+    .into()
 }
 
 async fn not_found(req: HttpRequest) -> Result<HttpResponse, ApiError> {
-    Err(ApiError::NotFound(format!("route {} {}", req.method(), req.path())))
+    Err(ApiError::NotFound(format!(
+        "route {} {}",
+        req.method(),
+        req.path()
+    )))
 }

@@ -71,7 +71,11 @@ impl DistributedLock for LocalMutex {
 
     /// Queue on the mutex instead of polling.
     async fn acquire(&self, cx: GrabContext<'_>, product_id: i64) -> Result<LockGuard, GrabError> {
-        cx.deps.metrics.lock_attempts.with_label_values(&[INFO.name]).inc();
+        cx.deps
+            .metrics
+            .lock_attempts
+            .with_label_values(&[INFO.name])
+            .inc();
         let mutex = self.mutex_for(product_id);
         match timeout(cx.deps.lock_wait, mutex.lock_owned()).await {
             Ok(held) => Ok(local_guard(product_id, held)),

@@ -268,7 +268,11 @@ pub async fn grab_with_lock(
             guard
         }
         Err(e) => {
-            let result = if matches!(e, GrabError::Busy(_)) { "busy" } else { "error" };
+            let result = if matches!(e, GrabError::Busy(_)) {
+                "busy"
+            } else {
+                "error"
+            };
             metrics
                 .lock_acquire_duration
                 .with_label_values(&[name, result])
@@ -318,7 +322,10 @@ async fn release_and_record(lock: &dyn DistributedLock, cx: GrabContext<'_>, gua
             "error"
         }
     };
-    metrics.lock_releases.with_label_values(&[name, result]).inc();
+    metrics
+        .lock_releases
+        .with_label_values(&[name, result])
+        .inc();
 }
 
 /// A database lock taken inside the section's own transaction

@@ -40,7 +40,9 @@ impl Strategy for NoLock {
     async fn grab(&self, cx: GrabContext<'_>, req: GrabRequest) -> Result<Order, GrabError> {
         match section::prepare(cx, req, SectionSpec::plain(INFO.name)).await? {
             Some(prepared) => prepared.commit().await,
-            None => Err(GrabError::Internal("unconditional write matched no row".into())),
+            None => Err(GrabError::Internal(
+                "unconditional write matched no row".into(),
+            )),
         }
     }
 }

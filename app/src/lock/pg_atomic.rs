@@ -34,7 +34,10 @@ pub const INFO: StrategyInfo = StrategyInfo {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct PgAtomic;
 
-async fn decrement_and_order(conn: &mut PgConnection, req: GrabRequest) -> Result<Order, GrabError> {
+async fn decrement_and_order(
+    conn: &mut PgConnection,
+    req: GrabRequest,
+) -> Result<Order, GrabError> {
     let left: Option<i64> = sqlx::query_scalar(
         "UPDATE products SET stock = stock - $2, updated_at = now()
          WHERE id = $1 AND stock >= $2 RETURNING stock",
@@ -44,11 +47,16 @@ async fn decrement_and_order(conn: &mut PgConnection, req: GrabRequest) -> Resul
     .fetch_optional(&mut *conn)
     .await?;
     if left.is_none() {
-        let exists: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM products WHERE id = $1)")
-            .bind(req.product_id)
-            .fetch_one(&mut *conn)
-            .await?;
-        return Err(if exists { GrabError::SoldOut } else { GrabError::NotFound });
+        let exists: bool =
+            sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM products WHERE id = $1)")
+                .bind(req.product_id)
+                .fetch_one(&mut *conn)
+                .await?;
+        return Err(if exists {
+            GrabError::SoldOut
+        } else {
+            GrabError::NotFound
+        });
     }
     let already: bool = sqlx::query_scalar(
         "SELECT EXISTS (SELECT 1 FROM orders WHERE product_id = $1 AND user_id = $2)",

@@ -107,7 +107,11 @@ impl RedisLuaStock {
 
 /// Load one product's stock and buyers from the database into Redis,
 /// replacing what was there. `only_if_missing` keeps an existing stock key.
-pub async fn load_product(deps: &Deps, product_id: i64, only_if_missing: bool) -> Result<(), GrabError> {
+pub async fn load_product(
+    deps: &Deps,
+    product_id: i64,
+    only_if_missing: bool,
+) -> Result<(), GrabError> {
     let stock: Option<i64> = sqlx::query_scalar("SELECT stock FROM products WHERE id = $1")
         .bind(product_id)
         .fetch_optional(&deps.pool)
@@ -121,13 +125,23 @@ pub async fn load_product(deps: &Deps, product_id: i64, only_if_missing: bool) -
     let mut pipe = redis::pipe();
     pipe.atomic();
     if only_if_missing {
-        pipe.cmd("SET").arg(stock_key(product_id)).arg(stock).arg("NX").ignore();
+        pipe.cmd("SET")
+            .arg(stock_key(product_id))
+            .arg(stock)
+            .arg("NX")
+            .ignore();
     } else {
-        pipe.cmd("SET").arg(stock_key(product_id)).arg(stock).ignore();
+        pipe.cmd("SET")
+            .arg(stock_key(product_id))
+            .arg(stock)
+            .ignore();
         pipe.cmd("DEL").arg(buyers_key(product_id)).ignore();
     }
     if !buyers.is_empty() {
-        pipe.cmd("SADD").arg(buyers_key(product_id)).arg(&buyers).ignore();
+        pipe.cmd("SADD")
+            .arg(buyers_key(product_id))
+            .arg(&buyers)
+            .ignore();
     }
     let mut conn = deps.redis.clone();
     pipe.query_async::<()>(&mut conn).await?;

@@ -181,9 +181,15 @@ pub async fn put_faults(
 ) -> Result<HttpResponse, ApiError> {
     let patch = body.into_inner();
     if patch.pause_every == Some(0) {
-        return Err(ApiError::bad_request("invalid_faults", "pause_every must be at least 1"));
+        return Err(ApiError::bad_request(
+            "invalid_faults",
+            "pause_every must be at least 1",
+        ));
     }
-    for (name, value) in [("work_delay_ms", patch.work_delay_ms), ("pause_ms", patch.pause_ms)] {
+    for (name, value) in [
+        ("work_delay_ms", patch.work_delay_ms),
+        ("pause_ms", patch.pause_ms),
+    ] {
         if value.is_some_and(|v| v > 600_000) {
             return Err(ApiError::bad_request(
                 "invalid_faults",

@@ -85,7 +85,10 @@ pub async fn grab(
             Err(e) => e.outcome(),
         };
         if outcome != "not_found" {
-            metrics.grab_requests.with_label_values(&[name, outcome]).inc();
+            metrics
+                .grab_requests
+                .with_label_values(&[name, outcome])
+                .inc();
         }
         result
     })

@@ -39,7 +39,10 @@ pub async fn load(state: &AppState, id: i64) -> Result<ProductBody, ApiError> {
 
 /// One product.
 #[get("/api/v1/products/{id}")]
-pub async fn product(state: web::Data<AppState>, id: web::Path<i64>) -> Result<HttpResponse, ApiError> {
+pub async fn product(
+    state: web::Data<AppState>,
+    id: web::Path<i64>,
+) -> Result<HttpResponse, ApiError> {
     let id = super::product_id(id.into_inner())?;
     Ok(HttpResponse::Ok().json(load(&state, id).await?))
 }

@@ -1,0 +1,349 @@
+//! The HTTP contract: happy path, every bad input, admin auth.
+
+use reqwest::Method;
+use serde_json::{json, Value};
+
+use crate::harness::{fresh_database, AppOptions, RedisServer, TestApp};
+
+async fn app() -> (RedisServer, TestApp) {
+    let redis = RedisServer::start();
+    let db = fresh_database().await;
+    let app = TestApp::spawn(AppOptions::new(&db, &redis.url())).await;
+    (redis, app)
+}
+
+fn assert_error(status: u16, body: &Value, want_status: u16, want_code: &str) {
+    assert_eq!(status, want_status, "body: {body}");
+    assert_eq!(body["error"], want_code, "body: {body}");
+    assert!(
+        body["message"].as_str().is_some_and(|m| !m.is_empty()),
+        "message in {body}"
+    );
+}
+
+#[tokio::test]
+async fn grab_answers_with_the_order_then_refuses_a_second_one() {
+    let (_redis, app) = app().await;
+    let (status, order) = app.grab(1, 42, 2).await;
+    assert_eq!(status, 201, "{order}");
+    for key in [
+        "order_id",
+        "product_id",
+        "user_id",
+        "quantity",
+        "strategy",
+        "fence_token",
+    ] {
+        assert!(order.get(key).is_some(), "{key} missing in {order}");
+    }
+    assert_eq!(order["user_id"], 42);
+    assert_eq!(order["quantity"], 2);
+    assert_eq!(order["strategy"], "set-nx-px-token");
+
+    let (status, body) = app.grab(1, 42, 1).await;
+    assert_error(status, &body, 409, "already_purchased");
+
+    let (status, product) = app.get("/api/v1/products/1").await;
+    assert_eq!(status, 200);
+    assert_eq!(product["stock"], 98);
+    assert_eq!(product["initial_stock"], 100);
+    assert_eq!(product["strategy"], "set-nx-px-token");
+    assert_eq!(product["id"], 1);
+    assert!(product["name"].is_string());
+}
+
+#[tokio::test]
+async fn sold_out_is_a_409_and_changes_nothing() {
+    let (_redis, app) = app().await;
+    app.reset(1, 1).await;
+    assert_eq!(app.grab(1, 1, 1).await.0, 201);
+    let (status, body) = app.grab(1, 2, 1).await;
+    assert_error(status, &body, 409, "sold_out");
+    let audit = app.audit(1).await;
+    assert_eq!(audit["orders"], 1);
+    assert_eq!(audit["stock"], 0);
+}
+
+#[tokio::test]
+async fn bad_input_gets_a_clear_4xx_json_error() {
+    let (_redis, app) = app().await;
+    let url = format!("{}/api/v1/products/1/grab", app.address);
+    let raw = |body: &'static str| {
+        app.client
+            .post(&url)
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+    };
+    let cases: &[(&str, u16, &str)] = &[
+        ("{\"user_id\": 1,", 400, "malformed_json"),
+        ("not json", 400, "malformed_json"),
+        ("{}", 400, "invalid_field"),
+        ("{\"quantity\": 1}", 400, "invalid_field"),
+        ("{\"user_id\": \"seven\"}", 400, "invalid_field"),
+        ("{\"user_id\": 1.5}", 400, "invalid_field"),
+        (
+            "{\"user_id\": 1, \"quantity\": \"many\"}",
+            400,
+            "invalid_field",
+        ),
+        ("{\"user_id\": 0}", 400, "invalid_user_id"),
+        ("{\"user_id\": -3}", 400, "invalid_user_id"),
+        ("{\"user_id\": 1, \"quantity\": 0}", 400, "invalid_quantity"),
+        (
+            "{\"user_id\": 1, \"quantity\": -1}",
+            400,
+            "invalid_quantity",
+        ),
+        ("{\"user_id\": 1, \"quantity\": 6}", 400, "invalid_quantity"),
+        ("{\"user_id\": 1, \"bogus\": true}", 400, "invalid_field"),
+    ];
+    for (body, want_status, want_code) in cases {
+        let response = raw(body).await.expect("sent");
+        let status = response.status().as_u16();
+        let value: Value = response.json().await.expect("json error body");
+        assert_eq!(status, *want_status, "{body} -> {value}");
+        assert_eq!(value["error"], *want_code, "{body} -> {value}");
+    }
+
+    // Over 16 KiB.
+    let big = format!("{{\"user_id\": 1, \"pad\": \"{}\"}}", "x".repeat(17 * 1024));
+    let response = app
+        .client
+        .post(&url)
+        .header("content-type", "application/json")
+        .body(big)
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(response.status().as_u16(), 413);
+    let value: Value = response.json().await.expect("json");
+    assert_eq!(value["error"], "payload_too_large");
+
+    // Not JSON at all.
+    let response = app
+        .client
+        .post(&url)
+        .body("user_id=1")
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(response.status().as_u16(), 415);
+
+    // Unknown product, non-numeric and non-positive ids.
+    let (status, body) = app.grab(999, 1, 1).await;
+    assert_error(status, &body, 404, "not_found");
+    let (status, body) = app.get("/api/v1/products/999").await;
+    assert_error(status, &body, 404, "not_found");
+    let (status, body) = app
+        .post_json("/api/v1/products/abc/grab", &json!({"user_id": 1}))
+        .await;
+    assert_error(status, &body, 400, "invalid_product_id");
+    let (status, body) = app.get("/api/v1/products/0").await;
+    assert_error(status, &body, 400, "invalid_product_id");
+    let (status, body) = app.get("/no/such/route").await;
+    assert_error(status, &body, 404, "not_found");
+
+    // None of it wrote anything.
+    let audit = app.audit(1).await;
+    assert_eq!(audit["orders"], 0);
+    assert_eq!(audit["stock"], 100);
+}
+
+#[tokio::test]
+async fn admin_needs_the_token() {
+    let (_redis, app) = app().await;
+    let paths = [
+        (Method::GET, "/admin/strategies", None),
+        (
+            Method::PUT,
+            "/admin/strategy",
+            Some(json!({"strategy": "none"})),
+        ),
+        (
+            Method::POST,
+            "/admin/products/1/reset",
+            Some(json!({"stock": 5})),
+        ),
+        (Method::GET, "/admin/audit", None),
+        (Method::GET, "/admin/faults", None),
+        (
+            Method::PUT,
+            "/admin/faults",
+            Some(json!({"work_delay_ms": 1})),
+        ),
+    ];
+    for (method, path, body) in paths {
+        for token in [None, Some("wrong-token")] {
+            let mut request = app
+                .client
+                .request(method.clone(), format!("{}{path}", app.address));
+            if let Some(token) = token {
+                request = request.bearer_auth(token);
+            }
+            if let Some(body) = &body {
+                request = request.json(body);
+            }
+            let response = request.send().await.expect("sent");
+            let status = response.status().as_u16();
+            let value: Value = response.json().await.expect("json");
+            assert_eq!(status, 401, "{method} {path} with {token:?}: {value}");
+            assert_eq!(value["error"], "unauthorized");
+        }
+    }
+    // Nothing changed.
+    let (status, product) = app.get("/api/v1/products/1").await;
+    assert_eq!(status, 200);
+    assert_eq!(product["strategy"], "set-nx-px-token");
+}
+
+#[tokio::test]
+async fn strategies_switch_at_run_time_and_unknown_names_are_listed() {
+    let (_redis, app) = app().await;
+    let (status, body) = app.admin(Method::GET, "/admin/strategies", None).await;
+    assert_eq!(status, 200);
+    assert_eq!(body["active"], "set-nx-px-token");
+    let names: Vec<&str> = body["strategies"]
+        .as_array()
+        .expect("list")
+        .iter()
+        .map(|s| {
+            assert!(
+                s["guarantee"].is_string() && s["available"].is_boolean(),
+                "{s}"
+            );
+            s["name"].as_str().expect("name")
+        })
+        .collect();
+    for expected in seckill_app::lock::STRATEGY_NAMES {
+        assert!(names.contains(expected), "{expected} in {names:?}");
+    }
+
+    let (status, body) = app
+        .admin(
+            Method::PUT,
+            "/admin/strategy",
+            Some(json!({"strategy": "yolo"})),
+        )
+        .await;
+    assert_error(status, &body, 400, "unknown_strategy");
+    assert!(
+        body["message"]
+            .as_str()
+            .expect("message")
+            .contains("pg-for-update"),
+        "lists the valid names: {body}"
+    );
+    let (status, body) = app
+        .admin(
+            Method::PUT,
+            "/admin/strategy",
+            Some(json!({"name": "none"})),
+        )
+        .await;
+    assert_error(status, &body, 400, "invalid_field");
+
+    app.switch("pg-atomic").await;
+    let (_, order) = app.grab(1, 5, 1).await;
+    assert_eq!(order["strategy"], "pg-atomic");
+}
+
+#[tokio::test]
+async fn faults_and_reset_round_trip() {
+    let (redis, app) = app().await;
+    app.set_faults(json!({"work_delay_ms": 3})).await;
+    app.set_faults(json!({"unlock_before_commit": true})).await;
+    let (status, faults) = app.admin(Method::GET, "/admin/faults", None).await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        faults["work_delay_ms"], 3,
+        "a subset keeps the rest: {faults}"
+    );
+    assert_eq!(faults["unlock_before_commit"], true);
+    assert!(faults["pause_ms"].is_u64());
+    let (status, body) = app
+        .admin(Method::PUT, "/admin/faults", Some(json!({"work_delay": 3})))
+        .await;
+    assert_error(status, &body, 400, "invalid_field");
+
+    assert_eq!(app.grab(1, 1, 1).await.0, 201);
+    app.switch("redis-lua-stock").await;
+    assert_eq!(app.grab(1, 2, 1).await.0, 201);
+    // A foreign lock key, as another client would leave it.
+    let mut conn = redis.conn();
+    let _: () = redis::cmd("SET")
+        .arg("lock:product:1")
+        .arg("someone")
+        .query(&mut conn)
+        .expect("set");
+    app.reset(1, 7).await;
+    let audit = app.audit(1).await;
+    assert_eq!(audit["orders"], 0);
+    assert_eq!(audit["stock"], 7);
+    assert_eq!(audit["initial_stock"], 7);
+    let exists: bool = redis::cmd("EXISTS")
+        .arg("lock:product:1")
+        .query(&mut conn)
+        .expect("exists");
+    assert!(!exists, "reset clears the lock key");
+    let redis_stock: i64 = redis::cmd("GET")
+        .arg("stock:product:1")
+        .query(&mut conn)
+        .expect("get");
+    assert_eq!(redis_stock, 7, "reset reloads the Redis stock");
+    // The user who bought before the reset may buy again.
+    assert_eq!(app.grab(1, 2, 1).await.0, 201);
+
+    let (status, body) = app
+        .admin(
+            Method::POST,
+            "/admin/products/1/reset",
+            Some(json!({"stock": -1})),
+        )
+        .await;
+    assert_error(status, &body, 400, "invalid_stock");
+}
+
+#[tokio::test]
+async fn health_and_metrics() {
+    let (_redis, app) = app().await;
+    let (status, _) = app.get("/health/live").await;
+    assert_eq!(status, 200);
+    let (status, body) = app.get("/health/ready").await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["checks"]["postgres"], "ok");
+    assert_eq!(body["checks"]["redis"], "ok");
+
+    app.reset(1, 1).await;
+    assert_eq!(app.grab(1, 1, 1).await.0, 201);
+    assert_eq!(app.grab(1, 2, 1).await.0, 409);
+    let text = app
+        .client
+        .get(format!("{}/metrics", app.address))
+        .send()
+        .await
+        .expect("sent")
+        .text()
+        .await
+        .expect("text");
+    for line in [
+        "seckill_grab_requests_total{outcome=\"ordered\",strategy=\"set-nx-px-token\"} 1",
+        "seckill_grab_requests_total{outcome=\"sold_out\",strategy=\"set-nx-px-token\"} 1",
+        "seckill_stock_remaining{product=\"1\"} 0",
+        "seckill_oversold_units{product=\"1\"} 0",
+        "seckill_lost_updates{product=\"1\"} 0",
+        "seckill_duplicate_orders{product=\"1\"} 0",
+        "seckill_active_strategy{strategy=\"set-nx-px-token\"} 1",
+        "seckill_lock_releases_total{result=\"released\",strategy=\"set-nx-px-token\"} 2",
+    ] {
+        assert!(text.contains(line), "missing `{line}` in\n{text}");
+    }
+    for family in [
+        "seckill_grab_duration_seconds_bucket",
+        "seckill_lock_acquire_duration_seconds_bucket",
+        "seckill_lock_hold_duration_seconds_bucket",
+        "seckill_lock_attempts_total",
+    ] {
+        assert!(text.contains(family), "missing {family}");
+    }
+}

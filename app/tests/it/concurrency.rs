@@ -1,0 +1,157 @@
+//! 150 buyers, 50 units, a few ms of work inside the critical section, all
+//! at once. `none` must lose updates or oversell; every lock must sell
+//! exactly 50 with no duplicates; across two replicas `local-mutex` breaks
+//! and `set-nx-px-token` holds.
+
+use serde_json::Value;
+
+use crate::harness::{fresh_database, hammer, AppOptions, Outcomes, RedisServer, TestApp};
+
+const STOCK: i64 = 50;
+const BUYERS: i64 = 150;
+const WORK_DELAY_MS: u64 = 5;
+
+fn violations(audit: &Value) -> i64 {
+    let field = |k: &str| {
+        audit[k]
+            .as_i64()
+            .unwrap_or_else(|| panic!("{k} in {audit}"))
+    };
+    field("oversold") + field("lost_updates").abs() + field("duplicates")
+}
+
+async fn run_one_replica(strategy: &'static str) -> (Value, Outcomes) {
+    let redis = RedisServer::start();
+    let db = fresh_database().await;
+    let app = TestApp::spawn(
+        AppOptions::new(&db, &redis.url())
+            .strategy(strategy)
+            .work_delay_ms(WORK_DELAY_MS),
+    )
+    .await;
+    app.reset(1, STOCK).await;
+    let outcomes = hammer(&[&app], 1, 1, BUYERS).await;
+    let audit = app.audit(1).await;
+    app.stop().await;
+    (audit, outcomes)
+}
+
+fn assert_exact(strategy: &str, audit: &Value, outcomes: &Outcomes) {
+    let context = format!("{strategy}: audit {audit}, outcomes {outcomes:?}");
+    assert_eq!(audit["orders"], STOCK, "{context}");
+    assert_eq!(audit["ordered_units"], STOCK, "{context}");
+    assert_eq!(audit["stock"], 0, "{context}");
+    assert_eq!(audit["oversold"], 0, "{context}");
+    assert_eq!(audit["lost_updates"], 0, "{context}");
+    assert_eq!(audit["duplicates"], 0, "{context}");
+    assert_eq!(audit["negative_stock"], false, "{context}");
+    assert_eq!(
+        outcomes.get("201").copied().unwrap_or(0),
+        STOCK as u64,
+        "{context}"
+    );
+    assert_eq!(
+        outcomes.get("409 sold_out").copied().unwrap_or(0),
+        (BUYERS - STOCK) as u64,
+        "{context}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn none_loses_updates_under_contention() {
+    let (audit, outcomes) = run_one_replica("none").await;
+    eprintln!("none: {audit} {outcomes:?}");
+    assert!(
+        audit["lost_updates"].as_i64().unwrap_or(0) > 0
+            || audit["oversold"].as_i64().unwrap_or(0) > 0,
+        "no lock must show lost updates or oversold units: {audit} {outcomes:?}"
+    );
+    // The lost updates are real: more orders than the stock column lost.
+    let orders = audit["ordered_units"].as_i64().expect("units");
+    let sold_per_stock = STOCK - audit["stock"].as_i64().expect("stock");
+    assert!(orders > sold_per_stock, "{audit}");
+}
+
+macro_rules! exact_under_contention {
+    ($($test:ident => $strategy:literal),* $(,)?) => {$(
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $test() {
+            let (audit, outcomes) = run_one_replica($strategy).await;
+            assert_exact($strategy, &audit, &outcomes);
+        }
+    )*};
+}
+
+exact_under_contention! {
+    local_mutex_sells_exactly_the_stock_on_one_replica => "local-mutex",
+    set_nx_px_token_sells_exactly_the_stock => "set-nx-px-token",
+    pg_for_update_sells_exactly_the_stock => "pg-for-update",
+    pg_optimistic_sells_exactly_the_stock => "pg-optimistic",
+    pg_advisory_sells_exactly_the_stock => "pg-advisory",
+    pg_atomic_sells_exactly_the_stock => "pg-atomic",
+    redis_lua_stock_sells_exactly_the_stock => "redis-lua-stock",
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_replicas_break_local_mutex_but_not_the_redis_lock() {
+    let redis = RedisServer::start();
+    let db = fresh_database().await;
+    let options = AppOptions::new(&db, &redis.url())
+        .strategy("local-mutex")
+        .work_delay_ms(WORK_DELAY_MS);
+    let a = TestApp::spawn(options.clone()).await;
+    let b = TestApp::spawn(options).await;
+
+    a.reset(1, STOCK).await;
+    let outcomes = hammer(&[&a, &b], 1, 1, BUYERS).await;
+    let audit = a.audit(1).await;
+    eprintln!("local-mutex x2: {audit} {outcomes:?}");
+    assert!(
+        violations(&audit) > 0,
+        "two replicas with in-process mutexes must overlap: {audit} {outcomes:?}"
+    );
+
+    // The switch made on one replica reaches the other through Redis.
+    a.switch("set-nx-px-token").await;
+    let mut seen = String::new();
+    for _ in 0..100 {
+        let (_, product) = b.get("/api/v1/products/1").await;
+        seen = product["strategy"].as_str().unwrap_or("").to_owned();
+        if seen == "set-nx-px-token" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(seen, "set-nx-px-token", "replica b follows the switch");
+
+    a.reset(1, STOCK).await;
+    let outcomes = hammer(&[&a, &b], 1, 1_000, BUYERS).await;
+    let audit = b.audit(1).await;
+    assert_exact("set-nx-px-token x2", &audit, &outcomes);
+    a.stop().await;
+    b.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unlock_before_commit_lets_the_next_holder_read_a_stale_stock() {
+    // The classic bug: the lock is released before the commit, so the next
+    // holder reads the stock the previous one has not committed yet.
+    let redis = RedisServer::start();
+    let db = fresh_database().await;
+    let app = TestApp::spawn(
+        AppOptions::new(&db, &redis.url())
+            .strategy("set-nx-px-token")
+            .work_delay_ms(0),
+    )
+    .await;
+    app.reset(1, STOCK).await;
+    app.set_faults(serde_json::json!({"unlock_before_commit": true}))
+        .await;
+    let outcomes = hammer(&[&app], 1, 1, BUYERS).await;
+    let audit = app.audit(1).await;
+    eprintln!("unlock-before-commit: {audit} {outcomes:?}");
+    assert!(
+        violations(&audit) > 0,
+        "releasing before commit must lose updates under contention: {audit} {outcomes:?}"
+    );
+}

@@ -1,0 +1,148 @@
+//! Dependencies that go away: Redis killed while a Redis strategy is
+//! active, PostgreSQL unreachable. The service answers 503, writes nothing
+//! half-way, and recovers when the dependency is back.
+
+use std::time::Duration;
+
+use crate::harness::{fresh_database, AppOptions, PgProxy, RedisServer, TestApp};
+
+async fn eventually_status(app: &TestApp, product: i64, user: i64, want: u16) -> serde_json::Value {
+    let mut last = serde_json::Value::Null;
+    for _ in 0..100 {
+        let (status, body) = app.grab(product, user, 1).await;
+        if status == want {
+            return body;
+        }
+        last = body;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("never got {want}; last answer {last}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_down_is_a_503_that_writes_nothing_and_recovers() {
+    for strategy in ["set-nx-px-token", "redis-lua-stock"] {
+        let mut redis = RedisServer::start();
+        let db = fresh_database().await;
+        let app = TestApp::spawn(AppOptions::new(&db, &redis.url()).strategy(strategy)).await;
+        app.reset(1, 10).await;
+        assert_eq!(app.grab(1, 1, 1).await.0, 201, "{strategy}");
+        let before = app.audit(1).await;
+
+        redis.stop();
+        for user in 2..6 {
+            let (status, body) = app.grab(1, user, 1).await;
+            assert_eq!(status, 503, "{strategy}: {body}");
+            assert_eq!(body["error"], "unavailable");
+            let message = body["message"].as_str().expect("message");
+            assert!(
+                !message.contains("Connection refused") && !message.contains("os error"),
+                "{message}"
+            );
+        }
+        let (status, body) = app.get("/health/ready").await;
+        assert_eq!(status, 503, "{body}");
+        assert_eq!(body["checks"]["redis"], "unavailable");
+        let after = app.audit(1).await;
+        assert_eq!(
+            before, after,
+            "{strategy}: nothing written while Redis was down"
+        );
+
+        redis.restart();
+        let order = eventually_status(&app, 1, 7, 201).await;
+        assert_eq!(order["strategy"], strategy);
+        let audit = app.audit(1).await;
+        assert_eq!(audit["orders"], 2, "{strategy}: {audit}");
+        assert_eq!(audit["lost_updates"], 0, "{strategy}: {audit}");
+        app.stop().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_unreachable_is_a_503_and_recovers() {
+    let redis = RedisServer::start();
+    let db = fresh_database().await;
+    let proxy = PgProxy::start(&db).await;
+    let app = TestApp::spawn(
+        AppOptions::new(&proxy.url_for(&db), &redis.url()).strategy("pg-for-update"),
+    )
+    .await;
+    app.reset(1, 10).await;
+    assert_eq!(app.grab(1, 1, 1).await.0, 201);
+
+    proxy.cut();
+    for (user, strategy) in [(2, "pg-for-update"), (3, "set-nx-px-token")] {
+        app.switch(strategy).await;
+        let (status, body) = app.grab(1, user, 1).await;
+        assert_eq!(status, 503, "{strategy}: {body}");
+        assert_eq!(body["error"], "unavailable");
+        assert!(
+            !body["message"]
+                .as_str()
+                .expect("message")
+                .contains("os error"),
+            "{body}"
+        );
+    }
+    let (status, body) = app.get("/api/v1/products/1").await;
+    assert_eq!(status, 503, "{body}");
+    let (status, body) = app.get("/health/ready").await;
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(body["checks"]["postgres"], "unavailable");
+    // The Redis lock was released after the failed grab: nobody is locked out.
+    let mut conn = redis.conn();
+    let exists: bool = redis::cmd("EXISTS")
+        .arg("lock:product:1")
+        .query(&mut conn)
+        .expect("exists");
+    assert!(!exists, "lock released after a database failure");
+
+    proxy.restore();
+    eventually_status(&app, 1, 4, 201).await;
+    let audit = app.audit(1).await;
+    assert_eq!(audit["orders"], 2, "{audit}");
+    assert_eq!(audit["stock"], 8, "{audit}");
+    assert_eq!(audit["lost_updates"], 0, "{audit}");
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_foreign_client_holding_the_lock_makes_grabs_busy() {
+    // Any client speaking SET NX PX on lock:product:{id} excludes the service.
+    let redis = RedisServer::start();
+    let db = fresh_database().await;
+    let mut options = AppOptions::new(&db, &redis.url());
+    options.lock_wait_ms = 200;
+    let app = TestApp::spawn(options).await;
+    let mut conn = redis.conn();
+    let set: Option<String> = redis::cmd("SET")
+        .arg("lock:product:1")
+        .arg("external-client")
+        .arg("NX")
+        .arg("PX")
+        .arg(10_000)
+        .query(&mut conn)
+        .expect("set");
+    assert!(set.is_some());
+    let response = app
+        .client
+        .post(format!("{}/api/v1/products/1/grab", app.address))
+        .json(&serde_json::json!({"user_id": 1}))
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(response.status().as_u16(), 429);
+    assert!(response.headers().contains_key("retry-after"));
+    let body: serde_json::Value = response.json().await.expect("json");
+    assert_eq!(body["error"], "busy");
+    let holder: String = redis::cmd("GET")
+        .arg("lock:product:1")
+        .query(&mut conn)
+        .expect("get");
+    assert_eq!(
+        holder, "external-client",
+        "the service never deletes another's lock"
+    );
+    assert_eq!(app.audit(1).await["orders"], 0);
+}

@@ -1,0 +1,437 @@
+//! The test harness: real PostgreSQL, real `redis-server`, real HTTP.
+//!
+//! - [`RedisServer`] starts a `redis-server` on a free port (no persistence)
+//!   and can stop and restart it on the same port.
+//! - [`fresh_database`] creates a new database on the PostgreSQL named by
+//!   `SECKILL_TEST_DATABASE_URL` (default: the local server as `postgres`).
+//! - [`PgProxy`] sits between an app and PostgreSQL and can cut every
+//!   connection, which makes the real database unreachable for that app
+//!   only — the shared server itself is never stopped.
+//! - [`TestApp`] is the service built with [`Application::build`] on port 0.
+
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use seckill_app::configuration::Settings;
+use seckill_app::startup::Application;
+use serde_json::{json, Value};
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpStream;
+use tokio::task::JoinHandle;
+
+/// A port nobody listens on right now.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// A `redis-server` owned by one test.
+#[derive(Debug)]
+pub struct RedisServer {
+    pub port: u16,
+    child: Option<Child>,
+}
+
+impl RedisServer {
+    pub fn start() -> Self {
+        let mut server = Self {
+            port: free_port(),
+            child: None,
+        };
+        server.restart();
+        server
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// Start (again) on the same port and wait until it answers PING.
+    pub fn restart(&mut self) {
+        assert!(self.child.is_none(), "already running");
+        let child = Command::new("redis-server")
+            .args([
+                "--port",
+                &self.port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server on PATH (run `make test`, which installs it)");
+        self.child = Some(child);
+        for _ in 0..200 {
+            if self.ping() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        panic!("redis-server on port {} did not start", self.port);
+    }
+
+    /// Kill the server (SIGKILL: like a crash).
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    fn ping(&self) -> bool {
+        redis::Client::open(self.url())
+            .and_then(|c| c.get_connection_with_timeout(Duration::from_millis(100)))
+            .and_then(|mut c| redis::cmd("PING").query::<String>(&mut c))
+            .is_ok()
+    }
+
+    /// A blocking connection for assertions and for playing "another client".
+    pub fn conn(&self) -> redis::Connection {
+        redis::Client::open(self.url())
+            .and_then(|c| c.get_connection())
+            .expect("connect to test redis")
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// URL of the PostgreSQL server the tests may create databases on.
+pub fn admin_database_url() -> String {
+    std::env::var("SECKILL_TEST_DATABASE_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into())
+}
+
+fn with_database(url: &str, name: &str) -> String {
+    let (base, _) = url.rsplit_once('/').expect("url with a database path");
+    format!("{base}/{name}")
+}
+
+/// Create an empty database; returns its URL.
+pub async fn fresh_database() -> String {
+    let admin = admin_database_url();
+    let name = format!("seckill_test_{}", uuid::Uuid::new_v4().simple());
+    let pool = sqlx::PgPool::connect(&admin)
+        .await
+        .expect("PostgreSQL reachable at SECKILL_TEST_DATABASE_URL (run `make test`)");
+    sqlx::query(&format!("CREATE DATABASE {name}"))
+        .execute(&pool)
+        .await
+        .expect("create test database");
+    pool.close().await;
+    with_database(&admin, &name)
+}
+
+/// A TCP proxy in front of PostgreSQL that can cut every connection.
+#[derive(Debug, Clone)]
+pub struct PgProxy {
+    pub port: u16,
+    cut: Arc<AtomicBool>,
+    links: Arc<Mutex<Vec<JoinHandle<()>>>>,
+}
+
+impl PgProxy {
+    /// Proxy to the host and port of `target_url`.
+    pub async fn start(target_url: &str) -> Self {
+        let after_at = target_url
+            .rsplit_once('@')
+            .map_or(target_url, |(_, rest)| rest);
+        let after_scheme = after_at
+            .rsplit_once("://")
+            .map_or(after_at, |(_, rest)| rest);
+        let hostport = after_scheme.split('/').next().expect("host:port");
+        let target = if hostport.contains(':') {
+            hostport.to_owned()
+        } else {
+            format!("{hostport}:5432")
+        };
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let proxy = Self {
+            port,
+            cut: Arc::new(AtomicBool::new(false)),
+            links: Arc::new(Mutex::new(Vec::new())),
+        };
+        let accept = proxy.clone();
+        tokio::spawn(async move {
+            while let Ok((mut inbound, _)) = listener.accept().await {
+                if accept.cut.load(Ordering::SeqCst) {
+                    let _ = inbound.shutdown().await;
+                    continue;
+                }
+                let target = target.clone();
+                let link = tokio::spawn(async move {
+                    if let Ok(mut outbound) = TcpStream::connect(&target).await {
+                        let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                    }
+                });
+                accept.links.lock().expect("links").push(link);
+            }
+        });
+        proxy
+    }
+
+    /// The database URL as seen through the proxy.
+    pub fn url_for(&self, database_url: &str) -> String {
+        let (scheme_user, rest) = database_url.rsplit_once('@').expect("url with user@host");
+        let path = rest.split_once('/').map_or("", |(_, p)| p);
+        format!("{scheme_user}@127.0.0.1:{}/{path}", self.port)
+    }
+
+    /// Drop every connection and refuse new ones.
+    pub fn cut(&self) {
+        self.cut.store(true, Ordering::SeqCst);
+        for link in self.links.lock().expect("links").drain(..) {
+            link.abort();
+        }
+    }
+
+    /// Accept connections again.
+    pub fn restore(&self) {
+        self.cut.store(false, Ordering::SeqCst);
+    }
+}
+
+/// Options for [`TestApp::spawn`].
+#[derive(Debug, Clone)]
+pub struct AppOptions {
+    pub database_url: String,
+    pub redis_url: String,
+    pub strategy: &'static str,
+    pub work_delay_ms: u64,
+    pub lock_wait_ms: u64,
+    pub lock_ttl_ms: u64,
+    pub seed: &'static str,
+}
+
+impl AppOptions {
+    pub fn new(database_url: &str, redis_url: &str) -> Self {
+        Self {
+            database_url: database_url.to_owned(),
+            redis_url: redis_url.to_owned(),
+            strategy: "set-nx-px-token",
+            work_delay_ms: 0,
+            lock_wait_ms: 5_000,
+            lock_ttl_ms: 10_000,
+            seed: "1:100",
+        }
+    }
+
+    pub fn strategy(mut self, s: &'static str) -> Self {
+        self.strategy = s;
+        self
+    }
+
+    pub fn work_delay_ms(mut self, ms: u64) -> Self {
+        self.work_delay_ms = ms;
+        self
+    }
+}
+
+pub const ADMIN_TOKEN: &str = "test-admin-token";
+
+/// A running service.
+#[derive(Debug)]
+pub struct TestApp {
+    pub address: String,
+    pub client: reqwest::Client,
+    pub handle: actix_web::dev::ServerHandle,
+    pub state: actix_web::web::Data<seckill_app::startup::AppState>,
+}
+
+impl TestApp {
+    pub async fn spawn(options: AppOptions) -> Self {
+        let settings = Settings {
+            listen: "127.0.0.1:0".into(),
+            database_url: options.database_url,
+            redis_url: options.redis_url,
+            strategy: options.strategy.into(),
+            work_delay_ms: options.work_delay_ms,
+            lock_wait_ms: options.lock_wait_ms,
+            lock_ttl_ms: options.lock_ttl_ms,
+            admin_token: Some(ADMIN_TOKEN.into()),
+            database_acquire_timeout_ms: 1_500,
+            seed_products: options.seed.into(),
+            control_refresh_ms: 50,
+            ..Settings::default()
+        };
+        settings.validate().expect("valid test settings");
+        let app = Application::build(settings).await.expect("app builds");
+        let address = format!("http://127.0.0.1:{}", app.port());
+        let handle = app.handle();
+        let state = app.state();
+        tokio::spawn(app.run_until_stopped());
+        let client = reqwest::Client::builder()
+            .pool_max_idle_per_host(256)
+            .timeout(Duration::from_secs(30))
+            .build()
+            .expect("client");
+        Self {
+            address,
+            client,
+            handle,
+            state,
+        }
+    }
+
+    pub async fn grab(&self, product: i64, user: i64, quantity: i64) -> (u16, Value) {
+        self.post_json(
+            &format!("/api/v1/products/{product}/grab"),
+            &json!({ "user_id": user, "quantity": quantity }),
+        )
+        .await
+    }
+
+    pub async fn post_json(&self, path: &str, body: &Value) -> (u16, Value) {
+        let response = self
+            .client
+            .post(format!("{}{path}", self.address))
+            .json(body)
+            .send()
+            .await
+            .expect("request sent");
+        read(response).await
+    }
+
+    pub async fn admin(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> (u16, Value) {
+        let mut request = self
+            .client
+            .request(method, format!("{}{path}", self.address))
+            .bearer_auth(ADMIN_TOKEN);
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        read(request.send().await.expect("request sent")).await
+    }
+
+    pub async fn get(&self, path: &str) -> (u16, Value) {
+        read(
+            self.client
+                .get(format!("{}{path}", self.address))
+                .send()
+                .await
+                .expect("request sent"),
+        )
+        .await
+    }
+
+    pub async fn switch(&self, strategy: &str) {
+        let (status, body) = self
+            .admin(
+                reqwest::Method::PUT,
+                "/admin/strategy",
+                Some(json!({ "strategy": strategy })),
+            )
+            .await;
+        assert_eq!(status, 200, "switch to {strategy}: {body}");
+    }
+
+    pub async fn reset(&self, product: i64, stock: i64) {
+        let (status, body) = self
+            .admin(
+                reqwest::Method::POST,
+                &format!("/admin/products/{product}/reset"),
+                Some(json!({ "stock": stock })),
+            )
+            .await;
+        assert_eq!(status, 200, "reset: {body}");
+    }
+
+    pub async fn set_faults(&self, faults: Value) {
+        let (status, body) = self
+            .admin(reqwest::Method::PUT, "/admin/faults", Some(faults))
+            .await;
+        assert_eq!(status, 200, "faults: {body}");
+    }
+
+    /// The audit row of one product.
+    pub async fn audit(&self, product: i64) -> Value {
+        let (status, body) = self.admin(reqwest::Method::GET, "/admin/audit", None).await;
+        assert_eq!(status, 200, "audit: {body}");
+        body["products"]
+            .as_array()
+            .expect("products")
+            .iter()
+            .find(|p| p["product_id"] == product)
+            .cloned()
+            .expect("product in audit")
+    }
+
+    pub async fn stop(&self) {
+        self.handle.stop(true).await;
+    }
+}
+
+async fn read(response: reqwest::Response) -> (u16, Value) {
+    let status = response.status().as_u16();
+    let text = response.text().await.expect("body");
+    let value = serde_json::from_str(&text).unwrap_or(Value::String(text));
+    (status, value)
+}
+
+/// Outcome counts of a run, by HTTP status (and error code).
+pub type Outcomes = BTreeMap<String, u64>;
+
+/// `users` distinct buyers (ids `first_user..`) grab `product` once each,
+/// all at once, spread round-robin over `apps`. A `busy` (429) answer is
+/// retried after a short pause, as a real client would, until a final
+/// answer or 20 s.
+pub async fn hammer(apps: &[&TestApp], product: i64, first_user: i64, users: i64) -> Outcomes {
+    let mut tasks = Vec::new();
+    for (i, user) in (first_user..first_user + users).enumerate() {
+        let app = apps[i % apps.len()];
+        let client = app.client.clone();
+        let url = format!("{}/api/v1/products/{product}/grab", app.address);
+        tasks.push(tokio::spawn(async move {
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+            loop {
+                let response = client
+                    .post(&url)
+                    .json(&json!({ "user_id": user, "quantity": 1 }))
+                    .send()
+                    .await;
+                let (status, body) = match response {
+                    Ok(r) => read(r).await,
+                    Err(e) => return format!("transport: {e}"),
+                };
+                let code = body["error"].as_str().unwrap_or("");
+                if status == 429 && tokio::time::Instant::now() < deadline {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                    continue;
+                }
+                return if code.is_empty() {
+                    status.to_string()
+                } else {
+                    format!("{status} {code}")
+                };
+            }
+        }));
+    }
+    let mut outcomes = Outcomes::new();
+    for task in tasks {
+        *outcomes.entry(task.await.expect("task")).or_default() += 1;
+    }
+    outcomes
+}

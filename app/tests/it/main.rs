@@ -1,0 +1,8 @@
+//! Integration tests: one binary, one module per area. Every test talks
+//! HTTP to a real service backed by real PostgreSQL and Redis.
+
+mod harness;
+
+mod api;
+mod concurrency;
+mod failures;
