@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# `make test`: install what is missing, make sure PostgreSQL answers, then
+# run every test. Each integration test creates its own database and starts
+# its own redis-server on a free port; the machine's Redis is never touched.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/services.sh
+ensure_packages
+ensure_postgres
+drop_test_databases
+export SECKILL_TEST_DATABASE_URL=$PG_ADMIN_URL
+say "running cargo test --workspace (SECKILL_TEST_DATABASE_URL=$PG_ADMIN_URL)"
+status=0
+cargo test --workspace --locked "$@" || status=$?
+drop_test_databases
+exit $status
