@@ -111,6 +111,14 @@ drop_test_databases() {
   local names
   names=$(psql "$PG_ADMIN_URL" -qAtc "select datname from pg_database where datname like 'seckill_test_%'" 2>/dev/null || true)
   [ -z "$names" ] && return 0
-  say "dropping $(echo "$names" | wc -l) leftover test databases"
-  for n in $names; do psql "$PG_ADMIN_URL" -qc "DROP DATABASE IF EXISTS $n WITH (FORCE)" >/dev/null 2>&1 || true; done
+  # Names are seckill_test_<pid>_<uuid>: keep those of test runs still alive.
+  local dropped=0 pid
+  for n in $names; do
+    pid=$(echo "$n" | cut -d_ -f3)
+    if [ -n "$pid" ] && [ "$pid" -eq "$pid" ] 2>/dev/null && kill -0 "$pid" 2>/dev/null; then continue; fi
+    psql "$PG_ADMIN_URL" -qc "DROP DATABASE IF EXISTS $n WITH (FORCE)" >/dev/null 2>&1 || true
+    dropped=$((dropped + 1))
+  done
+  [ $dropped -gt 0 ] && say "dropped $dropped test databases of finished runs"
+  return 0
 }

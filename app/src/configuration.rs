@@ -47,6 +47,12 @@ pub struct Settings {
     pub strategy: String,
     /// TTL of every expiring lock, and the watchdog's lease.
     pub lock_ttl_ms: u64,
+    /// Per-node timeout of one Redlock request, far below the TTL: a slow
+    /// or dead node costs at most this much.
+    pub redlock_node_timeout_ms: u64,
+    /// Offset added to this replica's wall clock by `setnx-getset` only —
+    /// the one strategy whose safety depends on clocks. Negative or positive.
+    pub clock_skew_ms: i64,
     /// How long a grab waits to acquire its lock before answering `busy` (429).
     /// Also PostgreSQL's `lock_timeout` for the database strategies.
     pub lock_wait_ms: u64,
@@ -81,7 +87,9 @@ impl Default for Settings {
             redis_url: "redis://127.0.0.1:6379".into(),
             redlock_urls: Vec::new(),
             strategy: "set-nx-px-token".into(),
-            lock_ttl_ms: 10_000,
+            lock_ttl_ms: 30_000,
+            redlock_node_timeout_ms: 50,
+            clock_skew_ms: 0,
             lock_wait_ms: 3_000,
             lock_retry_ms: 4,
             optimistic_max_retries: 200,
@@ -233,6 +241,7 @@ impl Settings {
             ("lock_ttl_ms", self.lock_ttl_ms),
             ("lock_wait_ms", self.lock_wait_ms),
             ("lock_retry_ms", self.lock_retry_ms),
+            ("redlock_node_timeout_ms", self.redlock_node_timeout_ms),
             (
                 "database_acquire_timeout_ms",
                 self.database_acquire_timeout_ms,

@@ -35,6 +35,14 @@ pub struct Faults {
     pub pause_every: u64,
     /// Release the lock *before* committing — the classic bug.
     pub unlock_before_commit: bool,
+    /// A pause between `SETNX` and `PEXPIRE` of `setnx-expire` (widens the
+    /// crash window of seed 004 v2).
+    #[serde(default)]
+    pub setnx_expire_gap_ms: u64,
+    /// A pause between the check and the delete of `set-nx-px-check-del`
+    /// (widens the race of seed 004 v4).
+    #[serde(default)]
+    pub release_gap_ms: u64,
 }
 
 impl Faults {
@@ -45,6 +53,8 @@ impl Faults {
             pause_ms: 0,
             pause_every: 1,
             unlock_before_commit: false,
+            setnx_expire_gap_ms: 0,
+            release_gap_ms: 0,
         }
     }
 }
@@ -61,6 +71,10 @@ pub struct FaultsPatch {
     pub pause_every: Option<u64>,
     /// New unlock-before-commit switch.
     pub unlock_before_commit: Option<bool>,
+    /// New SETNX/EXPIRE gap.
+    pub setnx_expire_gap_ms: Option<u64>,
+    /// New check/delete gap.
+    pub release_gap_ms: Option<u64>,
 }
 
 impl FaultsPatch {
@@ -77,6 +91,12 @@ impl FaultsPatch {
         }
         if let Some(v) = self.unlock_before_commit {
             faults.unlock_before_commit = v;
+        }
+        if let Some(v) = self.setnx_expire_gap_ms {
+            faults.setnx_expire_gap_ms = v;
+        }
+        if let Some(v) = self.release_gap_ms {
+            faults.release_gap_ms = v;
         }
         faults
     }

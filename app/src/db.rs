@@ -80,11 +80,16 @@ pub async fn product(pool: &PgPool, id: i64) -> Result<Option<ProductRow>, sqlx:
 }
 
 /// Reset one product to `stock`: creates it when missing, deletes its
-/// orders, clears version and fencing token — in one transaction.
+/// orders, its `pg-lock-table` row, clears version and fencing token — in
+/// one transaction.
 pub async fn reset_product(pool: &PgPool, id: i64, stock: i64) -> Result<(), sqlx::Error> {
     let mut tx = pool.begin().await?;
     sqlx::query("DELETE FROM orders WHERE product_id = $1")
         .bind(id)
+        .execute(&mut *tx)
+        .await?;
+    sqlx::query("DELETE FROM distributed_locks WHERE name = $1")
+        .bind(crate::lock::pg_lock_table::lock_name(id))
         .execute(&mut *tx)
         .await?;
     sqlx::query(

@@ -10,6 +10,13 @@
 //!    that overlap lose an update instead of hiding it;
 //! 5. `INSERT INTO orders ...`.
 //!
+//! With a fencing token (`fenced`), step 1 is the token's registration,
+//! run on its own before the transaction:
+//! `UPDATE products SET fence_token = $t WHERE id = $1 AND fence_token < $t
+//! RETURNING stock`, and step 4 only writes `WHERE fence_token = $t`. A
+//! holder that is late at either step — a newer token registered before
+//! its read, or before its write — is refused by the database.
+//!
 //! [`prepare`] stops before the commit and hands back a [`Prepared`]
 //! transaction, so the caller decides whether the lock is released before
 //! or after [`Prepared::commit`] — the `unlock_before_commit` fault lives in
@@ -88,14 +95,10 @@ impl Prepared {
     }
 }
 
-/// Sleep for the configured work delay (and pause, when this grab takes it).
+/// Sleep for the configured work delay.
 pub async fn simulated_work(cx: GrabContext<'_>) {
-    let mut delay = cx.faults.work_delay_ms;
-    if cx.pause {
-        delay += cx.faults.pause_ms;
-    }
-    if delay > 0 {
-        sleep(Duration::from_millis(delay)).await;
+    if cx.faults.work_delay_ms > 0 {
+        sleep(Duration::from_millis(cx.faults.work_delay_ms)).await;
     }
 }
 
@@ -108,8 +111,15 @@ pub async fn prepare(
     spec: SectionSpec,
 ) -> Result<Option<Prepared>, GrabError> {
     let started = Instant::now();
+    let registered = match spec.fence {
+        Some(token) => match register_fence(cx, req.product_id, token).await? {
+            Some(stock) => Some(stock),
+            None => return Ok(None),
+        },
+        None => None,
+    };
     let mut tx = cx.deps.pool.begin().await?;
-    let steps = run_steps(&mut tx, cx, req, spec, started).await;
+    let steps = run_steps(&mut tx, cx, req, spec, started, registered).await;
     match steps {
         Ok(Some((order, locked_at))) => Ok(Some(Prepared {
             tx,
@@ -126,29 +136,69 @@ pub async fn prepare(
     }
 }
 
+/// The fenced read: register `token` on the row unless a newer one is
+/// there, and read the stock in the same statement. `Ok(None)`: stale.
+async fn register_fence(
+    cx: GrabContext<'_>,
+    product_id: i64,
+    token: i64,
+) -> Result<Option<i64>, GrabError> {
+    let stock: Option<i64> = sqlx::query_scalar(
+        "UPDATE products SET fence_token = $2 WHERE id = $1 AND fence_token < $2 RETURNING stock",
+    )
+    .bind(product_id)
+    .bind(token)
+    .fetch_optional(&cx.deps.pool)
+    .await?;
+    if stock.is_some() {
+        return Ok(stock);
+    }
+    let exists: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM products WHERE id = $1)")
+        .bind(product_id)
+        .fetch_one(&cx.deps.pool)
+        .await?;
+    if exists {
+        Ok(None)
+    } else {
+        Err(GrabError::NotFound)
+    }
+}
+
 async fn run_steps(
     conn: &mut PgConnection,
     cx: GrabContext<'_>,
     req: GrabRequest,
     spec: SectionSpec,
     started: Instant,
+    registered_stock: Option<i64>,
 ) -> Result<Option<(Order, Instant)>, GrabError> {
+    if cx.pause {
+        // Before the read, as a stop-the-world pause would hit a holder.
+        sleep(Duration::from_millis(cx.faults.pause_ms)).await;
+    }
     if spec.row_lock == RowLock::Advisory {
         sqlx::query("SELECT pg_advisory_xact_lock($1)")
             .bind(req.product_id)
             .execute(&mut *conn)
             .await?;
     }
-    // Step 1: read.
-    let read = match spec.row_lock {
-        RowLock::ForUpdate => "SELECT stock, version FROM products WHERE id = $1 FOR UPDATE",
-        _ => "SELECT stock, version FROM products WHERE id = $1",
+    // Step 1: read (already done by the fence registration, if fenced).
+    let (stock, version): (i64, i64) = match registered_stock {
+        Some(stock) => (stock, 0),
+        None => {
+            let read = match spec.row_lock {
+                RowLock::ForUpdate => {
+                    "SELECT stock, version FROM products WHERE id = $1 FOR UPDATE"
+                }
+                _ => "SELECT stock, version FROM products WHERE id = $1",
+            };
+            sqlx::query_as(read)
+                .bind(req.product_id)
+                .fetch_optional(&mut *conn)
+                .await?
+                .ok_or(GrabError::NotFound)?
+        }
     };
-    let (stock, version): (i64, i64) = sqlx::query_as(read)
-        .bind(req.product_id)
-        .fetch_optional(&mut *conn)
-        .await?
-        .ok_or(GrabError::NotFound)?;
     let locked_at = if spec.row_lock == RowLock::None {
         started
     } else {
@@ -178,8 +228,8 @@ async fn run_steps(
     let new_stock = stock - quantity;
     let written = match (spec.row_lock, spec.fence) {
         (_, Some(token)) => sqlx::query(
-            "UPDATE products SET stock = $2, fence_token = $3, updated_at = now()
-             WHERE id = $1 AND fence_token <= $3",
+            "UPDATE products SET stock = $2, updated_at = now()
+             WHERE id = $1 AND fence_token = $3",
         )
         .bind(req.product_id)
         .bind(new_stock)

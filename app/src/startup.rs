@@ -93,7 +93,7 @@ impl Application {
             optimistic_max_retries: settings.optimistic_max_retries,
         };
         let control = Arc::new(Control::new(
-            Strategies::new(),
+            Strategies::new(&settings)?,
             &settings.strategy,
             Faults::with_work_delay(settings.work_delay_ms),
         ));

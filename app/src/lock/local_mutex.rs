@@ -19,10 +19,7 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use tokio::time::{timeout, Instant};
 
-use super::{
-    grab_with_lock, DistributedLock, GrabContext, GrabRequest, LockGuard, Order, Released, Safety,
-    Strategy, StrategyInfo,
-};
+use super::{DistributedLock, GrabContext, LockGuard, Released, Safety, StrategyInfo};
 use crate::error::GrabError;
 
 /// Name, seed and guarantee of `local-mutex`.
@@ -97,16 +94,9 @@ fn local_guard(product_id: i64, held: tokio::sync::OwnedMutexGuard<()>) -> LockG
         fencing_token: None,
         acquired_at: Instant::now(),
         local: Some(held),
+        valid_until: None,
+        lease: None,
     }
 }
 
-#[async_trait]
-impl Strategy for LocalMutex {
-    fn info(&self) -> &'static StrategyInfo {
-        &INFO
-    }
-
-    async fn grab(&self, cx: GrabContext<'_>, req: GrabRequest) -> Result<Order, GrabError> {
-        grab_with_lock(self, cx, req).await
-    }
-}
+crate::lock_strategy!(LocalMutex);

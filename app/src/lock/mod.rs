@@ -7,8 +7,8 @@
 //!
 //! Three families share the critical section of [`crate::section`]:
 //!
-//! - *External locks* ([`DistributedLock`]: `local-mutex`, `set-nx-px-token`)
-//!   wrap the whole section: [`grab_with_lock`] acquires, runs the section,
+//! - *External locks* ([`DistributedLock`]: `local-mutex`, the Redis locks
+//!   from `setnx` to `fenced`, `pg-lock-table`) wrap the whole section: [`grab_with_lock`] acquires, runs the section,
 //!   commits and releases — or releases *before* the commit when the
 //!   `unlock_before_commit` fault is on.
 //! - *Database locks* (`pg-for-update`, `pg-advisory`, `pg-optimistic`) take
@@ -32,21 +32,41 @@ use crate::error::GrabError;
 use crate::metrics::Metrics;
 use crate::section::{self, SectionSpec};
 
+pub mod fenced;
 pub mod local_mutex;
 pub mod none;
 pub mod pg_advisory;
 pub mod pg_atomic;
 pub mod pg_for_update;
+pub mod pg_lock_table;
 pub mod pg_optimistic;
 pub mod redis_lua_stock;
+pub mod redlock;
+pub mod set_nx_px;
+pub mod set_nx_px_check_del;
 pub mod set_nx_px_token;
+pub mod setnx;
+pub mod setnx_expire;
+pub mod setnx_expire_lua;
+pub mod setnx_getset;
+pub mod watchdog;
 
 /// Every strategy name this build offers, in teaching order. These names
 /// are a contract (API, metric labels, loadgen, dashboards).
 pub const STRATEGY_NAMES: &[&str] = &[
     none::INFO.name,
     local_mutex::INFO.name,
+    setnx::INFO.name,
+    setnx_expire::INFO.name,
+    setnx_expire_lua::INFO.name,
+    setnx_getset::INFO.name,
+    set_nx_px::INFO.name,
+    set_nx_px_check_del::INFO.name,
     set_nx_px_token::INFO.name,
+    watchdog::INFO.name,
+    redlock::INFO.name,
+    fenced::INFO.name,
+    pg_lock_table::INFO.name,
     pg_for_update::INFO.name,
     pg_optimistic::INFO.name,
     pg_advisory::INFO.name,
@@ -62,6 +82,8 @@ pub enum Safety {
     Unsafe,
     /// Safe with one replica only.
     SingleReplica,
+    /// Safe until a holder dies: then locked for good (or until a sweep).
+    SafeWhileHoldersLive,
     /// Safe while the work fits in the lock's TTL.
     SafeWithinTtl,
     /// Safe under the conditions this lab produces.
@@ -148,6 +170,11 @@ pub trait Strategy: Send + Sync + fmt::Debug {
     /// Run one grab.
     async fn grab(&self, cx: GrabContext<'_>, req: GrabRequest) -> Result<Order, GrabError>;
 
+    /// Whether this deployment can run it (e.g. `redlock` needs nodes).
+    fn available(&self) -> bool {
+        true
+    }
+
     /// Called on the replica that switches to this strategy, before the
     /// switch is published (e.g. `redis-lua-stock` loads stock into Redis).
     async fn activate(&self, _deps: &Deps) -> Result<(), GrabError> {
@@ -169,6 +196,36 @@ pub struct LockGuard {
     pub acquired_at: Instant,
     /// An in-process guard (`local-mutex`); dropping it unlocks.
     pub local: Option<tokio::sync::OwnedMutexGuard<()>>,
+    /// The instant after which the lock must not be relied on (`redlock`'s
+    /// validity time). Checked before the commit.
+    pub valid_until: Option<Instant>,
+    /// The watchdog's lease: tells the holder when renewal lost the lock,
+    /// and stops the renewal task when the guard is released or dropped.
+    pub lease: Option<Lease>,
+}
+
+/// A renewed lease. Dropping it stops the renewal task (which only stops
+/// renewing — the lock then expires on its own; no I/O happens in `Drop`).
+#[derive(Debug)]
+pub struct Lease {
+    /// Becomes `true` when a renewal found the lock gone or not ours.
+    pub lost: tokio::sync::watch::Receiver<bool>,
+    /// Dropped to stop the renewal task.
+    pub stop: tokio::sync::oneshot::Sender<()>,
+}
+
+impl LockGuard {
+    /// `Err(reason)` when the lock can no longer be trusted: the lease was
+    /// lost or the validity time has passed.
+    pub fn check_still_held(&self) -> Result<(), &'static str> {
+        if self.lease.as_ref().is_some_and(|lease| *lease.lost.borrow()) {
+            return Err("the lock's lease was lost before commit");
+        }
+        if self.valid_until.is_some_and(|until| Instant::now() >= until) {
+            return Err("the lock's validity time ran out before commit");
+        }
+        Ok(())
+    }
 }
 
 impl LockGuard {
@@ -180,6 +237,8 @@ impl LockGuard {
             fencing_token: None,
             acquired_at: Instant::now(),
             local: None,
+            valid_until: None,
+            lease: None,
         }
     }
 }
@@ -196,6 +255,55 @@ pub enum Released {
 /// Redis key of a product's lock.
 pub fn lock_key(product_id: i64) -> String {
     format!("lock:product:{product_id}")
+}
+
+/// Release by a plain `DEL`, as seeds v1–v3 do: whoever holds the key now
+/// loses it. `Released` only says that a key was deleted — possibly
+/// someone else's, which is exactly the bug these strategies teach.
+pub async fn release_by_del(cx: GrabContext<'_>, guard: &LockGuard) -> Result<Released, GrabError> {
+    let mut conn = cx.deps.redis.clone();
+    let deleted: i64 = redis::cmd("DEL").arg(&guard.key).query_async(&mut conn).await?;
+    Ok(if deleted == 1 {
+        Released::Released
+    } else {
+        Released::NotOwner
+    })
+}
+
+/// `SET key token NX PX ttl`: the atomic acquire of seed v3 onwards.
+pub async fn set_nx_px(cx: GrabContext<'_>, key: &str, token: &str) -> Result<bool, GrabError> {
+    let mut conn = cx.deps.redis.clone();
+    let set: Option<String> = redis::cmd("SET")
+        .arg(key)
+        .arg(token)
+        .arg("NX")
+        .arg("PX")
+        .arg(cx.deps.lock_ttl.as_millis() as u64)
+        .query_async(&mut conn)
+        .await?;
+    Ok(set.is_some())
+}
+
+/// Implement [`Strategy`] for a [`DistributedLock`] whose `INFO` is in scope:
+/// every external lock runs the same acquire → section → commit → release.
+#[macro_export]
+macro_rules! lock_strategy {
+    ($lock:ty) => {
+        #[async_trait::async_trait]
+        impl $crate::lock::Strategy for $lock {
+            fn info(&self) -> &'static $crate::lock::StrategyInfo {
+                &INFO
+            }
+
+            async fn grab(
+                &self,
+                cx: $crate::lock::GrabContext<'_>,
+                req: $crate::lock::GrabRequest,
+            ) -> Result<$crate::lock::Order, $crate::error::GrabError> {
+                $crate::lock::grab_with_lock(self, cx, req).await
+            }
+        }
+    };
 }
 
 /// A fresh token for one acquisition.
@@ -289,7 +397,18 @@ pub async fn grab_with_lock(
         Ok(None) => {
             release_and_record(lock, cx, guard).await;
             metrics.fence_rejections.with_label_values(&[name]).inc();
-            Err(GrabError::Rejected("a newer fencing token has written"))
+            Err(GrabError::Rejected("a newer fencing token reached the database first"))
+        }
+        Ok(Some(prepared)) if guard.check_still_held().is_err() => {
+            // The watchdog's lease was lost, or Redlock's validity ran out:
+            // abort before commit — the transaction rolls back on drop.
+            let why = guard.check_still_held().err().unwrap_or("lock lost");
+            drop(prepared);
+            if guard.lease.is_none() {
+                metrics.lock_lost.with_label_values(&[name]).inc();
+            }
+            release_and_record(lock, cx, guard).await;
+            Err(GrabError::Rejected(why))
         }
         Ok(Some(prepared)) if cx.faults.unlock_before_commit => {
             release_and_record(lock, cx, guard).await;
@@ -371,19 +490,28 @@ pub struct Strategies {
     all: Vec<Arc<dyn Strategy>>,
 }
 
-impl Default for Strategies {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 impl Strategies {
-    /// Build every strategy once (Lua scripts are compiled here).
-    pub fn new() -> Self {
+    /// Build every strategy once (Lua scripts are compiled here, Redlock
+    /// nodes and the watchdog's pub/sub listener are set up). Must run
+    /// inside the tokio runtime.
+    pub fn new(settings: &crate::configuration::Settings) -> anyhow::Result<Self> {
         let all: Vec<Arc<dyn Strategy>> = vec![
             Arc::new(none::NoLock),
             Arc::new(local_mutex::LocalMutex::default()),
+            Arc::new(setnx::Setnx),
+            Arc::new(setnx_expire::SetnxExpire),
+            Arc::new(setnx_expire_lua::SetnxExpireLua::new()),
+            Arc::new(setnx_getset::SetnxGetset::new(settings.clock_skew_ms)),
+            Arc::new(set_nx_px::SetNxPx),
+            Arc::new(set_nx_px_check_del::SetNxPxCheckDel),
             Arc::new(set_nx_px_token::SetNxPxToken::new()),
+            Arc::new(watchdog::Watchdog::new(&settings.redis_url)?),
+            Arc::new(redlock::Redlock::new(
+                &settings.redlock_urls,
+                std::time::Duration::from_millis(settings.redlock_node_timeout_ms),
+            )?),
+            Arc::new(fenced::Fenced::new()),
+            Arc::new(pg_lock_table::PgLockTable),
             Arc::new(pg_for_update::PgForUpdate),
             Arc::new(pg_optimistic::PgOptimistic),
             Arc::new(pg_advisory::PgAdvisory),
@@ -394,7 +522,7 @@ impl Strategies {
             all.iter().map(|s| s.info().name).collect::<Vec<_>>(),
             STRATEGY_NAMES
         );
-        Self { all }
+        Ok(Self { all })
     }
 
     /// Index of a strategy by name.

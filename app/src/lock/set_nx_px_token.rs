@@ -23,8 +23,8 @@ use async_trait::async_trait;
 use redis::Script;
 
 use super::{
-    grab_with_lock, lock_key, new_token, DistributedLock, GrabContext, GrabRequest, LockGuard,
-    Order, Released, Safety, Strategy, StrategyInfo,
+    lock_key, new_token, set_nx_px, DistributedLock, GrabContext, LockGuard, Released, Safety,
+    StrategyInfo,
 };
 use crate::error::GrabError;
 
@@ -71,19 +71,23 @@ impl DistributedLock for SetNxPxToken {
     ) -> Result<Option<LockGuard>, GrabError> {
         let key = lock_key(product_id);
         let token = new_token();
-        let mut conn = cx.deps.redis.clone();
-        let set: Option<String> = redis::cmd("SET")
-            .arg(&key)
-            .arg(&token)
-            .arg("NX")
-            .arg("PX")
-            .arg(cx.deps.lock_ttl.as_millis() as u64)
-            .query_async(&mut conn)
-            .await?;
-        Ok(set.map(|_| LockGuard::remote(key, token)))
+        Ok(set_nx_px(cx, &key, &token)
+            .await?
+            .then(|| LockGuard::remote(key, token)))
     }
 
     async fn release(&self, cx: GrabContext<'_>, guard: LockGuard) -> Result<Released, GrabError> {
+        self.compare_and_delete(cx, &guard).await
+    }
+}
+
+impl SetNxPxToken {
+    /// Run the compare-and-delete script for `guard`.
+    pub async fn compare_and_delete(
+        &self,
+        cx: GrabContext<'_>,
+        guard: &LockGuard,
+    ) -> Result<Released, GrabError> {
         let mut conn = cx.deps.redis.clone();
         let deleted: i64 = self
             .release_script
@@ -99,13 +103,4 @@ impl DistributedLock for SetNxPxToken {
     }
 }
 
-#[async_trait]
-impl Strategy for SetNxPxToken {
-    fn info(&self) -> &'static StrategyInfo {
-        &INFO
-    }
-
-    async fn grab(&self, cx: GrabContext<'_>, req: GrabRequest) -> Result<Order, GrabError> {
-        grab_with_lock(self, cx, req).await
-    }
-}
+crate::lock_strategy!(SetNxPxToken);

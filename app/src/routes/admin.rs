@@ -66,7 +66,7 @@ fn strategies_body(state: &AppState) -> serde_json::Value {
             StrategyEntry {
                 name: info.name,
                 guarantee: info.guarantee,
-                available: true,
+                available: s.available(),
                 seed: info.seed,
                 safety: info.safety,
             }
@@ -106,6 +106,15 @@ pub async fn switch_strategy(
             ),
         ));
     };
+    if !state.control.strategies().get(index).available() {
+        return Err(ApiError::bad_request(
+            "strategy_unavailable",
+            format!(
+                "`{}` cannot run in this deployment (redlock needs SECKILL_REDLOCK_URLS)",
+                body.strategy
+            ),
+        ));
+    }
     state.control.switch(&state.deps, index).await?;
     tracing::info!(strategy = %body.strategy, "strategy switched");
     Ok(HttpResponse::Ok().json(strategies_body(&state)))
@@ -141,7 +150,7 @@ pub async fn reset_product(
     let mut conn = state.deps.redis.clone();
     redis::cmd("DEL")
         .arg(lock_key(id))
-        .arg(format!("fence:product:{id}"))
+        .arg(crate::lock::fenced::fence_key(id))
         .arg(redis_lua_stock::stock_key(id))
         .arg(redis_lua_stock::buyers_key(id))
         .query_async::<()>(&mut conn)

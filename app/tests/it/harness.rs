@@ -125,7 +125,12 @@ fn with_database(url: &str, name: &str) -> String {
 /// Create an empty database; returns its URL.
 pub async fn fresh_database() -> String {
     let admin = admin_database_url();
-    let name = format!("seckill_test_{}", uuid::Uuid::new_v4().simple());
+    // The pid lets `make test` drop only databases of finished runs.
+    let name = format!(
+        "seckill_test_{}_{}",
+        std::process::id(),
+        uuid::Uuid::new_v4().simple()
+    );
     let pool = sqlx::PgPool::connect(&admin)
         .await
         .expect("PostgreSQL reachable at SECKILL_TEST_DATABASE_URL (run `make test`)");
@@ -219,6 +224,7 @@ pub struct AppOptions {
     pub lock_wait_ms: u64,
     pub lock_ttl_ms: u64,
     pub seed: &'static str,
+    pub redlock_urls: Vec<String>,
 }
 
 impl AppOptions {
@@ -231,6 +237,7 @@ impl AppOptions {
             lock_wait_ms: 5_000,
             lock_ttl_ms: 10_000,
             seed: "1:100",
+            redlock_urls: Vec::new(),
         }
     }
 
@@ -267,6 +274,7 @@ impl TestApp {
             lock_wait_ms: options.lock_wait_ms,
             lock_ttl_ms: options.lock_ttl_ms,
             admin_token: Some(ADMIN_TOKEN.into()),
+            redlock_urls: options.redlock_urls,
             database_acquire_timeout_ms: 1_500,
             seed_products: options.seed.into(),
             control_refresh_ms: 50,

@@ -1,0 +1,244 @@
+//! `redlock` — the same token on N independent Redis nodes; the lock is
+//! held when a majority said yes, for the time that is left of the TTL.
+//!
+//! **Seed step:** 000 方案七 and 003's Redlock section (the algorithm of
+//! redis.io/topics/distlock), 004's closing remark on master failover:
+//! one Redis master can lose a lock on failover; N independent masters
+//! with a quorum tolerate a minority going away.
+//!
+//! 1. Take the start time (monotonic).
+//! 2. `SET lock:product:{id} token NX PX ttl` on every node **in parallel**,
+//!    each request bounded by a per-node timeout far below the TTL
+//!    (`SECKILL_REDLOCK_NODE_TIMEOUT_MS`), so a dead or slow node costs at
+//!    most that.
+//! 3. Decide as soon as the outcome is known — a quorum `N/2 + 1` of yes, or
+//!    too many no's for a quorum to remain — without waiting for the rest
+//!    (rslock waits for every node; node-redlock and this one do not).
+//! 4. Validity = TTL − elapsed − drift, drift = 1% of TTL + 2 ms. No quorum,
+//!    or no validity left: release on **every** node (also those that said
+//!    yes, and those that have not answered), then retry after a jittered
+//!    pause until the wait budget ends (`busy`). When a majority of nodes
+//!    *fail* (errors or timeouts, not "held"), retrying cannot help: the
+//!    grab answers `503` at once.
+//! 5. Release: the compare-and-delete script on every node.
+//!
+//! The guard carries the validity deadline; the section checks it before
+//! committing and aborts with `409 rejected` when it has passed.
+//!
+//! **Guarantee:** mutual exclusion while a majority of nodes keep their
+//! keys and the work fits in the validity time; tolerates a minority of
+//! nodes down or slow.
+//!
+//! **How it fails:** a node that restarts *without persistence* forgets the
+//! keys it held. If it was part of holder A's majority, holder B can now
+//! build a majority from it and the nodes A never had: two holders. (The
+//! Redis docs' answer is delayed restarts or fsync=always; Kleppmann's is
+//! fencing.) Like every TTL lock, a pause longer than the validity makes a
+//! holder act on a lock it no longer has.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::stream::{FuturesUnordered, StreamExt};
+use redis::aio::ConnectionManager;
+use redis::Script;
+use tokio::time::{timeout, Instant};
+
+use super::{lock_key, new_token, DistributedLock, GrabContext, LockGuard, Released, Safety, StrategyInfo};
+use crate::error::{Dependency, GrabError};
+use crate::startup::redis_connection;
+
+/// Name, seed and guarantee of `redlock`.
+pub const INFO: StrategyInfo = StrategyInfo {
+    name: "redlock",
+    seed: "000 scheme 7 / 003: Redlock over N independent nodes, quorum N/2+1",
+    guarantee: "tolerates a minority of nodes down; unsafe when a node restarts without persistence",
+    safety: Safety::SafeWithinTtl,
+};
+
+/// One independent node.
+#[derive(Debug, Clone)]
+struct Node {
+    /// `host:port`, the `node` label of `seckill_redlock_node_errors_total`.
+    name: String,
+    conn: ConnectionManager,
+}
+
+/// The Redlock client.
+#[derive(Debug)]
+pub struct Redlock {
+    nodes: Vec<Node>,
+    node_timeout: Duration,
+    release_script: Arc<Script>,
+}
+
+/// What one node answered to the `SET NX PX`.
+enum Vote {
+    Yes,
+    Held,
+    Failed(String),
+}
+
+impl Redlock {
+    /// A client for `urls` (may be empty: the strategy is then unavailable).
+    pub fn new(urls: &[String], node_timeout: Duration) -> anyhow::Result<Self> {
+        let nodes = urls
+            .iter()
+            .map(|url| {
+                Ok(Node {
+                    name: url.trim_start_matches("redis://").trim_end_matches('/').to_owned(),
+                    conn: redis_connection(url)?,
+                })
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        Ok(Self {
+            nodes,
+            node_timeout,
+            release_script: Arc::new(Script::new(include_str!("compare_and_delete.lua"))),
+        })
+    }
+
+    /// Majority of the configured nodes.
+    pub fn quorum(&self) -> usize {
+        self.nodes.len() / 2 + 1
+    }
+
+    /// Compare-and-delete `token` on every node in parallel, each bounded by
+    /// the node timeout. Returns how many nodes deleted it.
+    async fn release_everywhere(&self, key: &str, token: &str) -> usize {
+        let node_timeout = self.node_timeout;
+        let deletions = self.nodes.iter().map(|node| {
+            let mut conn = node.conn.clone();
+            let script = self.release_script.clone();
+            async move {
+                let deleted: Result<Result<i64, _>, _> =
+                    timeout(node_timeout, script.key(key).arg(token).invoke_async(&mut conn)).await;
+                matches!(deleted, Ok(Ok(1)))
+            }
+        });
+        futures::future::join_all(deletions)
+            .await
+            .into_iter()
+            .filter(|deleted| *deleted)
+            .count()
+    }
+}
+
+#[async_trait]
+impl DistributedLock for Redlock {
+    fn name(&self) -> &'static str {
+        INFO.name
+    }
+
+    async fn try_acquire(
+        &self,
+        cx: GrabContext<'_>,
+        product_id: i64,
+    ) -> Result<Option<LockGuard>, GrabError> {
+        if self.nodes.is_empty() {
+            return Err(GrabError::Unavailable {
+                dependency: Dependency::Redis,
+                detail: "redlock has no nodes (SECKILL_REDLOCK_URLS is empty)".into(),
+            });
+        }
+        let metrics = &cx.deps.metrics;
+        let ttl = cx.deps.lock_ttl;
+        let key = lock_key(product_id);
+        let token = new_token();
+        let started = Instant::now();
+        let total = self.nodes.len();
+        let quorum = self.quorum();
+
+        let mut votes: FuturesUnordered<_> = self
+            .nodes
+            .iter()
+            .map(|node| {
+                let mut conn = node.conn.clone();
+                let (key, token, name) = (key.clone(), token.clone(), node.name.clone());
+                let node_timeout = self.node_timeout;
+                async move {
+                    let mut set = redis::cmd("SET");
+                    set.arg(&key).arg(&token).arg("NX").arg("PX").arg(ttl.as_millis() as u64);
+                    let set = set.query_async::<Option<String>>(&mut conn);
+                    let vote = match timeout(node_timeout, set).await {
+                        Ok(Ok(Some(_))) => Vote::Yes,
+                        Ok(Ok(None)) => Vote::Held,
+                        Ok(Err(e)) => Vote::Failed(e.to_string()),
+                        Err(_) => Vote::Failed("timed out".into()),
+                    };
+                    (name, vote)
+                }
+            })
+            .collect();
+
+        let (mut yes, mut held, mut failed) = (0usize, 0usize, 0usize);
+        while let Some((node, vote)) = votes.next().await {
+            match vote {
+                Vote::Yes => yes += 1,
+                Vote::Held => held += 1,
+                Vote::Failed(error) => {
+                    failed += 1;
+                    metrics.redlock_node_errors.with_label_values(&[&node]).inc();
+                    tracing::debug!(%node, %error, "redlock node failed");
+                }
+            }
+            if yes >= quorum || held + failed > total - quorum {
+                break; // the outcome is decided
+            }
+        }
+        // Late answers are not waited for; they finish (bounded by the node
+        // timeout) in the background, and the releases below remove them.
+        if !votes.is_empty() {
+            tokio::spawn(async move { while votes.next().await.is_some() {} });
+        }
+
+        let drift = ttl / 100 + Duration::from_millis(2);
+        let validity = ttl.checked_sub(started.elapsed() + drift);
+        match validity {
+            Some(validity) if yes >= quorum && !validity.is_zero() => {
+                let mut guard = LockGuard::remote(key, token);
+                guard.valid_until = Some(started + validity);
+                Ok(Some(guard))
+            }
+            _ => {
+                metrics.redlock_quorum_failures.inc();
+                self.release_everywhere(&key, &token).await;
+                if failed > total - quorum {
+                    return Err(GrabError::Unavailable {
+                        dependency: Dependency::Redis,
+                        detail: format!("redlock: {failed} of {total} nodes failed, quorum is {quorum}"),
+                    });
+                }
+                Ok(None)
+            }
+        }
+    }
+
+    async fn release(&self, _cx: GrabContext<'_>, guard: LockGuard) -> Result<Released, GrabError> {
+        Ok(if self.release_everywhere(&guard.key, &guard.token).await > 0 {
+            Released::Released
+        } else {
+            Released::NotOwner
+        })
+    }
+}
+
+#[async_trait]
+impl super::Strategy for Redlock {
+    fn info(&self) -> &'static StrategyInfo {
+        &INFO
+    }
+
+    fn available(&self) -> bool {
+        !self.nodes.is_empty()
+    }
+
+    async fn grab(
+        &self,
+        cx: GrabContext<'_>,
+        req: super::GrabRequest,
+    ) -> Result<super::Order, GrabError> {
+        super::grab_with_lock(self, cx, req).await
+    }
+}

@@ -1,0 +1,59 @@
+//! `set-nx-px` — `SET key value NX PX ttl`, released by a plain `DEL`.
+//!
+//! **Seed step:** 004 v3 and 000 方案四 (SET的扩展命令 SET EX PX NX): one
+//! atomic command sets the value and the expiry.
+//!
+//! **Guarantee:** every lock expires; mutual exclusion while the work is
+//! shorter than the TTL. 004 says this "already satisfies most small and
+//! medium companies".
+//!
+//! **How it fails:** 004 坑点3 — when the work takes longer than the TTL
+//! (load rises, a query slows down), the key expires and grab B acquires.
+//! Then A finishes and its `DEL` deletes *B's* lock, so C acquires while B
+//! is still inside, and so on: "this lock may stay broken forever". The
+//! value is a unique token, but the release never looks at it.
+
+use async_trait::async_trait;
+
+use super::{
+    lock_key, new_token, release_by_del, set_nx_px, DistributedLock, GrabContext, LockGuard,
+    Released, Safety, StrategyInfo,
+};
+use crate::error::GrabError;
+
+/// Name, seed and guarantee of `set-nx-px`.
+pub const INFO: StrategyInfo = StrategyInfo {
+    name: "set-nx-px",
+    seed: "004 v3 / 000 scheme 4: SET NX PX, unlock by DEL",
+    guarantee: "safe while work < TTL; past it, deletes another holder's lock",
+    safety: Safety::SafeWithinTtl,
+};
+
+/// SET NX PX + DEL.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SetNxPx;
+
+#[async_trait]
+impl DistributedLock for SetNxPx {
+    fn name(&self) -> &'static str {
+        INFO.name
+    }
+
+    async fn try_acquire(
+        &self,
+        cx: GrabContext<'_>,
+        product_id: i64,
+    ) -> Result<Option<LockGuard>, GrabError> {
+        let key = lock_key(product_id);
+        let token = new_token();
+        Ok(set_nx_px(cx, &key, &token)
+            .await?
+            .then(|| LockGuard::remote(key, token)))
+    }
+
+    async fn release(&self, cx: GrabContext<'_>, guard: LockGuard) -> Result<Released, GrabError> {
+        release_by_del(cx, &guard).await
+    }
+}
+
+crate::lock_strategy!(SetNxPx);

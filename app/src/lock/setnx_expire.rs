@@ -1,0 +1,71 @@
+//! `setnx-expire` — `SETNX`, then `PEXPIRE` as a second command.
+//!
+//! **Seed step:** 004 v2 and 000 方案一 (SETNX + EXPIRE): give the lock an
+//! expiry so a crashed holder cannot block forever.
+//!
+//! **Guarantee:** like `setnx`, plus recovery after the TTL — *if* the
+//! second command ran.
+//!
+//! **How it fails:** 004 坑点2 — the two commands are not atomic. A holder
+//! that dies between `SETNX` and `PEXPIRE` leaves a key with no expiry:
+//! locked forever, exactly like v1. The window is tiny on an idle server
+//! and wide on a busy one (a slow `KEYS *` queued in between); the
+//! `setnx_expire_gap_ms` fault widens it so a workshop can hit it on
+//! purpose. Release is a blind `DEL`.
+
+use async_trait::async_trait;
+
+use super::{
+    lock_key, new_token, release_by_del, DistributedLock, GrabContext, LockGuard, Released, Safety,
+    StrategyInfo,
+};
+use crate::error::GrabError;
+
+/// Name, seed and guarantee of `setnx-expire`.
+pub const INFO: StrategyInfo = StrategyInfo {
+    name: "setnx-expire",
+    seed: "004 v2 / 000 scheme 1: SETNX then EXPIRE, two commands",
+    guarantee: "expires after the TTL, unless the holder dies between the two commands",
+    safety: Safety::SafeWhileHoldersLive,
+};
+
+/// SETNX, (gap), PEXPIRE, DEL.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SetnxExpire;
+
+#[async_trait]
+impl DistributedLock for SetnxExpire {
+    fn name(&self) -> &'static str {
+        INFO.name
+    }
+
+    async fn try_acquire(
+        &self,
+        cx: GrabContext<'_>,
+        product_id: i64,
+    ) -> Result<Option<LockGuard>, GrabError> {
+        let key = lock_key(product_id);
+        let token = new_token();
+        let mut conn = cx.deps.redis.clone();
+        let won: i64 = redis::cmd("SETNX").arg(&key).arg(&token).query_async(&mut conn).await?;
+        if won == 0 {
+            return Ok(None);
+        }
+        // The window of 坑点2: a crash here leaves a key that never expires.
+        if cx.faults.setnx_expire_gap_ms > 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(cx.faults.setnx_expire_gap_ms)).await;
+        }
+        let _: i64 = redis::cmd("PEXPIRE")
+            .arg(&key)
+            .arg(cx.deps.lock_ttl.as_millis() as u64)
+            .query_async(&mut conn)
+            .await?;
+        Ok(Some(LockGuard::remote(key, token)))
+    }
+
+    async fn release(&self, cx: GrabContext<'_>, guard: LockGuard) -> Result<Released, GrabError> {
+        release_by_del(cx, &guard).await
+    }
+}
+
+crate::lock_strategy!(SetnxExpire);
