@@ -22,13 +22,18 @@ fn violations(audit: &Value) -> i64 {
 
 async fn run_one_replica(strategy: &'static str) -> (Value, Outcomes) {
     let redis = RedisServer::start();
+    // Redlock gets five nodes of its own; the others ignore them.
+    let nodes: Vec<RedisServer> = if strategy == "redlock" {
+        (0..5).map(|_| RedisServer::start()).collect()
+    } else {
+        Vec::new()
+    };
     let db = fresh_database().await;
-    let app = TestApp::spawn(
-        AppOptions::new(&db, &redis.url())
-            .strategy(strategy)
-            .work_delay_ms(WORK_DELAY_MS),
-    )
-    .await;
+    let mut options = AppOptions::new(&db, &redis.url())
+        .strategy(strategy)
+        .work_delay_ms(WORK_DELAY_MS);
+    options.redlock_urls = nodes.iter().map(RedisServer::url).collect();
+    let app = TestApp::spawn(options).await;
     app.reset(1, STOCK).await;
     let outcomes = hammer(&[&app], 1, 1, BUYERS).await;
     let audit = app.audit(1).await;
@@ -90,6 +95,53 @@ exact_under_contention! {
     pg_advisory_sells_exactly_the_stock => "pg-advisory",
     pg_atomic_sells_exactly_the_stock => "pg-atomic",
     redis_lua_stock_sells_exactly_the_stock => "redis-lua-stock",
+    setnx_sells_exactly_the_stock => "setnx",
+    setnx_expire_sells_exactly_the_stock => "setnx-expire",
+    setnx_expire_lua_sells_exactly_the_stock => "setnx-expire-lua",
+    setnx_getset_sells_exactly_the_stock => "setnx-getset",
+    set_nx_px_sells_exactly_the_stock => "set-nx-px",
+    set_nx_px_check_del_sells_exactly_the_stock => "set-nx-px-check-del",
+    watchdog_sells_exactly_the_stock => "watchdog",
+    redlock_sells_exactly_the_stock => "redlock",
+    fenced_sells_exactly_the_stock => "fenced",
+    pg_lock_table_sells_exactly_the_stock => "pg-lock-table",
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn work_past_the_ttl_breaks_the_token_lock_but_fencing_keeps_the_stock_exact() {
+    // 100 ms TTL, 250 ms of work: every holder outlives its lock.
+    let redis = RedisServer::start();
+    let db = fresh_database().await;
+    let mut options = AppOptions::new(&db, &redis.url())
+        .strategy("set-nx-px-token")
+        .work_delay_ms(250);
+    options.lock_ttl_ms = 100;
+    let app = TestApp::spawn(options).await;
+    app.reset(1, 10).await;
+    let outcomes = hammer(&[&app], 1, 1, 30).await;
+    let audit = app.audit(1).await;
+    eprintln!("set-nx-px-token past its TTL: {audit} {outcomes:?}");
+    assert!(violations(&audit) > 0, "the token lock alone loses updates: {audit}");
+
+    app.switch("fenced").await;
+    app.reset(1, 10).await;
+    let outcomes = hammer(&[&app], 1, 100, 30).await;
+    let audit = app.audit(1).await;
+    eprintln!("fenced past its TTL: {audit} {outcomes:?}");
+    assert_eq!(violations(&audit), 0, "fencing keeps the stock exact: {audit} {outcomes:?}");
+    assert_eq!(
+        audit["ordered_units"].as_i64().expect("units"),
+        10 - audit["stock"].as_i64().expect("stock"),
+        "{audit}"
+    );
+    let rejected = outcomes.get("409 rejected").copied().unwrap_or(0);
+    assert!(rejected > 0, "stale holders were rejected by the database: {outcomes:?}");
+    let metrics = &app.state.deps.metrics;
+    assert_eq!(
+        metrics.fence_rejections.with_label_values(&["fenced"]).get(),
+        rejected,
+        "every rejection is counted"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,8 +1,10 @@
 //! Integration tests: one binary, one module per area. Every test talks
 //! HTTP to a real service backed by real PostgreSQL and Redis.
 
+mod checker;
 mod harness;
 
 mod api;
 mod concurrency;
+mod exclusion;
 mod failures;

@@ -1,0 +1,161 @@
+//! A mutual-exclusion checker for the lock strategies, below HTTP.
+//!
+//! Many tasks acquire the same lock and record, on a shared timeline, when
+//! they enter and leave the protected region; an *overlap* is an entry
+//! while someone else is inside. Around each release the checker also
+//! looks at the key: when it held *another* holder's value (with time to
+//! live left) just before our release and is gone just after, our release
+//! *freed another holder's lock*. And from the victim's side: a holder that
+//! finds its key gone or replaced *before its TTL ran out* was robbed —
+//! someone else's release freed it.
+
+#![allow(dead_code)]
+
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use seckill_app::control::Faults;
+use seckill_app::error::GrabError;
+use seckill_app::lock::{Deps, DistributedLock, GrabContext, Released};
+use seckill_app::metrics::Metrics;
+use seckill_app::startup::redis_connection;
+
+/// Dependencies for lock-level runs. The pool is lazy: Redis locks never
+/// touch it; `pg-lock-table` needs a real `database_url`.
+pub fn deps(redis_url: &str, database_url: &str, ttl: Duration, wait: Duration) -> Arc<Deps> {
+    Arc::new(Deps {
+        pool: sqlx::postgres::PgPoolOptions::new()
+            .max_connections(16)
+            .connect_lazy(database_url)
+            .expect("lazy pool"),
+        redis: redis_connection(redis_url).expect("redis connection"),
+        metrics: Metrics::new(),
+        lock_ttl: ttl,
+        lock_wait: wait,
+        lock_retry: Duration::from_millis(2),
+        optimistic_max_retries: 10,
+    })
+}
+
+pub fn no_faults() -> Faults {
+    Faults::with_work_delay(0)
+}
+
+/// What a checker run saw.
+#[derive(Debug, Default)]
+pub struct Report {
+    pub entries: u64,
+    pub overlaps: u64,
+    pub max_inside: i64,
+    pub busy: u64,
+    pub released: u64,
+    pub not_owner: u64,
+    pub freed_foreign: u64,
+    pub robbed: u64,
+}
+
+impl Report {
+    /// Any evidence that a release freed a lock that was not its own.
+    pub fn freed_another(&self) -> u64 {
+        self.freed_foreign + self.robbed
+    }
+}
+
+#[derive(Debug, Default)]
+struct Timeline {
+    inside: AtomicI64,
+    max_inside: AtomicI64,
+    entries: AtomicU64,
+    overlaps: AtomicU64,
+    busy: AtomicU64,
+    released: AtomicU64,
+    not_owner: AtomicU64,
+    freed_foreign: AtomicU64,
+    robbed: AtomicU64,
+}
+
+/// `tasks` tasks each take the lock of product 1 `rounds` times and stay
+/// inside for `work`.
+pub async fn run(
+    lock: Arc<dyn DistributedLock>,
+    deps: Arc<Deps>,
+    faults: Faults,
+    tasks: usize,
+    rounds: usize,
+    work: Duration,
+) -> Report {
+    let timeline = Arc::new(Timeline::default());
+    let mut handles = Vec::new();
+    for _ in 0..tasks {
+        let (lock, deps, timeline) = (lock.clone(), deps.clone(), timeline.clone());
+        handles.push(tokio::spawn(async move {
+            let mut probe = deps.redis.clone();
+            for _ in 0..rounds {
+                let cx = GrabContext {
+                    deps: &deps,
+                    faults,
+                    pause: false,
+                };
+                let guard = match lock.acquire(cx, 1).await {
+                    Ok(guard) => guard,
+                    Err(GrabError::Busy(_)) => {
+                        timeline.busy.fetch_add(1, Ordering::SeqCst);
+                        continue;
+                    }
+                    Err(e) => panic!("acquire failed: {e}"),
+                };
+                let acquired = tokio::time::Instant::now();
+                let now_inside = timeline.inside.fetch_add(1, Ordering::SeqCst) + 1;
+                timeline.entries.fetch_add(1, Ordering::SeqCst);
+                timeline.max_inside.fetch_max(now_inside, Ordering::SeqCst);
+                if now_inside > 1 {
+                    timeline.overlaps.fetch_add(1, Ordering::SeqCst);
+                }
+                tokio::time::sleep(work).await;
+                timeline.inside.fetch_sub(1, Ordering::SeqCst);
+
+                let key = guard.key.clone();
+                let token = guard.token.clone();
+                let (before, pttl): (Option<String>, i64) = redis::pipe()
+                    .cmd("GET")
+                    .arg(&key)
+                    .cmd("PTTL")
+                    .arg(&key)
+                    .query_async(&mut probe)
+                    .await
+                    .unwrap_or((None, -2));
+                let result = lock.release(cx, guard).await.expect("release");
+                let after: Option<String> = redis::cmd("GET")
+                    .arg(&key)
+                    .query_async(&mut probe)
+                    .await
+                    .unwrap_or(None);
+                let within_ttl = acquired.elapsed() + Duration::from_millis(10) < deps.lock_ttl;
+                if within_ttl && before.as_deref() != Some(token.as_str()) {
+                    timeline.robbed.fetch_add(1, Ordering::SeqCst);
+                }
+                if before.as_deref().is_some_and(|v| v != token) && pttl > 5 && after != before {
+                    timeline.freed_foreign.fetch_add(1, Ordering::SeqCst);
+                }
+                match result {
+                    Released::Released => timeline.released.fetch_add(1, Ordering::SeqCst),
+                    Released::NotOwner => timeline.not_owner.fetch_add(1, Ordering::SeqCst),
+                };
+            }
+        }));
+    }
+    for handle in handles {
+        handle.await.expect("checker task");
+    }
+    Report {
+        entries: timeline.entries.load(Ordering::SeqCst),
+        overlaps: timeline.overlaps.load(Ordering::SeqCst),
+        max_inside: timeline.max_inside.load(Ordering::SeqCst),
+        busy: timeline.busy.load(Ordering::SeqCst),
+        released: timeline.released.load(Ordering::SeqCst),
+        not_owner: timeline.not_owner.load(Ordering::SeqCst),
+        freed_foreign: timeline.freed_foreign.load(Ordering::SeqCst),
+        robbed: timeline.robbed.load(Ordering::SeqCst),
+    }
+}
