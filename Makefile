@@ -1,5 +1,5 @@
 # seckill-lab — the commands a person types. Each target says what it does.
-.PHONY: demo demo-stop test check fmt clippy build
+.PHONY: demo demo-stop test check fmt clippy build bench-locks
 
 ## Run the demo: local Redis + PostgreSQL, one replica, a burst of grabs per strategy.
 demo:
@@ -24,3 +24,8 @@ clippy:
 
 build:
 	cargo build --workspace --locked
+
+## Lock benchmarks: each figure beside the raw Redis floor of the same run.
+bench-locks:
+	@. scripts/services.sh && ensure_packages
+	cargo run --release --locked -p seckill-bench --bin lock-bench

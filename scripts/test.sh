@@ -9,8 +9,8 @@ ensure_packages
 ensure_postgres
 drop_test_databases
 export SECKILL_TEST_DATABASE_URL=$PG_ADMIN_URL
-say "running cargo test --workspace (SECKILL_TEST_DATABASE_URL=$PG_ADMIN_URL)"
+say "running cargo test (SECKILL_TEST_DATABASE_URL=$PG_ADMIN_URL)"
 status=0
-cargo test --workspace --locked "$@" || status=$?
+cargo test --locked "$@" || status=$?
 drop_test_databases
 exit $status

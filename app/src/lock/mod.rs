@@ -218,10 +218,17 @@ impl LockGuard {
     /// `Err(reason)` when the lock can no longer be trusted: the lease was
     /// lost or the validity time has passed.
     pub fn check_still_held(&self) -> Result<(), &'static str> {
-        if self.lease.as_ref().is_some_and(|lease| *lease.lost.borrow()) {
+        if self
+            .lease
+            .as_ref()
+            .is_some_and(|lease| *lease.lost.borrow())
+        {
             return Err("the lock's lease was lost before commit");
         }
-        if self.valid_until.is_some_and(|until| Instant::now() >= until) {
+        if self
+            .valid_until
+            .is_some_and(|until| Instant::now() >= until)
+        {
             return Err("the lock's validity time ran out before commit");
         }
         Ok(())
@@ -262,7 +269,10 @@ pub fn lock_key(product_id: i64) -> String {
 /// someone else's, which is exactly the bug these strategies teach.
 pub async fn release_by_del(cx: GrabContext<'_>, guard: &LockGuard) -> Result<Released, GrabError> {
     let mut conn = cx.deps.redis.clone();
-    let deleted: i64 = redis::cmd("DEL").arg(&guard.key).query_async(&mut conn).await?;
+    let deleted: i64 = redis::cmd("DEL")
+        .arg(&guard.key)
+        .query_async(&mut conn)
+        .await?;
     Ok(if deleted == 1 {
         Released::Released
     } else {
@@ -397,7 +407,9 @@ pub async fn grab_with_lock(
         Ok(None) => {
             release_and_record(lock, cx, guard).await;
             metrics.fence_rejections.with_label_values(&[name]).inc();
-            Err(GrabError::Rejected("a newer fencing token reached the database first"))
+            Err(GrabError::Rejected(
+                "a newer fencing token reached the database first",
+            ))
         }
         Ok(Some(prepared)) if guard.check_still_held().is_err() => {
             // The watchdog's lease was lost, or Redlock's validity ran out:

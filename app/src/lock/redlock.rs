@@ -45,7 +45,9 @@ use redis::aio::ConnectionManager;
 use redis::Script;
 use tokio::time::{timeout, Instant};
 
-use super::{lock_key, new_token, DistributedLock, GrabContext, LockGuard, Released, Safety, StrategyInfo};
+use super::{
+    lock_key, new_token, DistributedLock, GrabContext, LockGuard, Released, Safety, StrategyInfo,
+};
 use crate::error::{Dependency, GrabError};
 use crate::startup::redis_connection;
 
@@ -53,7 +55,8 @@ use crate::startup::redis_connection;
 pub const INFO: StrategyInfo = StrategyInfo {
     name: "redlock",
     seed: "000 scheme 7 / 003: Redlock over N independent nodes, quorum N/2+1",
-    guarantee: "tolerates a minority of nodes down; unsafe when a node restarts without persistence",
+    guarantee:
+        "tolerates a minority of nodes down; unsafe when a node restarts without persistence",
     safety: Safety::SafeWithinTtl,
 };
 
@@ -87,7 +90,10 @@ impl Redlock {
             .iter()
             .map(|url| {
                 Ok(Node {
-                    name: url.trim_start_matches("redis://").trim_end_matches('/').to_owned(),
+                    name: url
+                        .trim_start_matches("redis://")
+                        .trim_end_matches('/')
+                        .to_owned(),
                     conn: redis_connection(url)?,
                 })
             })
@@ -112,8 +118,11 @@ impl Redlock {
             let mut conn = node.conn.clone();
             let script = self.release_script.clone();
             async move {
-                let deleted: Result<Result<i64, _>, _> =
-                    timeout(node_timeout, script.key(key).arg(token).invoke_async(&mut conn)).await;
+                let deleted: Result<Result<i64, _>, _> = timeout(
+                    node_timeout,
+                    script.key(key).arg(token).invoke_async(&mut conn),
+                )
+                .await;
                 matches!(deleted, Ok(Ok(1)))
             }
         });
@@ -159,7 +168,11 @@ impl DistributedLock for Redlock {
                 let node_timeout = self.node_timeout;
                 async move {
                     let mut set = redis::cmd("SET");
-                    set.arg(&key).arg(&token).arg("NX").arg("PX").arg(ttl.as_millis() as u64);
+                    set.arg(&key)
+                        .arg(&token)
+                        .arg("NX")
+                        .arg("PX")
+                        .arg(ttl.as_millis() as u64);
                     let set = set.query_async::<Option<String>>(&mut conn);
                     let vote = match timeout(node_timeout, set).await {
                         Ok(Ok(Some(_))) => Vote::Yes,
@@ -179,7 +192,10 @@ impl DistributedLock for Redlock {
                 Vote::Held => held += 1,
                 Vote::Failed(error) => {
                     failed += 1;
-                    metrics.redlock_node_errors.with_label_values(&[&node]).inc();
+                    metrics
+                        .redlock_node_errors
+                        .with_label_values(&[&node])
+                        .inc();
                     tracing::debug!(%node, %error, "redlock node failed");
                 }
             }
@@ -187,11 +203,11 @@ impl DistributedLock for Redlock {
                 break; // the outcome is decided
             }
         }
-        // Late answers are not waited for; they finish (bounded by the node
-        // timeout) in the background, and the releases below remove them.
-        if !votes.is_empty() {
-            tokio::spawn(async move { while votes.next().await.is_some() {} });
-        }
+        // Late answers are not waited for. Every request has been polled,
+        // so it is already queued on its node's connection and runs there
+        // even though we drop its future; a later release on the same
+        // connection is queued behind it, so it cannot leave a key behind.
+        drop(votes);
 
         let drift = ttl / 100 + Duration::from_millis(2);
         let validity = ttl.checked_sub(started.elapsed() + drift);
@@ -207,7 +223,9 @@ impl DistributedLock for Redlock {
                 if failed > total - quorum {
                     return Err(GrabError::Unavailable {
                         dependency: Dependency::Redis,
-                        detail: format!("redlock: {failed} of {total} nodes failed, quorum is {quorum}"),
+                        detail: format!(
+                            "redlock: {failed} of {total} nodes failed, quorum is {quorum}"
+                        ),
                     });
                 }
                 Ok(None)
@@ -216,11 +234,13 @@ impl DistributedLock for Redlock {
     }
 
     async fn release(&self, _cx: GrabContext<'_>, guard: LockGuard) -> Result<Released, GrabError> {
-        Ok(if self.release_everywhere(&guard.key, &guard.token).await > 0 {
-            Released::Released
-        } else {
-            Released::NotOwner
-        })
+        Ok(
+            if self.release_everywhere(&guard.key, &guard.token).await > 0 {
+                Released::Released
+            } else {
+                Released::NotOwner
+            },
+        )
     }
 }
 

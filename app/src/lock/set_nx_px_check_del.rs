@@ -55,7 +55,10 @@ impl DistributedLock for SetNxPxCheckDel {
 
     async fn release(&self, cx: GrabContext<'_>, guard: LockGuard) -> Result<Released, GrabError> {
         let mut conn = cx.deps.redis.clone();
-        let current: Option<String> = redis::cmd("GET").arg(&guard.key).query_async(&mut conn).await?;
+        let current: Option<String> = redis::cmd("GET")
+            .arg(&guard.key)
+            .query_async(&mut conn)
+            .await?;
         if current.as_deref() != Some(guard.token.as_str()) {
             return Ok(Released::NotOwner);
         }
@@ -63,7 +66,10 @@ impl DistributedLock for SetNxPxCheckDel {
         if cx.faults.release_gap_ms > 0 {
             tokio::time::sleep(std::time::Duration::from_millis(cx.faults.release_gap_ms)).await;
         }
-        let _: i64 = redis::cmd("DEL").arg(&guard.key).query_async(&mut conn).await?;
+        let _: i64 = redis::cmd("DEL")
+            .arg(&guard.key)
+            .query_async(&mut conn)
+            .await?;
         Ok(Released::Released)
     }
 }

@@ -46,7 +46,11 @@ impl DistributedLock for Setnx {
         let key = lock_key(product_id);
         let token = new_token();
         let mut conn = cx.deps.redis.clone();
-        let won: i64 = redis::cmd("SETNX").arg(&key).arg(&token).query_async(&mut conn).await?;
+        let won: i64 = redis::cmd("SETNX")
+            .arg(&key)
+            .arg(&token)
+            .query_async(&mut conn)
+            .await?;
         Ok((won == 1).then(|| LockGuard::remote(key, token)))
     }
 

@@ -47,13 +47,20 @@ impl DistributedLock for SetnxExpire {
         let key = lock_key(product_id);
         let token = new_token();
         let mut conn = cx.deps.redis.clone();
-        let won: i64 = redis::cmd("SETNX").arg(&key).arg(&token).query_async(&mut conn).await?;
+        let won: i64 = redis::cmd("SETNX")
+            .arg(&key)
+            .arg(&token)
+            .query_async(&mut conn)
+            .await?;
         if won == 0 {
             return Ok(None);
         }
         // The window of 坑点2: a crash here leaves a key that never expires.
         if cx.faults.setnx_expire_gap_ms > 0 {
-            tokio::time::sleep(std::time::Duration::from_millis(cx.faults.setnx_expire_gap_ms)).await;
+            tokio::time::sleep(std::time::Duration::from_millis(
+                cx.faults.setnx_expire_gap_ms,
+            ))
+            .await;
         }
         let _: i64 = redis::cmd("PEXPIRE")
             .arg(&key)

@@ -75,7 +75,11 @@ impl DistributedLock for SetnxGetset {
         let key = lock_key(product_id);
         let expires = (self.now_ms() + cx.deps.lock_ttl.as_millis() as i64).to_string();
         let mut conn = cx.deps.redis.clone();
-        let won: i64 = redis::cmd("SETNX").arg(&key).arg(&expires).query_async(&mut conn).await?;
+        let won: i64 = redis::cmd("SETNX")
+            .arg(&key)
+            .arg(&expires)
+            .query_async(&mut conn)
+            .await?;
         if won == 1 {
             return Ok(Some(LockGuard::remote(key, expires)));
         }
@@ -93,7 +97,10 @@ impl DistributedLock for SetnxGetset {
             .query_async(&mut conn)
             .await?;
         // Only the caller that swapped out the value it read has the lock.
-        Ok((previous.as_deref() == Some(current.as_str())).then(|| LockGuard::remote(key, expires)))
+        Ok(
+            (previous.as_deref() == Some(current.as_str()))
+                .then(|| LockGuard::remote(key, expires)),
+        )
     }
 
     async fn release(&self, cx: GrabContext<'_>, guard: LockGuard) -> Result<Released, GrabError> {

@@ -87,7 +87,10 @@ impl Watchdog {
     }
 
     fn waiters_of(&self, key: &str) -> Arc<Notify> {
-        let mut map = self.waiters.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut map = self
+            .waiters
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         map.entry(key.to_owned()).or_default().clone()
     }
 
@@ -177,7 +180,11 @@ async fn renew_until_stopped(
     lost: watch::Sender<bool>,
     mut stop: oneshot::Receiver<()>,
 ) {
-    let renewals = |result: &str| metrics.lock_renewals.with_label_values(&[INFO.name, result]);
+    let renewals = |result: &str| {
+        metrics
+            .lock_renewals
+            .with_label_values(&[INFO.name, result])
+    };
     let mut last_renewed = Instant::now();
     loop {
         tokio::select! {
@@ -217,7 +224,10 @@ async fn renew_until_stopped(
 
 /// The process's one pub/sub connection: wake the waiters of a product
 /// when its release is published. Reconnects with a pause when Redis goes.
-async fn listen_for_releases(client: redis::Client, waiters: Arc<Mutex<HashMap<String, Arc<Notify>>>>) {
+async fn listen_for_releases(
+    client: redis::Client,
+    waiters: Arc<Mutex<HashMap<String, Arc<Notify>>>>,
+) {
     loop {
         match client.get_async_pubsub().await {
             Ok(mut pubsub) => {
@@ -293,13 +303,18 @@ impl DistributedLock for Watchdog {
                 return Err(GrabError::Busy(deps.lock_wait));
             }
             retries.inc();
-            let until_expiry = u64::try_from(holder_ttl).map_or(MAX_QUIET_WAIT, Duration::from_millis);
+            let until_expiry =
+                u64::try_from(holder_ttl).map_or(MAX_QUIET_WAIT, Duration::from_millis);
             let quiet = until_expiry.min(MAX_QUIET_WAIT).min(deadline - now);
             let _ = timeout(quiet, woken).await;
         }
     }
 
-    async fn release(&self, cx: GrabContext<'_>, mut guard: LockGuard) -> Result<Released, GrabError> {
+    async fn release(
+        &self,
+        cx: GrabContext<'_>,
+        mut guard: LockGuard,
+    ) -> Result<Released, GrabError> {
         // Stop renewing first: whatever happens next, the lease must not
         // outlive the holder.
         drop(guard.lease.take());

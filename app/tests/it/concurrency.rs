@@ -121,24 +121,37 @@ async fn work_past_the_ttl_breaks_the_token_lock_but_fencing_keeps_the_stock_exa
     let outcomes = hammer(&[&app], 1, 1, 30).await;
     let audit = app.audit(1).await;
     eprintln!("set-nx-px-token past its TTL: {audit} {outcomes:?}");
-    assert!(violations(&audit) > 0, "the token lock alone loses updates: {audit}");
+    assert!(
+        violations(&audit) > 0,
+        "the token lock alone loses updates: {audit}"
+    );
 
     app.switch("fenced").await;
     app.reset(1, 10).await;
     let outcomes = hammer(&[&app], 1, 100, 30).await;
     let audit = app.audit(1).await;
     eprintln!("fenced past its TTL: {audit} {outcomes:?}");
-    assert_eq!(violations(&audit), 0, "fencing keeps the stock exact: {audit} {outcomes:?}");
+    assert_eq!(
+        violations(&audit),
+        0,
+        "fencing keeps the stock exact: {audit} {outcomes:?}"
+    );
     assert_eq!(
         audit["ordered_units"].as_i64().expect("units"),
         10 - audit["stock"].as_i64().expect("stock"),
         "{audit}"
     );
     let rejected = outcomes.get("409 rejected").copied().unwrap_or(0);
-    assert!(rejected > 0, "stale holders were rejected by the database: {outcomes:?}");
+    assert!(
+        rejected > 0,
+        "stale holders were rejected by the database: {outcomes:?}"
+    );
     let metrics = &app.state.deps.metrics;
     assert_eq!(
-        metrics.fence_rejections.with_label_values(&["fenced"]).get(),
+        metrics
+            .fence_rejections
+            .with_label_values(&["fenced"])
+            .get(),
         rejected,
         "every rejection is counted"
     );

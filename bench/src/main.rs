@@ -1,0 +1,416 @@
+//! `lock-bench` — every lock figure of the README, each printed beside the
+//! raw Redis floor (or the rival) measured in the same run, on redis-server
+//! processes this program starts on free ports. Timing goals are printed,
+//! never asserted: a noisy machine changes the numbers, not the verdict of
+//! a test.
+//!
+//! Run: `make bench-locks` (release build).
+
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use seckill_app::control::Faults;
+use seckill_app::lock::redlock::Redlock;
+use seckill_app::lock::set_nx_px_token::SetNxPxToken;
+use seckill_app::lock::watchdog::Watchdog;
+use seckill_app::lock::{Deps, DistributedLock, GrabContext};
+use seckill_app::metrics::Metrics;
+use seckill_app::startup::redis_connection;
+use tokio::time::Instant;
+
+struct Server {
+    port: u16,
+    child: Child,
+}
+
+impl Server {
+    fn start() -> Self {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .expect("free port");
+        let child = Command::new("redis-server")
+            .args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("redis-server on PATH");
+        for _ in 0..200 {
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        Self { port, child }
+    }
+    fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn deps(redis_url: &str, ttl: Duration, wait: Duration) -> Deps {
+    Deps {
+        pool: sqlx::postgres::PgPoolOptions::new()
+            .connect_lazy("postgres://unused@127.0.0.1:1/unused")
+            .expect("lazy pool"),
+        redis: redis_connection(redis_url).expect("redis"),
+        metrics: Metrics::new(),
+        lock_ttl: ttl,
+        lock_wait: wait,
+        lock_retry: Duration::from_millis(2),
+        optimistic_max_retries: 0,
+    }
+}
+
+fn cx(deps: &Deps) -> GrabContext<'_> {
+    GrabContext {
+        deps,
+        faults: Faults::with_work_delay(0),
+        pause: false,
+    }
+}
+
+fn median(mut xs: Vec<f64>) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    xs[xs.len() / 2]
+}
+
+/// Median of `rounds` batches of `n` sequential runs of `op`, in µs per op.
+async fn per_op_us<F, Fut>(rounds: usize, n: usize, mut op: F) -> f64
+where
+    F: FnMut(usize) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let mut batches = Vec::new();
+    for _ in 0..rounds {
+        let started = Instant::now();
+        for i in 0..n {
+            op(i).await;
+        }
+        batches.push(started.elapsed().as_secs_f64() * 1e6 / n as f64);
+    }
+    median(batches)
+}
+
+fn row(what: &str, ours: f64, floor: f64, unit: &str, goal: &str, pass: bool) {
+    println!(
+        "{what:<46} {ours:>10.1} {floor:>10.1} {unit:<6} {:>6.2}  {goal:<10} {}",
+        ours / floor,
+        if pass { "ok" } else { "MISSED" }
+    );
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let nodes: Vec<Server> = (0..5).map(|_| Server::start()).collect();
+    let urls: Vec<String> = nodes.iter().map(Server::url).collect();
+    let ttl = Duration::from_secs(10);
+    let d = deps(&urls[0], ttl, Duration::from_secs(5));
+    let c = cx(&d);
+    println!("lock-bench: 5 local redis-server nodes, 2 tokio workers; each ratio is ours / floor from this run\n");
+    println!(
+        "{:<46} {:>10} {:>10} {:<6} {:>6}  {:<10}",
+        "figure", "ours", "floor", "unit", "ratio", "goal"
+    );
+
+    // 1. Token lock vs the two raw commands on the same client.
+    let token = SetNxPxToken::new();
+    let mut raw = d.redis.clone();
+    let (rounds, n) = (7, 2_000);
+    let mut ours_runs = Vec::new();
+    let mut raw_runs = Vec::new();
+    for _ in 0..rounds {
+        ours_runs.push(
+            per_op_us(1, n, |_| async {
+                let g = token.acquire(c, 1).await.expect("acquire");
+                token.release(c, g).await.expect("release");
+            })
+            .await,
+        );
+        raw_runs.push(
+            per_op_us(1, n, |_| {
+                let mut conn = raw.clone();
+                async move {
+                    let _: Option<String> = redis::cmd("SET")
+                        .arg("raw:1")
+                        .arg("v")
+                        .arg("NX")
+                        .arg("PX")
+                        .arg(10_000)
+                        .query_async(&mut conn)
+                        .await
+                        .expect("set");
+                    let _: i64 = redis::cmd("DEL")
+                        .arg("raw:1")
+                        .query_async(&mut conn)
+                        .await
+                        .expect("del");
+                }
+            })
+            .await,
+        );
+    }
+    let (ours, floor) = (median(ours_runs), median(raw_runs));
+    row(
+        "set-nx-px-token acquire+release vs SET+DEL",
+        ours,
+        floor,
+        "µs/op",
+        "<= 1.25",
+        ours / floor <= 1.25,
+    );
+    let _ = &mut raw;
+
+    // 2. Redlock on five nodes vs one node.
+    let node_timeout = Duration::from_millis(50);
+    let five = Redlock::new(&urls, node_timeout).expect("redlock");
+    let one = Redlock::new(&urls[..1], node_timeout).expect("redlock");
+    let mut five_runs = Vec::new();
+    let mut one_runs = Vec::new();
+    for _ in 0..rounds {
+        five_runs.push(
+            per_op_us(1, 1_000, |_| async {
+                let g = five.acquire(c, 2).await.expect("acquire");
+                five.release(c, g).await.expect("release");
+            })
+            .await,
+        );
+        one_runs.push(
+            per_op_us(1, 1_000, |_| async {
+                let g = one.acquire(c, 2).await.expect("acquire");
+                one.release(c, g).await.expect("release");
+            })
+            .await,
+        );
+    }
+    let (r5, r1) = (median(five_runs), median(one_runs));
+    row(
+        "redlock 5 nodes vs 1 node",
+        r5,
+        r1,
+        "µs/op",
+        "<= 1.6",
+        r5 / r1 <= 1.6,
+    );
+
+    // 3. Against rslock 0.10 on the same five nodes: 50 tasks, 1,000 keys.
+    let ours = Arc::new(Redlock::new(&urls, node_timeout).expect("redlock"));
+    let rival = rslock::LockManager::new(urls.clone());
+    let window = Duration::from_secs(3);
+    let our_rate = {
+        let done = Arc::new(AtomicU64::new(0));
+        let d = Arc::new(deps(&urls[0], ttl, Duration::from_secs(5)));
+        let deadline = Instant::now() + window;
+        let tasks: Vec<_> = (0..50)
+            .map(|t| {
+                let (ours, done, d) = (ours.clone(), done.clone(), d.clone());
+                tokio::spawn(async move {
+                    let mut i = t;
+                    while Instant::now() < deadline {
+                        let c = cx(&d);
+                        let g = ours
+                            .acquire(c, 10_000 + (i % 1_000) as i64)
+                            .await
+                            .expect("acquire");
+                        ours.release(c, g).await.expect("release");
+                        done.fetch_add(1, Ordering::Relaxed);
+                        i += 50;
+                    }
+                })
+            })
+            .collect();
+        futures::future::join_all(tasks).await;
+        done.load(Ordering::Relaxed) as f64 / window.as_secs_f64()
+    };
+    let rival_rate = {
+        let done = Arc::new(AtomicU64::new(0));
+        let deadline = Instant::now() + window;
+        let tasks: Vec<_> = (0..50)
+            .map(|t| {
+                let (rival, done) = (rival.clone(), done.clone());
+                tokio::spawn(async move {
+                    let mut i = t;
+                    while Instant::now() < deadline {
+                        let key = format!("rslock:{}", i % 1_000);
+                        if let Ok(lock) = rival.lock(key.as_bytes(), Duration::from_secs(10)).await
+                        {
+                            rival.unlock(&lock).await;
+                            done.fetch_add(1, Ordering::Relaxed);
+                        }
+                        i += 50;
+                    }
+                })
+            })
+            .collect();
+        futures::future::join_all(tasks).await;
+        done.load(Ordering::Relaxed) as f64 / window.as_secs_f64()
+    };
+    row(
+        "redlock vs rslock 0.10, 50 tasks, 1k keys",
+        our_rate,
+        rival_rate,
+        "ops/s",
+        ">= 1.20",
+        our_rate / rival_rate >= 1.2,
+    );
+
+    // 4. Watchdog: renewals per lease period, and waking a waiter.
+    let lease = Duration::from_millis(300);
+    let wd_deps = deps(&urls[0], lease, Duration::from_secs(5));
+    let wd = Arc::new(Watchdog::new(&urls[0]).expect("watchdog"));
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let g = wd.acquire(cx(&wd_deps), 3).await.expect("acquire");
+    tokio::time::sleep(lease * 10).await;
+    wd.release(cx(&wd_deps), g).await.expect("release");
+    let renewals = wd_deps
+        .metrics
+        .lock_renewals
+        .with_label_values(&["watchdog", "renewed"])
+        .get() as f64;
+    let per_lease = renewals / 10.0;
+    println!(
+        "{:<46} {per_lease:>10.2} {:>10} {:<6} {:>6}  {:<10} {}",
+        "watchdog renewals per lease period",
+        "-",
+        "",
+        "",
+        "2..4",
+        if (2.0..=4.0).contains(&per_lease) {
+            "ok"
+        } else {
+            "MISSED"
+        }
+    );
+
+    let wake = |polling: bool| {
+        let wd = wd.clone();
+        let urls = urls.clone();
+        async move {
+            let d = Arc::new(deps(
+                &urls[0],
+                Duration::from_secs(10),
+                Duration::from_secs(5),
+            ));
+            let mut delays = Vec::new();
+            for trial in 0..30 {
+                let product = 100 + trial;
+                let holder = wd.acquire(cx(&d), product).await.expect("holder");
+                let (wd2, d2) = (wd.clone(), d.clone());
+                let waiter = tokio::spawn(async move {
+                    let c = cx(&d2);
+                    if polling {
+                        // A fixed 50 ms polling loop on the same hash lock.
+                        let mut conn = d2.redis.clone();
+                        loop {
+                            let exists: i64 = redis::cmd("EXISTS")
+                                .arg(format!("lock:product:{product}"))
+                                .query_async(&mut conn)
+                                .await
+                                .expect("exists");
+                            if exists == 0 {
+                                return Instant::now();
+                            }
+                            tokio::time::sleep(Duration::from_millis(50)).await;
+                        }
+                    }
+                    let g = wd2.acquire(c, product).await.expect("waiter");
+                    let at = Instant::now();
+                    wd2.release(c, g).await.expect("release");
+                    at
+                });
+                tokio::time::sleep(Duration::from_millis(60 + (trial as u64 * 7) % 50)).await;
+                let released = Instant::now();
+                wd.release(cx(&d), holder).await.expect("release");
+                let woke = waiter.await.expect("waiter");
+                delays.push(woke.duration_since(released).as_secs_f64() * 1e3);
+            }
+            median(delays)
+        }
+    };
+    let pubsub_ms = wake(false).await;
+    let polling_ms = wake(true).await;
+    row(
+        "watchdog wake-up after release (pub/sub vs 50 ms poll)",
+        pubsub_ms,
+        polling_ms,
+        "ms",
+        "<= 5 ms",
+        pubsub_ms <= 5.0,
+    );
+
+    // 5. Many keys, 50 tasks: lock ops/s vs redis-benchmark SET NX PX -c 50.
+    let many = Arc::new(SetNxPxToken::new());
+    let many_deps = Arc::new(deps(&urls[1], ttl, Duration::from_secs(5)));
+    let done = Arc::new(AtomicU64::new(0));
+    let deadline = Instant::now() + window;
+    let tasks: Vec<_> = (0..50)
+        .map(|t| {
+            let (many, d, done) = (many.clone(), many_deps.clone(), done.clone());
+            tokio::spawn(async move {
+                let mut i: i64 = t;
+                while Instant::now() < deadline {
+                    let c = cx(&d);
+                    let g = many
+                        .acquire(c, 1_000_000 + i % 10_000)
+                        .await
+                        .expect("acquire");
+                    many.release(c, g).await.expect("release");
+                    done.fetch_add(1, Ordering::Relaxed);
+                    i += 50;
+                }
+            })
+        })
+        .collect();
+    futures::future::join_all(tasks).await;
+    let lock_ops = done.load(Ordering::Relaxed) as f64 / window.as_secs_f64();
+    let bench = Command::new("redis-benchmark")
+        .args([
+            "-p",
+            &nodes[1].port.to_string(),
+            "-c",
+            "50",
+            "-n",
+            "200000",
+            "-r",
+            "10000",
+            "-q",
+        ])
+        .args(["SET", "bench:__rand_int__", "v", "NX", "PX", "10000"])
+        .output()
+        .expect("redis-benchmark on PATH");
+    let text = String::from_utf8_lossy(&bench.stdout);
+    let floor = text
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .windows(2)
+        .find(|w| w[1].starts_with("requests"))
+        .and_then(|w| w[0].parse::<f64>().ok())
+        .unwrap_or(f64::NAN);
+    row(
+        "lock ops/s (acquire+release), 50 tasks, 10k keys",
+        lock_ops,
+        floor,
+        "ops/s",
+        ">= 0.50",
+        lock_ops / floor >= 0.5,
+    );
+    drop(nodes);
+}
