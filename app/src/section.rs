@@ -206,16 +206,7 @@ async fn run_steps(
     };
 
     // Step 2: one order per user, then stock.
-    let already: bool = sqlx::query_scalar(
-        "SELECT EXISTS (SELECT 1 FROM orders WHERE product_id = $1 AND user_id = $2)",
-    )
-    .bind(req.product_id)
-    .bind(req.user_id)
-    .fetch_one(&mut *conn)
-    .await?;
-    if already {
-        return Err(GrabError::AlreadyPurchased);
-    }
+    refuse_repeat_buyer(conn, req).await?;
     let quantity = i64::from(req.quantity);
     if stock < quantity {
         return Err(GrabError::SoldOut);
@@ -261,6 +252,25 @@ async fn run_steps(
     // Step 5: the order.
     let order = insert_order(conn, req, spec.strategy, spec.fence).await?;
     Ok(Some((order, locked_at)))
+}
+
+/// The one-order-per-user rule: `already_purchased` when the user holds an
+/// order for the product. Race-free only under the caller's lock.
+pub async fn refuse_repeat_buyer(
+    conn: &mut PgConnection,
+    req: GrabRequest,
+) -> Result<(), GrabError> {
+    let already: bool = sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM orders WHERE product_id = $1 AND user_id = $2)",
+    )
+    .bind(req.product_id)
+    .bind(req.user_id)
+    .fetch_one(&mut *conn)
+    .await?;
+    if already {
+        return Err(GrabError::AlreadyPurchased);
+    }
+    Ok(())
 }
 
 /// `INSERT INTO orders ... RETURNING id`, shared by every strategy.

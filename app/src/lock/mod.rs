@@ -294,6 +294,18 @@ pub async fn set_nx_px(cx: GrabContext<'_>, key: &str, token: &str) -> Result<bo
     Ok(set.is_some())
 }
 
+/// One `SET lock:product:{id} <fresh token> NX PX ttl` attempt, as a guard.
+pub async fn try_set_nx_px(
+    cx: GrabContext<'_>,
+    product_id: i64,
+) -> Result<Option<LockGuard>, GrabError> {
+    let key = lock_key(product_id);
+    let token = new_token();
+    Ok(set_nx_px(cx, &key, &token)
+        .await?
+        .then(|| LockGuard::remote(key, token)))
+}
+
 /// Implement [`Strategy`] for a [`DistributedLock`] whose `INFO` is in scope:
 /// every external lock runs the same acquire → section → commit → release.
 #[macro_export]

@@ -20,7 +20,7 @@ use sqlx::PgConnection;
 
 use super::{GrabContext, GrabRequest, Order, Safety, Strategy, StrategyInfo};
 use crate::error::GrabError;
-use crate::section::{insert_order, simulated_work};
+use crate::section::{insert_order, refuse_repeat_buyer, simulated_work};
 
 /// Name, seed and guarantee of `pg-atomic`.
 pub const INFO: StrategyInfo = StrategyInfo {
@@ -58,16 +58,7 @@ async fn decrement_and_order(
             GrabError::NotFound
         });
     }
-    let already: bool = sqlx::query_scalar(
-        "SELECT EXISTS (SELECT 1 FROM orders WHERE product_id = $1 AND user_id = $2)",
-    )
-    .bind(req.product_id)
-    .bind(req.user_id)
-    .fetch_one(&mut *conn)
-    .await?;
-    if already {
-        return Err(GrabError::AlreadyPurchased);
-    }
+    refuse_repeat_buyer(conn, req).await?;
     insert_order(conn, req, INFO.name, None).await
 }
 

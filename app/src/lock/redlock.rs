@@ -18,8 +18,8 @@
 //!    or no validity left: release on **every** node (also those that said
 //!    yes, and those that have not answered), then retry after a jittered
 //!    pause until the wait budget ends (`busy`). When a majority of nodes
-//!    *fail* (errors or timeouts, not "held"), retrying cannot help: the
-//!    grab answers `503` at once.
+//!    *fail* (refused, errors — not "held", not merely slow), retrying
+//!    cannot help: the grab answers `503` at once. Timeouts are retried.
 //! 5. Release: the compare-and-delete script on every node.
 //!
 //! The guard carries the validity deadline; the section checks it before
@@ -80,7 +80,11 @@ pub struct Redlock {
 enum Vote {
     Yes,
     Held,
+    /// The node answered with an error or could not be reached.
     Failed(String),
+    /// The node did not answer within the per-node timeout (slow, paused,
+    /// or just an overloaded machine): worth another attempt.
+    TimedOut,
 }
 
 impl Redlock {
@@ -178,14 +182,14 @@ impl DistributedLock for Redlock {
                         Ok(Ok(Some(_))) => Vote::Yes,
                         Ok(Ok(None)) => Vote::Held,
                         Ok(Err(e)) => Vote::Failed(e.to_string()),
-                        Err(_) => Vote::Failed("timed out".into()),
+                        Err(_) => Vote::TimedOut,
                     };
                     (name, vote)
                 }
             })
             .collect();
 
-        let (mut yes, mut held, mut failed) = (0usize, 0usize, 0usize);
+        let (mut yes, mut held, mut failed, mut timed_out) = (0usize, 0usize, 0usize, 0usize);
         while let Some((node, vote)) = votes.next().await {
             match vote {
                 Vote::Yes => yes += 1,
@@ -198,8 +202,15 @@ impl DistributedLock for Redlock {
                         .inc();
                     tracing::debug!(%node, %error, "redlock node failed");
                 }
+                Vote::TimedOut => {
+                    timed_out += 1;
+                    metrics
+                        .redlock_node_errors
+                        .with_label_values(&[&node])
+                        .inc();
+                }
             }
-            if yes >= quorum || held + failed > total - quorum {
+            if yes >= quorum || held + failed + timed_out > total - quorum {
                 break; // the outcome is decided
             }
         }

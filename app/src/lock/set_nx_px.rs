@@ -16,8 +16,8 @@
 use async_trait::async_trait;
 
 use super::{
-    lock_key, new_token, release_by_del, set_nx_px, DistributedLock, GrabContext, LockGuard,
-    Released, Safety, StrategyInfo,
+    release_by_del, try_set_nx_px, DistributedLock, GrabContext, LockGuard, Released, Safety,
+    StrategyInfo,
 };
 use crate::error::GrabError;
 
@@ -44,11 +44,7 @@ impl DistributedLock for SetNxPx {
         cx: GrabContext<'_>,
         product_id: i64,
     ) -> Result<Option<LockGuard>, GrabError> {
-        let key = lock_key(product_id);
-        let token = new_token();
-        Ok(set_nx_px(cx, &key, &token)
-            .await?
-            .then(|| LockGuard::remote(key, token)))
+        try_set_nx_px(cx, product_id).await
     }
 
     async fn release(&self, cx: GrabContext<'_>, guard: LockGuard) -> Result<Released, GrabError> {

@@ -18,8 +18,7 @@
 use async_trait::async_trait;
 
 use super::{
-    lock_key, new_token, set_nx_px, DistributedLock, GrabContext, LockGuard, Released, Safety,
-    StrategyInfo,
+    try_set_nx_px, DistributedLock, GrabContext, LockGuard, Released, Safety, StrategyInfo,
 };
 use crate::error::GrabError;
 
@@ -46,11 +45,7 @@ impl DistributedLock for SetNxPxCheckDel {
         cx: GrabContext<'_>,
         product_id: i64,
     ) -> Result<Option<LockGuard>, GrabError> {
-        let key = lock_key(product_id);
-        let token = new_token();
-        Ok(set_nx_px(cx, &key, &token)
-            .await?
-            .then(|| LockGuard::remote(key, token)))
+        try_set_nx_px(cx, product_id).await
     }
 
     async fn release(&self, cx: GrabContext<'_>, guard: LockGuard) -> Result<Released, GrabError> {
