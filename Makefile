@@ -1,4 +1,5 @@
 # seckill-lab — the commands a person types. Each target says what it does.
+SHELL := /bin/bash
 .PHONY: demo demo-stop test check fmt clippy build bench-locks
 
 ## Run the demo: local Redis + PostgreSQL, one replica, a burst of grabs per strategy.
