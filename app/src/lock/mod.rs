@@ -294,6 +294,17 @@ pub async fn set_nx_px(cx: GrabContext<'_>, key: &str, token: &str) -> Result<bo
     Ok(set.is_some())
 }
 
+/// `SETNX key value`: the acquire of seed v1 and v2 (no expiry).
+pub async fn setnx(cx: GrabContext<'_>, key: &str, value: &str) -> Result<bool, GrabError> {
+    let mut conn = cx.deps.redis.clone();
+    let won: i64 = redis::cmd("SETNX")
+        .arg(key)
+        .arg(value)
+        .query_async(&mut conn)
+        .await?;
+    Ok(won == 1)
+}
+
 /// One `SET lock:product:{id} <fresh token> NX PX ttl` attempt, as a guard.
 pub async fn try_set_nx_px(
     cx: GrabContext<'_>,

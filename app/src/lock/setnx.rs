@@ -15,8 +15,8 @@
 use async_trait::async_trait;
 
 use super::{
-    lock_key, new_token, release_by_del, DistributedLock, GrabContext, LockGuard, Released, Safety,
-    StrategyInfo,
+    lock_key, new_token, release_by_del, setnx, DistributedLock, GrabContext, LockGuard, Released,
+    Safety, StrategyInfo,
 };
 use crate::error::GrabError;
 
@@ -45,13 +45,9 @@ impl DistributedLock for Setnx {
     ) -> Result<Option<LockGuard>, GrabError> {
         let key = lock_key(product_id);
         let token = new_token();
-        let mut conn = cx.deps.redis.clone();
-        let won: i64 = redis::cmd("SETNX")
-            .arg(&key)
-            .arg(&token)
-            .query_async(&mut conn)
-            .await?;
-        Ok((won == 1).then(|| LockGuard::remote(key, token)))
+        Ok(setnx(cx, &key, &token)
+            .await?
+            .then(|| LockGuard::remote(key, token)))
     }
 
     async fn release(&self, cx: GrabContext<'_>, guard: LockGuard) -> Result<Released, GrabError> {

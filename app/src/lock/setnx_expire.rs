@@ -16,8 +16,8 @@
 use async_trait::async_trait;
 
 use super::{
-    lock_key, new_token, release_by_del, DistributedLock, GrabContext, LockGuard, Released, Safety,
-    StrategyInfo,
+    lock_key, new_token, release_by_del, setnx, DistributedLock, GrabContext, LockGuard, Released,
+    Safety, StrategyInfo,
 };
 use crate::error::GrabError;
 
@@ -46,15 +46,10 @@ impl DistributedLock for SetnxExpire {
     ) -> Result<Option<LockGuard>, GrabError> {
         let key = lock_key(product_id);
         let token = new_token();
-        let mut conn = cx.deps.redis.clone();
-        let won: i64 = redis::cmd("SETNX")
-            .arg(&key)
-            .arg(&token)
-            .query_async(&mut conn)
-            .await?;
-        if won == 0 {
+        if !setnx(cx, &key, &token).await? {
             return Ok(None);
         }
+        let mut conn = cx.deps.redis.clone();
         // The window of 坑点2: a crash here leaves a key that never expires.
         if cx.faults.setnx_expire_gap_ms > 0 {
             tokio::time::sleep(std::time::Duration::from_millis(

@@ -27,7 +27,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use async_trait::async_trait;
 
 use super::{
-    lock_key, release_by_del, DistributedLock, GrabContext, LockGuard, Released, Safety,
+    lock_key, release_by_del, setnx, DistributedLock, GrabContext, LockGuard, Released, Safety,
     StrategyInfo,
 };
 use crate::error::GrabError;
@@ -74,15 +74,10 @@ impl DistributedLock for SetnxGetset {
     ) -> Result<Option<LockGuard>, GrabError> {
         let key = lock_key(product_id);
         let expires = (self.now_ms() + cx.deps.lock_ttl.as_millis() as i64).to_string();
-        let mut conn = cx.deps.redis.clone();
-        let won: i64 = redis::cmd("SETNX")
-            .arg(&key)
-            .arg(&expires)
-            .query_async(&mut conn)
-            .await?;
-        if won == 1 {
+        if setnx(cx, &key, &expires).await? {
             return Ok(Some(LockGuard::remote(key, expires)));
         }
+        let mut conn = cx.deps.redis.clone();
         let current: Option<String> = redis::cmd("GET").arg(&key).query_async(&mut conn).await?;
         let Some(current) = current else {
             return Ok(None); // released in between: try again next round
