@@ -1,8 +1,6 @@
-//! `seckill-loadgen` — the goose-based load generator (issue 6 builds it out).
-//!
-//! For now it only says so; the service and its tests stand on their own.
+//! `seckill-loadgen`: see `seckill_loadgen` (lib) and `--help`.
 
-fn main() {
-    eprintln!("seckill-loadgen: not built yet — see the README's roadmap (issue 6).");
-    std::process::exit(2);
+#[tokio::main]
+async fn main() -> std::process::ExitCode {
+    seckill_loadgen::main().await
 }

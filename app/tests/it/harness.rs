@@ -12,8 +12,6 @@
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
-use std::net::TcpListener;
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -25,122 +23,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio::task::JoinHandle;
 
-/// A port nobody listens on right now.
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
-
-/// A `redis-server` owned by one test.
-#[derive(Debug)]
-pub struct RedisServer {
-    pub port: u16,
-    child: Option<Child>,
-}
-
-impl RedisServer {
-    pub fn start() -> Self {
-        let mut server = Self {
-            port: free_port(),
-            child: None,
-        };
-        server.restart();
-        server
-    }
-
-    pub fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}", self.port)
-    }
-
-    /// Start (again) on the same port and wait until it answers PING.
-    pub fn restart(&mut self) {
-        assert!(self.child.is_none(), "already running");
-        let child = Command::new("redis-server")
-            .args([
-                "--port",
-                &self.port.to_string(),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("redis-server on PATH (run `make test`, which installs it)");
-        self.child = Some(child);
-        for _ in 0..200 {
-            if self.ping() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        panic!("redis-server on port {} did not start", self.port);
-    }
-
-    /// Kill the server (SIGKILL: like a crash).
-    pub fn stop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-
-    fn ping(&self) -> bool {
-        redis::Client::open(self.url())
-            .and_then(|c| c.get_connection_with_timeout(Duration::from_millis(100)))
-            .and_then(|mut c| redis::cmd("PING").query::<String>(&mut c))
-            .is_ok()
-    }
-
-    /// A blocking connection for assertions and for playing "another client".
-    pub fn conn(&self) -> redis::Connection {
-        redis::Client::open(self.url())
-            .and_then(|c| c.get_connection())
-            .expect("connect to test redis")
-    }
-}
-
-impl Drop for RedisServer {
-    fn drop(&mut self) {
-        self.stop();
-    }
-}
-
-/// URL of the PostgreSQL server the tests may create databases on.
-pub fn admin_database_url() -> String {
-    std::env::var("SECKILL_TEST_DATABASE_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into())
-}
-
-fn with_database(url: &str, name: &str) -> String {
-    let (base, _) = url.rsplit_once('/').expect("url with a database path");
-    format!("{base}/{name}")
-}
-
-/// Create an empty database; returns its URL.
-pub async fn fresh_database() -> String {
-    let admin = admin_database_url();
-    // The pid lets `make test` drop only databases of finished runs.
-    let name = format!(
-        "seckill_test_{}_{}",
-        std::process::id(),
-        uuid::Uuid::new_v4().simple()
-    );
-    let pool = sqlx::PgPool::connect(&admin)
-        .await
-        .expect("PostgreSQL reachable at SECKILL_TEST_DATABASE_URL (run `make test`)");
-    sqlx::query(&format!("CREATE DATABASE {name}"))
-        .execute(&pool)
-        .await
-        .expect("create test database");
-    pool.close().await;
-    with_database(&admin, &name)
-}
+pub use seckill_testkit::{fresh_database, RedisServer};
 
 /// A TCP proxy in front of PostgreSQL that can cut every connection.
 #[derive(Debug, Clone)]

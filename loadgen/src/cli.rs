@@ -1,0 +1,528 @@
+//! Command line and the per-strategy loop.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use clap::{Args, Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::json;
+
+use crate::report::{LockFigures, Report, Run, Skipped, Verdict};
+use crate::service::{Service, ServiceError, StrategyEntry};
+use crate::workload::{self, Live, Shape, Workload, OUTCOMES};
+
+/// Load generator for seckill-lab: hammer the flash-sale service under each
+/// lock strategy and compare what holds and what breaks.
+#[derive(Debug, Parser)]
+#[command(
+    name = "seckill-loadgen",
+    version,
+    after_help = "Examples:\n  \
+      seckill-loadgen compare --url http://127.0.0.1:8081 --url http://127.0.0.1:8082 --stock 100 --users 50 --out report\n  \
+      seckill-loadgen run --strategy redlock --burst 500 --stock 100\n  \
+      seckill-loadgen compare --strategies none,set-nx-px-token,redlock --rate 300 --run-time 20s\n\n\
+      Exit codes: 0 ok; 1 a strategy classed safe oversold, lost an update or duplicated an order;\n\
+      2 bad usage (unknown strategy/product, wrong admin token); 3 service unreachable."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run one strategy and report it.
+    Run {
+        /// The strategy to run (see GET /admin/strategies).
+        #[arg(long, short = 's')]
+        strategy: String,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Run the same workload under several strategies, one after another,
+    /// and write one side-by-side report (terminal, Markdown, JSON, HTML).
+    Compare {
+        /// Comma-separated strategies, in order [default: every strategy the
+        /// service lists; those it cannot run are reported as skipped].
+        #[arg(long, value_delimiter = ',')]
+        strategies: Vec<String>,
+        #[command(flatten)]
+        common: Common,
+    },
+}
+
+#[derive(Debug, Args)]
+struct Common {
+    /// App replica base URL; repeat (or comma-separate) for several:
+    /// buyers are spread over them round-robin.
+    #[arg(
+        long = "url",
+        short = 'H',
+        value_delimiter = ',',
+        default_value = "http://127.0.0.1:8080"
+    )]
+    urls: Vec<String>,
+    /// Bearer token of the admin endpoints (the service's SECKILL_ADMIN_TOKEN;
+    /// the default is the loopback demo token).
+    #[arg(
+        long,
+        env = "SECKILL_ADMIN_TOKEN",
+        default_value = "seckill-demo-admin",
+        hide_env_values = true
+    )]
+    admin_token: String,
+    #[command(flatten)]
+    load: LoadArgs,
+    /// Folder for report.{json,md,html} and goose's reports (goose/<strategy>.html).
+    #[arg(long, default_value = "loadgen-report")]
+    out: PathBuf,
+    /// Also class these strategies safe: their violations fail the run (exit 1).
+    #[arg(long, value_delimiter = ',')]
+    treat_as_safe: Vec<String>,
+    /// Class these strategies expected-unsafe (e.g. after a fault you set).
+    #[arg(long, value_delimiter = ',')]
+    expect_unsafe: Vec<String>,
+    /// No progress bar.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+#[derive(Debug, Args)]
+struct LoadArgs {
+    /// Concurrent buyers (goose users). Closed loop: each grabs again as soon
+    /// as answered. With --rate: the concurrency available to the schedule.
+    #[arg(long, short = 'u', default_value_t = 50)]
+    users: usize,
+    /// Users started per second [default: all within the first second].
+    #[arg(long, short = 'r', alias = "hatch-rate")]
+    increase_rate: Option<f64>,
+    /// Fixed run length per strategy, e.g. 30s, 2m [default: until sold out].
+    #[arg(long, short = 't', value_parser = parse_duration)]
+    run_time: Option<Duration>,
+    /// Upper bound of an until-sold-out run.
+    #[arg(long, value_parser = parse_duration, default_value = "120s")]
+    max_run_time: Duration,
+    /// Flash-sale moment: N buyers released together, one grab each
+    /// (busy/rejected answers retried). Overrides --users.
+    #[arg(long, conflicts_with = "rate")]
+    burst: Option<usize>,
+    /// Open arrival rate in grabs per second; latency is measured from each
+    /// grab's scheduled time (no coordinated omission).
+    #[arg(long)]
+    rate: Option<f64>,
+    /// Stock each product is reset to before each strategy.
+    #[arg(long, default_value_t = 100)]
+    stock: u64,
+    /// Products 1..=N to buy (must be seeded: SECKILL_SEED_PRODUCTS).
+    #[arg(long, default_value_t = 1)]
+    products: u64,
+    /// Share of grabs aimed at product 1 when --products > 1.
+    #[arg(long, default_value_t = 0.8)]
+    hot_ratio: f64,
+    /// Share of grabs by a buyer who already tried (→ already_purchased).
+    #[arg(long, default_value_t = 0.0)]
+    repeat_ratio: f64,
+    /// Units per grab: N or MIN..MAX.
+    #[arg(long, default_value = "1", value_parser = parse_range)]
+    quantity: (u32, u32),
+    /// Count busy/rejected as final instead of retrying them.
+    #[arg(long)]
+    no_retry: bool,
+    /// Pause before retrying a busy/rejected grab (jittered up to +50%).
+    #[arg(long, default_value_t = 5)]
+    retry_ms: u64,
+    /// A buyer stops retrying after this long.
+    #[arg(long, value_parser = parse_duration, default_value = "30s")]
+    give_up_after: Duration,
+    /// Set the service's work_delay_ms fault (time inside the lock) first.
+    #[arg(long)]
+    work_delay_ms: Option<u64>,
+}
+
+/// `30`, `30s`, `500ms`, `2m`, `1h`.
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let n: f64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a duration like 30s, 500ms, 2m"))?;
+    let secs = match unit {
+        "" | "s" => n,
+        "ms" => n / 1000.0,
+        "m" => n * 60.0,
+        "h" => n * 3600.0,
+        _ => return Err(format!("unknown unit {unit:?} (use ms, s, m, h)")),
+    };
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// `3` or `1..3`.
+fn parse_range(text: &str) -> Result<(u32, u32), String> {
+    let bad = || format!("{text:?} is not a quantity like 1 or 1..3");
+    let (lo, hi) = match text.split_once("..") {
+        Some((a, b)) => (
+            a.trim().parse().map_err(|_| bad())?,
+            b.trim().parse().map_err(|_| bad())?,
+        ),
+        None => {
+            let n = text.trim().parse().map_err(|_| bad())?;
+            (n, n)
+        }
+    };
+    if lo == 0 || lo > hi {
+        return Err(bad());
+    }
+    Ok((lo, hi))
+}
+
+impl LoadArgs {
+    fn workload(&self) -> Result<Workload, String> {
+        let (shape, users) = match (self.burst, self.rate) {
+            (Some(n), _) => (Shape::Burst, n),
+            (None, Some(r)) if r > 0.0 => (Shape::Rate { per_sec: r }, self.users),
+            (None, Some(_)) => return Err("--rate must be above 0".into()),
+            (None, None) => (Shape::ClosedLoop, self.users),
+        };
+        if users == 0 {
+            return Err("--users/--burst must be at least 1".into());
+        }
+        if self.products == 0 {
+            return Err("--products must be at least 1".into());
+        }
+        for (name, v) in [
+            ("--hot-ratio", self.hot_ratio),
+            ("--repeat-ratio", self.repeat_ratio),
+        ] {
+            if !(0.0..=1.0).contains(&v) {
+                return Err(format!("{name} must be between 0 and 1"));
+            }
+        }
+        let increase_rate = match (shape, self.increase_rate) {
+            (Shape::Burst, _) | (_, None) => users as f64,
+            (_, Some(r)) if r > 0.0 => r,
+            (_, Some(_)) => return Err("--increase-rate must be above 0".into()),
+        };
+        Ok(Workload {
+            shape,
+            users,
+            increase_rate,
+            run_time: if shape == Shape::Burst {
+                None
+            } else {
+                self.run_time
+            },
+            max_run_time: self.max_run_time,
+            stock: self.stock,
+            products: self.products,
+            hot_ratio: self.hot_ratio,
+            repeat_ratio: self.repeat_ratio,
+            quantity_min: self.quantity.0,
+            quantity_max: self.quantity.1,
+            retry: !self.no_retry,
+            retry_ms: self.retry_ms,
+            give_up_after: self.give_up_after,
+        })
+    }
+}
+
+/// Parse the command line, run, print, write, and map the result to an exit code.
+pub async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let (strategies, common) = match cli.command {
+        Command::Run { strategy, common } => (vec![strategy], common),
+        Command::Compare { strategies, common } => (strategies, common),
+    };
+    match execute(strategies, &common).await {
+        Ok(report) => {
+            println!("{}", report.terminal());
+            println!("reports: {}", common.out.join("report.html").display());
+            let bad = report.violations();
+            if bad.is_empty() {
+                ExitCode::SUCCESS
+            } else {
+                for run in bad {
+                    eprintln!(
+                        "VIOLATION: {} is classed safe but oversold {}, lost {} updates, duplicated {} orders",
+                        run.strategy, run.oversold, run.lost_updates, run.duplicates
+                    );
+                }
+                ExitCode::from(1)
+            }
+        }
+        Err(error) => {
+            eprintln!("seckill-loadgen: {error:#}");
+            let code = match error.downcast_ref::<ServiceError>() {
+                Some(ServiceError::Unreachable { .. }) => 3,
+                Some(ServiceError::Unexpected { status, .. }) if *status >= 500 => 3,
+                _ => 2,
+            };
+            ExitCode::from(code)
+        }
+    }
+}
+
+/// Run `strategies` (empty = all) with `common`'s workload and write the reports.
+async fn execute(strategies: Vec<String>, common: &Common) -> anyhow::Result<Report> {
+    let workload = common.load.workload().map_err(anyhow::Error::msg)?;
+    let service = Service::new(common.urls.clone(), common.admin_token.clone());
+    let listed = service.check().await?;
+    let names: Vec<String> = if strategies.is_empty() {
+        listed.strategies.iter().map(|s| s.name.clone()).collect()
+    } else {
+        strategies
+    };
+    let mut chosen: Vec<StrategyEntry> = Vec::new();
+    let mut skipped = Vec::new();
+    for name in &names {
+        let entry = listed.get(name)?;
+        if entry.available {
+            chosen.push(entry.clone());
+        } else {
+            skipped.push(Skipped {
+                strategy: name.clone(),
+                reason: "not available on this service (Redlock needs SECKILL_REDLOCK_URLS)".into(),
+            });
+        }
+    }
+    for product in 1..=workload.products {
+        service.product(&service.urls[0], product).await?;
+    }
+    if let Some(ms) = common.load.work_delay_ms {
+        service.set_faults(json!({ "work_delay_ms": ms })).await?;
+    }
+    let goose_dir = common.out.join("goose");
+    std::fs::create_dir_all(&goose_dir)
+        .with_context(|| format!("create {}", goose_dir.display()))?;
+
+    let bar = if common.quiet {
+        ProgressBar::hidden()
+    } else {
+        ProgressBar::new(chosen.len() as u64)
+    };
+    bar.set_style(
+        ProgressStyle::with_template("{prefix:>18} [{bar:18}] {pos}/{len} {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+    );
+    let mut runs = Vec::new();
+    for entry in &chosen {
+        bar.set_prefix(entry.name.clone());
+        let run = run_strategy(&service, entry, &workload, common, &bar).await?;
+        bar.println(format!(
+            "{:>18}  {:>7.0} grabs/s  {:>5} orders  p99 {:>7.1} ms  oversold {}  lost {}  {}",
+            run.strategy,
+            run.grabs_per_sec,
+            run.orders,
+            run.p99_ms,
+            run.oversold,
+            run.lost_updates,
+            run.verdict.as_str()
+        ));
+        runs.push(run);
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+
+    let synchronous_commit = service.audit().await?.synchronous_commit;
+    let report = Report {
+        tool: "seckill-loadgen",
+        version: env!("CARGO_PKG_VERSION"),
+        replicas: service.urls.clone(),
+        synchronous_commit,
+        workload,
+        runs,
+        skipped,
+    };
+    write_reports(&report, &common.out)?;
+    Ok(report)
+}
+
+fn write_reports(report: &Report, out: &Path) -> anyhow::Result<()> {
+    for (name, text) in [
+        ("report.json", report.json()),
+        ("report.md", report.markdown()),
+        ("report.html", report.html()),
+    ] {
+        let path = out.join(name);
+        std::fs::write(&path, text).with_context(|| format!("write {}", path.display()))?;
+    }
+    Ok(())
+}
+
+async fn run_strategy(
+    service: &Service,
+    entry: &StrategyEntry,
+    workload: &Workload,
+    common: &Common,
+    bar: &ProgressBar,
+) -> anyhow::Result<Run> {
+    let name = entry.name.as_str();
+    for product in 1..=workload.products {
+        service.reset(product, workload.stock).await?;
+    }
+    service.switch(name, 1).await?;
+    let before = service.scrape().await?;
+
+    let live = Arc::new(Live::default());
+    let ticker = {
+        let live = live.clone();
+        let bar = bar.clone();
+        let service = service.clone();
+        tokio::spawn(async move {
+            loop {
+                let stock = service
+                    .product(&service.urls[0], 1)
+                    .await
+                    .ok()
+                    .and_then(|p| p["stock"].as_i64());
+                let secs = live.elapsed().as_secs_f64();
+                let rate = if secs > 0.0 {
+                    live.grabs() as f64 / secs
+                } else {
+                    0.0
+                };
+                bar.set_message(format!(
+                    "{secs:5.1}s  {rate:7.0} grabs/s  orders {}  stock left {}",
+                    live.outcome("ordered"),
+                    stock.map_or("?".into(), |s| s.to_string())
+                ));
+                tokio::time::sleep(Duration::from_millis(300)).await;
+            }
+        })
+    };
+    let goose_file = format!("goose/{name}.html");
+    let result = workload::run(
+        workload,
+        &service.urls,
+        live.clone(),
+        &common.out.join(&goose_file),
+    )
+    .await;
+    ticker.abort();
+    result.with_context(|| format!("goose run of {name}"))?;
+
+    let audit = service.audit().await?;
+    let delta = service.scrape().await?.since(&before);
+    let rows: Vec<_> = audit
+        .products
+        .into_iter()
+        .filter(|r| r.product_id >= 1 && (r.product_id as u64) <= workload.products)
+        .collect();
+    let sum = |f: fn(&crate::service::AuditRow) -> i64| rows.iter().map(f).sum::<i64>();
+    let (oversold, lost_updates, duplicates) = (
+        sum(|r| r.oversold),
+        sum(|r| r.lost_updates),
+        sum(|r| r.duplicates),
+    );
+    let negative_stock = rows.iter().any(|r| r.negative_stock);
+    let violations = oversold > 0 || lost_updates > 0 || duplicates > 0 || negative_stock;
+    let verdict = verdict(entry, service.urls.len(), common, violations);
+
+    let s = [("strategy", name)];
+    let count = |metric: &str, extra: &[(&str, &str)]| -> u64 {
+        let mut filter = s.to_vec();
+        filter.extend_from_slice(extra);
+        delta.sum(metric, &filter).round().max(0.0) as u64
+    };
+    let lock = LockFigures {
+        attempts: count("seckill_lock_attempts_total", &[]),
+        retries: count("seckill_lock_retries_total", &[]),
+        acquire_wait_p99_ms: delta
+            .quantile("seckill_lock_acquire_duration_seconds", &s, 0.99)
+            .map(|v| v * 1000.0),
+        hold_p99_ms: delta
+            .quantile("seckill_lock_hold_duration_seconds", &s, 0.99)
+            .map(|v| v * 1000.0),
+        renewals: count("seckill_lock_renewals_total", &[]),
+        lost: count("seckill_lock_lost_total", &[]),
+        releases_not_owner: count("seckill_lock_releases_total", &[("result", "not_owner")]),
+        fence_rejections: count("seckill_fence_rejections_total", &[]),
+        redlock_quorum_failures: if name == "redlock" {
+            delta
+                .sum("seckill_redlock_quorum_failures_total", &[])
+                .round()
+                .max(0.0) as u64
+        } else {
+            0
+        },
+    };
+    let secs = live.elapsed().as_secs_f64().max(1e-3);
+    let orders = sum(|r| r.orders);
+    Ok(Run {
+        strategy: name.to_owned(),
+        safety: entry.safety.clone(),
+        guarantee: entry.guarantee.clone(),
+        verdict,
+        violations,
+        duration_s: (secs * 1000.0).round() / 1000.0,
+        grabs: live.grabs(),
+        grabs_per_sec: live.grabs() as f64 / secs,
+        orders,
+        orders_per_sec: orders as f64 / secs,
+        ordered_units: sum(|r| r.ordered_units),
+        p50_ms: live.latency_ms(0.50),
+        p95_ms: live.latency_ms(0.95),
+        p99_ms: live.latency_ms(0.99),
+        max_ms: live.latency_max_ms(),
+        outcomes: OUTCOMES
+            .iter()
+            .map(|o| ((*o).to_owned(), live.outcome(o)))
+            .collect(),
+        initial_stock: sum(|r| r.initial_stock),
+        stock_left: sum(|r| r.stock),
+        oversold,
+        lost_updates,
+        duplicates,
+        negative_stock,
+        lock,
+        audit: rows,
+        goose_report: goose_file,
+    })
+}
+
+/// Classed safe unless the service says it is unsafe (or single-replica
+/// while several replicas run); `--treat-as-safe` / `--expect-unsafe` override.
+fn verdict(entry: &StrategyEntry, replicas: usize, common: &Common, violations: bool) -> Verdict {
+    let name = &entry.name;
+    let classed_safe = if common.treat_as_safe.contains(name) {
+        true
+    } else if common.expect_unsafe.contains(name) {
+        false
+    } else {
+        match entry.safety.as_str() {
+            "unsafe" => false,
+            "single-replica" => replicas < 2,
+            _ => true,
+        }
+    };
+    match (classed_safe, violations) {
+        (false, _) => Verdict::ExpectedUnsafe,
+        (true, true) => Verdict::Violation,
+        (true, false) => Verdict::Safe,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_durations_and_ranges() {
+        assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_duration("7"), Ok(Duration::from_secs(7)));
+        assert!(parse_duration("soon").is_err());
+        assert!(parse_duration("3d").is_err());
+        assert_eq!(parse_range("2"), Ok((2, 2)));
+        assert_eq!(parse_range("1..3"), Ok((1, 3)));
+        assert!(parse_range("0").is_err());
+        assert!(parse_range("3..1").is_err());
+    }
+}

@@ -1,0 +1,229 @@
+//! Just enough of the Prometheus text format to diff two scrapes of the
+//! service's `/metrics`: counters and histogram buckets, summed over
+//! replicas, then read by metric name and label filter.
+
+use std::collections::BTreeMap;
+
+/// One scrape (or the sum of several): `name{labels}` → value.
+#[derive(Debug, Clone, Default)]
+pub struct Scrape {
+    samples: BTreeMap<(String, Vec<(String, String)>), f64>,
+}
+
+impl Scrape {
+    /// Parse the text exposition format; comments and junk lines are skipped.
+    pub fn parse(text: &str) -> Self {
+        let mut samples = BTreeMap::new();
+        for line in text.lines() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            if let Some((key, value)) = parse_line(line) {
+                *samples.entry(key).or_insert(0.0) += value;
+            }
+        }
+        Self { samples }
+    }
+
+    /// Add another scrape's samples (another replica).
+    pub fn add(&mut self, other: &Scrape) {
+        for (key, value) in &other.samples {
+            *self.samples.entry(key.clone()).or_insert(0.0) += value;
+        }
+    }
+
+    /// `self − before`, sample by sample (a sample new since `before` counts whole).
+    pub fn since(&self, before: &Scrape) -> Scrape {
+        let samples = self
+            .samples
+            .iter()
+            .map(|(key, value)| {
+                let old = before.samples.get(key).copied().unwrap_or(0.0);
+                (key.clone(), value - old)
+            })
+            .collect();
+        Scrape { samples }
+    }
+
+    fn matching<'a>(
+        &'a self,
+        name: &'a str,
+        filter: &'a [(&'a str, &'a str)],
+    ) -> impl Iterator<Item = (&'a [(String, String)], f64)> + 'a {
+        self.samples
+            .iter()
+            .filter(move |((n, labels), _)| {
+                n == name
+                    && filter
+                        .iter()
+                        .all(|(k, v)| labels.iter().any(|(lk, lv)| lk == k && lv == v))
+            })
+            .map(|((_, labels), value)| (labels.as_slice(), *value))
+    }
+
+    /// Sum of every sample of `name` whose labels include `filter`.
+    pub fn sum(&self, name: &str, filter: &[(&str, &str)]) -> f64 {
+        self.matching(name, filter).map(|(_, v)| v).sum()
+    }
+
+    /// The `q` quantile (0..1) of histogram `name` (without `_bucket`),
+    /// interpolated inside the bucket as Prometheus' `histogram_quantile`
+    /// does. None when the histogram saw nothing.
+    pub fn quantile(&self, name: &str, filter: &[(&str, &str)], q: f64) -> Option<f64> {
+        let bucket_name = format!("{name}_bucket");
+        let mut buckets: BTreeMap<u64, (f64, f64)> = BTreeMap::new();
+        for (labels, value) in self.matching(&bucket_name, filter) {
+            let le = labels.iter().find(|(k, _)| k == "le")?.1.as_str();
+            let bound = if le == "+Inf" {
+                f64::INFINITY
+            } else {
+                le.parse().ok()?
+            };
+            let entry = buckets.entry(bound.to_bits()).or_insert((bound, 0.0));
+            entry.1 += value;
+        }
+        let mut sorted: Vec<(f64, f64)> = buckets.into_values().collect();
+        sorted.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let total = sorted.last()?.1;
+        if total <= 0.0 {
+            return None;
+        }
+        let rank = q * total;
+        let (mut lower_bound, mut lower_count) = (0.0, 0.0);
+        for (bound, count) in sorted {
+            if count >= rank {
+                if bound.is_infinite() {
+                    return Some(lower_bound);
+                }
+                let width = count - lower_count;
+                let fraction = if width > 0.0 {
+                    (rank - lower_count) / width
+                } else {
+                    1.0
+                };
+                return Some(lower_bound + (bound - lower_bound) * fraction);
+            }
+            lower_bound = bound;
+            lower_count = count;
+        }
+        Some(lower_bound)
+    }
+}
+
+type Key = (String, Vec<(String, String)>);
+
+fn parse_line(line: &str) -> Option<(Key, f64)> {
+    let (series, value) = match line.find('{') {
+        Some(open) => {
+            let close = line.rfind('}')?;
+            let name = &line[..open];
+            let labels = parse_labels(&line[open + 1..close])?;
+            let value = line[close + 1..].split_whitespace().next()?;
+            ((name.to_owned(), labels), value)
+        }
+        None => {
+            let mut parts = line.split_whitespace();
+            let name = parts.next()?;
+            ((name.to_owned(), Vec::new()), parts.next()?)
+        }
+    };
+    let value = match value {
+        "+Inf" => f64::INFINITY,
+        "-Inf" => f64::NEG_INFINITY,
+        v => v.parse().ok()?,
+    };
+    Some((series, value))
+}
+
+fn parse_labels(text: &str) -> Option<Vec<(String, String)>> {
+    let mut labels = Vec::new();
+    let mut rest = text.trim();
+    while !rest.is_empty() {
+        let eq = rest.find('=')?;
+        let key = rest[..eq].trim().to_owned();
+        let after = rest[eq + 1..].strip_prefix('"')?;
+        let mut value = String::new();
+        let mut chars = after.char_indices();
+        let mut end = None;
+        while let Some((i, c)) = chars.next() {
+            match c {
+                '\\' => match chars.next() {
+                    Some((_, 'n')) => value.push('\n'),
+                    Some((_, other)) => value.push(other),
+                    None => return None,
+                },
+                '"' => {
+                    end = Some(i);
+                    break;
+                }
+                other => value.push(other),
+            }
+        }
+        let end = end?;
+        labels.push((key, value));
+        rest = after[end + 1..].trim_start_matches(',').trim();
+    }
+    labels.sort();
+    Some(labels)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TEXT: &str = r#"
+# HELP seckill_lock_retries_total Retries.
+# TYPE seckill_lock_retries_total counter
+seckill_lock_retries_total{strategy="redlock"} 7
+seckill_lock_retries_total{strategy="watchdog"} 3
+seckill_lock_acquire_duration_seconds_bucket{result="acquired",strategy="redlock",le="0.001"} 50
+seckill_lock_acquire_duration_seconds_bucket{result="acquired",strategy="redlock",le="0.01"} 90
+seckill_lock_acquire_duration_seconds_bucket{result="acquired",strategy="redlock",le="+Inf"} 100
+"#;
+
+    #[test]
+    fn sums_and_diffs_counters() {
+        let before = Scrape::parse(TEXT);
+        let mut after = Scrape::parse(TEXT);
+        after.add(&Scrape::parse(
+            "seckill_lock_retries_total{strategy=\"redlock\"} 5",
+        ));
+        let delta = after.since(&before);
+        assert_eq!(
+            delta.sum("seckill_lock_retries_total", &[("strategy", "redlock")]),
+            5.0
+        );
+        assert_eq!(
+            delta.sum("seckill_lock_retries_total", &[("strategy", "watchdog")]),
+            0.0
+        );
+        assert_eq!(after.sum("seckill_lock_retries_total", &[]), 15.0);
+    }
+
+    #[test]
+    fn quantiles_interpolate_like_prometheus() {
+        let scrape = Scrape::parse(TEXT);
+        let filter = [("strategy", "redlock")];
+        let p50 = scrape
+            .quantile("seckill_lock_acquire_duration_seconds", &filter, 0.5)
+            .expect("p50");
+        assert!((p50 - 0.001).abs() < 1e-9, "{p50}");
+        let p70 = scrape
+            .quantile("seckill_lock_acquire_duration_seconds", &filter, 0.7)
+            .expect("p70");
+        assert!((p70 - 0.0055).abs() < 1e-9, "{p70}");
+        // Beyond the last finite bucket: its bound, as Prometheus answers.
+        let p99 = scrape
+            .quantile("seckill_lock_acquire_duration_seconds", &filter, 0.99)
+            .expect("p99");
+        assert!((p99 - 0.01).abs() < 1e-9, "{p99}");
+        assert!(scrape
+            .quantile(
+                "seckill_lock_acquire_duration_seconds",
+                &[("strategy", "x")],
+                0.5
+            )
+            .is_none());
+    }
+}

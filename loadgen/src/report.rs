@@ -1,0 +1,412 @@
+//! The side-by-side report: one [`Run`] per strategy, written as a terminal
+//! table, Markdown, JSON (schema in the README, keys of DESIGN.md's "Wire
+//! shapes" kept) and one self-contained HTML page with charts.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use crate::service::AuditRow;
+use crate::workload::Workload;
+
+/// What a strategy's numbers mean.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Verdict {
+    /// Classed safe, and the database shows no violation.
+    #[serde(rename = "safe")]
+    Safe,
+    /// Classed safe, yet it oversold, lost an update or duplicated an order.
+    #[serde(rename = "VIOLATION")]
+    Violation,
+    /// Not classed safe here (`none`; `local-mutex` on 2+ replicas): its
+    /// violations are the lesson, not a failure.
+    #[serde(rename = "expected-unsafe")]
+    ExpectedUnsafe,
+}
+
+impl Verdict {
+    /// As printed.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Safe => "safe",
+            Verdict::Violation => "VIOLATION",
+            Verdict::ExpectedUnsafe => "expected-unsafe",
+        }
+    }
+}
+
+/// Lock figures: deltas of the replicas' `/metrics` over the run.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct LockFigures {
+    pub attempts: u64,
+    pub retries: u64,
+    pub acquire_wait_p99_ms: Option<f64>,
+    pub hold_p99_ms: Option<f64>,
+    pub renewals: u64,
+    pub lost: u64,
+    pub releases_not_owner: u64,
+    pub fence_rejections: u64,
+    pub redlock_quorum_failures: u64,
+}
+
+/// One strategy's run.
+#[derive(Debug, Clone, Serialize)]
+pub struct Run {
+    pub strategy: String,
+    pub safety: String,
+    pub guarantee: String,
+    pub verdict: Verdict,
+    pub violations: bool,
+    pub duration_s: f64,
+    pub grabs: u64,
+    pub grabs_per_sec: f64,
+    /// Orders in the database (ground truth, all products).
+    pub orders: i64,
+    pub orders_per_sec: f64,
+    pub ordered_units: i64,
+    pub p50_ms: f64,
+    pub p95_ms: f64,
+    pub p99_ms: f64,
+    pub max_ms: f64,
+    pub outcomes: BTreeMap<String, u64>,
+    pub initial_stock: i64,
+    pub stock_left: i64,
+    pub oversold: i64,
+    pub lost_updates: i64,
+    pub duplicates: i64,
+    pub negative_stock: bool,
+    pub lock: LockFigures,
+    pub audit: Vec<AuditRow>,
+    /// goose's own HTML report, relative to the output folder.
+    pub goose_report: String,
+}
+
+/// The whole comparison.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub tool: &'static str,
+    pub version: &'static str,
+    pub replicas: Vec<String>,
+    pub synchronous_commit: Option<String>,
+    pub workload: Workload,
+    pub runs: Vec<Run>,
+    /// Strategies listed but not run, with the reason.
+    pub skipped: Vec<Skipped>,
+}
+
+/// A strategy the service cannot run.
+#[derive(Debug, Clone, Serialize)]
+pub struct Skipped {
+    pub strategy: String,
+    pub reason: String,
+}
+
+impl Report {
+    /// Runs classed safe that showed a violation.
+    pub fn violations(&self) -> Vec<&Run> {
+        self.runs
+            .iter()
+            .filter(|r| r.verdict == Verdict::Violation)
+            .collect()
+    }
+
+    fn header(&self) -> String {
+        let w = &self.workload;
+        let shape = match w.shape {
+            crate::workload::Shape::ClosedLoop => format!("{} closed-loop users", w.users),
+            crate::workload::Shape::Burst => format!("burst of {} users", w.users),
+            crate::workload::Shape::Rate { per_sec } => {
+                format!("{per_sec} grabs/s open rate, {} users", w.users)
+            }
+        };
+        let length = w.run_time.map_or("until sold out".to_owned(), |d| {
+            format!("{} s", d.as_secs())
+        });
+        format!(
+            "{shape}, {length}; stock {} on {} product(s); {} replica(s); synchronous_commit={}",
+            w.stock,
+            w.products,
+            self.replicas.len(),
+            self.synchronous_commit.as_deref().unwrap_or("?")
+        )
+    }
+
+    /// Rows of the table, shared by the terminal and Markdown forms.
+    fn rows(&self) -> (Vec<&'static str>, Vec<Vec<String>>) {
+        let head = vec![
+            "strategy",
+            "grabs/s",
+            "orders/s",
+            "p50 ms",
+            "p95 ms",
+            "p99 ms",
+            "ordered",
+            "sold_out",
+            "already",
+            "busy",
+            "rejected",
+            "error",
+            "wait p99 ms",
+            "retries",
+            "oversold",
+            "lost",
+            "dup",
+            "verdict",
+        ];
+        let rows = self
+            .runs
+            .iter()
+            .map(|r| {
+                let o = |k: &str| r.outcomes.get(k).copied().unwrap_or(0).to_string();
+                vec![
+                    r.strategy.clone(),
+                    format!("{:.0}", r.grabs_per_sec),
+                    format!("{:.0}", r.orders_per_sec),
+                    format!("{:.1}", r.p50_ms),
+                    format!("{:.1}", r.p95_ms),
+                    format!("{:.1}", r.p99_ms),
+                    o("ordered"),
+                    o("sold_out"),
+                    o("already_purchased"),
+                    o("busy"),
+                    o("rejected"),
+                    o("error"),
+                    r.lock
+                        .acquire_wait_p99_ms
+                        .map_or("-".into(), |v| format!("{v:.1}")),
+                    r.lock.retries.to_string(),
+                    r.oversold.to_string(),
+                    r.lost_updates.to_string(),
+                    r.duplicates.to_string(),
+                    r.verdict.as_str().to_owned(),
+                ]
+            })
+            .collect();
+        (head, rows)
+    }
+
+    /// A plain-text table for the terminal.
+    pub fn terminal(&self) -> String {
+        let (head, rows) = self.rows();
+        let mut widths: Vec<usize> = head.iter().map(|h| h.len()).collect();
+        for row in &rows {
+            for (w, cell) in widths.iter_mut().zip(row) {
+                *w = (*w).max(cell.len());
+            }
+        }
+        let mut out = format!("{}\n", self.header());
+        let line = |cells: Vec<String>| {
+            cells
+                .iter()
+                .zip(&widths)
+                .enumerate()
+                .map(|(i, (c, w))| {
+                    if i == 0 || i + 1 == cells.len() {
+                        format!("{c:<w$}")
+                    } else {
+                        format!("{c:>w$}")
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join("  ")
+        };
+        out.push_str(&line(head.iter().map(|h| (*h).to_owned()).collect()));
+        out.push('\n');
+        for row in rows {
+            out.push_str(line(row).trim_end());
+            out.push('\n');
+        }
+        for s in &self.skipped {
+            let _ = writeln!(out, "skipped {}: {}", s.strategy, s.reason);
+        }
+        out
+    }
+
+    /// A GitHub-flavoured Markdown table.
+    pub fn markdown(&self) -> String {
+        let (head, rows) = self.rows();
+        let mut out = format!("# seckill-loadgen report\n\n{}\n\n", self.header());
+        let _ = writeln!(out, "| {} |", head.join(" | "));
+        let _ = writeln!(
+            out,
+            "|{}|",
+            head.iter()
+                .enumerate()
+                .map(|(i, _)| if i == 0 { "---" } else { "---:" })
+                .collect::<Vec<_>>()
+                .join("|")
+        );
+        for row in rows {
+            let mut row = row;
+            if let Some(v) = row.last_mut() {
+                if v == "VIOLATION" {
+                    *v = "**VIOLATION**".into();
+                }
+            }
+            let _ = writeln!(out, "| {} |", row.join(" | "));
+        }
+        for s in &self.skipped {
+            let _ = writeln!(out, "\nSkipped `{}`: {}", s.strategy, s.reason);
+        }
+        out.push_str(
+            "\nGrabs/s count every answered request (retries of `busy`/`rejected` included); \
+             orders, oversold, lost and dup come from the database audit; wait p99 and retries \
+             from the replicas' `/metrics`.\n",
+        );
+        out
+    }
+
+    /// The JSON report.
+    pub fn json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
+    }
+
+    /// One self-contained HTML page: a table and two SVG bar charts
+    /// (throughput, p99 latency), violations in red. No scripts, no fetches.
+    pub fn html(&self) -> String {
+        let mut out = String::from(
+            "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
+             <title>seckill-loadgen report</title><style>\
+             body{font-family:system-ui,sans-serif;margin:2rem;color:#222}\
+             table{border-collapse:collapse;font-size:.9rem}\
+             td,th{border:1px solid #ccc;padding:.25rem .5rem;text-align:right}\
+             td:first-child,th:first-child{text-align:left}\
+             tr.VIOLATION{background:#fdd}tr.expected-unsafe{background:#fff3cd}\
+             .chart{margin:1.5rem 0}.legend span{margin-right:1rem}\
+             </style></head><body>",
+        );
+        let _ = write!(
+            out,
+            "<h1>seckill-loadgen report</h1><p id=\"workload\">{}</p>",
+            escape(&self.header())
+        );
+        let violations = self.violations();
+        if violations.is_empty() {
+            out.push_str("<p id=\"summary\">No strategy classed safe showed a violation.</p>");
+        } else {
+            let _ = write!(
+                out,
+                "<p id=\"summary\" style=\"color:#b00;font-weight:bold\">VIOLATION: {}</p>",
+                escape(
+                    &violations
+                        .iter()
+                        .map(|r| r.strategy.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            );
+        }
+        out.push_str(&self.bar_chart(
+            "chart-throughput",
+            "Throughput (grabs/s; orders/s darker)",
+            |r| r.grabs_per_sec,
+            Some(|r: &Run| r.orders_per_sec),
+        ));
+        out.push_str(&self.bar_chart("chart-p99", "p99 grab latency (ms)", |r| r.p99_ms, None));
+        let (head, rows) = self.rows();
+        out.push_str("<table id=\"results\"><thead><tr>");
+        for h in head {
+            let _ = write!(out, "<th>{}</th>", escape(h));
+        }
+        out.push_str("</tr></thead><tbody>");
+        for (row, run) in rows.iter().zip(&self.runs) {
+            let _ = write!(out, "<tr class=\"{}\">", run.verdict.as_str());
+            for (i, cell) in row.iter().enumerate() {
+                if i == 0 {
+                    let _ = write!(
+                        out,
+                        "<td><a href=\"{}\">{}</a></td>",
+                        escape(&run.goose_report),
+                        escape(cell)
+                    );
+                } else {
+                    let _ = write!(out, "<td>{}</td>", escape(cell));
+                }
+            }
+            out.push_str("</tr>");
+        }
+        out.push_str("</tbody></table>");
+        for s in &self.skipped {
+            let _ = write!(
+                out,
+                "<p>Skipped <code>{}</code>: {}</p>",
+                escape(&s.strategy),
+                escape(&s.reason)
+            );
+        }
+        out.push_str(
+            "<p>Rows: red = a strategy classed safe broke; yellow = expected to break. \
+             Each strategy name links to goose's own report of its run.</p></body></html>\n",
+        );
+        out
+    }
+
+    fn bar_chart(
+        &self,
+        id: &str,
+        title: &str,
+        value: fn(&Run) -> f64,
+        inner: Option<fn(&Run) -> f64>,
+    ) -> String {
+        let bar_h = 18.0;
+        let label_w = 170.0;
+        let plot_w = 520.0;
+        let height = bar_h * 1.4 * self.runs.len() as f64 + 30.0;
+        let max = self
+            .runs
+            .iter()
+            .map(value)
+            .fold(0.0_f64, f64::max)
+            .max(f64::MIN_POSITIVE);
+        let mut svg = format!(
+            "<figure class=\"chart\" id=\"{id}\"><figcaption>{}</figcaption>\
+             <svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{height}\" role=\"img\">",
+            escape(title),
+            label_w + plot_w + 90.0
+        );
+        for (i, run) in self.runs.iter().enumerate() {
+            let y = 10.0 + i as f64 * bar_h * 1.4;
+            let v = value(run);
+            let w = (v / max * plot_w).max(1.0);
+            let color = match run.verdict {
+                Verdict::Violation => "#d32f2f",
+                Verdict::ExpectedUnsafe => "#f5a623",
+                Verdict::Safe => "#4a90d9",
+            };
+            let _ = write!(
+                svg,
+                "<text x=\"{}\" y=\"{}\" text-anchor=\"end\" font-size=\"12\">{}</text>\
+                 <rect class=\"bar\" x=\"{label_w}\" y=\"{y}\" width=\"{w:.1}\" height=\"{bar_h}\" fill=\"{color}\"><title>{}: {v:.1}</title></rect>",
+                label_w - 6.0,
+                y + bar_h * 0.75,
+                escape(&run.strategy),
+                escape(&run.strategy)
+            );
+            if let Some(inner) = inner {
+                let iw = (inner(run) / max * plot_w).clamp(0.0, w);
+                let _ = write!(
+                    svg,
+                    "<rect x=\"{label_w}\" y=\"{}\" width=\"{iw:.1}\" height=\"{}\" fill=\"#000\" fill-opacity=\"0.35\"/>",
+                    y + bar_h * 0.25,
+                    bar_h * 0.5
+                );
+            }
+            let _ = write!(
+                svg,
+                "<text x=\"{:.1}\" y=\"{}\" font-size=\"12\">{v:.1}</text>",
+                label_w + w + 4.0,
+                y + bar_h * 0.75
+            );
+        }
+        svg.push_str("</svg></figure>");
+        svg
+    }
+}
+
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}

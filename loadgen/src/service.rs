@@ -1,0 +1,346 @@
+//! The service as the load generator sees it: its replicas' public and
+//! admin endpoints (`../shared/DESIGN.md`, "HTTP API"), with every failure
+//! turned into a message a person can act on.
+
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::prom::Scrape;
+
+/// What can go wrong talking to the service. Each maps to an exit code.
+#[derive(Debug, thiserror::Error)]
+pub enum ServiceError {
+    /// Nothing answers at a URL (wrong URL, service down).
+    #[error("cannot reach the service at {url}: {reason}. Is it running? (`make demo` starts one; check --url)")]
+    Unreachable { url: String, reason: String },
+    /// The admin token was refused.
+    #[error("the admin token was refused by {url} (HTTP {status}); pass --admin-token or set SECKILL_ADMIN_TOKEN to the service's SECKILL_ADMIN_TOKEN")]
+    Unauthorized { url: String, status: u16 },
+    /// A strategy the service does not know.
+    #[error("unknown strategy {name:?}; the service knows: {known}")]
+    UnknownStrategy { name: String, known: String },
+    /// A product that is not seeded.
+    #[error("product {id} does not exist on {url}; start the service with SECKILL_SEED_PRODUCTS listing it (e.g. 1:100,2:100)")]
+    UnknownProduct { id: u64, url: String },
+    /// Replicas that did not agree on the strategy in time.
+    #[error("replica {url} still runs {seen:?} 10 s after switching to {wanted:?}: do all replicas share one Redis?")]
+    NotSwitched {
+        url: String,
+        seen: String,
+        wanted: String,
+    },
+    /// Any other unexpected answer.
+    #[error("{what} at {url} answered HTTP {status}: {body}")]
+    Unexpected {
+        what: &'static str,
+        url: String,
+        status: u16,
+        body: String,
+    },
+}
+
+/// One strategy as `GET /admin/strategies` lists it.
+#[derive(Debug, Clone, Deserialize)]
+pub struct StrategyEntry {
+    /// Stable name.
+    pub name: String,
+    /// One-line guarantee.
+    #[serde(default)]
+    pub guarantee: String,
+    /// Whether this service can run it (Redlock needs its nodes, …).
+    #[serde(default = "yes")]
+    pub available: bool,
+    /// Class for verdicts: unsafe, single-replica, safe-within-ttl, …
+    #[serde(default)]
+    pub safety: String,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// `GET /admin/strategies`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Strategies {
+    /// The active one.
+    pub active: String,
+    /// Every strategy, in the service's teaching order.
+    pub strategies: Vec<StrategyEntry>,
+}
+
+impl Strategies {
+    /// The entry of `name`, or an error listing the known names.
+    pub fn get(&self, name: &str) -> Result<&StrategyEntry, ServiceError> {
+        self.strategies
+            .iter()
+            .find(|s| s.name == name)
+            .ok_or_else(|| ServiceError::UnknownStrategy {
+                name: name.to_owned(),
+                known: self
+                    .strategies
+                    .iter()
+                    .map(|s| s.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            })
+    }
+}
+
+/// One product's ground truth from `GET /admin/audit`.
+#[derive(Debug, Clone, Default, Deserialize, serde::Serialize, PartialEq, Eq)]
+pub struct AuditRow {
+    pub product_id: i64,
+    pub initial_stock: i64,
+    pub stock: i64,
+    pub orders: i64,
+    pub ordered_units: i64,
+    pub oversold: i64,
+    pub lost_updates: i64,
+    pub duplicates: i64,
+    #[serde(default)]
+    pub negative_stock: bool,
+}
+
+/// `GET /admin/audit`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Audit {
+    pub strategy: String,
+    #[serde(default)]
+    pub synchronous_commit: Option<String>,
+    pub products: Vec<AuditRow>,
+}
+
+/// The replicas of one service.
+#[derive(Debug, Clone)]
+pub struct Service {
+    /// Base URLs, without a trailing slash.
+    pub urls: Vec<String>,
+    token: String,
+    http: reqwest::Client,
+}
+
+impl Service {
+    /// A client for these replicas.
+    pub fn new(urls: Vec<String>, token: String) -> Self {
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(15))
+            .connect_timeout(Duration::from_secs(3))
+            .build()
+            .unwrap_or_default();
+        let urls = urls
+            .into_iter()
+            .map(|u| u.trim_end_matches('/').to_owned())
+            .collect();
+        Self { urls, token, http }
+    }
+
+    fn first(&self) -> &str {
+        &self.urls[0]
+    }
+
+    async fn call(
+        &self,
+        what: &'static str,
+        request: reqwest::RequestBuilder,
+        url: &str,
+    ) -> Result<(u16, String), ServiceError> {
+        let response = request
+            .send()
+            .await
+            .map_err(|e| ServiceError::Unreachable {
+                url: url.to_owned(),
+                reason: short_reason(&e),
+            })?;
+        let status = response.status().as_u16();
+        let body = response.text().await.unwrap_or_default();
+        if status == 401 || status == 403 {
+            return Err(ServiceError::Unauthorized {
+                url: url.to_owned(),
+                status,
+            });
+        }
+        if !(200..300).contains(&status) {
+            return Err(ServiceError::Unexpected {
+                what,
+                url: url.to_owned(),
+                status,
+                body,
+            });
+        }
+        Ok((status, body))
+    }
+
+    async fn admin_json(
+        &self,
+        what: &'static str,
+        method: reqwest::Method,
+        base: &str,
+        path: &str,
+        body: Option<Value>,
+    ) -> Result<Value, ServiceError> {
+        let url = format!("{base}{path}");
+        let mut request = self.http.request(method, &url).bearer_auth(&self.token);
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let (_, text) = self.call(what, request, base).await?;
+        Ok(serde_json::from_str(&text).unwrap_or(Value::Null))
+    }
+
+    /// Every replica answers `/health/ready`, and the admin token works.
+    pub async fn check(&self) -> Result<Strategies, ServiceError> {
+        for base in &self.urls {
+            let url = format!("{base}/health/ready");
+            self.call("readiness", self.http.get(&url), base).await?;
+        }
+        self.strategies().await
+    }
+
+    /// `GET /admin/strategies` of the first replica.
+    pub async fn strategies(&self) -> Result<Strategies, ServiceError> {
+        let base = self.first();
+        let value = self
+            .admin_json(
+                "GET /admin/strategies",
+                reqwest::Method::GET,
+                base,
+                "/admin/strategies",
+                None,
+            )
+            .await?;
+        serde_json::from_value(value.clone()).map_err(|e| ServiceError::Unexpected {
+            what: "GET /admin/strategies",
+            url: base.to_owned(),
+            status: 200,
+            body: format!("{e}: {value}"),
+        })
+    }
+
+    /// Reset a product to `stock` (orders, fence, Redis keys too).
+    pub async fn reset(&self, product: u64, stock: u64) -> Result<(), ServiceError> {
+        let base = self.first();
+        let path = format!("/admin/products/{product}/reset");
+        match self
+            .admin_json(
+                "reset",
+                reqwest::Method::POST,
+                base,
+                &path,
+                Some(json!({ "stock": stock })),
+            )
+            .await
+        {
+            Err(ServiceError::Unexpected { status: 404, .. }) => {
+                Err(ServiceError::UnknownProduct {
+                    id: product,
+                    url: base.to_owned(),
+                })
+            }
+            other => other.map(|_| ()),
+        }
+    }
+
+    /// Set the faults every replica applies (`PUT /admin/faults`).
+    pub async fn set_faults(&self, faults: Value) -> Result<(), ServiceError> {
+        self.admin_json(
+            "PUT /admin/faults",
+            reqwest::Method::PUT,
+            self.first(),
+            "/admin/faults",
+            Some(faults),
+        )
+        .await
+        .map(|_| ())
+    }
+
+    /// Switch the strategy, then wait until every replica reports it.
+    pub async fn switch(&self, strategy: &str, probe_product: u64) -> Result<(), ServiceError> {
+        self.admin_json(
+            "PUT /admin/strategy",
+            reqwest::Method::PUT,
+            self.first(),
+            "/admin/strategy",
+            Some(json!({ "strategy": strategy })),
+        )
+        .await?;
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        for base in &self.urls {
+            loop {
+                let seen = self.product(base, probe_product).await?["strategy"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned();
+                if seen == strategy {
+                    break;
+                }
+                if tokio::time::Instant::now() > deadline {
+                    return Err(ServiceError::NotSwitched {
+                        url: base.clone(),
+                        seen,
+                        wanted: strategy.to_owned(),
+                    });
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+        Ok(())
+    }
+
+    /// `GET /api/v1/products/{id}` of one replica.
+    pub async fn product(&self, base: &str, id: u64) -> Result<Value, ServiceError> {
+        let url = format!("{base}/api/v1/products/{id}");
+        match self.call("GET product", self.http.get(&url), base).await {
+            Ok((_, text)) => Ok(serde_json::from_str(&text).unwrap_or(Value::Null)),
+            Err(ServiceError::Unexpected { status: 404, .. }) => {
+                Err(ServiceError::UnknownProduct {
+                    id,
+                    url: base.to_owned(),
+                })
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// `GET /admin/audit` (the database's ground truth).
+    pub async fn audit(&self) -> Result<Audit, ServiceError> {
+        let base = self.first();
+        let value = self
+            .admin_json(
+                "GET /admin/audit",
+                reqwest::Method::GET,
+                base,
+                "/admin/audit",
+                None,
+            )
+            .await?;
+        serde_json::from_value(value.clone()).map_err(|e| ServiceError::Unexpected {
+            what: "GET /admin/audit",
+            url: base.to_owned(),
+            status: 200,
+            body: format!("{e}: {value}"),
+        })
+    }
+
+    /// `/metrics` of every replica, summed.
+    pub async fn scrape(&self) -> Result<Scrape, ServiceError> {
+        let mut total = Scrape::default();
+        for base in &self.urls {
+            let url = format!("{base}/metrics");
+            let (_, text) = self.call("GET /metrics", self.http.get(&url), base).await?;
+            total.add(&Scrape::parse(&text));
+        }
+        Ok(total)
+    }
+}
+
+/// The innermost cause of a transport error, which names the real problem
+/// ("Connection refused", "dns error", …) rather than reqwest's wrapper.
+fn short_reason(error: &reqwest::Error) -> String {
+    let mut source: &dyn std::error::Error = error;
+    while let Some(next) = source.source() {
+        source = next;
+    }
+    source.to_string()
+}

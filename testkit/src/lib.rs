@@ -1,0 +1,226 @@
+//! Test harness shared by the service's and the load generator's tests.
+//!
+//! Everything here is real: [`RedisServer`] starts a `redis-server` on a free
+//! port (no persistence) and can stop and restart it; [`fresh_database`]
+//! creates a new database on the PostgreSQL named by
+//! `SECKILL_TEST_DATABASE_URL`; [`AppProcess`] starts the `seckill-app`
+//! binary itself as a separate process, the way a replica runs in the demo.
+//! The machine's own Redis is never touched.
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A port nobody listens on right now.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// A `redis-server` owned by one test.
+#[derive(Debug)]
+pub struct RedisServer {
+    pub port: u16,
+    child: Option<Child>,
+}
+
+impl RedisServer {
+    pub fn start() -> Self {
+        let mut server = Self {
+            port: free_port(),
+            child: None,
+        };
+        server.restart();
+        server
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// Start (again) on the same port and wait until it answers PING.
+    pub fn restart(&mut self) {
+        assert!(self.child.is_none(), "already running");
+        let child = Command::new("redis-server")
+            .args([
+                "--port",
+                &self.port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server on PATH (run `make test`, which installs it)");
+        self.child = Some(child);
+        for _ in 0..200 {
+            if self.ping() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        panic!("redis-server on port {} did not start", self.port);
+    }
+
+    /// Kill the server (SIGKILL: like a crash).
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    fn ping(&self) -> bool {
+        redis::Client::open(self.url())
+            .and_then(|c| c.get_connection_with_timeout(Duration::from_millis(100)))
+            .and_then(|mut c| redis::cmd("PING").query::<String>(&mut c))
+            .is_ok()
+    }
+
+    /// A blocking connection for assertions and for playing "another client".
+    pub fn conn(&self) -> redis::Connection {
+        redis::Client::open(self.url())
+            .and_then(|c| c.get_connection())
+            .expect("connect to test redis")
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// URL of the PostgreSQL server the tests may create databases on.
+pub fn admin_database_url() -> String {
+    std::env::var("SECKILL_TEST_DATABASE_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into())
+}
+
+fn with_database(url: &str, name: &str) -> String {
+    let (base, _) = url.rsplit_once('/').expect("url with a database path");
+    format!("{base}/{name}")
+}
+
+/// Create an empty database; returns its URL.
+pub async fn fresh_database() -> String {
+    let admin = admin_database_url();
+    // The pid lets `make test` drop only databases of finished runs.
+    let name = format!(
+        "seckill_test_{}_{}",
+        std::process::id(),
+        uuid::Uuid::new_v4().simple()
+    );
+    let pool = sqlx::PgPool::connect(&admin)
+        .await
+        .expect("PostgreSQL reachable at SECKILL_TEST_DATABASE_URL (run `make test`)");
+    sqlx::query(&format!("CREATE DATABASE {name}"))
+        .execute(&pool)
+        .await
+        .expect("create test database");
+    pool.close().await;
+    with_database(&admin, &name)
+}
+
+/// The workspace's `target/<profile>` folder, found from the running test
+/// binary (`target/<profile>/deps/<test>`).
+fn target_profile_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("current exe");
+    exe.parent()
+        .and_then(|deps| deps.parent())
+        .expect("test binary under target/<profile>/deps")
+        .to_path_buf()
+}
+
+/// Path of a workspace binary (`SECKILL_APP_BIN` overrides for the app);
+/// built with cargo when a lone `cargo test -p …` has not built it yet.
+pub fn workspace_binary(package: &str, bin: &str) -> PathBuf {
+    let path = target_profile_dir().join(bin);
+    if !path.exists() {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let status = Command::new(cargo)
+            .args(["build", "--quiet", "-p", package, "--bin", bin])
+            .status()
+            .expect("run cargo build");
+        assert!(status.success(), "cargo build -p {package} failed");
+    }
+    path
+}
+
+/// One replica: the real `seckill-app` binary in its own process.
+#[derive(Debug)]
+pub struct AppProcess {
+    pub address: String,
+    child: Child,
+}
+
+impl AppProcess {
+    /// Start the app with these `SECKILL_*` settings (the listen address is
+    /// chosen here) and wait until `/health/ready` answers 200.
+    pub fn start(env: &[(&str, String)]) -> Self {
+        let bin = std::env::var_os("SECKILL_APP_BIN")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| workspace_binary("seckill-app", "seckill-app"));
+        let port = free_port();
+        let mut command = Command::new(bin);
+        command
+            .env("SECKILL_LISTEN", format!("127.0.0.1:{port}"))
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit());
+        for (key, value) in env {
+            command.env(key, value);
+        }
+        let child = command.spawn().expect("start seckill-app");
+        let mut app = Self {
+            address: format!("http://127.0.0.1:{port}"),
+            child,
+        };
+        app.wait_ready();
+        app
+    }
+
+    fn wait_ready(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let addr = self.address.trim_start_matches("http://").to_owned();
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                panic!("seckill-app exited at start: {status}");
+            }
+            if http_status(&addr, "/health/ready") == Some(200) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("seckill-app at {} not ready within 30 s", self.address);
+    }
+}
+
+impl Drop for AppProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Status code of a plain HTTP/1.1 GET, or None when nothing answers.
+fn http_status(addr: &str, path: &str) -> Option<u16> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut head = [0u8; 12];
+    stream.read_exact(&mut head).ok()?;
+    std::str::from_utf8(&head[9..12]).ok()?.parse().ok()
+}
