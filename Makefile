@@ -1,14 +1,27 @@
 # seckill-lab — the commands a person types. Each target says what it does.
 SHELL := /bin/bash
-.PHONY: demo demo-stop test check fmt clippy build bench-locks
+.PHONY: demo demo-stop test check check-stack check-panels fmt clippy build bench-locks
 
-## Run the demo: local Redis + PostgreSQL, one replica, a burst of grabs per strategy.
+## Run the demo without Docker: own PostgreSQL, Redis, five Redlock nodes,
+## three replicas, nginx, Prometheus (state in .demo/), then a short
+## side-by-side comparison; prints the table and every URL to open.
 demo:
 	@scripts/demo.sh
 
-## Stop what `make demo` started.
+## Stop exactly what `make demo` started (pid files under .demo/).
 demo-stop:
 	@scripts/demo.sh stop
+
+## Offline checks of the stack: docker-compose structure, promtool config/rules/tests,
+## dashboard PromQL and Grafana schema (installs prometheus, docker-compose, python3-yaml when missing).
+check-stack:
+	@. scripts/stack.sh && require_packages promtool:prometheus docker-compose:docker-compose python3:python3 py:yaml:python3-yaml
+	python3 scripts/check_stack.py
+	scripts/check_dashboards.sh
+
+## Every dashboard query against a live Prometheus after a short load (reuses a running demo).
+check-panels:
+	@scripts/check_panels.sh
 
 ## Run every test (installs/starts what the tests need).
 test:

@@ -1,83 +1,98 @@
 #!/usr/bin/env bash
-# `make demo`: PostgreSQL (the machine's, or our own cluster), a private
-# redis-server, one seckill-app replica — then a flash-sale burst against
-# each strategy and the audit of every run. `make demo-stop` stops exactly
-# what this started (state in .demo/).
+# `make demo` — the docker-compose stack's shape from local binaries, for
+# machines without Docker. Everything lives under .demo/:
+#
+#   PostgreSQL   a private cluster (initdb + pg_ctl of the installed server
+#                packages, run as `postgres` when we are root) on a free
+#                port — or the database named by SECKILL_DATABASE_URL
+#   Redis        the lock store, plus five independent Redlock nodes
+#   replicas     three seckill-app (release build) on free ports
+#   nginx        a balancer in front of them, when nginx is installed
+#   Prometheus   scraping the replicas with prometheus/alerts.yml loaded
+#
+# then a short `seckill-loadgen compare` over the three replicas, its table,
+# and every URL to open. A second `make demo` restarts what the first one
+# started (the PostgreSQL cluster and the ports are reused);
+# `make demo-stop` stops exactly what the pid files under .demo/ name.
+#
+#   scripts/demo.sh [up|stop|urls]
+#
+# Knobs: DEMO_STRATEGIES, DEMO_STOCK (100), DEMO_USERS (50),
+# DEMO_WORK_DELAY_MS (5), DEMO_SCRAPE_INTERVAL (2s), SECKILL_DATABASE_URL,
+# SECKILL_ADMIN_TOKEN, SECKILL_SKIP_BUILD=1, SECKILL_NO_INSTALL=1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-STATE_DIR="$(pwd)/.demo"
-. scripts/services.sh
-mkdir -p "$STATE_DIR"
+STACK_DIR="$(pwd)/.demo"
+. scripts/stack.sh
 
-stop_pidfile() {
-  local f=$1
-  if [ -f "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null; then kill "$(cat "$f")" 2>/dev/null || true; say "stopped $(basename "$f" .pid) (pid $(cat "$f"))"; fi
-  rm -f "$f"
+print_urls() {
+  local i url lb="" prom=""
+  [[ -f "$STACK_DIR/app-1.port" ]] || { say "no demo state in .demo/ — run: make demo"; return 1; }
+  pid_alive "$STACK_DIR/lb.pid" nginx && lb="http://127.0.0.1:$(cat "$STACK_DIR/lb.port")"
+  pid_alive "$STACK_DIR/prometheus.pid" prometheus && prom="http://127.0.0.1:$(cat "$STACK_DIR/prometheus.port")"
+  url="http://127.0.0.1:$(cat "$STACK_DIR/app-1.port")"
+  echo
+  echo "Open:"
+  for i in $(seq 1 "$STACK_REPLICAS"); do
+    printf '  replica %s     http://127.0.0.1:%s/   (status page; /metrics, /health/ready)\n' "$i" "$(cat "$STACK_DIR/app-$i.port")"
+  done
+  [[ -n "$lb" ]] && printf '  balancer      %s/   (nginx over the three replicas)\n' "$lb"
+  [[ -n "$prom" ]] && printf '  Prometheus    %s/alerts   %s/graph?g0.expr=sum%%20by%%20(strategy)%%20(rate(seckill_grab_requests_total%%5B1m%%5D))\n' "$prom" "$prom"
+  [[ -f "$STACK_DIR/report/report.html" ]] && printf '  report        file://%s/report/report.html   (.md and .json beside it)\n' "$STACK_DIR"
+  echo "  audit         curl -H 'Authorization: Bearer $STACK_TOKEN' $url/admin/audit"
+  echo "  switch        curl -XPUT -H 'Authorization: Bearer $STACK_TOKEN' -H 'content-type: application/json' -d '{\"strategy\":\"none\"}' $url/admin/strategy"
+  echo "  grab          curl -XPOST -H 'content-type: application/json' -d '{\"user_id\":1}' $url/api/v1/products/1/grab"
+  echo "  run again     SECKILL_ADMIN_TOKEN=$STACK_TOKEN target/release/seckill-loadgen compare --url $(replica_urls) --strategies none,redlock --stock 100 --users 50 --out .demo/report"
+  echo "  logs          .demo/*.log, .demo/pg/postgres.log"
+  echo "Stop everything with: make demo-stop"
 }
 
-if [ "${1:-}" = stop ]; then
-  stop_pidfile "$STATE_DIR/app.pid"
-  stop_pidfile "$STATE_DIR/redis.pid"
-  for i in 1 2 3 4 5; do stop_pidfile "$STATE_DIR/redlock-$i.pid"; done
-  stop_own_postgres
-  exit 0
-fi
+case "${1:-up}" in
+  stop)
+    if [[ ! -d "$STACK_DIR" ]]; then say "nothing to stop (no .demo/)"; exit 0; fi
+    stack_down
+    say "demo stopped (state kept in .demo/: the PostgreSQL cluster and ports are reused by the next make demo)"
+    exit 0 ;;
+  urls) print_urls; exit ;;
+  up) ;;
+  *) echo "usage: $0 [up|stop|urls]" >&2; exit 2 ;;
+esac
 
-ensure_packages
-ensure_postgres
-DB_URL=${SECKILL_DATABASE_URL:-$(with_database "$PG_ADMIN_URL" seckill_demo)}
-if ! psql "$DB_URL" -qAtc 'select 1' >/dev/null 2>&1; then
-  psql "$PG_ADMIN_URL" -qc "CREATE DATABASE seckill_demo" >/dev/null
-  say "created database seckill_demo"
-fi
+started=$SECONDS
+stack_require with-prometheus
+stack_build
+[[ $((SECONDS - started)) -gt 5 ]] && say "build: $((SECONDS - started)) s"
+up_started=$SECONDS
+mkdir -p "$STACK_DIR"
+# Idempotent: what an earlier run left running is stopped first (the
+# PostgreSQL cluster is kept running and reused).
+# The replicas, nginx and Prometheus are stopped together here (a replica
+# takes a moment to finish in-flight requests); Redis is restarted below.
+stopping=(lb nginx app seckill-app)
+for f in "$STACK_DIR"/prometheus*.pid; do [[ -e "$f" ]] && stopping+=("$(basename "$f" .pid)" prometheus); done
+for f in "$STACK_DIR"/app-*.pid; do [[ -e "$f" ]] && stopping+=("$(basename "$f" .pid)" seckill-app); done
+stop_pid "${stopping[@]}"
+stack_up
+stack_prometheus prometheus "${DEMO_SCRAPE_INTERVAL:-2s}"
+say "Prometheus: $PROM_URL (scraping $STACK_REPLICAS replicas every ${DEMO_SCRAPE_INTERVAL:-2s}, rules of prometheus/alerts.yml)"
+say "stack up in $((SECONDS - up_started)) s"
 
-# Idempotent: whatever an earlier `make demo` left running is replaced.
-stop_pidfile "$STATE_DIR/app.pid"
-stop_pidfile "$STATE_DIR/redis.pid"
-for i in 1 2 3 4 5; do stop_pidfile "$STATE_DIR/redlock-$i.pid"; done
-
-start_redis() { # start_redis <name> -> prints the port
-  local port; port=$(free_port)
-  redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no \
-    --daemonize yes --pidfile "$STATE_DIR/$1.pid" --logfile "$STATE_DIR/$1.log"
-  for _ in $(seq 1 50); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
-  echo "$port"
-}
-REDIS_PORT=$(start_redis redis)
-say "Redis: own redis-server on 127.0.0.1:$REDIS_PORT"
-REDLOCK_URLS=""
-for i in 1 2 3 4 5; do
-  REDLOCK_URLS="$REDLOCK_URLS${REDLOCK_URLS:+,}redis://127.0.0.1:$(start_redis "redlock-$i")"
-done
-say "Redlock: five independent redis-servers ($REDLOCK_URLS)"
-
-say "building seckill-app (release; the first build takes a few minutes)"
-cargo build --release --locked -p seckill-app -q
-
-APP_PORT=${DEMO_PORT:-$(free_port)}
-URL="http://127.0.0.1:$APP_PORT"
-TOKEN=${SECKILL_ADMIN_TOKEN:-seckill-demo-admin}
-SECKILL_LISTEN="127.0.0.1:$APP_PORT" SECKILL_DATABASE_URL="$DB_URL" \
-SECKILL_REDIS_URL="redis://127.0.0.1:$REDIS_PORT" SECKILL_ADMIN_TOKEN="$TOKEN" \
-SECKILL_REDLOCK_URLS="$REDLOCK_URLS" \
-  nohup target/release/seckill-app >"$STATE_DIR/app.log" 2>&1 &
-echo $! > "$STATE_DIR/app.pid"
-for _ in $(seq 1 100); do curl -fs "$URL/health/ready" >/dev/null 2>&1 && break; sleep 0.1; done
-curl -fs "$URL/health/ready" >/dev/null || { say "seckill-app did not become ready; see $STATE_DIR/app.log"; tail -5 "$STATE_DIR/app.log"; exit 1; }
-say "seckill-app: $URL (log $STATE_DIR/app.log)"
-
-STRATEGIES=${DEMO_STRATEGIES:-none,local-mutex,setnx,setnx-expire,setnx-expire-lua,setnx-getset,set-nx-px,set-nx-px-check-del,set-nx-px-token,watchdog,redlock,fenced,pg-lock-table,pg-for-update,pg-optimistic,pg-advisory,pg-atomic,redis-lua-stock}
-say "flash sale: 50 units, 200 buyers at once, 5 ms of work inside the lock, per strategy"
-echo
-python3 scripts/burst.py --url "$URL" --token "$TOKEN" --strategies "$STRATEGIES" --stock 50 --users 200 --work-delay-ms 5
-echo
-cat <<EOT
-Open:
-  product      curl $URL/api/v1/products/1
-  grab         curl -XPOST -H 'content-type: application/json' -d '{"user_id":1}' $URL/api/v1/products/1/grab
-  audit        curl -H 'Authorization: Bearer $TOKEN' $URL/admin/audit
-  switch       curl -XPUT -H 'Authorization: Bearer $TOKEN' -H 'content-type: application/json' -d '{"strategy":"none"}' $URL/admin/strategy
-  metrics      $URL/metrics
-  health       $URL/health/ready
-Stop everything with: make demo-stop
-EOT
+STRATEGIES=${DEMO_STRATEGIES:-none,local-mutex,setnx-expire,set-nx-px-token,watchdog,redlock,fenced,pg-for-update,pg-atomic,redis-lua-stock}
+STOCK=${DEMO_STOCK:-100}
+USERS=${DEMO_USERS:-50}
+WORK=${DEMO_WORK_DELAY_MS:-5}
+say "flash sale over the $STACK_REPLICAS replicas: $STOCK units, $USERS buyers, ${WORK} ms of work inside the lock, per strategy"
+rm -rf "$STACK_DIR/report"
+load_started=$SECONDS
+status=0
+SECKILL_ADMIN_TOKEN="$STACK_TOKEN" "$LOADGEN_BIN" compare --url "$(replica_urls)" --strategies "$STRATEGIES" \
+  --stock "$STOCK" --users "$USERS" --work-delay-ms "$WORK" --max-run-time 20s --out "$STACK_DIR/report" --quiet \
+  || status=$?
+say "load generator: $((SECONDS - load_started)) s; whole demo: $((SECONDS - started)) s"
+case $status in
+  0) ;;
+  1) say "a strategy classed safe showed a violation (VIOLATION lines above): worth a look in .demo/report/ and the replicas' logs" ;;
+  *) say "seckill-loadgen failed (exit $status, message above); the stack stays up: .demo/*.log" ;;
+esac
+print_urls
+[[ $status -lt 2 ]] || exit "$status"

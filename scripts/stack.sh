@@ -1,0 +1,443 @@
+#!/usr/bin/env bash
+# Local stack helpers shared by `make demo` (scripts/demo.sh) and
+# `make check-panels` (scripts/check_panels.sh). Source this file, set
+# STACK_DIR to a state folder first, then call:
+#
+#   stack_require [with-prometheus]   explain (and, where we may, install) missing packages
+#   stack_build                       release binaries of seckill-app and seckill-loadgen
+#   stack_up                          PostgreSQL + Redis + 5 Redlock nodes + 3 replicas (+ nginx)
+#   stack_prometheus <scrape>         Prometheus scraping the replicas, alerts loaded
+#   stack_down                        stop exactly what the pid files under STACK_DIR name
+#   stack_healthy                     true when every replica of STACK_DIR answers ready
+#
+# Everything lives under STACK_DIR: <name>.pid, <name>.port, <name>.log,
+# pg/ (a private PostgreSQL cluster), prometheus.yml, prometheus-data/.
+# A port once chosen is kept in <name>.port and taken again next time while
+# it is free, so the URLs a person bookmarked stay valid across runs.
+# Processes are stopped only when the pid file's process still runs the
+# program we started (a recycled pid is left alone).
+#
+# Variables read: SECKILL_DATABASE_URL (use that database instead of our own
+# cluster), SECKILL_ADMIN_TOKEN, SECKILL_SKIP_BUILD=1, SECKILL_NO_INSTALL=1
+# (only explain what is missing), STACK_REPLICAS (3), STACK_LB (1: nginx in
+# front of the replicas when nginx is installed).
+
+set -euo pipefail
+
+STACK_ROOT=${STACK_ROOT:-"$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"}
+STACK_DIR=${STACK_DIR:-"$STACK_ROOT/.demo"}
+STACK_REPLICAS=${STACK_REPLICAS:-3}
+STACK_LB=${STACK_LB:-1}
+STACK_TOKEN=${SECKILL_ADMIN_TOKEN:-seckill-demo-admin}
+APP_BIN="$STACK_ROOT/target/release/seckill-app"
+LOADGEN_BIN="$STACK_ROOT/target/release/seckill-loadgen"
+
+say() { printf '\033[1m[seckill]\033[0m %s\n' "$*"; }
+die() { printf '\033[1;31m[seckill]\033[0m %s\n' "$*" >&2; exit 1; }
+
+# ---------------------------------------------------------------- packages
+
+pg_bindir() {
+  local d
+  d=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1 || true)
+  if [[ -n "$d" && -x "$d/initdb" && -x "$d/pg_ctl" ]]; then echo "$d"; return 0; fi
+  # Other distributions put the server programs on PATH.
+  if command -v pg_ctl >/dev/null && command -v initdb >/dev/null; then dirname "$(command -v pg_ctl)"; return 0; fi
+  return 1
+}
+
+# require_packages <probe:package>...: a probe is a program on PATH, or
+# py:<module> for a Python module. Says which Debian/Ubuntu packages are
+# missing, what they are for and how to install them; as root (or with
+# password-less sudo) installs them, unless SECKILL_NO_INSTALL=1.
+require_packages() {
+  local missing=() probe pkg need
+  for need in "$@"; do
+    probe=${need%:*}; pkg=${need##*:}
+    case $probe in
+      py:*) python3 -c "import ${probe#py:}" >/dev/null 2>&1 || missing+=("$pkg") ;;
+      pg:server) pg_bindir >/dev/null || missing+=("$pkg") ;;
+      *) command -v "$probe" >/dev/null 2>&1 || missing+=("$pkg") ;;
+    esac
+  done
+  [[ ${#missing[@]} -eq 0 ]] && return 0
+  mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
+  say "missing packages: ${missing[*]}"
+  for pkg in "${missing[@]}"; do
+    case $pkg in
+      redis-server) say "  redis-server: the lock store and the five Redlock nodes" ;;
+      redis-tools) say "  redis-tools: redis-cli, to see that each redis-server answers" ;;
+      postgresql) say "  postgresql: initdb and pg_ctl for a private cluster (or set SECKILL_DATABASE_URL to an existing database)" ;;
+      prometheus) say "  prometheus: the Prometheus server and promtool" ;;
+      docker-compose) say "  docker-compose: validates docker-compose.yml (no Docker engine needed)" ;;
+      python3-yaml) say "  python3-yaml: PyYAML for scripts/check_stack.py" ;;
+      *) say "  $pkg" ;;
+    esac
+  done
+  say "install them with:  sudo apt-get install -y --no-install-recommends ${missing[*]}"
+  local sudo=()
+  if [[ "${SECKILL_NO_INSTALL:-0}" == 1 ]] || ! command -v apt-get >/dev/null; then
+    die "then run this again"
+  fi
+  if [[ $(id -u) != 0 ]]; then
+    sudo -n true 2>/dev/null || die "then run this again"
+    sudo=(sudo -n)
+  fi
+  say "installing them now (SECKILL_NO_INSTALL=1 only explains)"
+  "${sudo[@]}" apt-get update -qq || true
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null \
+    || die "apt-get could not install ${missing[*]}: install them by hand, then run this again"
+}
+
+# stack_require [with-prometheus]: the programs the stack runs.
+stack_require() {
+  local needs=(redis-server:redis-server redis-cli:redis-tools curl:curl python3:python3)
+  [[ "${1:-}" == with-prometheus ]] && needs+=(prometheus:prometheus promtool:prometheus)
+  [[ -z "${SECKILL_DATABASE_URL:-}" ]] && needs+=(pg:server:postgresql)
+  require_packages "${needs[@]}"
+}
+
+stack_build() {
+  if [[ "${SECKILL_SKIP_BUILD:-0}" == 1 && -x "$APP_BIN" && -x "$LOADGEN_BIN" ]]; then return 0; fi
+  command -v cargo >/dev/null || die "cargo is missing: install Rust from https://rustup.rs (then run this again)"
+  if [[ -x "$APP_BIN" && -x "$LOADGEN_BIN" ]]; then
+    say "cargo build --release -p seckill-app -p seckill-loadgen (a no-op when nothing changed)"
+  else
+    say "cargo build --release -p seckill-app -p seckill-loadgen (first build: several minutes)"
+  fi
+  (cd "$STACK_ROOT" && cargo build --release -q -p seckill-app -p seckill-loadgen)
+}
+
+# ------------------------------------------------------------- processes
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+port_free() {
+  python3 - "$1" <<'PY' 2>/dev/null
+import socket, sys
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the servers bind
+try:
+    s.bind(("127.0.0.1", int(sys.argv[1])))
+except OSError:
+    sys.exit(1)
+PY
+}
+
+# pick_port <name>: the port of the last run when still free, else a new one.
+pick_port() {
+  local f="$STACK_DIR/$1.port" p
+  if [[ -f "$f" ]]; then p=$(cat "$f"); if port_free "$p"; then echo "$p"; return; fi; fi
+  p=$(free_port); echo "$p" > "$f"; echo "$p"
+}
+
+# pid_alive <pidfile> <program>: the pid file's process runs <program>.
+pid_alive() {
+  local pid
+  [[ -f "$1" ]] || return 1
+  pid=$(cat "$1" 2>/dev/null) || return 1
+  [[ "$pid" =~ ^[0-9]+$ ]] || return 1
+  # comm is the name the program was started under (15 characters at most).
+  local comm; comm=$(cat "/proc/$pid/comm" 2>/dev/null) || return 1
+  [[ "$comm" == "${2:0:15}" ]]
+}
+
+# stop_pid <name> <program> [<name> <program>...]: stop the processes of
+# STACK_DIR/<name>.pid — all signalled at once, then waited for (a replica
+# finishes its in-flight requests), killed after 10 s.
+stop_pid() {
+  local pids=() names=() f pid
+  while [[ $# -ge 2 ]]; do
+    f="$STACK_DIR/$1.pid"
+    if pid_alive "$f" "$2"; then
+      pid=$(cat "$f"); kill "$pid" 2>/dev/null || true
+      pids+=("$pid"); names+=("$1 (pid $pid)")
+    fi
+    rm -f "$f"
+    shift 2
+  done
+  [[ ${#pids[@]} -eq 0 ]] && return 0
+  for _ in $(seq 1 100); do
+    local alive=0
+    for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
+    [[ $alive == 0 ]] && break
+    sleep 0.1
+  done
+  for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && kill -9 "$pid" 2>/dev/null; done
+  say "stopped ${names[*]}"
+}
+
+wait_http() { # wait_http <url> <seconds>
+  local deadline=$((SECONDS + $2))
+  while ((SECONDS < deadline)); do curl -fsS -o /dev/null --max-time 2 "$1" 2>/dev/null && return 0; sleep 0.2; done
+  return 1
+}
+
+# ------------------------------------------------------------ PostgreSQL
+
+pg_owner() { if [[ $(id -u) == 0 ]]; then echo postgres; else id -un; fi; }
+
+as_pg() {
+  if [[ $(id -u) == 0 ]]; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+
+pg_url() { echo "postgres://postgres@127.0.0.1:$(cat "$STACK_DIR/pg.port")/$1"; }
+
+# Our own cluster under STACK_DIR/pg (trust auth, loopback only): reused
+# when it already runs, started when it exists, created otherwise.
+stack_postgres() {
+  if [[ -n "${SECKILL_DATABASE_URL:-}" ]]; then
+    DB_URL=$SECKILL_DATABASE_URL
+    say "PostgreSQL: SECKILL_DATABASE_URL (${DB_URL%%@*}@…); the database must exist"
+    return 0
+  fi
+  local bin data="$STACK_DIR/pg/data" port
+  bin=$(pg_bindir) || die "PostgreSQL server programs are missing: sudo apt-get install -y postgresql"
+  if [[ $(id -u) == 0 ]] && ! id postgres >/dev/null 2>&1; then
+    useradd --system --create-home --home-dir /var/lib/postgresql postgres
+  fi
+  mkdir -p "$STACK_DIR/pg"
+  if [[ -f "$data/postmaster.pid" && -f "$STACK_DIR/pg.port" ]] && as_pg "$bin/pg_ctl" -D "$data" status >/dev/null 2>&1 \
+    && "$bin/pg_isready" -q -h 127.0.0.1 -p "$(cat "$STACK_DIR/pg.port")"; then
+    say "PostgreSQL: reusing own cluster on 127.0.0.1:$(cat "$STACK_DIR/pg.port")"
+  else
+    if [[ ! -f "$data/PG_VERSION" ]]; then
+      say "PostgreSQL: creating own cluster in ${data#"$STACK_ROOT"/} ($bin/initdb)"
+      mkdir -p "$data"
+      if [[ $(id -u) == 0 ]]; then
+        # initdb refuses root: the cluster belongs to `postgres`, who must be
+        # able to reach it through the checkout's folders.
+        chown -R postgres: "$STACK_DIR/pg"
+        local d="$STACK_DIR/pg"
+        while [[ "$d" != / ]]; do
+          if ! runuser -u postgres -- test -x "$d"; then chmod o+x "$d"; fi
+          d=$(dirname "$d")
+        done
+      fi
+      as_pg "$bin/initdb" -D "$data" -U postgres -A trust -E UTF8 --no-sync >"$STACK_DIR/pg/initdb.log" 2>&1 \
+        || { tail -5 "$STACK_DIR/pg/initdb.log"; die "initdb failed (log: $STACK_DIR/pg/initdb.log)"; }
+    fi
+    as_pg "$bin/pg_ctl" -D "$data" -m fast stop >/dev/null 2>&1 || true  # a stale half-started one
+    port=$(pick_port pg)
+    # Three replicas x 32 pooled connections plus the load generator's audits.
+    as_pg "$bin/pg_ctl" -D "$data" -l "$STACK_DIR/pg/postgres.log" -w -t 60 \
+      -o "-p $port -k /tmp -c listen_addresses=127.0.0.1 -c max_connections=200" start >/dev/null \
+      || { tail -5 "$STACK_DIR/pg/postgres.log"; die "PostgreSQL did not start (log: $STACK_DIR/pg/postgres.log)"; }
+    say "PostgreSQL: own cluster on 127.0.0.1:$port (log ${STACK_DIR#"$STACK_ROOT"/}/pg/postgres.log)"
+  fi
+  local url; url=$(pg_url postgres)
+  if [[ -z $("$bin/psql" "$url" -qAtc "select 1 from pg_database where datname = 'seckill'") ]]; then
+    "$bin/psql" "$url" -qc "CREATE DATABASE seckill" >/dev/null
+  fi
+  DB_URL=$(pg_url seckill)
+}
+
+stop_postgres() {
+  local data="$STACK_DIR/pg/data" bin
+  [[ -f "$data/postmaster.pid" ]] || return 0
+  bin=$(pg_bindir) || return 0
+  as_pg "$bin/pg_ctl" -D "$data" -m fast stop >/dev/null 2>&1 && say "stopped own PostgreSQL cluster"
+  return 0
+}
+
+# ----------------------------------------------------------------- Redis
+
+start_redis() { # start_redis <name>: (re)start, port in <name>.port
+  stop_pid "$1" redis-server >/dev/null
+  local port; port=$(pick_port "$1")
+  redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$STACK_DIR" \
+    --daemonize yes --pidfile "$STACK_DIR/$1.pid" --logfile "$STACK_DIR/$1.log"
+  for _ in $(seq 1 50); do redis-cli -p "$port" ping >/dev/null 2>&1 && return 0; sleep 0.1; done
+  die "redis-server $1 did not answer on $port (log $STACK_DIR/$1.log)"
+}
+
+# ------------------------------------------------------------- replicas
+
+replica_urls() { # comma list
+  local i out=""
+  for i in $(seq 1 "$STACK_REPLICAS"); do out+="${out:+,}http://127.0.0.1:$(cat "$STACK_DIR/app-$i.port")"; done
+  echo "$out"
+}
+
+start_replica() { # start_replica <i>
+  local name="app-$1" port
+  stop_pid "$name" seckill-app >/dev/null
+  port=$(pick_port "$name")
+  (
+    cd "$STACK_DIR"
+    SECKILL_LISTEN="127.0.0.1:$port" SECKILL_DATABASE_URL="$DB_URL" \
+    SECKILL_REDIS_URL="redis://127.0.0.1:$(cat "$STACK_DIR/redis.port")" \
+    SECKILL_REDLOCK_URLS="$REDLOCK_URLS" SECKILL_ADMIN_TOKEN="$STACK_TOKEN" \
+    SECKILL_LOG_FORMAT=text RUST_LOG="${RUST_LOG:-info,sqlx=warn}" \
+      exec setsid "$APP_BIN" </dev/null >"$STACK_DIR/$name.log" 2>&1
+  ) &
+  echo $! > "$STACK_DIR/$name.pid"
+}
+
+wait_replica() {
+  local name="app-$1" url
+  url="http://127.0.0.1:$(cat "$STACK_DIR/app-$1.port")"
+  if ! wait_http "$url/health/ready" 60; then
+    tail -n 15 "$STACK_DIR/$name.log" >&2 || true
+    die "$name did not become ready at $url (log $STACK_DIR/$name.log)"
+  fi
+}
+
+# ---------------------------------------------------------------- nginx
+
+start_lb() {
+  stop_pid lb nginx >/dev/null
+  [[ "$STACK_LB" == 1 ]] || return 0
+  if ! command -v nginx >/dev/null && [[ ! -x /usr/sbin/nginx ]]; then
+    say "nginx not installed: no load balancer (optional: sudo apt-get install -y nginx-light); the replicas' URLs are enough"
+    return 0
+  fi
+  local nginx port i servers=""
+  nginx=$(command -v nginx || echo /usr/sbin/nginx)
+  port=$(pick_port lb)
+  for i in $(seq 1 "$STACK_REPLICAS"); do
+    servers+="        server 127.0.0.1:$(cat "$STACK_DIR/app-$i.port") max_fails=3 fail_timeout=5s;"$'\n'
+  done
+  mkdir -p "$STACK_DIR/nginx"
+  # docker/nginx.conf with local paths and ports.
+  cat > "$STACK_DIR/nginx/nginx.conf" <<EOF
+# Written by scripts/stack.sh from docker/nginx.conf: local ports and paths.
+worker_processes 1;
+pid $STACK_DIR/lb.pid;
+error_log $STACK_DIR/lb.log warn;
+events { worker_connections 1024; }
+http {
+    access_log off;
+    server_tokens off;
+    client_max_body_size 16k;
+    client_body_temp_path $STACK_DIR/nginx/body;
+    proxy_temp_path $STACK_DIR/nginx/proxy;
+    fastcgi_temp_path $STACK_DIR/nginx/fastcgi;
+    uwsgi_temp_path $STACK_DIR/nginx/uwsgi;
+    scgi_temp_path $STACK_DIR/nginx/scgi;
+    upstream seckill {
+        least_conn;
+$servers        keepalive 64;
+    }
+    server {
+        listen 127.0.0.1:$port;
+        location = /lb-health { default_type text/plain; return 200 "ok\n"; }
+        location / {
+            proxy_pass http://seckill;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_set_header Host \$host;
+            proxy_next_upstream error timeout;
+            proxy_next_upstream_tries 2;
+            proxy_connect_timeout 2s;
+            proxy_read_timeout 60s;
+            proxy_buffering off;
+            error_page 502 504 = @no_replica;
+        }
+        location @no_replica {
+            default_type application/json;
+            add_header Retry-After 1 always;
+            return 503 '{"error":"unavailable","message":"no replica answered"}';
+        }
+    }
+}
+EOF
+  if ! "$nginx" -p "$STACK_DIR/nginx" -c "$STACK_DIR/nginx/nginx.conf" -e "$STACK_DIR/lb.log" 2>>"$STACK_DIR/lb.log"; then
+    say "nginx did not start (log $STACK_DIR/lb.log): going on without a load balancer"
+    return 0
+  fi
+  wait_http "http://127.0.0.1:$port/lb-health" 10 || say "nginx is not answering on $port (log $STACK_DIR/lb.log)"
+}
+
+# ------------------------------------------------------------ Prometheus
+
+# stack_prometheus <name> <scrape interval>: Prometheus scraping every
+# replica, prometheus/alerts.yml loaded; config written to <name>.yml and
+# checked with promtool.
+stack_prometheus() {
+  local name=$1 interval=$2 port i targets=""
+  stop_pid "$name" prometheus >/dev/null
+  port=$(pick_port "$name")
+  for i in $(seq 1 "$STACK_REPLICAS"); do targets+="          - 127.0.0.1:$(cat "$STACK_DIR/app-$i.port")"$'\n'; done
+  cat > "$STACK_DIR/$name.yml" <<EOF
+# Written by scripts/stack.sh from prometheus/prometheus.yml: the same job
+# and rules, local replica ports.
+global:
+  scrape_interval: $interval
+  evaluation_interval: $interval
+  external_labels:
+    stack: seckill-lab
+rule_files:
+  - $STACK_ROOT/prometheus/alerts.yml
+scrape_configs:
+  - job_name: seckill
+    metrics_path: /metrics
+    scrape_interval: $interval
+    scrape_timeout: $interval
+    static_configs:
+      - targets:
+$targets  - job_name: prometheus
+    static_configs:
+      - targets:
+          - 127.0.0.1:$port
+EOF
+  promtool check config "$STACK_DIR/$name.yml" >"$STACK_DIR/$name.check.log" 2>&1 \
+    || { cat "$STACK_DIR/$name.check.log" >&2; die "promtool rejects $STACK_DIR/$name.yml"; }
+  mkdir -p "$STACK_DIR/$name-data"
+  (
+    cd "$STACK_DIR"
+    exec setsid prometheus --config.file="$STACK_DIR/$name.yml" --storage.tsdb.path="$STACK_DIR/$name-data" \
+      --storage.tsdb.retention.time=2d --web.listen-address="127.0.0.1:$port" --web.enable-lifecycle \
+      </dev/null >"$STACK_DIR/$name.log" 2>&1
+  ) &
+  echo $! > "$STACK_DIR/$name.pid"
+  wait_http "http://127.0.0.1:$port/-/ready" 30 \
+    || { tail -n 10 "$STACK_DIR/$name.log" >&2; die "Prometheus did not become ready (log $STACK_DIR/$name.log)"; }
+  PROM_URL="http://127.0.0.1:$port"
+}
+
+# ------------------------------------------------------------ whole stack
+
+stack_up() {
+  mkdir -p "$STACK_DIR"
+  [[ -x "$APP_BIN" ]] || die "$APP_BIN is missing: cargo build --release -p seckill-app -p seckill-loadgen"
+  stack_postgres
+  start_redis redis
+  REDLOCK_URLS=""
+  for i in 1 2 3 4 5; do
+    start_redis "redlock-$i"
+    REDLOCK_URLS+="${REDLOCK_URLS:+,}redis://127.0.0.1:$(cat "$STACK_DIR/redlock-$i.port")"
+  done
+  say "Redis: lock store on 127.0.0.1:$(cat "$STACK_DIR/redis.port"), five Redlock nodes on ${REDLOCK_URLS//redis:\/\/127.0.0.1:/}"
+  # The first replica applies the migrations and seeds; the others follow.
+  start_replica 1
+  wait_replica 1
+  for i in $(seq 2 "$STACK_REPLICAS"); do start_replica "$i"; done
+  for i in $(seq 2 "$STACK_REPLICAS"); do wait_replica "$i"; done
+  say "replicas: $(replica_urls | tr ',' ' ')"
+  start_lb
+}
+
+stack_healthy() {
+  local i
+  [[ -f "$STACK_DIR/app-1.port" ]] || return 1
+  for i in $(seq 1 "$STACK_REPLICAS"); do
+    pid_alive "$STACK_DIR/app-$i.pid" seckill-app || return 1
+    curl -fsS -o /dev/null --max-time 2 "http://127.0.0.1:$(cat "$STACK_DIR/app-$i.port")/health/ready" 2>/dev/null || return 1
+  done
+}
+
+stack_down() {
+  local f name args=()
+  [[ -d "$STACK_DIR" ]] || return 0
+  for f in "$STACK_DIR"/prometheus*.pid; do [[ -e "$f" ]] && args+=("$(basename "$f" .pid)" prometheus); done
+  args+=(lb nginx app seckill-app)   # app: the single replica of the earlier demo script
+  for f in "$STACK_DIR"/app-*.pid; do [[ -e "$f" ]] && args+=("$(basename "$f" .pid)" seckill-app); done
+  stop_pid "${args[@]}"
+  args=()
+  for name in redis redlock-1 redlock-2 redlock-3 redlock-4 redlock-5; do args+=("$name" redis-server); done
+  stop_pid "${args[@]}"
+  stop_postgres
+}
