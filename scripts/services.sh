@@ -47,6 +47,7 @@ ensure_packages() {
   apt_install redis-server redis-server redis-tools
   apt_install psql postgresql-client
   apt_install python3 python3
+  apt_install chromium chromium # the status page test (app/tests/it/status.rs)
   if [ -z "$(ls /usr/lib/postgresql/*/bin/initdb 2>/dev/null)" ] && ! command -v initdb >/dev/null; then
     apt_install /usr/lib/postgresql/15/bin/initdb postgresql
   fi

@@ -119,9 +119,11 @@ impl Application {
             admin_token,
         });
         let server_state = state.clone();
+        let grab_rate = web::Data::new(routes::status::GrabRate::default());
         let server = HttpServer::new(move || {
             App::new()
                 .app_data(server_state.clone())
+                .app_data(grab_rate.clone())
                 .app_data(
                     web::JsonConfig::default()
                         .limit(MAX_BODY_BYTES)
@@ -139,6 +141,9 @@ impl Application {
                 .service(routes::admin::audit)
                 .service(routes::admin::get_faults)
                 .service(routes::admin::put_faults)
+                .service(routes::status::page)
+                .service(routes::status::status)
+                .service(routes::status::status_stream)
                 .default_service(web::to(not_found))
         })
         .workers(

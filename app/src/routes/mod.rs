@@ -8,6 +8,7 @@ pub mod grab;
 pub mod health;
 pub mod metrics;
 pub mod products;
+pub mod status;
 
 use crate::error::ApiError;
 

@@ -8,3 +8,4 @@ mod api;
 mod concurrency;
 mod exclusion;
 mod failures;
+mod status;

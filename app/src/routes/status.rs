@@ -1,0 +1,324 @@
+//! The live status page for a projector, and the numbers behind it.
+//!
+//! - `GET /` — one self-contained HTML page ([`PAGE`], `app/static/status.html`:
+//!   HTML, CSS and vanilla JS, no build step, no external fetch — its
+//!   Content-Security-Policy forbids any). It shows the active strategy, the
+//!   stock counting down, grabs/s, oversold units and lost updates in large
+//!   type, and offers admins a strategy switcher that calls the existing
+//!   `/admin/*` routes with the bearer token typed into the page.
+//! - `GET /api/v1/status?product=N` — one [`StatusBody`] as JSON (the page
+//!   reads it once at load, so the first numbers never wait for the stream;
+//!   it is also the polling fallback and what tests read).
+//! - `GET /api/v1/status/stream?product=N` — Server-Sent Events: one
+//!   [`StatusBody`] every [`STREAM_INTERVAL`].
+//!
+//! `product` defaults to 1. The correctness numbers (stock, orders, oversold,
+//! lost updates, duplicates) are the database's ground truth from
+//! [`db::audit`], the same rows `/admin/audit` answers with, so the page can
+//! never disagree with the audit. `grabs_total` and `grabs_per_sec` are *this
+//! replica's* `seckill_grab_requests_total` (every outcome), the rate taken
+//! over the last [`RATE_WINDOW`] of samples by [`GrabRate`]; behind a load
+//! balancer each replica shows its own share, named by `replica`.
+
+use std::collections::VecDeque;
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+use actix_web::http::header;
+use actix_web::{get, web, HttpRequest, HttpResponse};
+
+use prometheus::core::Collector;
+use serde::{Deserialize, Serialize};
+use tokio::time::Instant;
+
+use crate::db;
+use crate::error::{ApiError, GrabError};
+use crate::metrics::Metrics;
+use crate::startup::AppState;
+
+/// The page, embedded at build time.
+pub const PAGE: &str = include_str!("../../static/status.html");
+
+/// Time between two events of the stream.
+pub const STREAM_INTERVAL: Duration = Duration::from_millis(500);
+
+/// Span of samples `grabs_per_sec` is averaged over.
+pub const RATE_WINDOW: Duration = Duration::from_millis(1_000);
+
+/// Longest a status read may take before the event reports the database
+/// as unavailable (the stream keeps going and recovers by itself).
+const READ_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The page may talk to this origin only; inline script and style are its own.
+const PAGE_CSP: &str = "default-src 'none'; script-src 'unsafe-inline'; \
+     style-src 'unsafe-inline'; connect-src 'self'; img-src 'self' data:; \
+     base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+/// What the page shows, for one product, as one replica sees it.
+#[derive(Debug, Clone, Serialize)]
+pub struct StatusBody {
+    /// Active strategy of this replica.
+    pub strategy: &'static str,
+    /// The strategy's promise, in one line.
+    pub guarantee: &'static str,
+    /// Product shown.
+    pub product_id: i64,
+    /// Stock column now (negative when a broken strategy oversold).
+    pub stock: i64,
+    /// Stock at the last reset.
+    pub initial_stock: i64,
+    /// Order rows.
+    pub orders: i64,
+    /// Units in those orders.
+    pub ordered_units: i64,
+    /// Units ordered beyond the initial stock.
+    pub oversold: i64,
+    /// Ordered units the stock column never saw.
+    pub lost_updates: i64,
+    /// Users holding more than one order.
+    pub duplicates: i64,
+    /// This replica's grab requests since it started, every outcome.
+    pub grabs_total: u64,
+    /// This replica's grab requests per second, over the last samples.
+    pub grabs_per_sec: f64,
+    /// Which replica answered (`host:port`).
+    pub replica: String,
+}
+
+/// Samples of this replica's grab counter, for a rate. Shared by every
+/// worker (registered once as app data), so the one-shot endpoint and every
+/// stream see the same recent history.
+#[derive(Debug, Default)]
+pub struct GrabRate {
+    samples: Mutex<VecDeque<(Instant, u64)>>,
+}
+
+impl GrabRate {
+    /// Record `total` at `now`; the rate since the oldest sample within
+    /// [`RATE_WINDOW`] (or the newest one just before it), 0 with no history.
+    pub fn observe(&self, now: Instant, total: u64) -> f64 {
+        let mut samples = self
+            .samples
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // Keep one sample older than the window as its baseline.
+        while samples.len() >= 2
+            && samples
+                .get(1)
+                .is_some_and(|(t, _)| now.saturating_duration_since(*t) >= RATE_WINDOW)
+        {
+            samples.pop_front();
+        }
+        let rate = match samples.front() {
+            Some(&(then, before)) if now > then => {
+                let secs = now.duration_since(then).as_secs_f64();
+                total.saturating_sub(before) as f64 / secs
+            }
+            _ => 0.0,
+        };
+        // Many readers at once: one sample per 50 ms is plenty.
+        if samples
+            .back()
+            .is_none_or(|(t, _)| now.saturating_duration_since(*t) >= Duration::from_millis(50))
+        {
+            samples.push_back((now, total));
+        }
+        rate
+    }
+}
+
+/// Sum of `seckill_grab_requests_total` over every label of this process.
+pub fn grabs_total(metrics: &Metrics) -> u64 {
+    let sum: f64 = metrics
+        .grab_requests
+        .collect()
+        .iter()
+        .flat_map(|family| family.get_metric())
+        .map(|m| m.get_counter().get_value())
+        .sum();
+    sum as u64
+}
+
+/// `?product=N`, kept as text so a bad value gets our JSON 400.
+#[derive(Debug, Deserialize)]
+pub struct StatusQuery {
+    product: Option<String>,
+}
+
+impl StatusQuery {
+    fn product_id(&self) -> Result<i64, ApiError> {
+        match self.product.as_deref() {
+            None | Some("") => Ok(1),
+            Some(raw) => super::product_id(raw.trim().parse().map_err(|_| {
+                ApiError::bad_request("invalid_product_id", "product must be a positive integer")
+            })?),
+        }
+    }
+}
+
+fn host_name() -> &'static str {
+    static HOST: OnceLock<String> = OnceLock::new();
+    HOST.get_or_init(|| {
+        std::env::var("HOSTNAME")
+            .ok()
+            .or_else(|| std::fs::read_to_string("/proc/sys/kernel/hostname").ok())
+            .map(|h| h.trim().to_owned())
+            .filter(|h| !h.is_empty())
+            .unwrap_or_else(|| "localhost".into())
+    })
+}
+
+/// `host:port` of the replica that serves `req`.
+fn replica(req: &HttpRequest) -> String {
+    format!("{}:{}", host_name(), req.app_config().local_addr().port())
+}
+
+/// Read the status of `product_id` now.
+pub async fn read(
+    state: &AppState,
+    rate: &GrabRate,
+    product_id: i64,
+    replica: String,
+) -> Result<StatusBody, GrabError> {
+    let rows = tokio::time::timeout(READ_TIMEOUT, db::audit(&state.deps.pool))
+        .await
+        .map_err(|_| GrabError::Unavailable {
+            dependency: crate::error::Dependency::Postgres,
+            detail: "status: audit query timed out".into(),
+        })??;
+    let row = rows
+        .into_iter()
+        .find(|r| r.product_id == product_id)
+        .ok_or(GrabError::NotFound)?;
+    let total = grabs_total(&state.deps.metrics);
+    let info = state.control.active().info();
+    Ok(StatusBody {
+        strategy: info.name,
+        guarantee: info.guarantee,
+        product_id,
+        stock: row.stock,
+        initial_stock: row.initial_stock,
+        orders: row.orders,
+        ordered_units: row.ordered_units,
+        oversold: row.oversold,
+        lost_updates: row.lost_updates,
+        duplicates: row.duplicates,
+        grabs_total: total,
+        grabs_per_sec: (rate.observe(Instant::now(), total) * 10.0).round() / 10.0,
+        replica,
+    })
+}
+
+/// The page.
+#[get("/")]
+pub async fn page() -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type("text/html; charset=utf-8")
+        .insert_header((header::CONTENT_SECURITY_POLICY, PAGE_CSP))
+        .insert_header((header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
+        .insert_header((header::CACHE_CONTROL, "no-cache"))
+        .body(PAGE)
+}
+
+/// The status once.
+#[get("/api/v1/status")]
+pub async fn status(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    rate: web::Data<GrabRate>,
+    query: web::Query<StatusQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let product_id = query.product_id()?;
+    let body = read(&state, &rate, product_id, replica(&req)).await?;
+    Ok(HttpResponse::Ok()
+        .insert_header((header::CACHE_CONTROL, "no-store"))
+        .json(body))
+}
+
+/// One SSE frame: `event: <name>` (omitted for the default `message`)
+/// and the JSON on one `data:` line.
+fn frame(event: Option<&str>, json: &str) -> web::Bytes {
+    match event {
+        Some(name) => web::Bytes::from(format!("event: {name}\ndata: {json}\n\n")),
+        None => web::Bytes::from(format!("data: {json}\n\n")),
+    }
+}
+
+/// The status as Server-Sent Events, every [`STREAM_INTERVAL`], until the
+/// client goes away. A failed read sends an `unavailable` event (the page
+/// marks its numbers stale) and the stream carries on.
+#[get("/api/v1/status/stream")]
+pub async fn status_stream(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    rate: web::Data<GrabRate>,
+    query: web::Query<StatusQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let product_id = query.product_id()?;
+    // Unknown product or a database down: answer now, not as an endless stream.
+    let first = read(&state, &rate, product_id, replica(&req)).await?;
+    let replica_name = first.replica.clone();
+    // The first event is `first`; the next one an interval later.
+    let mut ticker = tokio::time::interval_at(Instant::now() + STREAM_INTERVAL, STREAM_INTERVAL);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let events = futures::stream::unfold((ticker, Some(first)), move |(mut ticker, first)| {
+        let state = state.clone();
+        let rate = rate.clone();
+        let replica_name = replica_name.clone();
+        async move {
+            let bytes = match first {
+                Some(body) => frame(None, &serde_json::to_string(&body).unwrap_or_default()),
+                None => {
+                    ticker.tick().await;
+                    match read(&state, &rate, product_id, replica_name).await {
+                        Ok(body) => frame(None, &serde_json::to_string(&body).unwrap_or_default()),
+                        Err(e) => {
+                            tracing::warn!(error = %e, product_id, "status stream: read failed");
+                            frame(
+                                Some("unavailable"),
+                                r#"{"error":"unavailable","message":"status could not be read; retrying"}"#,
+                            )
+                        }
+                    }
+                }
+            };
+            Some((Ok::<_, actix_web::Error>(bytes), (ticker, None)))
+        }
+    });
+    Ok(HttpResponse::Ok()
+        .content_type("text/event-stream")
+        .insert_header((header::CACHE_CONTROL, "no-cache"))
+        // nginx (the compose stack's balancer) must pass events through at once.
+        .insert_header(("X-Accel-Buffering", "no"))
+        .streaming(events))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rate_is_zero_without_history_then_follows_the_counter() {
+        let rate = GrabRate::default();
+        let t0 = Instant::now();
+        assert!(rate.observe(t0, 100).abs() < f64::EPSILON);
+        let r = rate.observe(t0 + Duration::from_millis(500), 150);
+        assert!((r - 100.0).abs() < 1e-6, "{r}");
+        let r = rate.observe(t0 + Duration::from_millis(1_000), 250);
+        assert!((r - 150.0).abs() < 1e-6, "{r}");
+        // t0 leaves the window: the baseline becomes the 500 ms sample.
+        let r = rate.observe(t0 + Duration::from_millis(1_600), 250);
+        assert!((r - 100.0 / 1.1).abs() < 1e-6, "{r}");
+    }
+
+    #[test]
+    fn product_defaults_to_one_and_rejects_garbage() {
+        let q = |p: Option<&str>| StatusQuery {
+            product: p.map(str::to_owned),
+        };
+        assert_eq!(q(None).product_id().ok(), Some(1));
+        assert_eq!(q(Some("7")).product_id().ok(), Some(7));
+        assert!(q(Some("0")).product_id().is_err());
+        assert!(q(Some("x")).product_id().is_err());
+    }
+}
