@@ -277,10 +277,8 @@ async fn buyer(user: &mut GooseUser, plan: &Plan) -> TransactionResult {
     match w.shape {
         Shape::Burst => burst_gate(plan).await,
         Shape::Rate { per_sec } => {
-            let start = (*lock(&live.started)).unwrap_or_else(|| {
-                live.mark_started();
-                Instant::now()
-            });
+            live.mark_started();
+            let start = (*lock(&live.started)).unwrap_or_else(Instant::now);
             let slot = live.slot.fetch_add(1, Ordering::Relaxed);
             let at = start + Duration::from_secs_f64(slot as f64 / per_sec);
             let now = Instant::now();

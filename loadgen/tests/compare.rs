@@ -1,0 +1,474 @@
+//! The load generator against real replicas: two `seckill-app` processes
+//! sharing a real PostgreSQL database and a real `redis-server`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use seckill_testkit::{free_port, fresh_database, AppProcess, RedisServer};
+use serde_json::Value;
+
+const TOKEN: &str = "loadgen-test-token";
+
+struct Stack {
+    _redis: RedisServer,
+    database_url: String,
+    replicas: Vec<AppProcess>,
+}
+
+impl Stack {
+    async fn start(replicas: usize) -> Self {
+        let redis = RedisServer::start();
+        let database_url = fresh_database().await;
+        let env = vec![
+            ("SECKILL_DATABASE_URL", database_url.clone()),
+            ("SECKILL_REDIS_URL", redis.url()),
+            ("SECKILL_ADMIN_TOKEN", TOKEN.to_owned()),
+            ("SECKILL_SEED_PRODUCTS", "1:100,2:100".to_owned()),
+            ("SECKILL_CONTROL_REFRESH_MS", "50".to_owned()),
+            ("SECKILL_WORK_DELAY_MS", "2".to_owned()),
+            // A loaded CI machine can make 60 queued commits on one row slow:
+            // the test is about counts, so waits are roomy.
+            ("SECKILL_LOCK_WAIT_MS", "20000".to_owned()),
+            ("SECKILL_DATABASE_ACQUIRE_TIMEOUT_MS", "20000".to_owned()),
+            // Tests run side by side on one PostgreSQL (max_connections 100).
+            ("SECKILL_DATABASE_MAX_CONNECTIONS", "8".to_owned()),
+        ];
+        let replicas = (0..replicas).map(|_| AppProcess::start(&env)).collect();
+        Self {
+            _redis: redis,
+            database_url,
+            replicas,
+        }
+    }
+
+    fn urls(&self) -> String {
+        self.replicas
+            .iter()
+            .map(|r| r.address.clone())
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+}
+
+fn out_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "seckill-loadgen-test-{}-{name}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+fn loadgen(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_seckill-loadgen"))
+        .args(args)
+        .env("SECKILL_ADMIN_TOKEN", TOKEN)
+        .output()
+        .expect("run seckill-loadgen")
+}
+
+fn report(dir: &Path) -> Value {
+    let text = std::fs::read_to_string(dir.join("report.json")).expect("report.json written");
+    serde_json::from_str(&text).expect("report.json is JSON")
+}
+
+fn text(output: &Output) -> String {
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+/// Product 1's ground truth, straight from the database.
+async fn sql_audit(database_url: &str) -> (i64, i64, i64, i64, i64) {
+    let pool = sqlx::PgPool::connect(database_url).await.expect("connect");
+    let (initial, stock): (i64, i64) =
+        sqlx::query_as("SELECT initial_stock::BIGINT, stock::BIGINT FROM products WHERE id = 1")
+            .fetch_one(&pool)
+            .await
+            .expect("product 1");
+    let (orders, units): (i64, i64) = sqlx::query_as(
+        "SELECT COUNT(*)::BIGINT, COALESCE(SUM(quantity), 0)::BIGINT FROM orders WHERE product_id = 1",
+    )
+    .fetch_one(&pool)
+    .await
+    .expect("orders");
+    let (dups,): (i64,) = sqlx::query_as(
+        "SELECT COUNT(*)::BIGINT FROM (SELECT user_id FROM orders WHERE product_id = 1
+         GROUP BY user_id HAVING COUNT(*) > 1) d",
+    )
+    .fetch_one(&pool)
+    .await
+    .expect("duplicates");
+    pool.close().await;
+    let _ = initial;
+    (stock, orders, units, dups, initial)
+}
+
+fn run_of<'a>(report: &'a Value, strategy: &str) -> &'a Value {
+    report["runs"]
+        .as_array()
+        .expect("runs")
+        .iter()
+        .find(|r| r["strategy"] == strategy)
+        .unwrap_or_else(|| panic!("run of {strategy} in {report}"))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn compare_on_two_replicas_matches_the_database() {
+    let stack = Stack::start(2).await;
+    let dir = out_dir("compare");
+    let urls = stack.urls();
+    let output = loadgen(&[
+        "compare",
+        "--url",
+        &urls,
+        "--strategies",
+        "set-nx-px-token,local-mutex,redis-lua-stock,none",
+        "--stock",
+        "30",
+        "--users",
+        "20",
+        "--out",
+        dir.to_str().expect("utf-8 path"),
+        "--quiet",
+    ]);
+    // `none` and `local-mutex` on two replicas are expected to break: exit 0.
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("expected-unsafe"), "{stdout}");
+
+    let report = report(&dir);
+    assert_eq!(report["replicas"].as_array().map(Vec::len), Some(2));
+    for safe in ["set-nx-px-token", "redis-lua-stock"] {
+        let run = run_of(&report, safe);
+        assert_eq!(run["verdict"], "safe", "{run}");
+        assert_eq!(run["orders"], 30, "{run}");
+        assert_eq!(run["stock_left"], 0, "{run}");
+        assert_eq!(run["oversold"], 0, "{run}");
+        assert_eq!(run["lost_updates"], 0, "{run}");
+        assert_eq!(run["outcomes"]["ordered"], 30, "{run}");
+        assert!(run["grabs_per_sec"].as_f64().expect("rate") > 0.0, "{run}");
+        assert!(run["p99_ms"].as_f64().expect("p99") >= run["p50_ms"].as_f64().expect("p50"));
+    }
+    // The lock's own figures come from the replicas' /metrics deltas.
+    let token = run_of(&report, "set-nx-px-token");
+    assert!(
+        token["lock"]["attempts"].as_u64().expect("attempts") >= 30,
+        "{token}"
+    );
+
+    // The last run (`none`) is what the database holds now.
+    let none = run_of(&report, "none");
+    let (stock, orders, units, dups, initial) = sql_audit(&stack.database_url).await;
+    assert_eq!(none["orders"], orders, "{none}");
+    assert_eq!(none["ordered_units"], units, "{none}");
+    assert_eq!(none["stock_left"], stock, "{none}");
+    assert_eq!(none["duplicates"], dups, "{none}");
+    assert_eq!(none["oversold"], (units - initial).max(0), "{none}");
+    assert_eq!(none["lost_updates"], units - (initial - stock), "{none}");
+    assert_eq!(none["verdict"], "expected-unsafe", "{none}");
+    assert_eq!(
+        none["violations"], true,
+        "none must show its lesson: {none}"
+    );
+    assert_eq!(
+        none["outcomes"]["ordered"], orders,
+        "client and database agree: {none}"
+    );
+    assert_eq!(run_of(&report, "local-mutex")["verdict"], "expected-unsafe");
+
+    // Every report form, and goose's own report per strategy.
+    for file in [
+        "report.md",
+        "report.html",
+        "goose/none.html",
+        "goose/set-nx-px-token.html",
+    ] {
+        let path = dir.join(file);
+        let len = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+        assert!(len > 200, "{} written", path.display());
+    }
+    let markdown = std::fs::read_to_string(dir.join("report.md")).expect("md");
+    assert!(markdown.contains("| set-nx-px-token |"), "{markdown}");
+
+    // Asked to treat `none` as safe, the same lesson is a failure: exit 1.
+    let dir2 = out_dir("strict");
+    let output = loadgen(&[
+        "run",
+        "--url",
+        &urls,
+        "--strategy",
+        "none",
+        "--stock",
+        "30",
+        "--users",
+        "20",
+        "--treat-as-safe",
+        "none",
+        "--out",
+        dir2.to_str().expect("utf-8 path"),
+        "--quiet",
+    ]);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("VIOLATION: none"));
+    assert_eq!(run_of(&report_of(&dir2), "none")["verdict"], "VIOLATION");
+
+    // The HTML report renders in a real browser with its charts.
+    check_html_in_chromium(&dir.join("report.html"), &dir.join("shot.png"));
+    check_html_in_chromium(&dir2.join("report.html"), &dir2.join("shot.png"));
+}
+
+fn report_of(dir: &Path) -> Value {
+    report(dir)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn burst_each_buyer_once_and_rate_follows_its_schedule() {
+    let stack = Stack::start(2).await;
+    let urls = stack.urls();
+    let dir = out_dir("burst");
+    let output = loadgen(&[
+        "run",
+        "--url",
+        &urls,
+        "--strategy",
+        "pg-atomic",
+        "--burst",
+        "60",
+        "--stock",
+        "40",
+        "--out",
+        dir.to_str().expect("utf-8"),
+        "--quiet",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let run = run_of(&report(&dir), "pg-atomic").clone();
+    // 60 buyers, one grab each: 40 orders, 20 told sold out, nothing else.
+    assert_eq!(run["outcomes"]["ordered"], 40, "{run}");
+    assert_eq!(run["outcomes"]["sold_out"], 20, "{run}");
+    assert_eq!(run["grabs"], 60, "{run}");
+    assert_eq!(run["orders"], 40, "{run}");
+
+    // Repeat buyers get `already_purchased`; several products share the load.
+    let dir = out_dir("repeat");
+    let output = loadgen(&[
+        "run",
+        "--url",
+        &urls,
+        "--strategy",
+        "pg-for-update",
+        "--users",
+        "10",
+        "--stock",
+        "1000",
+        "--products",
+        "2",
+        "--repeat-ratio",
+        "0.5",
+        "--run-time",
+        "2s",
+        "--out",
+        dir.to_str().expect("utf-8"),
+        "--quiet",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let run = run_of(&report(&dir), "pg-for-update").clone();
+    assert!(
+        run["outcomes"]["already_purchased"].as_u64() > Some(0),
+        "{run}"
+    );
+    assert_eq!(run["duplicates"], 0, "{run}");
+    assert_eq!(run["audit"].as_array().map(Vec::len), Some(2), "{run}");
+    let per_product: Vec<i64> = run["audit"]
+        .as_array()
+        .expect("audit rows")
+        .iter()
+        .map(|r| r["orders"].as_i64().expect("orders"))
+        .collect();
+    assert!(
+        per_product.iter().all(|n| *n > 0),
+        "both products sold: {run}"
+    );
+
+    // An open rate: grabs are scheduled, not sent as fast as answered.
+    let dir = out_dir("rate");
+    let output = loadgen(&[
+        "run",
+        "--url",
+        &urls,
+        "--strategy",
+        "pg-atomic",
+        "--rate",
+        "100",
+        "--users",
+        "20",
+        "--stock",
+        "100000",
+        "--run-time",
+        "3s",
+        "--out",
+        dir.to_str().expect("utf-8"),
+        "--quiet",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let run = run_of(&report(&dir), "pg-atomic").clone();
+    let rate = run["grabs_per_sec"].as_f64().expect("rate");
+    // Scheduled at 100/s: a closed loop of 20 users would send thousands
+    // per second; the schedule can run late on a loaded machine, never early.
+    assert!((40.0..=110.0).contains(&rate), "{rate} grabs/s: {run}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn clear_errors_for_wrong_url_token_and_strategy() {
+    let stack = Stack::start(1).await;
+    let urls = stack.urls();
+    let dir = out_dir("errors");
+    let dir = dir.to_str().expect("utf-8");
+
+    let dead = format!("http://127.0.0.1:{}", free_port());
+    let output = loadgen(&["run", "--url", &dead, "--strategy", "none", "--out", dir]);
+    assert_eq!(output.status.code(), Some(3), "{}", text(&output));
+    assert!(
+        text(&output).contains("cannot reach the service"),
+        "{}",
+        text(&output)
+    );
+
+    let output = Command::new(env!("CARGO_BIN_EXE_seckill-loadgen"))
+        .args(["run", "--url", &urls, "--strategy", "none", "--out", dir])
+        .env("SECKILL_ADMIN_TOKEN", "wrong")
+        .output()
+        .expect("run");
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output));
+    assert!(
+        text(&output).contains("admin token was refused"),
+        "{}",
+        text(&output)
+    );
+
+    let output = loadgen(&[
+        "run",
+        "--url",
+        &urls,
+        "--strategy",
+        "no-such-lock",
+        "--out",
+        dir,
+    ]);
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output));
+    let all = text(&output);
+    assert!(all.contains("unknown strategy \"no-such-lock\""), "{all}");
+    assert!(
+        all.contains("set-nx-px-token"),
+        "lists the known names: {all}"
+    );
+
+    let output = loadgen(&[
+        "run",
+        "--url",
+        &urls,
+        "--strategy",
+        "none",
+        "--products",
+        "3",
+        "--out",
+        dir,
+    ]);
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output));
+    assert!(
+        text(&output).contains("product 3 does not exist"),
+        "{}",
+        text(&output)
+    );
+}
+
+/// Open the report in headless Chromium: the DOM has the chart bars, and the
+/// screenshot shows them in their colours (blue = safe, orange = expected
+/// to break, red = a safe strategy that broke).
+fn check_html_in_chromium(html: &Path, shot: &Path) {
+    let Some(chromium) = ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+    else {
+        assert!(
+            std::env::var_os("SECKILL_REQUIRE_CHROMIUM").is_none(),
+            "chromium missing but SECKILL_REQUIRE_CHROMIUM is set"
+        );
+        eprintln!("SKIPPED the browser check: no chromium (apt-get install chromium)");
+        return;
+    };
+    let url = format!("file://{}", html.display());
+    let dom = Command::new(chromium)
+        .args([
+            "--headless=new",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--dump-dom",
+            &url,
+        ])
+        .output()
+        .expect("chromium --dump-dom");
+    let dom = String::from_utf8_lossy(&dom.stdout);
+    assert!(
+        dom.contains("id=\"chart-throughput\""),
+        "throughput chart in the DOM"
+    );
+    assert!(dom.contains("id=\"chart-p99\""), "p99 chart in the DOM");
+    assert!(dom.matches("class=\"bar\"").count() >= 2, "bars drawn");
+
+    let status = Command::new(chromium)
+        .args([
+            "--headless=new",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            "--window-size=1100,900",
+            &format!("--screenshot={}", shot.display()),
+            &url,
+        ])
+        .output()
+        .expect("chromium --screenshot");
+    assert!(shot.exists(), "screenshot written: {}", text(&status));
+    let colours = palette(shot);
+    let has = |rgb: (u8, u8, u8)| {
+        colours
+            .iter()
+            .any(|c| c.0.abs_diff(rgb.0) < 8 && c.1.abs_diff(rgb.1) < 8 && c.2.abs_diff(rgb.2) < 8)
+    };
+    let report: Value = serde_json::from_str(
+        &std::fs::read_to_string(html.with_file_name("report.json")).expect("json"),
+    )
+    .expect("json");
+    for run in report["runs"].as_array().expect("runs") {
+        let (name, rgb) = match run["verdict"].as_str() {
+            Some("safe") => ("blue", (0x4a, 0x90, 0xd9)),
+            Some("expected-unsafe") => ("orange", (0xf5, 0xa6, 0x23)),
+            _ => ("red", (0xd3, 0x2f, 0x2f)),
+        };
+        assert!(
+            has(rgb),
+            "a {name} bar for {} on the screenshot",
+            run["strategy"]
+        );
+    }
+}
+
+/// Distinct colours of a PNG.
+fn palette(path: &Path) -> std::collections::HashSet<(u8, u8, u8)> {
+    let decoder = png::Decoder::new(std::fs::File::open(path).expect("png"));
+    let mut reader = decoder.read_info().expect("png header");
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).expect("png frame");
+    let step = match info.color_type {
+        png::ColorType::Rgba => 4,
+        png::ColorType::Rgb => 3,
+        other => panic!("unexpected png colour type {other:?}"),
+    };
+    buf[..info.buffer_size()]
+        .chunks(step)
+        .map(|p| (p[0], p[1], p[2]))
+        .collect()
+}
