@@ -144,6 +144,14 @@ pid_alive() {
   [[ "$comm" == "${2:0:15}" ]]
 }
 
+# running <pid>: alive and not a zombie waiting for its parent (a daemon's
+# parent is init, which may reap late).
+running() {
+  local state
+  state=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) || return 1
+  [[ -n "$state" && "$state" != Z ]]
+}
+
 # stop_pid <name> <program> [<name> <program>...]: stop the processes of
 # STACK_DIR/<name>.pid — all signalled at once, then waited for (a replica
 # finishes its in-flight requests), killed after 10 s.
@@ -161,11 +169,11 @@ stop_pid() {
   [[ ${#pids[@]} -eq 0 ]] && return 0
   for _ in $(seq 1 100); do
     local alive=0
-    for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
+    for pid in "${pids[@]}"; do if running "$pid"; then alive=1; fi; done
     [[ $alive == 0 ]] && break
     sleep 0.1
   done
-  for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && kill -9 "$pid" 2>/dev/null; done
+  for pid in "${pids[@]}"; do if running "$pid"; then kill -9 "$pid" 2>/dev/null || true; fi; done
   say "stopped ${names[*]}"
 }
 
@@ -404,6 +412,8 @@ stack_up() {
   mkdir -p "$STACK_DIR"
   [[ -x "$APP_BIN" ]] || die "$APP_BIN is missing: cargo build --release -p seckill-app -p seckill-loadgen"
   stack_postgres
+  stop_pid redis redis-server redlock-1 redis-server redlock-2 redis-server redlock-3 redis-server \
+    redlock-4 redis-server redlock-5 redis-server
   start_redis redis
   REDLOCK_URLS=""
   for i in 1 2 3 4 5; do
