@@ -1,6 +1,6 @@
 # seckill-lab — the commands a person types. Each target says what it does.
 SHELL := /bin/bash
-.PHONY: demo demo-stop test check check-stack check-panels fmt clippy build bench-locks
+.PHONY: demo demo-stop test check check-stack check-panels fmt clippy build bench bench-locks
 
 ## Run the demo without Docker: own PostgreSQL, Redis, five Redlock nodes,
 ## three replicas, nginx, Prometheus (state in .demo/), then a short
@@ -38,6 +38,11 @@ clippy:
 
 build:
 	cargo build --workspace --locked
+
+## Service benchmarks: HTTP grabs/s beside pgbench running the same transaction,
+## Redis locks beside pg-for-update, goose beside wrk, peak RSS at 1000 users.
+bench:
+	@scripts/bench.sh
 
 ## Lock benchmarks: each figure beside the raw Redis floor of the same run.
 bench-locks:

@@ -29,8 +29,12 @@ STACK_DIR=${STACK_DIR:-"$STACK_ROOT/.demo"}
 STACK_REPLICAS=${STACK_REPLICAS:-3}
 STACK_LB=${STACK_LB:-1}
 STACK_TOKEN=${SECKILL_ADMIN_TOKEN:-seckill-demo-admin}
-APP_BIN="$STACK_ROOT/target/release/seckill-app"
-LOADGEN_BIN="$STACK_ROOT/target/release/seckill-loadgen"
+# SECKILL_BIN_DIR (absolute, or relative to the repo) points at other builds,
+# e.g. target/debug after `make test` built them there (CI's check-panels).
+BIN_DIR=${SECKILL_BIN_DIR:-target/release}
+[[ "$BIN_DIR" = /* ]] || BIN_DIR="$STACK_ROOT/$BIN_DIR"
+APP_BIN="$BIN_DIR/seckill-app"
+LOADGEN_BIN="$BIN_DIR/seckill-loadgen"
 
 say() { printf '\033[1m[seckill]\033[0m %s\n' "$*"; }
 die() { printf '\033[1;31m[seckill]\033[0m %s\n' "$*" >&2; exit 1; }

@@ -52,6 +52,29 @@ enum Command {
         #[command(flatten)]
         common: Common,
     },
+    /// Read-only load: GET one path (default: product 1) with N users for a
+    /// fixed time and print requests/s and latency as JSON. Used by
+    /// `make bench` to check goose keeps up with `wrk`, and to load the
+    /// read path while memory is measured.
+    Probe {
+        /// App replica base URL (repeat or comma-separate for several).
+        #[arg(
+            long = "url",
+            short = 'H',
+            value_delimiter = ',',
+            default_value = "http://127.0.0.1:8080"
+        )]
+        urls: Vec<String>,
+        /// Path to GET.
+        #[arg(long, default_value = "/api/v1/products/1")]
+        path: String,
+        /// Concurrent users (one connection each).
+        #[arg(long, short = 'u', default_value_t = 50)]
+        users: usize,
+        /// How long.
+        #[arg(long, short = 't', value_parser = parse_duration, default_value = "10s")]
+        run_time: Duration,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -96,7 +119,7 @@ struct LoadArgs {
     /// as answered. With --rate: the concurrency available to the schedule.
     #[arg(long, short = 'u', default_value_t = 50)]
     users: usize,
-    /// Users started per second [default: all within the first second].
+    /// Users started per second [default: all at once, users × 20 per second].
     #[arg(long, short = 'r', alias = "hatch-rate")]
     increase_rate: Option<f64>,
     /// Fixed run length per strategy, e.g. 30s, 2m [default: until sold out].
@@ -204,7 +227,8 @@ impl LoadArgs {
             }
         }
         let increase_rate = match (shape, self.increase_rate) {
-            (Shape::Burst, _) | (_, None) => users as f64,
+            // Effectively at once: goose starts them within ~50 ms.
+            (Shape::Burst, _) | (_, None) => users as f64 * 20.0,
             (_, Some(r)) if r > 0.0 => r,
             (_, Some(_)) => return Err("--increase-rate must be above 0".into()),
         };
@@ -237,6 +261,12 @@ pub async fn main() -> ExitCode {
     let (strategies, common) = match cli.command {
         Command::Run { strategy, common } => (vec![strategy], common),
         Command::Compare { strategies, common } => (strategies, common),
+        Command::Probe {
+            urls,
+            path,
+            users,
+            run_time,
+        } => return probe(urls, &path, users, run_time).await,
     };
     match execute(strategies, &common).await {
         Ok(report) => {
@@ -265,6 +295,38 @@ pub async fn main() -> ExitCode {
             ExitCode::from(code)
         }
     }
+}
+
+async fn probe(urls: Vec<String>, path: &str, users: usize, run_time: Duration) -> ExitCode {
+    let live = Arc::new(Live::default());
+    if let Err(e) = workload::probe(&urls, path, users, run_time, live.clone()).await {
+        eprintln!("seckill-loadgen: probe failed: {e:#}");
+        return ExitCode::from(3);
+    }
+    let secs = live.elapsed().as_secs_f64().max(1e-3);
+    let ok = live.outcome("ordered");
+    let errors = live.outcome("error");
+    println!(
+        "{}",
+        json!({
+            "path": path,
+            "users": users,
+            "duration_s": secs,
+            "requests": ok + errors,
+            "errors": errors,
+            "requests_per_sec": (ok + errors) as f64 / secs,
+            "p50_ms": live.latency_ms(0.50),
+            "p99_ms": live.latency_ms(0.99),
+        })
+    );
+    if ok == 0 {
+        eprintln!(
+            "seckill-loadgen: no successful answer from {}",
+            urls.join(", ")
+        );
+        return ExitCode::from(3);
+    }
+    ExitCode::SUCCESS
 }
 
 /// Run `strategies` (empty = all) with `common`'s workload and write the reports.

@@ -263,6 +263,75 @@ pub async fn run(
     Ok(metrics?)
 }
 
+/// Read-only load: `users` goose users GET `path` (spread over `urls`) for
+/// `run_time`, recording each answer in `live` (2xx → "ordered" slot, as a
+/// plain success count; anything else → "error"). Used by `probe` to
+/// measure the load generator against `wrk` and the service's read path.
+pub async fn probe(
+    urls: &[String],
+    path: &str,
+    users: usize,
+    run_time: Duration,
+    live: Arc<Live>,
+) -> anyhow::Result<GooseMetrics> {
+    let mut config = GooseConfiguration::default();
+    config.host = Some(urls[0].clone());
+    config.users = Some(users);
+    config.increase_rate = Some(format!("{}", users * 20));
+    config.run_time = Some(format!("{}", run_time.as_secs().max(1)));
+    config.quiet = 1;
+    config.no_print_metrics = true;
+    config.no_error_summary = true;
+    config.no_telnet = true;
+    // Latency and counts are recorded in `live`; goose's per-transaction
+    // and per-scenario aggregates would only cost client CPU here.
+    config.no_transaction_metrics = true;
+    config.no_scenario_metrics = true;
+    config.no_status_codes = true;
+    let urls = Arc::new(urls.to_vec());
+    let on_start = {
+        let urls = urls.clone();
+        Transaction::new(Arc::new(move |user: &mut GooseUser| {
+            let urls = urls.clone();
+            Box::pin(async move {
+                let base = &urls[user.weighted_users_index % urls.len()];
+                user.set_base_url(base)?;
+                Ok(())
+            })
+        }))
+        .set_on_start()
+    };
+    let path: Arc<str> = Arc::from(path);
+    let get = Transaction::new(Arc::new(move |user: &mut GooseUser| {
+        let live = live.clone();
+        let path = path.clone();
+        Box::pin(async move {
+            live.mark_started();
+            let sent = Instant::now();
+            let response = user.get(&path).await?;
+            let ok = response
+                .response
+                .as_ref()
+                .is_ok_and(|r| r.status().is_success());
+            if let Ok(r) = response.response {
+                let _ = r.bytes().await;
+            }
+            live.record(if ok { 0 } else { 5 }, 0, sent.elapsed());
+            Ok(())
+        })
+    }))
+    .set_name("probe");
+    let scenario = scenario!("readers")
+        .register_transaction(on_start)
+        .register_transaction(get);
+    let metrics = GooseAttack::initialize_with_config(config)?
+        .register_scenario(scenario)
+        .execute()
+        .await;
+    goose::reset_killswitch();
+    Ok(metrics?)
+}
+
 /// One buyer: wait for the burst gate or the rate schedule, then grab until
 /// a final answer.
 async fn buyer(user: &mut GooseUser, plan: &Plan) -> TransactionResult {

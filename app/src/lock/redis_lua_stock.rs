@@ -4,25 +4,40 @@
 //! **Seed step:** 001 "TCC": *Try* reserves the resource
 //! ([`stock_try.lua`]: check the buyer, check the stock, decrement — one
 //! atomic script), *Confirm* persists the order (one PostgreSQL
-//! transaction that inserts it and decrements the stock column), *Cancel*
-//! gives the reservation back when Confirm fails ([`stock_cancel.lua`]).
+//! statement that inserts it), *Cancel* gives the reservation back when
+//! Confirm fails ([`stock_cancel.lua`]).
 //!
 //! **Guarantee:** safe, and the throughput ceiling: the only serialised
 //! step is one script inside Redis. Redis never hands out more than it was
 //! loaded with, so the database cannot oversell.
 //!
+//! **Write-behind of the stock column.** Under this strategy Redis is the
+//! stock's system of record and `products.stock` is a copy written behind:
+//! each replica copies `stock:product:{id}` into the column at most
+//! [`WRITE_BEHIND`] after an order it confirmed, and `GET /admin/audit`
+//! copies it first ([`sync_stock_column`]). So no grab touches the hot
+//! `products` row — a grab is one Lua call and one `INSERT`, and inserts of
+//! different buyers commit side by side (group commit) instead of queueing
+//! on one row lock. During a run the column (and the audit gauges) lag by
+//! up to [`WRITE_BEHIND`]; when the run is over they agree with the orders.
+//!
 //! **How it fails:** the two stores can drift. If Confirm fails *and* Cancel
 //! cannot reach Redis, the reservation is lost (undersold, never oversold),
 //! and is logged. Switching to this strategy, resetting a product, or a
-//! missing key loads Redis from the database; grabs in flight across a
-//! switch can be counted twice — switch between runs, not during one.
+//! missing key loads Redis from the database (the lower of the column and
+//! `initial_stock − ordered units`, so a column that lags never hands out
+//! stock twice); grabs in flight across a switch can be counted twice —
+//! switch between runs, not during one.
 //!
 //! Keys: `stock:product:{id}` (units left) and `buyers:product:{id}` (a set
 //! of user ids, the one-order-per-user rule kept inside the script).
 
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
 use async_trait::async_trait;
 use redis::Script;
-use sqlx::PgConnection;
 
 use super::{Deps, GrabContext, GrabRequest, Order, Safety, Strategy, StrategyInfo};
 use crate::error::GrabError;
@@ -46,11 +61,15 @@ pub fn buyers_key(product_id: i64) -> String {
     format!("buyers:product:{product_id}")
 }
 
-/// Try/cancel scripts, compiled once.
+/// How long after an order the stock column is brought up to date.
+pub const WRITE_BEHIND: Duration = Duration::from_millis(100);
+
+/// Try/cancel scripts, compiled once; products whose column awaits a copy.
 #[derive(Debug)]
 pub struct RedisLuaStock {
     try_script: Script,
     cancel_script: Script,
+    pending: Arc<Mutex<HashSet<i64>>>,
 }
 
 impl Default for RedisLuaStock {
@@ -69,7 +88,36 @@ impl RedisLuaStock {
         Self {
             try_script: Script::new(include_str!("stock_try.lua")),
             cancel_script: Script::new(include_str!("stock_cancel.lua")),
+            pending: Arc::default(),
         }
+    }
+
+    /// Schedule one copy of the product's Redis stock into its column,
+    /// [`WRITE_BEHIND`] from now, unless one is already scheduled. The flag
+    /// is cleared *before* Redis is read, so a decrement after the read
+    /// schedules the next copy: the column always converges.
+    fn write_behind(&self, deps: &Deps, product_id: i64) {
+        {
+            let mut pending = self
+                .pending
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if !pending.insert(product_id) {
+                return;
+            }
+        }
+        let pending = self.pending.clone();
+        let deps = deps.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(WRITE_BEHIND).await;
+            pending
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .remove(&product_id);
+            if let Err(e) = sync_stock_column(&deps, Some(product_id)).await {
+                tracing::warn!(product_id, error = %e, "redis-lua-stock write-behind failed; the next order or audit retries");
+            }
+        });
     }
 
     async fn try_reserve(&self, deps: &Deps, req: GrabRequest) -> Result<i64, GrabError> {
@@ -112,10 +160,15 @@ pub async fn load_product(
     product_id: i64,
     only_if_missing: bool,
 ) -> Result<(), GrabError> {
-    let stock: Option<i64> = sqlx::query_scalar("SELECT stock FROM products WHERE id = $1")
-        .bind(product_id)
-        .fetch_optional(&deps.pool)
-        .await?;
+    // The column may lag (write-behind); the orders never do.
+    let stock: Option<i64> = sqlx::query_scalar(
+        "SELECT LEAST(p.stock, p.initial_stock - COALESCE(
+                    (SELECT SUM(quantity) FROM orders o WHERE o.product_id = p.id), 0))::BIGINT
+         FROM products p WHERE p.id = $1",
+    )
+    .bind(product_id)
+    .fetch_optional(&deps.pool)
+    .await?;
     let stock = stock.ok_or(GrabError::NotFound)?;
     let buyers: Vec<i64> =
         sqlx::query_scalar("SELECT DISTINCT user_id FROM orders WHERE product_id = $1")
@@ -148,13 +201,32 @@ pub async fn load_product(
     Ok(())
 }
 
-async fn confirm(conn: &mut PgConnection, req: GrabRequest) -> Result<Order, GrabError> {
-    sqlx::query("UPDATE products SET stock = stock - $2, updated_at = now() WHERE id = $1")
-        .bind(req.product_id)
-        .bind(i64::from(req.quantity))
-        .execute(&mut *conn)
-        .await?;
-    insert_order(conn, req, INFO.name, None).await
+/// Copy the Redis stock of `product_id` (or of every product) into the
+/// `products.stock` column, where the key exists.
+pub async fn sync_stock_column(deps: &Deps, product_id: Option<i64>) -> Result<(), GrabError> {
+    let ids: Vec<i64> = match product_id {
+        Some(id) => vec![id],
+        None => {
+            sqlx::query_scalar("SELECT id FROM products ORDER BY id")
+                .fetch_all(&deps.pool)
+                .await?
+        }
+    };
+    let mut conn = deps.redis.clone();
+    let keys: Vec<String> = ids.iter().map(|id| stock_key(*id)).collect();
+    let values: Vec<Option<i64>> = redis::cmd("MGET").arg(&keys).query_async(&mut conn).await?;
+    for (id, value) in ids.iter().zip(values) {
+        if let Some(stock) = value {
+            sqlx::query(
+                "UPDATE products SET stock = $2, updated_at = now() WHERE id = $1 AND stock <> $2",
+            )
+            .bind(id)
+            .bind(stock)
+            .execute(&deps.pool)
+            .await?;
+        }
+    }
+    Ok(())
 }
 
 #[async_trait]
@@ -178,17 +250,15 @@ impl Strategy for RedisLuaStock {
             n if n < 0 => return Err(GrabError::Internal(format!("stock script answered {n}"))),
             _ => {}
         }
-        // Confirm, or Cancel.
-        let confirmed = async {
-            let mut tx = deps.pool.begin().await?;
-            let order = confirm(&mut tx, req).await?;
-            tx.commit().await?;
-            Ok::<_, GrabError>(order)
-        }
-        .await;
+        // Confirm (one autocommit INSERT), or Cancel.
+        let confirmed = match deps.pool.acquire().await {
+            Ok(mut conn) => insert_order(&mut conn, req, INFO.name, None).await,
+            Err(e) => Err(e.into()),
+        };
         if confirmed.is_err() {
             self.cancel(deps, req).await;
         }
+        self.write_behind(deps, req.product_id);
         confirmed
     }
 

@@ -220,3 +220,58 @@ async fn unlock_before_commit_lets_the_next_holder_read_a_stale_stock() {
         "releasing before commit must lose updates under contention: {audit} {outcomes:?}"
     );
 }
+
+/// `redis-lua-stock` never touches the hot row in a grab: the stock column
+/// is written behind from Redis. It converges without anyone asking, and a
+/// Redis that lost its keys is reloaded from what the orders prove was sold
+/// (the lagging column can never hand stock out twice).
+#[tokio::test]
+async fn redis_lua_stock_writes_the_stock_column_behind() {
+    let redis = RedisServer::start();
+    let db = fresh_database().await;
+    let app = TestApp::spawn(AppOptions::new(&db, &redis.url()).strategy("redis-lua-stock")).await;
+    app.reset(1, STOCK).await;
+    let outcomes = hammer(&[&app], 1, 1, BUYERS).await;
+    assert_eq!(
+        outcomes.get("201").copied(),
+        Some(STOCK as u64),
+        "{outcomes:?}"
+    );
+
+    let pool = sqlx::PgPool::connect(&db).await.expect("connect");
+    let column = || async {
+        sqlx::query_scalar::<_, i64>("SELECT stock::BIGINT FROM products WHERE id = 1")
+            .fetch_one(&pool)
+            .await
+            .expect("stock")
+    };
+    // Written behind within WRITE_BEHIND (100 ms); no audit call in between.
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
+    while column().await != 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "column never caught up"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+
+    // Redis loses everything, and the column is made to lag on purpose.
+    let _: () = redis::cmd("FLUSHALL")
+        .query(&mut redis.conn())
+        .expect("flushall");
+    sqlx::query("UPDATE products SET stock = 30 WHERE id = 1")
+        .execute(&pool)
+        .await
+        .expect("lagging column");
+    let outcomes = hammer(&[&app], 1, 10_000, 20).await;
+    assert_eq!(
+        outcomes.get("409 sold_out").copied(),
+        Some(20),
+        "{outcomes:?}"
+    );
+    let audit = app.audit(1).await;
+    assert_eq!(audit["orders"], STOCK, "{audit}");
+    assert_eq!(audit["oversold"], 0, "{audit}");
+    pool.close().await;
+    app.stop().await;
+}

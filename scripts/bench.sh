@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# `make bench`: the service's throughput beside the raw floors, measured in
+# one run on this machine, each ratio printed with its goal (issue 6).
+#
+#   pg-atomic / pgbench(same transaction)         goal >= 0.60
+#   pg-for-update / pgbench(same transaction)     goal >= 0.60
+#   set-nx-px-token / pg-for-update (hot product) goal >= 0.70
+#   redlock / pg-for-update (5 nodes, hot)        goal >= 0.50
+#   redis-lua-stock / pg-atomic (orders/s)        goal >= 2.00
+#   goose GET product / wrk (same connections)    goal >= 0.70
+#   peak RSS of one replica, 1000 users           goal <= 64 MiB (+ GET p99)
+#
+# Everything runs against the same PostgreSQL (the machine's, or the own
+# cluster services.sh starts) and its own redis-servers on free ports.
+# BENCH_CLIENTS (16), BENCH_SECONDS (10), BENCH_SYNC (on: the app's default
+# synchronous_commit; pgbench sessions get the same) tune it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/services.sh
+ensure_packages
+apt_install pgbench postgresql-client
+apt_install wrk wrk
+ensure_postgres
+
+C=${BENCH_CLIENTS:-16}
+T=${BENCH_SECONDS:-10}
+SYNC=${BENCH_SYNC:-on}
+STATE=.state/bench
+mkdir -p "$STATE"
+PIDS=()
+cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
+trap cleanup EXIT
+
+say "building release binaries"
+cargo build --release --locked -p seckill-app -p seckill-loadgen 2>&1 | tail -n 1
+
+redis_on() {
+  redis-server --port "$1" --bind 127.0.0.1 --save "" --appendonly no --daemonize no >/dev/null &
+  PIDS+=($!)
+}
+REDIS_PORT=$(free_port); redis_on "$REDIS_PORT"
+REDLOCK=()
+for _ in 1 2 3 4 5; do p=$(free_port); redis_on "$p"; REDLOCK+=("redis://127.0.0.1:$p"); done
+sleep 0.3
+
+DB=seckill_bench
+psql "$PG_ADMIN_URL" -qc "DROP DATABASE IF EXISTS $DB" -c "CREATE DATABASE $DB"
+DB_URL=$(with_database "$PG_ADMIN_URL" "$DB")
+APP_PORT=$(free_port)
+APP="http://127.0.0.1:$APP_PORT"
+SECKILL_LISTEN=127.0.0.1:$APP_PORT SECKILL_DATABASE_URL=$DB_URL \
+SECKILL_REDIS_URL=redis://127.0.0.1:$REDIS_PORT \
+SECKILL_REDLOCK_URLS=$(IFS=,; echo "${REDLOCK[*]}") \
+SECKILL_WORK_DELAY_MS=0 SECKILL_SYNCHRONOUS_COMMIT=$SYNC \
+SECKILL_SEED_PRODUCTS=1:100000000 RUST_LOG=warn \
+  target/release/seckill-app >"$STATE/app.log" 2>&1 &
+APP_PID=$!; PIDS+=($APP_PID)
+for _ in $(seq 100); do curl -fs "$APP/health/ready" >/dev/null 2>&1 && break; sleep 0.1; done
+curl -fs "$APP/health/ready" >/dev/null || { say "the app did not start: $(tail -5 "$STATE/app.log")"; exit 1; }
+
+STOCK=100000000
+reset_db() {
+  curl -fs -X POST -H 'Authorization: Bearer seckill-demo-admin' -H 'content-type: application/json' \
+    -d "{\"stock\": $STOCK}" "$APP/admin/products/1/reset" >/dev/null
+  psql "$DB_URL" -qc "VACUUM ANALYZE orders" -c "VACUUM ANALYZE products" >/dev/null
+}
+
+pgbench_tps() { # script
+  reset_db
+  PGOPTIONS="-c synchronous_commit=$SYNC" pgbench -n -M prepared -c "$C" -j 2 -T "$T" -f "$1" "$DB_URL" 2>/dev/null \
+    | awk '/^tps = / {print $3; exit}'
+}
+
+loadgen_run() { # strategy field
+  reset_db
+  local out="$STATE/run-$1"
+  target/release/seckill-loadgen run --url "$APP" --strategy "$1" --users "$C" --run-time "${T}s" \
+    --stock "$STOCK" --out "$out" --quiet >/dev/null
+  python3 -c "import json,sys; r=json.load(open('$out/report.json'))['runs'][0]; print(r['$2'])"
+}
+
+ratio() { python3 -c "print(f'{$1/$2:.2f}')"; }
+ROWS=()
+row() { # name figure floor ratio goal ok
+  ROWS+=("$(printf '%-44s %10s %10s %6s %8s %s' "$@")")
+}
+check() { python3 -c "import sys; sys.exit(0 if $1 else 1)" && echo ok || echo SHORT; }
+
+say "pgbench, pg-atomic transaction ($C clients, ${T}s, synchronous_commit=$SYNC)"
+PG_ATOMIC_FLOOR=$(pgbench_tps bench/pgbench/pg-atomic.sql)
+say "HTTP pg-atomic"
+PG_ATOMIC=$(loadgen_run pg-atomic grabs_per_sec)
+PG_ATOMIC_ORDERS=$(python3 -c "import json; print(json.load(open('$STATE/run-pg-atomic/report.json'))['runs'][0]['orders_per_sec'])")
+say "pgbench, pg-for-update transaction"
+PG_FU_FLOOR=$(pgbench_tps bench/pgbench/pg-for-update.sql)
+say "HTTP pg-for-update"
+PG_FU=$(loadgen_run pg-for-update grabs_per_sec)
+say "HTTP set-nx-px-token"
+TOKEN=$(loadgen_run set-nx-px-token grabs_per_sec)
+say "HTTP redlock (5 nodes)"
+REDLOCK_RATE=$(loadgen_run redlock grabs_per_sec)
+say "HTTP redis-lua-stock"
+LUA_ORDERS=$(loadgen_run redis-lua-stock orders_per_sec)
+
+say "wrk vs goose: GET /api/v1/products/1 with $C connections"
+WRK=$(wrk -t2 -c "$C" -d "${T}s" "$APP/api/v1/products/1" | awk '/^Requests\/sec:/ {print $2}')
+GOOSE=$(target/release/seckill-loadgen probe --url "$APP" --users "$C" --run-time "${T}s" \
+  | python3 -c "import json,sys; print(json.load(sys.stdin)['requests_per_sec'])")
+
+say "memory: 1000 concurrent users (GET product, then grabs under set-nx-px-token)"
+PROBE_1000=$(target/release/seckill-loadgen probe --url "$APP" --users 1000 --run-time "${T}s")
+P99_1000=$(python3 -c "import json,sys; print(f\"{json.loads(sys.argv[1])['p99_ms']:.1f}\")" "$PROBE_1000")
+reset_db
+target/release/seckill-loadgen run --url "$APP" --strategy set-nx-px-token --users 1000 \
+  --run-time "${T}s" --stock "$STOCK" --out "$STATE/run-1000" --quiet >/dev/null
+RSS_KB=$(awk '/^VmHWM:/ {print $2}' "/proc/$APP_PID/status")
+RSS_MIB=$(python3 -c "print(f'{$RSS_KB/1024:.1f}')")
+
+row "figure" "ours" "floor" "ratio" "goal" ""
+row "pg-atomic grabs/s vs pgbench same tx" "$(printf %.0f "$PG_ATOMIC")" "$(printf %.0f "$PG_ATOMIC_FLOOR")" "$(ratio "$PG_ATOMIC" "$PG_ATOMIC_FLOOR")" ">=0.60" "$(check "$PG_ATOMIC/$PG_ATOMIC_FLOOR>=0.6")"
+row "pg-for-update grabs/s vs pgbench same tx" "$(printf %.0f "$PG_FU")" "$(printf %.0f "$PG_FU_FLOOR")" "$(ratio "$PG_FU" "$PG_FU_FLOOR")" ">=0.60" "$(check "$PG_FU/$PG_FU_FLOOR>=0.6")"
+row "set-nx-px-token vs pg-for-update grabs/s" "$(printf %.0f "$TOKEN")" "$(printf %.0f "$PG_FU")" "$(ratio "$TOKEN" "$PG_FU")" ">=0.70" "$(check "$TOKEN/$PG_FU>=0.7")"
+row "redlock (5 nodes) vs pg-for-update grabs/s" "$(printf %.0f "$REDLOCK_RATE")" "$(printf %.0f "$PG_FU")" "$(ratio "$REDLOCK_RATE" "$PG_FU")" ">=0.50" "$(check "$REDLOCK_RATE/$PG_FU>=0.5")"
+row "redis-lua-stock vs pg-atomic orders/s" "$(printf %.0f "$LUA_ORDERS")" "$(printf %.0f "$PG_ATOMIC_ORDERS")" "$(ratio "$LUA_ORDERS" "$PG_ATOMIC_ORDERS")" ">=2.00" "$(check "$LUA_ORDERS/$PG_ATOMIC_ORDERS>=2")"
+row "goose GET product req/s vs wrk" "$(printf %.0f "$GOOSE")" "$(printf %.0f "$WRK")" "$(ratio "$GOOSE" "$WRK")" ">=0.70" "$(check "$GOOSE/$WRK>=0.7")"
+row "peak RSS, 1000 users (MiB)" "$RSS_MIB" "64" "$(ratio "$RSS_MIB" 64)" "<=1.00" "$(check "$RSS_MIB<=64")"
+row "GET product p99 at 1000 users (ms)" "$P99_1000" "-" "-" "printed" ""
+
+echo
+echo "make bench — $(nproc) cores, $C clients, ${T}s per figure, synchronous_commit=$SYNC, $(date -u +%FT%TZ)"
+printf '%s\n' "${ROWS[@]}"
+psql "$PG_ADMIN_URL" -qc "DROP DATABASE IF EXISTS $DB" 2>/dev/null || true
