@@ -213,6 +213,9 @@ pub async fn run(
     config.no_print_metrics = true;
     config.no_error_summary = true;
     config.no_telnet = true;
+    // The service answers small JSON: compression would only cost CPU on
+    // both sides of the loopback.
+    config.no_gzip = true;
     config.report_file = vec![goose_report.display().to_string()];
     if workload.shape == Shape::Burst {
         config.iterations = Some(1);
@@ -288,6 +291,7 @@ pub async fn probe(
     config.no_transaction_metrics = true;
     config.no_scenario_metrics = true;
     config.no_status_codes = true;
+    config.no_gzip = true;
     let urls = Arc::new(urls.to_vec());
     let on_start = {
         let urls = urls.clone();
