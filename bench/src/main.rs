@@ -6,8 +6,7 @@
 //!
 //! Run: `make bench-locks` (release build).
 
-use std::net::TcpListener;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,52 +18,8 @@ use seckill_app::lock::watchdog::Watchdog;
 use seckill_app::lock::{Deps, DistributedLock, GrabContext};
 use seckill_app::metrics::Metrics;
 use seckill_app::startup::redis_connection;
+use seckill_testkit::RedisServer as Server;
 use tokio::time::Instant;
-
-struct Server {
-    port: u16,
-    child: Child,
-}
-
-impl Server {
-    fn start() -> Self {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .map(|a| a.port())
-            .expect("free port");
-        let child = Command::new("redis-server")
-            .args([
-                "--port",
-                &port.to_string(),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ])
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("redis-server on PATH");
-        for _ in 0..200 {
-            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        Self { port, child }
-    }
-    fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}", self.port)
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 fn deps(redis_url: &str, ttl: Duration, wait: Duration) -> Deps {
     Deps {

@@ -16,6 +16,16 @@ use crate::workload::{self, Live, Shape, Workload, OUTCOMES};
 
 /// Load generator for seckill-lab: hammer the flash-sale service under each
 /// lock strategy and compare what holds and what breaks.
+///
+/// For each strategy: reset the product(s) to --stock, switch every replica
+/// to the strategy (and wait until each one reports it), read their
+/// /metrics, let goose's users grab (spread over the --url replicas), then
+/// read the database's audit and /metrics again. The verdict comes from the
+/// database, not from the answers: oversold units, lost updates (decrements
+/// overwritten by a stale read) and duplicate orders. A strategy classed
+/// safe that shows any of them is a VIOLATION (exit 1); `none`, and
+/// `local-mutex` across replicas, are expected to break: that is the
+/// lesson.
 #[derive(Debug, Parser)]
 #[command(
     name = "seckill-loadgen",

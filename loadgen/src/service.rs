@@ -200,18 +200,22 @@ impl Service {
 
     /// `GET /admin/strategies` of the first replica.
     pub async fn strategies(&self) -> Result<Strategies, ServiceError> {
+        self.admin_get("GET /admin/strategies", "/admin/strategies")
+            .await
+    }
+
+    /// An admin GET of the first replica, decoded into `T`.
+    async fn admin_get<T: serde::de::DeserializeOwned>(
+        &self,
+        what: &'static str,
+        path: &str,
+    ) -> Result<T, ServiceError> {
         let base = self.first();
         let value = self
-            .admin_json(
-                "GET /admin/strategies",
-                reqwest::Method::GET,
-                base,
-                "/admin/strategies",
-                None,
-            )
+            .admin_json(what, reqwest::Method::GET, base, path, None)
             .await?;
         serde_json::from_value(value.clone()).map_err(|e| ServiceError::Unexpected {
-            what: "GET /admin/strategies",
+            what,
             url: base.to_owned(),
             status: 200,
             body: format!("{e}: {value}"),
@@ -305,22 +309,7 @@ impl Service {
 
     /// `GET /admin/audit` (the database's ground truth).
     pub async fn audit(&self) -> Result<Audit, ServiceError> {
-        let base = self.first();
-        let value = self
-            .admin_json(
-                "GET /admin/audit",
-                reqwest::Method::GET,
-                base,
-                "/admin/audit",
-                None,
-            )
-            .await?;
-        serde_json::from_value(value.clone()).map_err(|e| ServiceError::Unexpected {
-            what: "GET /admin/audit",
-            url: base.to_owned(),
-            status: 200,
-            body: format!("{e}: {value}"),
-        })
+        self.admin_get("GET /admin/audit", "/admin/audit").await
     }
 
     /// `/metrics` of every replica, summed.

@@ -67,6 +67,14 @@ fn loadgen(args: &[&str]) -> Output {
         .expect("run seckill-loadgen")
 }
 
+/// `seckill-loadgen run --url URLS --strategy S EXTRA… --out DIR --quiet`.
+fn run_one(urls: &str, strategy: &str, extra: &[&str], dir: &Path) -> Output {
+    let mut args = vec!["run", "--url", urls, "--strategy", strategy];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["--out", dir.to_str().expect("utf-8 path"), "--quiet"]);
+    loadgen(&args)
+}
+
 fn report(dir: &Path) -> Value {
     let text = std::fs::read_to_string(dir.join("report.json")).expect("report.json written");
     serde_json::from_str(&text).expect("report.json is JSON")
@@ -196,33 +204,20 @@ async fn compare_on_two_replicas_matches_the_database() {
 
     // Asked to treat `none` as safe, the same lesson is a failure: exit 1.
     let dir2 = out_dir("strict");
-    let output = loadgen(&[
-        "run",
-        "--url",
+    let output = run_one(
         &urls,
-        "--strategy",
         "none",
-        "--stock",
-        "30",
-        "--users",
-        "20",
-        "--treat-as-safe",
-        "none",
-        "--out",
-        dir2.to_str().expect("utf-8 path"),
-        "--quiet",
-    ]);
+        &["--stock", "30", "--users", "20", "--treat-as-safe", "none"],
+        &dir2,
+    );
     assert_eq!(output.status.code(), Some(1), "{}", text(&output));
     assert!(String::from_utf8_lossy(&output.stderr).contains("VIOLATION: none"));
-    assert_eq!(run_of(&report_of(&dir2), "none")["verdict"], "VIOLATION");
+    let strict = self::report(&dir2);
+    assert_eq!(run_of(&strict, "none")["verdict"], "VIOLATION");
 
     // The HTML report renders in a real browser with its charts.
     check_html_in_chromium(&dir.join("report.html"), &dir.join("shot.png"));
     check_html_in_chromium(&dir2.join("report.html"), &dir2.join("shot.png"));
-}
-
-fn report_of(dir: &Path) -> Value {
-    report(dir)
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -230,20 +225,12 @@ async fn burst_each_buyer_once_and_rate_follows_its_schedule() {
     let stack = Stack::start(2).await;
     let urls = stack.urls();
     let dir = out_dir("burst");
-    let output = loadgen(&[
-        "run",
-        "--url",
+    let output = run_one(
         &urls,
-        "--strategy",
         "pg-atomic",
-        "--burst",
-        "60",
-        "--stock",
-        "40",
-        "--out",
-        dir.to_str().expect("utf-8"),
-        "--quiet",
-    ]);
+        &["--burst", "60", "--stock", "40"],
+        &dir,
+    );
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
     let run = run_of(&report(&dir), "pg-atomic").clone();
     // 60 buyers, one grab each: 40 orders, 20 told sold out, nothing else.
@@ -254,26 +241,23 @@ async fn burst_each_buyer_once_and_rate_follows_its_schedule() {
 
     // Repeat buyers get `already_purchased`; several products share the load.
     let dir = out_dir("repeat");
-    let output = loadgen(&[
-        "run",
-        "--url",
+    let output = run_one(
         &urls,
-        "--strategy",
         "pg-for-update",
-        "--users",
-        "10",
-        "--stock",
-        "1000",
-        "--products",
-        "2",
-        "--repeat-ratio",
-        "0.5",
-        "--run-time",
-        "2s",
-        "--out",
-        dir.to_str().expect("utf-8"),
-        "--quiet",
-    ]);
+        &[
+            "--users",
+            "10",
+            "--stock",
+            "1000",
+            "--products",
+            "2",
+            "--repeat-ratio",
+            "0.5",
+            "--run-time",
+            "2s",
+        ],
+        &dir,
+    );
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
     let run = run_of(&report(&dir), "pg-for-update").clone();
     assert!(
@@ -295,24 +279,21 @@ async fn burst_each_buyer_once_and_rate_follows_its_schedule() {
 
     // An open rate: grabs are scheduled, not sent as fast as answered.
     let dir = out_dir("rate");
-    let output = loadgen(&[
-        "run",
-        "--url",
+    let output = run_one(
         &urls,
-        "--strategy",
         "pg-atomic",
-        "--rate",
-        "100",
-        "--users",
-        "20",
-        "--stock",
-        "100000",
-        "--run-time",
-        "3s",
-        "--out",
-        dir.to_str().expect("utf-8"),
-        "--quiet",
-    ]);
+        &[
+            "--rate",
+            "100",
+            "--users",
+            "20",
+            "--stock",
+            "100000",
+            "--run-time",
+            "3s",
+        ],
+        &dir,
+    );
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
     let run = run_of(&report(&dir), "pg-atomic").clone();
     let rate = run["grabs_per_sec"].as_f64().expect("rate");
