@@ -112,6 +112,10 @@ struct Common {
     /// Folder for report.{json,md,html} and goose's reports (goose/<strategy>.html).
     #[arg(long, default_value = "loadgen-report")]
     out: PathBuf,
+    /// Also write the side-by-side report here (goose's flag name; the
+    /// format follows the extension: .html, .json or .md). Repeatable.
+    #[arg(long)]
+    report_file: Vec<PathBuf>,
     /// Also class these strategies safe: their violations fail the run (exit 1).
     #[arg(long, value_delimiter = ',')]
     treat_as_safe: Vec<String>,
@@ -282,28 +286,60 @@ pub async fn main() -> ExitCode {
         Ok(report) => {
             println!("{}", report.terminal());
             println!("reports: {}", common.out.join("report.html").display());
-            let bad = report.violations();
-            if bad.is_empty() {
-                ExitCode::SUCCESS
-            } else {
-                for run in bad {
-                    eprintln!(
-                        "VIOLATION: {} is classed safe but oversold {}, lost {} updates, duplicated {} orders",
-                        run.strategy, run.oversold, run.lost_updates, run.duplicates
-                    );
-                }
-                ExitCode::from(1)
-            }
+            exit_code(&report)
         }
         Err(error) => {
             eprintln!("seckill-loadgen: {error:#}");
             let code = match error.downcast_ref::<ServiceError>() {
-                Some(ServiceError::Unreachable { .. }) => 3,
+                Some(ServiceError::Unreachable { .. } | ServiceError::NotSwitched { .. }) => 3,
                 Some(ServiceError::Unexpected { status, .. }) if *status >= 500 => 3,
                 _ => 2,
             };
             ExitCode::from(code)
         }
+    }
+}
+
+/// Interrupted → 130; a failed strategy or a service failing most grabs →
+/// 3; a violation of a strategy classed safe → 1.
+fn exit_code(report: &Report) -> ExitCode {
+    if report.interrupted {
+        eprintln!("seckill-loadgen: interrupted; the reports hold the runs finished so far");
+        return ExitCode::from(130);
+    }
+    let failing: Vec<&Run> = report
+        .runs
+        .iter()
+        .filter(|r| r.grabs > 0 && r.outcomes.get("error").copied().unwrap_or(0) * 2 >= r.grabs)
+        .collect();
+    for run in &failing {
+        eprintln!(
+            "seckill-loadgen: the service failed {} of {} grabs under {} (503/5xx or transport errors): see its log",
+            run.outcomes.get("error").copied().unwrap_or(0),
+            run.grabs,
+            run.strategy
+        );
+    }
+    for failed in &report.failed {
+        eprintln!(
+            "seckill-loadgen: {} failed: {}",
+            failed.strategy, failed.reason
+        );
+    }
+    if !failing.is_empty() || !report.failed.is_empty() {
+        return ExitCode::from(3);
+    }
+    let bad = report.violations();
+    for run in &bad {
+        eprintln!(
+            "VIOLATION: {} is classed safe but oversold {}, lost {} updates, duplicated {} orders",
+            run.strategy, run.oversold, run.lost_updates, run.duplicates
+        );
+    }
+    if bad.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
     }
 }
 
@@ -365,9 +401,15 @@ async fn execute(strategies: Vec<String>, common: &Common) -> anyhow::Result<Rep
     for product in 1..=workload.products {
         service.product(&service.urls[0], product).await?;
     }
-    if let Some(ms) = common.load.work_delay_ms {
-        service.set_faults(json!({ "work_delay_ms": ms })).await?;
-    }
+    // A fault set for this run is put back as it was afterwards.
+    let restore_faults = match common.load.work_delay_ms {
+        Some(ms) => {
+            let before = service.faults().await?;
+            service.set_faults(json!({ "work_delay_ms": ms })).await?;
+            Some(json!({ "work_delay_ms": before["work_delay_ms"] }))
+        }
+        None => None,
+    };
     let goose_dir = common.out.join("goose");
     std::fs::create_dir_all(&goose_dir)
         .with_context(|| format!("create {}", goose_dir.display()))?;
@@ -383,9 +425,27 @@ async fn execute(strategies: Vec<String>, common: &Common) -> anyhow::Result<Rep
             .progress_chars("=> "),
     );
     let mut runs = Vec::new();
+    let mut failed = Vec::new();
+    let mut interrupted = false;
     for entry in &chosen {
         bar.set_prefix(entry.name.clone());
-        let run = run_strategy(&service, entry, &workload, common, &bar).await?;
+        let run = match run_strategy(&service, entry, &workload, common, &bar).await {
+            Ok((run, stopped)) => {
+                interrupted = stopped;
+                run
+            }
+            Err(e) => {
+                // One strategy failing (a replica that would not switch, a
+                // 5xx) does not throw the others' results away.
+                bar.println(format!("{:>18}  failed: {e:#}", entry.name));
+                failed.push(Skipped {
+                    strategy: entry.name.clone(),
+                    reason: format!("{e:#}"),
+                });
+                bar.inc(1);
+                continue;
+            }
+        };
         bar.println(format!(
             "{:>18}  {:>7.0} grabs/s  {:>5} orders  p99 {:>7.1} ms  oversold {}  lost {}  {}",
             run.strategy,
@@ -398,10 +458,22 @@ async fn execute(strategies: Vec<String>, common: &Common) -> anyhow::Result<Rep
         ));
         runs.push(run);
         bar.inc(1);
+        if interrupted {
+            break;
+        }
     }
     bar.finish_and_clear();
+    if let Some(faults) = restore_faults {
+        if let Err(e) = service.set_faults(faults).await {
+            eprintln!("seckill-loadgen: could not restore work_delay_ms: {e}");
+        }
+    }
 
-    let synchronous_commit = service.audit().await?.synchronous_commit;
+    let synchronous_commit = service
+        .audit()
+        .await
+        .ok()
+        .and_then(|a| a.synchronous_commit);
     let report = Report {
         tool: "seckill-loadgen",
         version: env!("CARGO_PKG_VERSION"),
@@ -410,18 +482,26 @@ async fn execute(strategies: Vec<String>, common: &Common) -> anyhow::Result<Rep
         workload,
         runs,
         skipped,
+        failed,
+        interrupted,
     };
-    write_reports(&report, &common.out)?;
+    write_reports(&report, &common.out, &common.report_file)?;
     Ok(report)
 }
 
-fn write_reports(report: &Report, out: &Path) -> anyhow::Result<()> {
-    for (name, text) in [
-        ("report.json", report.json()),
-        ("report.md", report.markdown()),
-        ("report.html", report.html()),
-    ] {
-        let path = out.join(name);
+fn write_reports(report: &Report, out: &Path, extra: &[PathBuf]) -> anyhow::Result<()> {
+    let mut files: Vec<PathBuf> = ["report.json", "report.md", "report.html"]
+        .iter()
+        .map(|name| out.join(name))
+        .collect();
+    files.extend(extra.iter().cloned());
+    for path in files {
+        let text = match path.extension().and_then(|e| e.to_str()) {
+            Some("json") => report.json(),
+            Some("md") => report.markdown(),
+            Some("html" | "htm") => report.html(),
+            _ => anyhow::bail!("--report-file {}: use .html, .json or .md", path.display()),
+        };
         std::fs::write(&path, text).with_context(|| format!("write {}", path.display()))?;
     }
     Ok(())
@@ -433,7 +513,7 @@ async fn run_strategy(
     workload: &Workload,
     common: &Common,
     bar: &ProgressBar,
-) -> anyhow::Result<Run> {
+) -> anyhow::Result<(Run, bool)> {
     let name = entry.name.as_str();
     for product in 1..=workload.products {
         service.reset(product, workload.stock).await?;
@@ -477,7 +557,7 @@ async fn run_strategy(
     )
     .await;
     ticker.abort();
-    result.with_context(|| format!("goose run of {name}"))?;
+    let (_, interrupted) = result.with_context(|| format!("goose run of {name}"))?;
 
     let audit = service.audit().await?;
     let delta = service.scrape().await?.since(&before);
@@ -487,13 +567,14 @@ async fn run_strategy(
         .filter(|r| r.product_id >= 1 && (r.product_id as u64) <= workload.products)
         .collect();
     let sum = |f: fn(&crate::service::AuditRow) -> i64| rows.iter().map(f).sum::<i64>();
-    let (oversold, lost_updates, duplicates) = (
-        sum(|r| r.oversold),
-        sum(|r| r.lost_updates),
-        sum(|r| r.duplicates),
-    );
+    let (oversold, duplicates) = (sum(|r| r.oversold), sum(|r| r.duplicates));
+    // Per product: one product's lost updates must not hide behind another's
+    // stock that went missing (negative: undersold).
+    let lost_updates = sum(|r| r.lost_updates.max(0));
+    let undersold = sum(|r| (-r.lost_updates).max(0));
     let negative_stock = rows.iter().any(|r| r.negative_stock);
-    let violations = oversold > 0 || lost_updates > 0 || duplicates > 0 || negative_stock;
+    let violations =
+        oversold > 0 || lost_updates > 0 || undersold > 0 || duplicates > 0 || negative_stock;
     let verdict = verdict(entry, service.urls.len(), common, violations);
 
     let s = [("strategy", name)];
@@ -526,7 +607,7 @@ async fn run_strategy(
     };
     let secs = live.elapsed().as_secs_f64().max(1e-3);
     let orders = sum(|r| r.orders);
-    Ok(Run {
+    let run = Run {
         strategy: name.to_owned(),
         safety: entry.safety.clone(),
         guarantee: entry.guarantee.clone(),
@@ -550,12 +631,16 @@ async fn run_strategy(
         stock_left: sum(|r| r.stock),
         oversold,
         lost_updates,
+        undersold,
         duplicates,
         negative_stock,
+        buyer_p50_ms: live.buyer_latency_ms(0.50),
+        buyer_p99_ms: live.buyer_latency_ms(0.99),
         lock,
         audit: rows,
         goose_report: goose_file,
-    })
+    };
+    Ok((run, interrupted))
 }
 
 /// Classed safe unless the service says it is unsafe (or single-replica

@@ -74,8 +74,16 @@ pub struct Run {
     pub stock_left: i64,
     pub oversold: i64,
     pub lost_updates: i64,
+    /// Units gone from the stock column with no order for them (a lost
+    /// reservation, a write that went wrong): summed per product, like
+    /// `lost_updates`, never netted against it.
+    pub undersold: i64,
     pub duplicates: i64,
     pub negative_stock: bool,
+    /// A buyer's whole wait, first send (or scheduled time) to final answer,
+    /// busy/rejected retries included.
+    pub buyer_p50_ms: f64,
+    pub buyer_p99_ms: f64,
     pub lock: LockFigures,
     pub audit: Vec<AuditRow>,
     /// goose's own HTML report, relative to the output folder.
@@ -93,6 +101,10 @@ pub struct Report {
     pub runs: Vec<Run>,
     /// Strategies listed but not run, with the reason.
     pub skipped: Vec<Skipped>,
+    /// Strategies whose run failed (the reason says why); exit code 3.
+    pub failed: Vec<Skipped>,
+    /// Stopped by Ctrl-C: `runs` holds what finished.
+    pub interrupted: bool,
 }
 
 /// A strategy the service cannot run.
@@ -220,6 +232,12 @@ impl Report {
         for s in &self.skipped {
             let _ = writeln!(out, "skipped {}: {}", s.strategy, s.reason);
         }
+        for s in &self.failed {
+            let _ = writeln!(out, "FAILED {}: {}", s.strategy, s.reason);
+        }
+        if self.interrupted {
+            out.push_str("interrupted (Ctrl-C): the strategies after the last row did not run\n");
+        }
         out
     }
 
@@ -248,6 +266,9 @@ impl Report {
         }
         for s in &self.skipped {
             let _ = writeln!(out, "\nSkipped `{}`: {}", s.strategy, s.reason);
+        }
+        for s in &self.failed {
+            let _ = writeln!(out, "\n**Failed** `{}`: {}", s.strategy, s.reason);
         }
         out.push_str(
             "\nGrabs/s count every answered request (retries of `busy`/`rejected` included); \

@@ -246,6 +246,11 @@ impl Service {
         }
     }
 
+    /// The faults in force (`GET /admin/faults`).
+    pub async fn faults(&self) -> Result<Value, ServiceError> {
+        self.admin_get("GET /admin/faults", "/admin/faults").await
+    }
+
     /// Set the faults every replica applies (`PUT /admin/faults`).
     pub async fn set_faults(&self, faults: Value) -> Result<(), ServiceError> {
         self.admin_json(

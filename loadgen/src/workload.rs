@@ -83,6 +83,7 @@ pub struct Live {
     outcomes: [AtomicU64; 6],
     ordered_units: AtomicU64,
     latency_us: Mutex<Histogram<u64>>,
+    buyer_us: Mutex<Histogram<u64>>,
     next_user: AtomicU64,
     slot: AtomicU64,
     sold_out: Mutex<HashSet<u64>>,
@@ -99,6 +100,9 @@ impl Default for Live {
             outcomes: Default::default(),
             ordered_units: AtomicU64::new(0),
             latency_us: Mutex::new(
+                Histogram::new_with_bounds(1, 120_000_000, 3).expect("histogram bounds"),
+            ),
+            buyer_us: Mutex::new(
                 Histogram::new_with_bounds(1, 120_000_000, 3).expect("histogram bounds"),
             ),
             next_user: AtomicU64::new(1),
@@ -156,6 +160,24 @@ impl Live {
         }
     }
 
+    /// Quantile (0..1) of a buyer's whole wait, from the first (scheduled)
+    /// send to the final answer, busy/rejected retries included, in ms.
+    pub fn buyer_latency_ms(&self, q: f64) -> f64 {
+        let h = lock(&self.buyer_us);
+        if h.is_empty() {
+            0.0
+        } else {
+            h.value_at_quantile(q) as f64 / 1000.0
+        }
+    }
+
+    fn record_buyer(&self, took: Duration) {
+        let us = u64::try_from(took.as_micros())
+            .unwrap_or(u64::MAX)
+            .clamp(1, 120_000_000);
+        let _ = lock(&self.buyer_us).record(us);
+    }
+
     /// Slowest grab request, in milliseconds.
     pub fn latency_max_ms(&self) -> f64 {
         lock(&self.latency_us).max() as f64 / 1000.0
@@ -190,14 +212,15 @@ struct Plan {
     until_sold_out: bool,
 }
 
-/// Run one goose attack against `urls`; returns goose's own metrics.
+/// Run one goose attack against `urls`; returns goose's own metrics and
+/// whether it was interrupted (Ctrl-C) rather than finished.
 /// `goose_report` is where goose writes its HTML report.
 pub async fn run(
     workload: &Workload,
     urls: &[String],
     live: Arc<Live>,
     goose_report: &std::path::Path,
-) -> anyhow::Result<GooseMetrics> {
+) -> anyhow::Result<(GooseMetrics, bool)> {
     let plan = Arc::new(Plan {
         workload: workload.clone(),
         urls: urls.to_vec(),
@@ -249,21 +272,36 @@ pub async fn run(
         .register_transaction(on_start)
         .register_transaction(grab);
 
-    // Open-ended runs stop when sold out, or at the safety limit.
+    // Open-ended runs stop when sold out, or at the safety limit: goose's
+    // own length is the start-up ramp plus the run time.
+    let ramp = Duration::from_secs_f64(workload.users as f64 / workload.increase_rate.max(1e-3));
     let guard = {
-        let limit = workload.run_time.unwrap_or(workload.max_run_time) + Duration::from_secs(5);
+        let limit =
+            ramp + workload.run_time.unwrap_or(workload.max_run_time) + Duration::from_secs(2);
         tokio::spawn(async move {
             tokio::time::sleep(limit).await;
-            goose::trigger_killswitch("run-time limit reached");
+            stop_attack("run-time limit reached");
         })
     };
+    OURS.store(false, Ordering::SeqCst);
     let metrics = GooseAttack::initialize_with_config(config)?
         .register_scenario(scenario)
         .execute()
         .await;
     guard.abort();
+    // A killswitch we did not pull is goose's Ctrl-C handler.
+    let interrupted = goose::is_killswitch_triggered() && !OURS.load(Ordering::SeqCst);
     goose::reset_killswitch();
-    Ok(metrics?)
+    Ok((metrics?, interrupted))
+}
+
+/// Set when the loadgen itself stops an attack (sold out, time limit), so
+/// a killswitch pulled by anything else reads as an interruption (Ctrl-C).
+static OURS: AtomicBool = AtomicBool::new(false);
+
+fn stop_attack(reason: &str) {
+    OURS.store(true, Ordering::SeqCst);
+    goose::trigger_killswitch(reason);
 }
 
 /// Read-only load: `users` goose users GET `path` (spread over `urls`) for
@@ -383,8 +421,10 @@ async fn buyer(user: &mut GooseUser, plan: &Plan) -> TransactionResult {
     let path = format!("/api/v1/products/{product}/grab");
     let body = json!({ "user_id": user_id, "quantity": quantity });
     let first_try = Instant::now();
+    let mut first_sent = None;
     loop {
         let sent = scheduled.take().unwrap_or_else(Instant::now);
+        first_sent.get_or_insert(sent);
         let mut response = user.post_json(&path, &body).await?;
         let (outcome, status) = match response.response {
             Ok(r) => {
@@ -400,14 +440,16 @@ async fn buyer(user: &mut GooseUser, plan: &Plan) -> TransactionResult {
         if (200..500).contains(&status) {
             user.set_success(&mut response.request)?;
         }
-        if outcome == 1 {
+        // Sold out for the smallest quantity means sold out for everyone.
+        if outcome == 1 && quantity == w.quantity_min {
             lock(&live.sold_out).insert(product);
             if plan.until_sold_out && all_sold_out(plan) {
-                goose::trigger_killswitch("sold out");
+                stop_attack("sold out");
             }
         }
         let retryable = outcome == 3 || outcome == 4;
         if !(w.retry && retryable) || first_try.elapsed() > w.give_up_after {
+            live.record_buyer(first_sent.unwrap_or(first_try).elapsed());
             return Ok(());
         }
         let jitter = rand::rng().random_range(0..=w.retry_ms / 2 + 1);

@@ -22,8 +22,12 @@
 //! up to [`WRITE_BEHIND`]; when the run is over they agree with the orders.
 //!
 //! **How it fails:** the two stores can drift. If Confirm fails *and* Cancel
-//! cannot reach Redis, the reservation is lost (undersold, never oversold),
-//! and is logged. Switching to this strategy, resetting a product, or a
+//! cannot reach Redis, the reservation is lost (undersold), and is logged;
+//! an `INSERT` that committed but answered an error is checked for before
+//! cancelling. If Redis loses the key *while* confirms are in flight, the
+//! reload counts only committed orders, so the units of those in-flight
+//! confirms can be handed out once more (an oversell bounded by the grabs
+//! in flight) — Redis must be as durable as the sale needs. Switching to this strategy, resetting a product, or a
 //! missing key loads Redis from the database (the lower of the column and
 //! `initial_stock − ordered units`, so a column that lags never hands out
 //! stock twice); grabs in flight across a switch can be counted twice —
@@ -153,6 +157,21 @@ impl RedisLuaStock {
     }
 }
 
+/// Whether the order of this buyer is in the database after all: an
+/// `INSERT` can commit and still answer an I/O error. When even this check
+/// fails, nobody can know; the reservation is given back (and logged), as
+/// an unconfirmed order is the likelier case.
+async fn order_exists(deps: &Deps, req: GrabRequest) -> bool {
+    sqlx::query_scalar::<_, bool>(
+        "SELECT EXISTS (SELECT 1 FROM orders WHERE product_id = $1 AND user_id = $2)",
+    )
+    .bind(req.product_id)
+    .bind(req.user_id)
+    .fetch_one(&deps.pool)
+    .await
+    .unwrap_or(false)
+}
+
 /// Load one product's stock and buyers from the database into Redis,
 /// replacing what was there. `only_if_missing` keeps an existing stock key.
 pub async fn load_product(
@@ -202,7 +221,15 @@ pub async fn load_product(
 }
 
 /// Copy the Redis stock of `product_id` (or of every product) into the
-/// `products.stock` column, where the key exists.
+/// `products.stock` column — only while `redis-lua-stock` is the active
+/// strategy and the key exists.
+///
+/// Each copy locks the product row *before* it reads Redis, inside one
+/// transaction, so copies (from any replica, or the audit) and resets are
+/// serialised on the row: the copy that commits last also read Redis last,
+/// and a copy can never write a value read before a reset over the reset.
+/// A copy left over after a switch to another strategy finds the strategy
+/// changed and writes nothing.
 pub async fn sync_stock_column(deps: &Deps, product_id: Option<i64>) -> Result<(), GrabError> {
     let ids: Vec<i64> = match product_id {
         Some(id) => vec![id],
@@ -213,18 +240,30 @@ pub async fn sync_stock_column(deps: &Deps, product_id: Option<i64>) -> Result<(
         }
     };
     let mut conn = deps.redis.clone();
-    let keys: Vec<String> = ids.iter().map(|id| stock_key(*id)).collect();
-    let values: Vec<Option<i64>> = redis::cmd("MGET").arg(&keys).query_async(&mut conn).await?;
-    for (id, value) in ids.iter().zip(values) {
-        if let Some(stock) = value {
+    for id in ids {
+        let mut tx = deps.pool.begin().await?;
+        sqlx::query("SELECT 1 FROM products WHERE id = $1 FOR UPDATE")
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        let (active, stock): (Option<String>, Option<i64>) = redis::cmd("MGET")
+            .arg(crate::control::STRATEGY_KEY)
+            .arg(stock_key(id))
+            .query_async(&mut conn)
+            .await?;
+        // No key: nobody ever switched, every replica runs its configured
+        // strategy — and an order of this strategy scheduled this copy.
+        let still_active = active.as_deref().is_none_or(|name| name == INFO.name);
+        if let (true, Some(stock)) = (still_active, stock) {
             sqlx::query(
                 "UPDATE products SET stock = $2, updated_at = now() WHERE id = $1 AND stock <> $2",
             )
             .bind(id)
             .bind(stock)
-            .execute(&deps.pool)
+            .execute(&mut *tx)
             .await?;
         }
+        tx.commit().await?;
     }
     Ok(())
 }
@@ -255,7 +294,7 @@ impl Strategy for RedisLuaStock {
             Ok(mut conn) => insert_order(&mut conn, req, INFO.name, None).await,
             Err(e) => Err(e.into()),
         };
-        if confirmed.is_err() {
+        if confirmed.is_err() && !order_exists(deps, req).await {
             self.cancel(deps, req).await;
         }
         self.write_behind(deps, req.product_id);

@@ -115,6 +115,13 @@ pub async fn switch_strategy(
             ),
         ));
     }
+    if state.control.active().info().name == redis_lua_stock::INFO.name {
+        // Leaving the write-behind strategy: bring its stock column up to
+        // date while it is still the active one (later copies will skip).
+        if let Err(e) = redis_lua_stock::sync_stock_column(&state.deps, None).await {
+            tracing::warn!(error = %e, "switch: could not copy the Redis stock into the column first");
+        }
+    }
     state.control.switch(&state.deps, index).await?;
     tracing::info!(strategy = %body.strategy, "strategy switched");
     Ok(HttpResponse::Ok().json(strategies_body(&state)))

@@ -272,6 +272,20 @@ async fn redis_lua_stock_writes_the_stock_column_behind() {
     let audit = app.audit(1).await;
     assert_eq!(audit["orders"], STOCK, "{audit}");
     assert_eq!(audit["oversold"], 0, "{audit}");
+
+    // Straight from a sale to the next strategy: the copies still pending
+    // from the last redis-lua-stock orders must not overwrite the column
+    // the next strategy decrements.
+    app.reset(1, STOCK).await;
+    let _ = hammer(&[&app], 1, 20_000, 10).await;
+    app.switch("pg-atomic").await;
+    app.reset(1, STOCK).await;
+    let outcomes = hammer(&[&app], 1, 30_000, 10).await;
+    assert_eq!(outcomes.get("201").copied(), Some(10), "{outcomes:?}");
+    tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+    let audit = app.audit(1).await;
+    assert_eq!(audit["stock"], STOCK - 10, "{audit}");
+    assert_eq!(audit["lost_updates"], 0, "{audit}");
     pool.close().await;
     app.stop().await;
 }
