@@ -67,14 +67,8 @@ enum Command {
     /// `make bench` to check goose keeps up with `wrk`, and to load the
     /// read path while memory is measured.
     Probe {
-        /// App replica base URL (repeat or comma-separate for several).
-        #[arg(
-            long = "url",
-            short = 'H',
-            value_delimiter = ',',
-            default_value = "http://127.0.0.1:8080"
-        )]
-        urls: Vec<String>,
+        #[command(flatten)]
+        target: Target,
         /// Path to GET.
         #[arg(long, default_value = "/api/v1/products/1")]
         path: String,
@@ -87,10 +81,11 @@ enum Command {
     },
 }
 
+/// The replicas to load.
 #[derive(Debug, Args)]
-struct Common {
+struct Target {
     /// App replica base URL; repeat (or comma-separate) for several:
-    /// buyers are spread over them round-robin.
+    /// users are spread over them round-robin.
     #[arg(
         long = "url",
         short = 'H',
@@ -98,6 +93,12 @@ struct Common {
         default_value = "http://127.0.0.1:8080"
     )]
     urls: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+struct Common {
+    #[command(flatten)]
+    target: Target,
     /// Bearer token of the admin endpoints (the service's SECKILL_ADMIN_TOKEN;
     /// the default is the loopback demo token).
     #[arg(
@@ -276,7 +277,7 @@ pub async fn main() -> ExitCode {
         Command::Run { strategy, common } => (vec![strategy], common),
         Command::Compare { strategies, common } => (strategies, common),
         Command::Probe {
-            urls,
+            target: Target { urls },
             path,
             users,
             run_time,
@@ -378,7 +379,7 @@ async fn probe(urls: Vec<String>, path: &str, users: usize, run_time: Duration) 
 /// Run `strategies` (empty = all) with `common`'s workload and write the reports.
 async fn execute(strategies: Vec<String>, common: &Common) -> anyhow::Result<Report> {
     let workload = common.load.workload().map_err(anyhow::Error::msg)?;
-    let service = Service::new(common.urls.clone(), common.admin_token.clone());
+    let service = Service::new(common.target.urls.clone(), common.admin_token.clone());
     let listed = service.check().await?;
     let names: Vec<String> = if strategies.is_empty() {
         listed.strategies.iter().map(|s| s.name.clone()).collect()
