@@ -80,6 +80,11 @@ impl Scrape {
             } else {
                 le.parse().ok()?
             };
+            if value < 0.0 {
+                // A replica restarted between the scrapes: its buckets went
+                // back to 0, so this delta means nothing.
+                return None;
+            }
             let entry = buckets.entry(bound.to_bits()).or_insert((bound, 0.0));
             entry.1 += value;
         }
@@ -224,6 +229,20 @@ seckill_lock_acquire_duration_seconds_bucket{result="acquired",strategy="redlock
                 &[("strategy", "x")],
                 0.5
             )
+            .is_none());
+        // A replica restarted between the scrapes: the delta goes negative,
+        // and there is no quantile rather than a garbage one.
+        // (50, 90, 100) before; after the restart and 120 new observations:
+        // (80, 85, 120): the middle bucket's delta is negative.
+        let restarted = Scrape::parse(
+            &TEXT
+                .replace("le=\"0.001\"} 50", "le=\"0.001\"} 80")
+                .replace("le=\"0.01\"} 90", "le=\"0.01\"} 85")
+                .replace("le=\"+Inf\"} 100", "le=\"+Inf\"} 120"),
+        )
+        .since(&scrape);
+        assert!(restarted
+            .quantile("seckill_lock_acquire_duration_seconds", &filter, 0.5)
             .is_none());
     }
 }
