@@ -425,6 +425,8 @@ async fn execute(strategies: Vec<String>, common: &Common) -> anyhow::Result<Rep
             .unwrap_or_else(|_| ProgressStyle::default_bar())
             .progress_chars("=> "),
     );
+    // The faults the runs ran under (a workshop may have set some).
+    let faults_in_force = service.faults().await.ok();
     let mut runs = Vec::new();
     let mut failed = Vec::new();
     let mut interrupted = false;
@@ -480,6 +482,7 @@ async fn execute(strategies: Vec<String>, common: &Common) -> anyhow::Result<Rep
         version: env!("CARGO_PKG_VERSION"),
         replicas: service.urls.clone(),
         synchronous_commit,
+        faults: faults_in_force,
         workload,
         runs,
         skipped,

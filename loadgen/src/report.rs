@@ -97,6 +97,9 @@ pub struct Report {
     pub version: &'static str,
     pub replicas: Vec<String>,
     pub synchronous_commit: Option<String>,
+    /// `GET /admin/faults` while the runs ran (work delay, pauses,
+    /// unlock-before-commit…): a "safe" lock can break under them.
+    pub faults: Option<serde_json::Value>,
     pub workload: Workload,
     pub runs: Vec<Run>,
     /// Strategies listed but not run, with the reason.
@@ -135,12 +138,27 @@ impl Report {
         let length = w.run_time.map_or("until sold out".to_owned(), |d| {
             format!("{} s", d.as_secs())
         });
+        // The faults that are on (non-zero, true), e.g. "work_delay_ms=5".
+        let faults: Vec<String> = self
+            .faults
+            .as_ref()
+            .and_then(serde_json::Value::as_object)
+            .map(|map| {
+                let pausing = map.get("pause_ms").and_then(serde_json::Value::as_u64) > Some(0);
+                map.iter()
+                    .filter(|(k, _)| pausing || k.as_str() != "pause_every")
+                    .filter(|(_, v)| v.as_u64().is_some_and(|n| n > 0) || v.as_bool() == Some(true))
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect()
+            })
+            .unwrap_or_default();
         format!(
-            "{shape}, {length}; stock {} on {} product(s); {} replica(s); synchronous_commit={}",
+            "{shape}, {length}; stock {} on {} product(s); {} replica(s); synchronous_commit={}; faults: {}",
             w.stock,
             w.products,
             self.replicas.len(),
-            self.synchronous_commit.as_deref().unwrap_or("?")
+            self.synchronous_commit.as_deref().unwrap_or("?"),
+            if faults.is_empty() { "none".to_owned() } else { faults.join(", ") }
         )
     }
 
