@@ -17,7 +17,7 @@
 //! `SECKILL_STATUS_SCREENSHOT=path` keeps a copy of the screenshot
 //! (that is how `docs/status-page.png` is made).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -27,8 +27,8 @@ use serde_json::{json, Value};
 use tokio::task::JoinHandle;
 
 use crate::harness::{fresh_database, AppOptions, Outcomes, RedisServer, TestApp};
+use seckill_testkit::Image;
 
-const CHROMIUM: &str = "/usr/bin/chromium";
 /// Virtual time each page load gets: the first fetch, then a poll or two.
 const BUDGET_MS: u64 = 1_500;
 /// Real time a Chromium run may take before it is killed.
@@ -39,21 +39,11 @@ const BAD_RGB: [u8; 3] = [0xff, 0x3b, 0x3b];
 
 /// Whether the browser tests can run; panics when CI requires them.
 fn chromium_available() -> bool {
-    if Path::new(CHROMIUM).exists() {
-        return true;
-    }
-    assert!(
-        std::env::var_os("SECKILL_REQUIRE_CHROMIUM").is_none(),
-        "SECKILL_REQUIRE_CHROMIUM is set but {CHROMIUM} is missing: apt-get install -y chromium"
-    );
-    eprintln!(
-        "\n==============================================================\n\
-         SKIPPED: status page browser test — {CHROMIUM} is missing.\n\
-         Install it (apt-get install -y chromium, or scripts/services.sh)\n\
-         or set SECKILL_REQUIRE_CHROMIUM=1 to make this a failure.\n\
-         ==============================================================\n"
-    );
-    false
+    browser().is_some()
+}
+
+fn browser() -> Option<&'static str> {
+    seckill_testkit::chromium("status page browser test")
 }
 
 /// Run headless Chromium with `args` then `url`, in a profile of its own;
@@ -64,7 +54,7 @@ async fn chromium(args: Vec<String>, url: String) -> String {
         std::fs::create_dir_all(&dir).expect("profile dir");
         let out_path = dir.join("stdout.html");
         let out = std::fs::File::create(&out_path).expect("stdout file");
-        let mut child = Command::new(CHROMIUM)
+        let mut child = Command::new(browser().expect("chromium checked by the test"))
             .args([
                 "--headless=new",
                 "--no-sandbox",
@@ -217,57 +207,6 @@ impl Page {
     }
 }
 
-/// An 8-bit RGB(A) image.
-struct Image {
-    width: u32,
-    height: u32,
-    rgb: Vec<[u8; 3]>,
-}
-
-impl Image {
-    fn decode(path: &Path) -> Self {
-        let file = std::fs::File::open(path).expect("screenshot written");
-        let mut decoder = png::Decoder::new(std::io::BufReader::new(file));
-        decoder.set_transformations(png::Transformations::EXPAND | png::Transformations::STRIP_16);
-        let mut reader = decoder.read_info().expect("a PNG");
-        let mut buffer = vec![0; reader.output_buffer_size()];
-        let info = reader.next_frame(&mut buffer).expect("a frame");
-        let channels = match info.color_type {
-            png::ColorType::Rgb => 3,
-            png::ColorType::Rgba => 4,
-            other => panic!("unexpected PNG colour type {other:?}"),
-        };
-        let rgb = buffer[..info.buffer_size()]
-            .chunks_exact(channels)
-            .map(|px| [px[0], px[1], px[2]])
-            .collect();
-        Self {
-            width: info.width,
-            height: info.height,
-            rgb,
-        }
-    }
-
-    fn distinct_colours(&self) -> usize {
-        let mut seen: Vec<[u8; 3]> = self.rgb.clone();
-        seen.sort_unstable();
-        seen.dedup();
-        seen.len()
-    }
-
-    /// Pixels within a small distance of `colour` (anti-aliasing aside).
-    fn count_near(&self, colour: [u8; 3]) -> usize {
-        self.rgb
-            .iter()
-            .filter(|px| {
-                px.iter()
-                    .zip(colour)
-                    .all(|(a, b)| (i16::from(*a) - i16::from(b)).abs() <= 8)
-            })
-            .count()
-    }
-}
-
 /// Bursts of `burst` distinct buyers every 100 ms until `stop` is set,
 /// then the outcomes once the last burst has answered. A `busy` answer is
 /// retried, as a client would.
@@ -374,8 +313,8 @@ async fn status_page_counts_down_live_and_ends_on_the_audit_under_none() {
         colours > 50,
         "a blank or flat screenshot: {colours} colours"
     );
-    let stock_px = shot.count_near(STOCK_RGB);
-    let red_px = shot.count_near(BAD_RGB);
+    let stock_px = shot.count_near(STOCK_RGB, 8);
+    let red_px = shot.count_near(BAD_RGB, 8);
     assert!(
         stock_px > 2_000,
         "the large stock number is missing: {stock_px} px"
