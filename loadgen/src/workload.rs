@@ -82,8 +82,10 @@ pub const OUTCOMES: [&str; 6] = [
 pub struct Live {
     outcomes: [AtomicU64; 6],
     ordered_units: AtomicU64,
-    latency_us: Mutex<Histogram<u64>>,
-    buyer_us: Mutex<Histogram<u64>>,
+    /// Every grab request.
+    latency: Latencies,
+    /// Every buyer, first send to final answer.
+    buyer: Latencies,
     next_user: AtomicU64,
     slot: AtomicU64,
     sold_out: Mutex<HashSet<u64>>,
@@ -99,12 +101,8 @@ impl Default for Live {
         Self {
             outcomes: Default::default(),
             ordered_units: AtomicU64::new(0),
-            latency_us: Mutex::new(
-                Histogram::new_with_bounds(1, 120_000_000, 3).expect("histogram bounds"),
-            ),
-            buyer_us: Mutex::new(
-                Histogram::new_with_bounds(1, 120_000_000, 3).expect("histogram bounds"),
-            ),
+            latency: Latencies::default(),
+            buyer: Latencies::default(),
             next_user: AtomicU64::new(1),
             slot: AtomicU64::new(0),
             sold_out: Mutex::new(HashSet::new()),
@@ -152,35 +150,22 @@ impl Live {
 
     /// Latency quantile (0..1) of every grab request, in milliseconds.
     pub fn latency_ms(&self, q: f64) -> f64 {
-        let h = lock(&self.latency_us);
-        if h.is_empty() {
-            0.0
-        } else {
-            h.value_at_quantile(q) as f64 / 1000.0
-        }
+        self.latency.quantile_ms(q)
     }
 
     /// Quantile (0..1) of a buyer's whole wait, from the first (scheduled)
     /// send to the final answer, busy/rejected retries included, in ms.
     pub fn buyer_latency_ms(&self, q: f64) -> f64 {
-        let h = lock(&self.buyer_us);
-        if h.is_empty() {
-            0.0
-        } else {
-            h.value_at_quantile(q) as f64 / 1000.0
-        }
+        self.buyer.quantile_ms(q)
     }
 
     fn record_buyer(&self, took: Duration) {
-        let us = u64::try_from(took.as_micros())
-            .unwrap_or(u64::MAX)
-            .clamp(1, 120_000_000);
-        let _ = lock(&self.buyer_us).record(us);
+        self.buyer.record(took);
     }
 
     /// Slowest grab request, in milliseconds.
     pub fn latency_max_ms(&self) -> f64 {
-        lock(&self.latency_us).max() as f64 / 1000.0
+        self.latency.max_ms()
     }
 
     fn record(&self, outcome: usize, units: u64, took: Duration) {
@@ -188,13 +173,50 @@ impl Live {
         if outcome == 0 {
             self.ordered_units.fetch_add(units, Ordering::Relaxed);
         }
-        let us = u64::try_from(took.as_micros()).unwrap_or(u64::MAX).max(1);
-        let _ = lock(&self.latency_us).record(us.min(120_000_000));
+        self.latency.record(took);
         *lock(&self.finished) = Some(Instant::now());
     }
 
     fn mark_started(&self) {
         lock(&self.started).get_or_insert_with(Instant::now);
+    }
+}
+
+/// A latency histogram in µs (1 µs .. 120 s, 3 significant digits),
+/// shared by the users of one run.
+#[derive(Debug)]
+struct Latencies(Mutex<Histogram<u64>>);
+
+impl Default for Latencies {
+    fn default() -> Self {
+        Self(Mutex::new(
+            Histogram::new_with_bounds(1, MAX_US, 3).expect("histogram bounds"),
+        ))
+    }
+}
+
+const MAX_US: u64 = 120_000_000;
+
+impl Latencies {
+    fn record(&self, took: Duration) {
+        let us = u64::try_from(took.as_micros())
+            .unwrap_or(u64::MAX)
+            .clamp(1, MAX_US);
+        let _ = lock(&self.0).record(us);
+    }
+
+    /// Quantile (0..1) in milliseconds; 0 when nothing was recorded.
+    fn quantile_ms(&self, q: f64) -> f64 {
+        let h = lock(&self.0);
+        if h.is_empty() {
+            0.0
+        } else {
+            h.value_at_quantile(q) as f64 / 1000.0
+        }
+    }
+
+    fn max_ms(&self) -> f64 {
+        lock(&self.0).max() as f64 / 1000.0
     }
 }
 
@@ -206,10 +228,47 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 #[derive(Debug)]
 struct Plan {
     workload: Workload,
-    urls: Vec<String>,
     live: Arc<Live>,
-    /// Products to stop at: all sold out ends an open-ended run.
-    until_sold_out: bool,
+}
+
+impl Plan {
+    /// An open-ended run (no `--run-time`) ends when every product is sold out.
+    fn until_sold_out(&self) -> bool {
+        self.workload.run_time.is_none()
+    }
+}
+
+/// The goose settings every attack of the loadgen shares: `users` started
+/// at `increase_rate` per second, quiet (the loadgen prints its own
+/// report), no controllers, no gzip (the service answers small JSON:
+/// compression would only cost CPU on both sides of the loopback).
+fn base_config(urls: &[String], users: usize, increase_rate: f64) -> GooseConfiguration {
+    let mut config = GooseConfiguration::default();
+    config.host = Some(urls[0].clone());
+    config.users = Some(users);
+    config.increase_rate = Some(format!("{increase_rate}"));
+    config.quiet = 1;
+    config.no_print_metrics = true;
+    config.no_error_summary = true;
+    config.no_telnet = true;
+    config.no_gzip = true;
+    config
+}
+
+/// The on-start transaction that points each goose user at one replica,
+/// round-robin by the user's index.
+fn pick_replica(urls: &[String]) -> Transaction {
+    let urls: Arc<[String]> = Arc::from(urls);
+    Transaction::new(Arc::new(move |user: &mut GooseUser| {
+        let urls = urls.clone();
+        Box::pin(async move {
+            let base = &urls[user.weighted_users_index % urls.len()];
+            user.set_base_url(base)?;
+            Ok(())
+        })
+    }))
+    .set_name("pick replica")
+    .set_on_start()
 }
 
 /// Run one goose attack against `urls`; returns goose's own metrics and
@@ -223,22 +282,10 @@ pub async fn run(
 ) -> anyhow::Result<(GooseMetrics, bool)> {
     let plan = Arc::new(Plan {
         workload: workload.clone(),
-        urls: urls.to_vec(),
         live,
-        until_sold_out: workload.run_time.is_none(),
     });
 
-    let mut config = GooseConfiguration::default();
-    config.host = Some(urls[0].clone());
-    config.users = Some(workload.users);
-    config.increase_rate = Some(format!("{}", workload.increase_rate));
-    config.quiet = 1;
-    config.no_print_metrics = true;
-    config.no_error_summary = true;
-    config.no_telnet = true;
-    // The service answers small JSON: compression would only cost CPU on
-    // both sides of the loopback.
-    config.no_gzip = true;
+    let mut config = base_config(urls, workload.users, workload.increase_rate);
     config.report_file = vec![goose_report.display().to_string()];
     if workload.shape == Shape::Burst {
         config.iterations = Some(1);
@@ -247,19 +294,7 @@ pub async fn run(
         config.run_time = Some(format!("{}", run_time.as_secs().max(1)));
     }
 
-    let on_start = {
-        let plan = plan.clone();
-        Transaction::new(Arc::new(move |user: &mut GooseUser| {
-            let plan = plan.clone();
-            Box::pin(async move {
-                let base = &plan.urls[user.weighted_users_index % plan.urls.len()];
-                user.set_base_url(base)?;
-                Ok(())
-            })
-        }))
-        .set_name("pick replica")
-        .set_on_start()
-    };
+    let on_start = pick_replica(urls);
     let grab = {
         let plan = plan.clone();
         Transaction::new(Arc::new(move |user: &mut GooseUser| {
@@ -315,34 +350,14 @@ pub async fn probe(
     run_time: Duration,
     live: Arc<Live>,
 ) -> anyhow::Result<GooseMetrics> {
-    let mut config = GooseConfiguration::default();
-    config.host = Some(urls[0].clone());
-    config.users = Some(users);
-    config.increase_rate = Some(format!("{}", users * 20));
+    let mut config = base_config(urls, users, users as f64 * 20.0);
     config.run_time = Some(format!("{}", run_time.as_secs().max(1)));
-    config.quiet = 1;
-    config.no_print_metrics = true;
-    config.no_error_summary = true;
-    config.no_telnet = true;
     // Latency and counts are recorded in `live`; goose's per-transaction
     // and per-scenario aggregates would only cost client CPU here.
     config.no_transaction_metrics = true;
     config.no_scenario_metrics = true;
     config.no_status_codes = true;
-    config.no_gzip = true;
-    let urls = Arc::new(urls.to_vec());
-    let on_start = {
-        let urls = urls.clone();
-        Transaction::new(Arc::new(move |user: &mut GooseUser| {
-            let urls = urls.clone();
-            Box::pin(async move {
-                let base = &urls[user.weighted_users_index % urls.len()];
-                user.set_base_url(base)?;
-                Ok(())
-            })
-        }))
-        .set_on_start()
-    };
+    let on_start = pick_replica(urls);
     let path: Arc<str> = Arc::from(path);
     let get = Transaction::new(Arc::new(move |user: &mut GooseUser| {
         let live = live.clone();
@@ -379,7 +394,7 @@ pub async fn probe(
 async fn buyer(user: &mut GooseUser, plan: &Plan) -> TransactionResult {
     let w = &plan.workload;
     let live = &plan.live;
-    if plan.until_sold_out && all_sold_out(plan) {
+    if plan.until_sold_out() && all_sold_out(plan) {
         // Nothing left to buy: idle until the attack stops.
         tokio::time::sleep(Duration::from_millis(20)).await;
         return Ok(());
@@ -443,7 +458,7 @@ async fn buyer(user: &mut GooseUser, plan: &Plan) -> TransactionResult {
         // Sold out for the smallest quantity means sold out for everyone.
         if outcome == 1 && quantity == w.quantity_min {
             lock(&live.sold_out).insert(product);
-            if plan.until_sold_out && all_sold_out(plan) {
+            if plan.until_sold_out() && all_sold_out(plan) {
                 stop_attack("sold out");
             }
         }
