@@ -115,13 +115,9 @@ pub async fn switch_strategy(
             ),
         ));
     }
-    if state.control.active().info().name == redis_lua_stock::INFO.name {
-        // Leaving the write-behind strategy: bring its stock column up to
-        // date while it is still the active one (later copies will skip).
-        if let Err(e) = redis_lua_stock::sync_stock_column(&state.deps, None).await {
-            tracing::warn!(error = %e, "switch: could not copy the Redis stock into the column first");
-        }
-    }
+    // Leaving the write-behind strategy: bring its stock column up to date
+    // while it is still the active one (later copies will skip).
+    settle_write_behind(&state, "switch").await;
     state.control.switch(&state.deps, index).await?;
     tracing::info!(strategy = %body.strategy, "strategy switched");
     Ok(HttpResponse::Ok().json(strategies_body(&state)))
@@ -171,17 +167,23 @@ pub async fn reset_product(
     Ok(HttpResponse::Ok().json(super::products::load(&state, id).await?))
 }
 
+/// Under `redis-lua-stock` the stock column is written behind: copy the
+/// Redis stock into it now, before `what` reads or leaves it. Without Redis
+/// the database's own numbers are still the truth of what was ordered, so
+/// a failed copy is logged and `what` goes on.
+async fn settle_write_behind(state: &AppState, what: &str) {
+    if state.control.active().info().name != redis_lua_stock::INFO.name {
+        return;
+    }
+    if let Err(e) = redis_lua_stock::sync_stock_column(&state.deps, None).await {
+        tracing::warn!(error = %e, "{what}: could not copy the Redis stock into the column first");
+    }
+}
+
 /// The ground truth of every product.
 #[get("/admin/audit")]
 pub async fn audit(_: AdminAuth, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
-    if state.control.active().info().name == redis_lua_stock::INFO.name {
-        // Its stock column is written behind: bring it up to date first.
-        // Without Redis the database's own numbers are still the truth of
-        // what was ordered, so the audit answers anyway.
-        if let Err(e) = redis_lua_stock::sync_stock_column(&state.deps, None).await {
-            tracing::warn!(error = %e, "audit: could not copy the Redis stock into the column first");
-        }
-    }
+    settle_write_behind(&state, "audit").await;
     let rows = db::audit(&state.deps.pool).await.map_err(GrabError::from)?;
     Ok(HttpResponse::Ok().json(json!({
         "strategy": state.control.active().info().name,
