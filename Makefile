@@ -1,6 +1,6 @@
 # seckill-lab — the commands a person types. Each target says what it does.
 SHELL := /bin/bash
-.PHONY: demo demo-stop test check check-stack check-panels fmt clippy build bench bench-locks
+.PHONY: demo demo-stop scenarios test check check-stack check-panels fmt clippy build bench bench-locks
 
 ## Run the demo without Docker: own PostgreSQL, Redis, five Redlock nodes,
 ## three replicas, nginx, Prometheus (state in .demo/), then a short
@@ -22,6 +22,13 @@ check-stack:
 ## Every dashboard query against a live Prometheus after a short load (reuses a running demo).
 check-panels:
 	@scripts/check_panels.sh
+
+## Every fault scenario (release build, then about 4 minutes): each lock
+## broken where it is weak, overlaps counted by the history arbiter, verdicts
+## against each design's promise. One scenario: make scenarios S=gc-pause.
+## Report: loadgen-report/scenarios.{json,md,html}.
+scenarios:
+	@scripts/scenarios.sh
 
 ## Run every test (installs/starts what the tests need).
 test:

@@ -48,9 +48,61 @@ ensure_packages() {
   apt_install psql postgresql-client
   apt_install python3 python3
   apt_install chromium chromium # the status page test (app/tests/it/status.rs)
+  apt_install cc gcc # the clock scenarios build a small preload (loadgen/clockshift)
   if [ -z "$(ls /usr/lib/postgresql/*/bin/initdb 2>/dev/null)" ] && ! command -v initdb >/dev/null; then
     apt_install /usr/lib/postgresql/15/bin/initdb postgresql
   fi
+  # The coordination-service locks (issue 16): etcd-client compiles etcd's
+  # .proto files at build time (protoc); the tests and the demo start their
+  # own etcd and ZooKeeper; mysql-get-lock uses MariaDB.
+  apt_install protoc protobuf-compiler
+  [ -f /usr/include/google/protobuf/descriptor.proto ] || apt_install /usr/include/google/protobuf/descriptor.proto libprotobuf-dev
+  apt_install etcd etcd-server
+  apt_install java default-jre-headless
+  [ -f "$ZK_JAR" ] || apt_install "$ZK_JAR" zookeeper
+  apt_install /usr/sbin/mariadbd mariadb-server
+  apt_install mariadb mariadb-client
+}
+
+# Debian's ZooKeeper: one jar (its dependencies are named in its manifest);
+# a standalone server runs as `java -cp "$ZK_CLASSPATH" $ZK_MAIN zoo.cfg`.
+ZK_JAR=/usr/share/java/zookeeper.jar
+ZK_CLASSPATH="$ZK_JAR:/usr/share/java/zookeeper-jute.jar"
+ZK_MAIN=org.apache.zookeeper.server.ZooKeeperServerMain
+
+mariadb_answers() { mariadb --connect-timeout=2 -h 127.0.0.1 -P "${2:-3306}" -u "$1" -e 'select 1' >/dev/null 2>&1; }
+
+ensure_mariadb() {
+  # After it, MYSQL_TEST_URL names a MariaDB on 127.0.0.1:3306 that the
+  # tests may take GET_LOCK on: `root` without a password when that works,
+  # else a `seckill` user created here (Debian's root logs in by socket only).
+  MYSQL_TEST_URL=${SECKILL_TEST_MYSQL_URL:-mysql://root@127.0.0.1:3306/test}
+  if [ -n "${SECKILL_TEST_MYSQL_URL:-}" ]; then say "MariaDB: using $MYSQL_TEST_URL"; return; fi
+  if ! mariadb_answers root && ! mariadb_answers seckill && ! as_root mariadb -u root -e 'select 1' >/dev/null 2>&1; then
+    say "MariaDB is down: starting /usr/sbin/mariadbd"
+    as_root mkdir -p /run/mysqld
+    as_root chown mysql:mysql /run/mysqld 2>/dev/null || true
+    as_root start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd -- --user=mysql
+    for _ in $(seq 1 60); do
+      { mariadb_answers root || as_root mariadb -u root -e 'select 1' >/dev/null 2>&1; } && break
+      sleep 0.5
+    done
+  fi
+  if mariadb_answers root; then
+    mariadb -h 127.0.0.1 -u root -e 'CREATE DATABASE IF NOT EXISTS test' >/dev/null 2>&1 || true
+  elif mariadb_answers seckill; then
+    MYSQL_TEST_URL=mysql://seckill@127.0.0.1:3306/test
+  elif as_root mariadb -u root -e 'select 1' >/dev/null 2>&1; then
+    say "MariaDB: root logs in by socket only; creating user seckill@127.0.0.1 (no password) for the tests"
+    as_root mariadb -u root -e "CREATE DATABASE IF NOT EXISTS test;
+      CREATE USER IF NOT EXISTS 'seckill'@'127.0.0.1'; CREATE USER IF NOT EXISTS 'seckill'@'localhost';
+      GRANT ALL ON test.* TO 'seckill'@'127.0.0.1'; GRANT ALL ON test.* TO 'seckill'@'localhost';"
+    MYSQL_TEST_URL=mysql://seckill@127.0.0.1:3306/test
+  else
+    say "MariaDB does not answer on 127.0.0.1:3306: the mysql-get-lock tests will fail"
+    return 0
+  fi
+  say "MariaDB: using $MYSQL_TEST_URL"
 }
 
 pg_answers() { pg_isready -q -d "$1" -t 2 >/dev/null 2>&1 && psql "$1" -qAtc 'select 1' >/dev/null 2>&1; }

@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # `make test`: install what is missing, make sure PostgreSQL answers, then
 # run every test. Each integration test creates its own database and starts
-# its own redis-server on a free port; the machine's Redis is never touched.
+# its own redis-server (and etcd, ZooKeeper where it needs them) on a free
+# port; the machine's Redis is never touched. MariaDB (mysql-get-lock) is the
+# machine's, started when it is down.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/services.sh
 ensure_packages
 ensure_postgres
+ensure_mariadb
 drop_test_databases
 export SECKILL_TEST_DATABASE_URL=$PG_ADMIN_URL
+export SECKILL_TEST_MYSQL_URL=$MYSQL_TEST_URL
 say "running cargo test (SECKILL_TEST_DATABASE_URL=$PG_ADMIN_URL)"
 status=0
 cargo test --locked "$@" || status=$?

@@ -74,6 +74,27 @@ pub struct Settings {
     pub control_refresh_ms: u64,
     /// `text` or `json` log lines.
     pub log_format: String,
+    /// Redis server that arbitrates the mutual-exclusion history (see
+    /// `history.rs`); unset: the service's own Redis. The scenario runner
+    /// points every replica at a dedicated server it never breaks.
+    pub history_url: Option<String>,
+    /// This replica's name in the history and in logs; unset: `pid-{pid}`.
+    pub instance_id: Option<String>,
+    /// After a Redis lock write (`set-nx-px*`), `WAIT` for this many
+    /// replicas to acknowledge it before entering; 0 = don't wait (Redis's
+    /// default: a failover can lose the lock). See the `failover` scenario.
+    pub redis_wait_replicas: u32,
+    /// How long that `WAIT` may take; fewer acknowledgements = not acquired.
+    pub redis_wait_timeout_ms: u64,
+    /// MariaDB/MySQL server for `mysql-get-lock` (`mysql://user@host:3306/db`);
+    /// unset or empty: that strategy is listed with `available: false`.
+    pub mysql_url: Option<String>,
+    /// etcd client URLs for `etcd-lease` (comma list in env, e.g.
+    /// `http://127.0.0.1:2379`); empty: `etcd-lease` is unavailable.
+    pub etcd_urls: Vec<String>,
+    /// ZooKeeper connect string for `zk-ephemeral-seq` (`host:port[,host:port]`);
+    /// unset or empty: that strategy is unavailable.
+    pub zookeeper_url: Option<String>,
 }
 
 impl Default for Settings {
@@ -99,6 +120,13 @@ impl Default for Settings {
             seed_products: "1:100".into(),
             control_refresh_ms: 250,
             log_format: "text".into(),
+            history_url: None,
+            instance_id: None,
+            redis_wait_replicas: 0,
+            redis_wait_timeout_ms: 250,
+            mysql_url: None,
+            etcd_urls: Vec::new(),
+            zookeeper_url: None,
         }
     }
 }
@@ -165,6 +193,7 @@ impl Settings {
             .try_parsing(true)
             .list_separator(",")
             .with_list_parse_key("redlock_urls")
+            .with_list_parse_key("etcd_urls")
             .source(Some(
                 vars.into_iter()
                     .filter(|(key, _)| key != "SECKILL_CONFIG")
@@ -211,6 +240,14 @@ impl Settings {
                 ));
             }
         }
+        if let Some(url) = &self.history_url {
+            if !url.starts_with("redis://") {
+                return Err(SettingsError::new(
+                    "history_url",
+                    format!("`{url}` must start with redis://"),
+                ));
+            }
+        }
         for url in &self.redlock_urls {
             if !url.starts_with("redis://") {
                 return Err(SettingsError::new(
@@ -218,6 +255,28 @@ impl Settings {
                     format!("`{url}` must start with redis://"),
                 ));
             }
+        }
+        if let Some(url) = self.mysql_url() {
+            if !url.starts_with("mysql://") && !url.starts_with("mariadb://") {
+                return Err(SettingsError::new(
+                    "mysql_url",
+                    format!("`{url}` must start with mysql:// or mariadb://"),
+                ));
+            }
+        }
+        for url in self.etcd_urls() {
+            if url.contains("://") && !url.starts_with("http://") {
+                return Err(SettingsError::new(
+                    "etcd_urls",
+                    format!("`{url}` must be host:port or start with http://"),
+                ));
+            }
+        }
+        if self.zookeeper_url().is_some_and(|url| url.contains("://")) {
+            return Err(SettingsError::new(
+                "zookeeper_url",
+                "must be a connect string like 127.0.0.1:2181 (no scheme)",
+            ));
         }
         if !["on", "off", "local", "remote_write", "remote_apply"]
             .contains(&self.synchronous_commit.as_str())
@@ -247,6 +306,7 @@ impl Settings {
                 self.database_acquire_timeout_ms,
             ),
             ("control_refresh_ms", self.control_refresh_ms),
+            ("redis_wait_timeout_ms", self.redis_wait_timeout_ms),
             (
                 "database_max_connections",
                 u64::from(self.database_max_connections),
@@ -321,6 +381,40 @@ impl Settings {
         Duration::from_millis(self.lock_ttl_ms)
     }
 
+    /// This replica's instance id.
+    pub fn instance(&self) -> String {
+        self.instance_id
+            .clone()
+            .filter(|id| !id.trim().is_empty())
+            .unwrap_or_else(|| format!("pid-{}", std::process::id()))
+    }
+
+    /// `mysql_url` when set and not blank.
+    pub fn mysql_url(&self) -> Option<&str> {
+        self.mysql_url
+            .as_deref()
+            .map(str::trim)
+            .filter(|url| !url.is_empty())
+    }
+
+    /// `etcd_urls` without blank entries.
+    pub fn etcd_urls(&self) -> Vec<String> {
+        self.etcd_urls
+            .iter()
+            .map(|url| url.trim())
+            .filter(|url| !url.is_empty())
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// `zookeeper_url` when set and not blank.
+    pub fn zookeeper_url(&self) -> Option<&str> {
+        self.zookeeper_url
+            .as_deref()
+            .map(str::trim)
+            .filter(|url| !url.is_empty())
+    }
+
     /// `lock_wait_ms` as a duration.
     pub fn lock_wait(&self) -> Duration {
         Duration::from_millis(self.lock_wait_ms)
@@ -374,6 +468,31 @@ mod tests {
         assert_eq!(err.name, "SECKILL_SEED_PRODUCTS");
         let err = load(&[("SECKILL_LISTEN", "nowhere")]).expect_err("must fail");
         assert_eq!(err.name, "SECKILL_LISTEN");
+    }
+
+    #[test]
+    fn coordination_services_are_optional_and_blank_means_unset() {
+        let s = load(&[]).expect("defaults load");
+        assert_eq!(s.mysql_url(), None);
+        assert!(s.etcd_urls().is_empty());
+        assert_eq!(s.zookeeper_url(), None);
+        let s = load(&[
+            ("SECKILL_MYSQL_URL", "mysql://root@127.0.0.1:3306/test"),
+            (
+                "SECKILL_ETCD_URLS",
+                "http://127.0.0.1:2379,http://127.0.0.1:22379",
+            ),
+            ("SECKILL_ZOOKEEPER_URL", "127.0.0.1:2181"),
+        ])
+        .expect("loads");
+        assert_eq!(s.mysql_url(), Some("mysql://root@127.0.0.1:3306/test"));
+        assert_eq!(s.etcd_urls().len(), 2);
+        assert_eq!(s.zookeeper_url(), Some("127.0.0.1:2181"));
+        let s = load(&[("SECKILL_MYSQL_URL", " "), ("SECKILL_ETCD_URLS", "")]).expect("loads");
+        assert_eq!(s.mysql_url(), None);
+        assert!(s.etcd_urls().is_empty());
+        let err = load(&[("SECKILL_MYSQL_URL", "postgres://x")]).expect_err("must fail");
+        assert_eq!(err.name, "SECKILL_MYSQL_URL");
     }
 
     #[test]

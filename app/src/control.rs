@@ -23,6 +23,26 @@ pub const STRATEGY_KEY: &str = "seckill:strategy";
 /// Redis key of the faults (JSON of [`Faults`]).
 pub const FAULTS_KEY: &str = "seckill:faults";
 
+/// Where inside the critical section the in-process pause (`pause_ms`) stalls.
+///
+/// This pause sleeps the grab's own task only — the process keeps running,
+/// so the watchdog keeps renewing through it. A whole-process freeze
+/// (`SIGSTOP`, renewal tasks included) is the scenario runner's `gc-pause`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PauseAt {
+    /// Before the stock is read: a holder that wakes past its TTL reads
+    /// fresh stock, so it overlaps without losing an update.
+    #[default]
+    BeforeRead,
+    /// Between the read and the write: the holder wakes and writes the
+    /// stale value it read — the lost update of every TTL-lock seed.
+    BeforeWrite,
+    /// After the lock's last check (lease, validity), just before the
+    /// commit: no check before commit can help; only fencing does.
+    BeforeCommit,
+}
+
 /// Faults a workshop can switch on (`PUT /admin/faults`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Faults {
@@ -33,6 +53,9 @@ pub struct Faults {
     pub pause_ms: u64,
     /// Which grabs take the pause: every n-th grab on each replica (1 = all).
     pub pause_every: u64,
+    /// Where the pause stalls the section.
+    #[serde(default)]
+    pub pause_at: PauseAt,
     /// Release the lock *before* committing — the classic bug.
     pub unlock_before_commit: bool,
     /// A pause between `SETNX` and `PEXPIRE` of `setnx-expire` (widens the
@@ -43,6 +66,11 @@ pub struct Faults {
     /// (widens the race of seed 004 v4).
     #[serde(default)]
     pub release_gap_ms: u64,
+    /// Not a fault but its cure: the database checks the revision the lock
+    /// service handed out (etcd's create revision, ZooKeeper's sequence) as
+    /// a fencing token, exactly as `fenced` checks its counter.
+    #[serde(default)]
+    pub check_revision: bool,
 }
 
 impl Faults {
@@ -52,9 +80,11 @@ impl Faults {
             work_delay_ms,
             pause_ms: 0,
             pause_every: 1,
+            pause_at: PauseAt::BeforeRead,
             unlock_before_commit: false,
             setnx_expire_gap_ms: 0,
             release_gap_ms: 0,
+            check_revision: false,
         }
     }
 }
@@ -69,12 +99,16 @@ pub struct FaultsPatch {
     pub pause_ms: Option<u64>,
     /// New pause frequency (≥ 1).
     pub pause_every: Option<u64>,
+    /// New pause position.
+    pub pause_at: Option<PauseAt>,
     /// New unlock-before-commit switch.
     pub unlock_before_commit: Option<bool>,
     /// New SETNX/EXPIRE gap.
     pub setnx_expire_gap_ms: Option<u64>,
     /// New check/delete gap.
     pub release_gap_ms: Option<u64>,
+    /// Whether the database checks the lock service's revision.
+    pub check_revision: Option<bool>,
 }
 
 impl FaultsPatch {
@@ -89,6 +123,9 @@ impl FaultsPatch {
         if let Some(v) = self.pause_every {
             faults.pause_every = v;
         }
+        if let Some(v) = self.pause_at {
+            faults.pause_at = v;
+        }
         if let Some(v) = self.unlock_before_commit {
             faults.unlock_before_commit = v;
         }
@@ -97,6 +134,9 @@ impl FaultsPatch {
         }
         if let Some(v) = self.release_gap_ms {
             faults.release_gap_ms = v;
+        }
+        if let Some(v) = self.check_revision {
+            faults.check_revision = v;
         }
         faults
     }
@@ -221,28 +261,47 @@ impl Control {
         self: Arc<Self>,
         deps: Deps,
         interval: Duration,
-        mut stop: tokio::sync::watch::Receiver<bool>,
+        stop: tokio::sync::watch::Receiver<bool>,
     ) {
-        let mut ticker = tokio::time::interval(interval);
-        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let mut failing = false;
-        loop {
-            tokio::select! {
-                _ = ticker.tick() => {}
-                _ = stop.changed() => return,
+        refresh_every("the shared strategy/faults", interval, stop, move || {
+            let (control, deps) = (self.clone(), deps.clone());
+            async move { control.refresh(&deps).await }
+        })
+        .await;
+    }
+}
+
+/// Call `refresh` every `interval` until `stop` fires. A failure is logged
+/// once when it starts and once when it ends (the local copy stays in use
+/// meanwhile), not at every tick.
+pub async fn refresh_every<F, Fut>(
+    what: &'static str,
+    interval: Duration,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+    mut refresh: F,
+) where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<(), GrabError>>,
+{
+    let mut ticker = tokio::time::interval(interval);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut failing = false;
+    loop {
+        tokio::select! {
+            _ = ticker.tick() => {}
+            _ = stop.changed() => return,
+        }
+        match refresh().await {
+            Ok(()) if failing => {
+                tracing::info!("{what} readable again");
+                failing = false;
             }
-            match self.refresh(&deps).await {
-                Ok(()) if failing => {
-                    tracing::info!("shared control state readable again");
-                    failing = false;
-                }
-                Ok(()) => {}
-                Err(e) if !failing => {
-                    tracing::warn!(error = %e, "cannot read the shared strategy/faults; keeping local copies");
-                    failing = true;
-                }
-                Err(_) => {}
+            Ok(()) => {}
+            Err(e) if !failing => {
+                tracing::warn!(error = %e, "cannot read {what}; keeping the local copy");
+                failing = true;
             }
+            Err(_) => {}
         }
     }
 }

@@ -15,6 +15,12 @@ pub enum Dependency {
     Postgres,
     /// The Redis server (locks, shared control state, Redis stock).
     Redis,
+    /// The MariaDB/MySQL server of `mysql-get-lock`.
+    Mysql,
+    /// The etcd cluster of `etcd-lease`.
+    Etcd,
+    /// The ZooKeeper ensemble of `zk-ephemeral-seq`.
+    Zookeeper,
 }
 
 impl Dependency {
@@ -23,6 +29,9 @@ impl Dependency {
         match self {
             Dependency::Postgres => "postgres",
             Dependency::Redis => "redis",
+            Dependency::Mysql => "mysql",
+            Dependency::Etcd => "etcd",
+            Dependency::Zookeeper => "zookeeper",
         }
     }
 }
@@ -113,7 +122,9 @@ impl From<redis::RedisError> for GrabError {
     }
 }
 
-fn unavailable(dependency: Dependency, e: &dyn std::fmt::Display) -> GrabError {
+/// A dependency that could not be reached (or answered nonsense); the text
+/// is for the log only.
+pub fn unavailable(dependency: Dependency, e: &dyn std::fmt::Display) -> GrabError {
     GrabError::Unavailable {
         dependency,
         detail: e.to_string(),

@@ -12,7 +12,8 @@
 //!    says which seed step it teaches, what it guarantees and how it fails.
 //! 3. [`db`] — schema access and the audit (the ground truth).
 //! 4. [`control`] — the active strategy and workshop faults, shared by all
-//!    replicas through Redis.
+//!    replicas through Redis; [`history`] — the mutual-exclusion history
+//!    that counts overlapping critical sections across replicas.
 //! 5. [`routes`] — the HTTP API; [`error`] — what clients see.
 //! 6. [`metrics`] — Prometheus metrics; [`configuration`] — settings;
 //!    [`startup`] — wiring; [`telemetry`] — logs.
@@ -21,6 +22,7 @@ pub mod configuration;
 pub mod control;
 pub mod db;
 pub mod error;
+pub mod history;
 pub mod lock;
 pub mod metrics;
 pub mod routes;

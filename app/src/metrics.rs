@@ -59,6 +59,8 @@ pub struct Metrics {
     pub active_strategy: GaugeVec,
     /// `seckill_orders_total{strategy}` — orders written (a convenience for rates).
     pub orders: CounterVec,
+    /// `seckill_history_errors_total` — entries/exits the history arbiter missed.
+    pub history_errors: IntCounter,
 }
 
 fn counter(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
@@ -113,6 +115,13 @@ impl Metrics {
         )
         .expect("valid metric");
         r.register(Box::new(orders.clone()))
+            .expect("registered once");
+        let history_errors = IntCounter::new(
+            "seckill_history_errors_total",
+            "Critical-section entries or exits the history arbiter did not record",
+        )
+        .expect("valid metric");
+        r.register(Box::new(history_errors.clone()))
             .expect("registered once");
         Self {
             grab_requests: counter(
@@ -213,6 +222,7 @@ impl Metrics {
                 &["strategy"],
             ),
             orders,
+            history_errors,
             registry: r,
         }
     }

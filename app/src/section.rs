@@ -26,7 +26,9 @@
 use sqlx::{PgConnection, Postgres, Transaction};
 use tokio::time::{sleep, Duration, Instant};
 
+use crate::control::PauseAt;
 use crate::error::GrabError;
+use crate::history::{Entered, History};
 use crate::lock::{GrabContext, GrabRequest, Order};
 
 /// How step 1 reads and step 4 writes.
@@ -85,13 +87,64 @@ pub struct Prepared {
     pub locked_at: Instant,
     /// How long step 1 waited for its lock.
     pub lock_wait: Duration,
+    /// The section's record in the history, closed by commit or abort.
+    entered: Option<Entered>,
+    history: History,
+    /// The lock is the transaction's own (row or advisory lock): the commit
+    /// releases it, so the section ends just before the commit.
+    commit_releases: bool,
+    /// The `before-commit` pause of this grab, if it takes one.
+    pause_before_commit: Option<Duration>,
 }
 
 impl Prepared {
-    /// Commit; the order exists from here on.
-    pub async fn commit(self) -> Result<Order, GrabError> {
-        self.tx.commit().await?;
+    /// Commit; the order exists from here on. The section's exit is
+    /// recorded after the commit — or just before it when the commit is
+    /// what releases the lock.
+    pub async fn commit(mut self) -> Result<Order, GrabError> {
+        if let Some(pause) = self.pause_before_commit {
+            sleep(pause).await;
+        }
+        let entered = self.entered.take();
+        if self.commit_releases {
+            self.history.exit(entered).await;
+            self.tx.commit().await?;
+        } else {
+            let committed = self.tx.commit().await;
+            self.history.exit(entered).await;
+            committed?;
+        }
         Ok(self.order)
+    }
+
+    /// Roll back (the lock could no longer be trusted): nothing is written.
+    pub async fn abort(mut self) {
+        let entered = self.entered.take();
+        finish(&self.history, entered, self.commit_releases, self.tx).await;
+    }
+}
+
+/// Roll back and record the section's exit, in the order that can never
+/// show a false overlap: before the rollback when the rollback releases
+/// the lock, after it otherwise.
+async fn finish(
+    history: &History,
+    entered: Option<Entered>,
+    rollback_releases: bool,
+    tx: Transaction<'static, Postgres>,
+) {
+    if rollback_releases {
+        history.exit(entered).await;
+        rollback(tx).await;
+    } else {
+        rollback(tx).await;
+        history.exit(entered).await;
+    }
+}
+
+async fn rollback(tx: Transaction<'static, Postgres>) {
+    if let Err(e) = tx.rollback().await {
+        tracing::debug!(error = %e, "rollback after a refused grab failed");
     }
 }
 
@@ -99,6 +152,13 @@ impl Prepared {
 pub async fn simulated_work(cx: GrabContext<'_>) {
     if cx.faults.work_delay_ms > 0 {
         sleep(Duration::from_millis(cx.faults.work_delay_ms)).await;
+    }
+}
+
+/// The in-process pause, when this grab takes it at `at`.
+async fn pause_if(cx: GrabContext<'_>, at: PauseAt) {
+    if cx.pause && cx.faults.pause_at == at {
+        sleep(Duration::from_millis(cx.faults.pause_ms)).await;
     }
 }
 
@@ -111,26 +171,46 @@ pub async fn prepare(
     spec: SectionSpec,
 ) -> Result<Option<Prepared>, GrabError> {
     let started = Instant::now();
+    let history = &cx.deps.history;
+    let commit_releases = matches!(spec.row_lock, RowLock::ForUpdate | RowLock::Advisory);
+    // An external lock (or none) is held already: the section begins here.
+    let mut entered = if spec.row_lock == RowLock::None {
+        history.enter(spec.strategy, req.product_id).await
+    } else {
+        None
+    };
     let registered = match spec.fence {
-        Some(token) => match register_fence(cx, req.product_id, token).await? {
-            Some(stock) => Some(stock),
-            None => return Ok(None),
+        Some(token) => match register_fence(cx, req.product_id, token).await {
+            Ok(Some(stock)) => Some(stock),
+            other => {
+                history.exit(entered).await;
+                return other.map(|_| None);
+            }
         },
         None => None,
     };
-    let mut tx = cx.deps.pool.begin().await?;
-    let steps = run_steps(&mut tx, cx, req, spec, started, registered).await;
+    let mut tx = match cx.deps.pool.begin().await {
+        Ok(tx) => tx,
+        Err(e) => {
+            history.exit(entered).await;
+            return Err(e.into());
+        }
+    };
+    let steps = run_steps(&mut tx, cx, req, spec, started, registered, &mut entered).await;
     match steps {
         Ok(Some((order, locked_at))) => Ok(Some(Prepared {
             tx,
             order,
             locked_at,
             lock_wait: locked_at - started,
+            entered,
+            history: history.clone(),
+            commit_releases,
+            pause_before_commit: (cx.pause && cx.faults.pause_at == PauseAt::BeforeCommit)
+                .then(|| Duration::from_millis(cx.faults.pause_ms)),
         })),
         other => {
-            if let Err(e) = tx.rollback().await {
-                tracing::debug!(error = %e, "rollback after a refused grab failed");
-            }
+            finish(history, entered, commit_releases, tx).await;
             other.map(|_| None)
         }
     }
@@ -171,16 +251,16 @@ async fn run_steps(
     spec: SectionSpec,
     started: Instant,
     registered_stock: Option<i64>,
+    entered: &mut Option<Entered>,
 ) -> Result<Option<(Order, Instant)>, GrabError> {
-    if cx.pause {
-        // Before the read, as a stop-the-world pause would hit a holder.
-        sleep(Duration::from_millis(cx.faults.pause_ms)).await;
-    }
+    let history = &cx.deps.history;
+    pause_if(cx, PauseAt::BeforeRead).await;
     if spec.row_lock == RowLock::Advisory {
         sqlx::query("SELECT pg_advisory_xact_lock($1)")
             .bind(req.product_id)
             .execute(&mut *conn)
             .await?;
+        *entered = history.enter(spec.strategy, req.product_id).await;
     }
     // Step 1: read (already done by the fence registration, if fenced).
     let (stock, version): (i64, i64) = match registered_stock {
@@ -199,6 +279,9 @@ async fn run_steps(
                 .ok_or(GrabError::NotFound)?
         }
     };
+    if spec.row_lock == RowLock::ForUpdate {
+        *entered = history.enter(spec.strategy, req.product_id).await;
+    }
     let locked_at = if spec.row_lock == RowLock::None {
         started
     } else {
@@ -214,6 +297,7 @@ async fn run_steps(
 
     // Step 3: the work that widens the race.
     simulated_work(cx).await;
+    pause_if(cx, PauseAt::BeforeWrite).await;
 
     // Step 4: blind write of the value read in step 1.
     let new_stock = stock - quantity;

@@ -83,10 +83,25 @@ impl Application {
             .context("cannot seed products")?;
         let redis = redis_connection(&settings.redis_url)?;
 
+        let metrics = Metrics::new();
+        let history = crate::history::History::new(
+            settings
+                .history_url
+                .as_deref()
+                .unwrap_or(&settings.redis_url),
+            settings.instance(),
+            metrics.clone(),
+        )?;
+        if let Err(e) = history.refresh().await {
+            tracing::warn!(error = %e, "history arbiter not reachable at start");
+        }
         let deps = Deps {
             pool,
             redis,
-            metrics: Metrics::new(),
+            metrics,
+            history: history.clone(),
+            redis_wait_replicas: settings.redis_wait_replicas,
+            redis_wait_timeout: Duration::from_millis(settings.redis_wait_timeout_ms),
             lock_ttl: settings.lock_ttl(),
             lock_wait: settings.lock_wait(),
             lock_retry: Duration::from_millis(settings.lock_retry_ms),
@@ -106,6 +121,11 @@ impl Application {
             deps.clone(),
             Duration::from_millis(settings.control_refresh_ms),
             stop_rx,
+        ));
+
+        tokio::spawn(history.refresh_loop(
+            Duration::from_millis(settings.control_refresh_ms),
+            stop_background.subscribe(),
         ));
 
         let admin_token = settings.effective_admin_token();
@@ -141,6 +161,9 @@ impl Application {
                 .service(routes::admin::audit)
                 .service(routes::admin::get_faults)
                 .service(routes::admin::put_faults)
+                .service(routes::admin::get_history)
+                .service(routes::admin::put_history)
+                .service(routes::admin::forget_history)
                 .service(routes::status::page)
                 .service(routes::status::status)
                 .service(routes::status::status_stream)

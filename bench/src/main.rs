@@ -28,6 +28,10 @@ fn deps(redis_url: &str, ttl: Duration, wait: Duration) -> Deps {
             .expect("lazy pool"),
         redis: redis_connection(redis_url).expect("redis"),
         metrics: Metrics::new(),
+        history: seckill_app::history::History::new(redis_url, "test".into(), Metrics::new())
+            .expect("history handle"),
+        redis_wait_replicas: 0,
+        redis_wait_timeout: Duration::from_millis(250),
         lock_ttl: ttl,
         lock_wait: wait,
         lock_retry: Duration::from_millis(2),

@@ -62,6 +62,50 @@ enum Command {
         #[command(flatten)]
         common: Common,
     },
+    /// Break each design where it is weak, with the processes the scenario
+    /// owns: replicas, Redis nodes and proxies on free ports, a frozen
+    /// replica, a clock jump, a node restart, a failover, slow and cut links,
+    /// a killed holder, lost dependencies. Counts overlapping critical
+    /// sections (the history arbiter) beside the database's audit, and
+    /// judges each strategy against what it promises under that fault.
+    /// Writes DIR/scenarios.{json,md,html}. Exit 1 on any UNEXPECTED verdict.
+    Scenario {
+        /// Scenario names, or `all` (see --list).
+        names: Vec<String>,
+        /// List the scenarios, one a line, its name first.
+        #[arg(long)]
+        list: bool,
+        /// Comma-separated strategies instead of each scenario's defaults.
+        #[arg(long, value_delimiter = ',')]
+        strategies: Vec<String>,
+        /// Report folder.
+        #[arg(long, default_value = "loadgen-report")]
+        out: PathBuf,
+        /// PostgreSQL server to use; the scenario creates (and drops) a
+        /// database of its own on it.
+        #[arg(
+            long,
+            env = "SECKILL_DATABASE_URL",
+            default_value = "postgres://postgres@127.0.0.1:5432/postgres"
+        )]
+        database_url: String,
+        /// The seckill-app binary [default: beside this one, or on PATH].
+        #[arg(long)]
+        app_bin: Option<PathBuf>,
+        /// MariaDB for `mysql-get-lock` (GET_LOCK needs no tables).
+        #[arg(
+            long,
+            env = "SECKILL_MYSQL_URL",
+            default_value = "mysql://root@127.0.0.1:3306/test"
+        )]
+        mysql_url: String,
+        /// Shorter fault windows (CI); verdicts are the same.
+        #[arg(long)]
+        quick: bool,
+        /// Only the verdict lines and the table, not every step.
+        #[arg(long, short)]
+        quiet: bool,
+    },
     /// Read-only load: GET one path (default: product 1) with N users for a
     /// fixed time and print requests/s and latency as JSON. Used by
     /// `make bench` to check goose keeps up with `wrk`, and to load the
@@ -126,6 +170,12 @@ struct Common {
     /// No progress bar.
     #[arg(long, short)]
     quiet: bool,
+    /// Count overlapping critical sections across every replica (the
+    /// service's history arbiter): each run gets `overlaps` and
+    /// `max_holders`, and an overlap under a lock that promises exclusion
+    /// is a violation. Costs two arbiter round trips per grab.
+    #[arg(long)]
+    history: bool,
 }
 
 #[derive(Debug, Args)]
@@ -282,6 +332,28 @@ pub async fn main() -> ExitCode {
             users,
             run_time,
         } => return probe(urls, &path, users, run_time).await,
+        Command::Scenario {
+            names,
+            list,
+            strategies,
+            out,
+            database_url,
+            app_bin,
+            mysql_url,
+            quick,
+            quiet,
+        } => {
+            let options = crate::scenario::Options {
+                strategies,
+                out,
+                database_url,
+                app_bin,
+                quick,
+                quiet,
+                mysql_url,
+            };
+            return crate::scenario::main(&names, list, options).await;
+        }
     };
     match execute(strategies, &common).await {
         Ok(report) => {
@@ -333,8 +405,8 @@ fn exit_code(report: &Report) -> ExitCode {
     let bad = report.violations();
     for run in &bad {
         eprintln!(
-            "VIOLATION: {} is classed safe but oversold {}, lost {} updates, duplicated {} orders",
-            run.strategy, run.oversold, run.lost_updates, run.duplicates
+            "VIOLATION: {} is classed safe but oversold {}, lost {} updates, duplicated {} orders, overlapped {} sections",
+            run.strategy, run.oversold, run.lost_updates, run.duplicates, run.overlaps.unwrap_or(0)
         );
     }
     if bad.is_empty() {
@@ -427,12 +499,14 @@ async fn execute(strategies: Vec<String>, common: &Common) -> anyhow::Result<Rep
     );
     // The faults the runs ran under (a workshop may have set some).
     let faults_in_force = service.faults().await.ok();
+    let ttl_ms = listed.lock_ttl_ms;
     let mut runs = Vec::new();
     let mut failed = Vec::new();
     let mut interrupted = false;
     for entry in &chosen {
         bar.set_prefix(entry.name.clone());
-        let run = match run_strategy(&service, entry, &workload, common, &bar).await {
+        let conditions = (faults_in_force.clone().unwrap_or_default(), ttl_ms);
+        let run = match run_strategy(&service, entry, &workload, common, &bar, &conditions).await {
             Ok((run, stopped)) => {
                 interrupted = stopped;
                 run
@@ -450,13 +524,16 @@ async fn execute(strategies: Vec<String>, common: &Common) -> anyhow::Result<Rep
             }
         };
         bar.println(format!(
-            "{:>18}  {:>7.0} grabs/s  {:>5} orders  p99 {:>7.1} ms  oversold {}  lost {}  {}",
+            "{:>18}  {:>7.0} grabs/s  {:>5} orders  p99 {:>7.1} ms  oversold {}  lost {}{}  {}",
             run.strategy,
             run.grabs_per_sec,
             run.orders,
             run.p99_ms,
             run.oversold,
             run.lost_updates,
+            run.overlaps
+                .map(|o| format!("  overlaps {o}"))
+                .unwrap_or_default(),
             run.verdict.as_str()
         ));
         runs.push(run);
@@ -517,12 +594,16 @@ async fn run_strategy(
     workload: &Workload,
     common: &Common,
     bar: &ProgressBar,
+    conditions: &(serde_json::Value, Option<u64>),
 ) -> anyhow::Result<(Run, bool)> {
     let name = entry.name.as_str();
     for product in 1..=workload.products {
         service.reset(product, workload.stock).await?;
     }
     service.switch(name, 1).await?;
+    if common.history {
+        service.history_start().await?;
+    }
     let before = service.scrape().await?;
 
     let live = Arc::new(Live::default());
@@ -577,9 +658,38 @@ async fn run_strategy(
     let lost_updates = sum(|r| r.lost_updates.max(0));
     let undersold = sum(|r| (-r.lost_updates).max(0));
     let negative_stock = rows.iter().any(|r| r.negative_stock);
-    let violations =
-        oversold > 0 || lost_updates > 0 || undersold > 0 || duplicates > 0 || negative_stock;
-    let verdict = verdict(entry, service.urls.len(), common, violations);
+    let history = if common.history {
+        Some(service.history().await?)
+    } else {
+        None
+    };
+    let mine = history
+        .as_ref()
+        .and_then(|h| h["strategies"].as_array())
+        .and_then(|all| all.iter().find(|s| s["strategy"] == name).cloned())
+        .unwrap_or(serde_json::Value::Null);
+    let overlaps = history
+        .as_ref()
+        .map(|_| mine["overlaps"].as_u64().unwrap_or(0));
+    let max_holders = history
+        .as_ref()
+        .map(|_| mine["max_holders"].as_u64().unwrap_or(0));
+    let exclusion_broken =
+        overlaps.unwrap_or(0) > 0 && !crate::expect::guards_data_only(crate::expect::kind(name));
+    let violations = oversold > 0
+        || lost_updates > 0
+        || undersold > 0
+        || duplicates > 0
+        || negative_stock
+        || exclusion_broken;
+    let expected_to_break = crate::expect::breaks_under(name, &conditions.0, conditions.1);
+    let verdict = verdict(
+        entry,
+        service.urls.len(),
+        common,
+        violations,
+        expected_to_break.is_some(),
+    );
 
     let s = [("strategy", name)];
     let count = |metric: &str, extra: &[(&str, &str)]| -> u64 {
@@ -641,6 +751,13 @@ async fn run_strategy(
         buyer_p50_ms: live.buyer_latency_ms(0.50),
         buyer_p99_ms: live.buyer_latency_ms(0.99),
         lock,
+        overlaps,
+        max_holders,
+        first_overlaps: history
+            .as_ref()
+            .and_then(|h| h["first_overlaps"].as_array().cloned())
+            .unwrap_or_default(),
+        expected_to_break,
         audit: rows,
         goose_report: goose_file,
     };
@@ -648,8 +765,16 @@ async fn run_strategy(
 }
 
 /// Classed safe unless the service says it is unsafe (or single-replica
-/// while several replicas run); `--treat-as-safe` / `--expect-unsafe` override.
-fn verdict(entry: &StrategyEntry, replicas: usize, common: &Common, violations: bool) -> Verdict {
+/// while several replicas run), or the faults in force aim at its weak
+/// point (see [`crate::expect::breaks_under`]); `--treat-as-safe` /
+/// `--expect-unsafe` override.
+fn verdict(
+    entry: &StrategyEntry,
+    replicas: usize,
+    common: &Common,
+    violations: bool,
+    faults_break_it: bool,
+) -> Verdict {
     let name = &entry.name;
     let classed_safe = if common.treat_as_safe.contains(name) {
         true
@@ -659,7 +784,7 @@ fn verdict(entry: &StrategyEntry, replicas: usize, common: &Common, violations: 
         match entry.safety.as_str() {
             "unsafe" => false,
             "single-replica" => replicas < 2,
-            _ => true,
+            _ => !faults_break_it,
         }
     };
     match (classed_safe, violations) {

@@ -13,8 +13,12 @@
 //! service is unreachable or failed mid-run.
 
 pub mod cli;
+pub mod expect;
+pub mod procs;
 pub mod prom;
+pub mod proxy;
 pub mod report;
+pub mod scenario;
 pub mod service;
 pub mod workload;
 

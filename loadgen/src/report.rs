@@ -85,6 +85,19 @@ pub struct Run {
     pub buyer_p50_ms: f64,
     pub buyer_p99_ms: f64,
     pub lock: LockFigures,
+    /// With `--history`: critical sections that began while another was
+    /// inside, across every replica (the arbiter's count).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub overlaps: Option<u64>,
+    /// With `--history`: the most sections inside at once.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_holders: Option<u64>,
+    /// With `--history`: the arbiter's first overlaps.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub first_overlaps: Vec<serde_json::Value>,
+    /// Why the strategy was expected to break under the faults in force.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expected_to_break: Option<String>,
     pub audit: Vec<AuditRow>,
     /// goose's own HTML report, relative to the output folder.
     pub goose_report: String,
@@ -182,6 +195,7 @@ impl Report {
             "oversold",
             "lost",
             "dup",
+            "overlaps",
             "verdict",
         ];
         let rows = self
@@ -209,6 +223,7 @@ impl Report {
                     r.oversold.to_string(),
                     r.lost_updates.to_string(),
                     r.duplicates.to_string(),
+                    r.overlaps.map_or("-".into(), |o| o.to_string()),
                     r.verdict.as_str().to_owned(),
                 ]
             })
@@ -374,6 +389,24 @@ impl Report {
                 escape(&s.reason)
             );
         }
+        let mut timelines = String::new();
+        for run in self.runs.iter().filter(|r| !r.first_overlaps.is_empty()) {
+            let _ = write!(
+                timelines,
+                "<h3>{}</h3><ol>{}</ol>",
+                escape(&run.strategy),
+                overlap_timeline(&run.first_overlaps)
+            );
+        }
+        if !timelines.is_empty() {
+            let _ = write!(
+                out,
+                "<h2>First overlaps (--history)</h2><p>Critical sections that began while \
+                 another was inside, as the history arbiter recorded them: \
+                 <code>replica:section</code>, the arbiter's clock from the run's first \
+                 overlap.</p>{timelines}"
+            );
+        }
         out.push_str(
             "<p>Rows: red = a strategy classed safe broke; yellow = expected to break. \
              Each strategy name links to goose's own report of its run.</p></body></html>\n",
@@ -448,4 +481,82 @@ fn escape(text: &str) -> String {
         .replace('<', "&lt;")
         .replace('>', "&gt;")
         .replace('"', "&quot;")
+}
+
+/// `scenarios.html`: the table, and a timeline of each case's first
+/// overlaps (arbiter time, relative to the case's first overlap).
+pub fn scenarios_html(report: &crate::scenario::ScenarioReport) -> String {
+    let mut rows = String::new();
+    let mut timelines = String::new();
+    for c in &report.scenarios {
+        let colour = match c.verdict {
+            crate::scenario::Verdict::AsExpected => "#2e7d32",
+            crate::scenario::Verdict::Unexpected => "#c62828",
+            crate::scenario::Verdict::Inconclusive => "#9e9e9e",
+        };
+        let mut cells: Vec<String> = c
+            .cells()
+            .iter()
+            .map(|v| format!("<td>{}</td>", escape(v)))
+            .collect();
+        if let Some(verdict) = cells.last_mut() {
+            *verdict = format!(
+                "<td style=\"color:{colour};font-weight:bold\">{}</td>",
+                c.verdict.as_str()
+            );
+        }
+        rows.push_str(&format!(
+            "<tr>{}<td>{}</td></tr>\n",
+            cells.concat(),
+            escape(&c.verdict_reason)
+        ));
+        if c.first_overlaps.is_empty() {
+            continue;
+        }
+        let items = overlap_timeline(&c.first_overlaps);
+        timelines.push_str(&format!(
+            "<h3>{} · {}{}</h3><ol>{items}</ol>",
+            escape(&c.name),
+            escape(&c.strategy),
+            c.variant
+                .as_deref()
+                .map(|v| format!(" · {}", escape(v)))
+                .unwrap_or_default()
+        ));
+    }
+    format!(
+        "<!doctype html><html><head><meta charset=\"utf-8\"><title>seckill-lab scenarios</title>\
+<style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:4px 8px}}</style></head><body>\
+<h1>Fault scenarios</h1><p>{} cases in {:.0} s{}. Overlaps are counted by the history arbiter (sections that began while another was inside); the rest is the database's audit.</p>\
+<table><tr><th>scenario</th><th>strategy</th><th>variant</th><th>expected</th><th>overlaps</th><th>max holders</th><th>oversold</th><th>lost updates</th><th>duplicates</th><th>rejected</th><th>busy</th><th>orders</th><th>verdict</th><th>why</th></tr>\n{rows}</table>\
+<h2>First overlaps</h2><p>Member names are <code>replica:section</code>; times are the arbiter's clock from the first overlap of the case.</p>{timelines}</body></html>",
+        report.scenarios.len(),
+        report.duration_s,
+        if report.quick { " (--quick)" } else { "" },
+    )
+}
+
+/// The arbiter's first overlaps as HTML list items: time from the first
+/// one, who entered, who was inside.
+fn overlap_timeline(events: &[serde_json::Value]) -> String {
+    let t0 = events
+        .first()
+        .and_then(|e| e["at_us"].as_i64())
+        .unwrap_or(0);
+    let mut items = String::new();
+    for event in events {
+        let at = event["at_us"].as_i64().unwrap_or(0) - t0;
+        let inside: Vec<String> = event["inside"]
+            .as_array()
+            .map(|a| a.iter().filter_map(|v| v.as_str().map(escape)).collect())
+            .unwrap_or_default();
+        let _ = write!(
+            items,
+            "<li><code>+{:.1} ms</code> <b>{}</b> entered while inside: {}</li>",
+            at as f64 / 1000.0,
+            escape(event["entered"].as_str().unwrap_or("?")),
+            inside.join(", ")
+        );
+    }
+    items
 }

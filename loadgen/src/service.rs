@@ -68,6 +68,10 @@ pub struct Strategies {
     pub active: String,
     /// Every strategy, in the service's teaching order.
     pub strategies: Vec<StrategyEntry>,
+    /// TTL of the expiring locks (and the watchdog's lease), when the
+    /// service says.
+    #[serde(default)]
+    pub lock_ttl_ms: Option<u64>,
 }
 
 impl Strategies {
@@ -211,9 +215,23 @@ impl Service {
         path: &str,
     ) -> Result<T, ServiceError> {
         let base = self.first();
-        let value = self
-            .admin_json(what, reqwest::Method::GET, base, path, None)
-            .await?;
+        // A dependency that just came back (a fault scenario, a restarted
+        // database) leaves dead pooled connections: each fails one statement
+        // with 503 "retry later". A read is safe to retry, so do, for a while.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+        let value = loop {
+            match self
+                .admin_json(what, reqwest::Method::GET, base, path, None)
+                .await
+            {
+                Err(ServiceError::Unexpected { status: 503, .. })
+                    if tokio::time::Instant::now() < deadline =>
+                {
+                    tokio::time::sleep(Duration::from_millis(250)).await;
+                }
+                other => break other?,
+            }
+        };
         serde_json::from_value(value.clone()).map_err(|e| ServiceError::Unexpected {
             what,
             url: base.to_owned(),
@@ -315,6 +333,68 @@ impl Service {
     /// `GET /admin/audit` (the database's ground truth).
     pub async fn audit(&self) -> Result<Audit, ServiceError> {
         self.admin_get("GET /admin/audit", "/admin/audit").await
+    }
+
+    /// Start a new mutual-exclusion history run (`PUT /admin/history`) and
+    /// wait until every replica records it. Returns the run id.
+    pub async fn history_start(&self) -> Result<String, ServiceError> {
+        let answer = self
+            .admin_json(
+                "PUT /admin/history",
+                reqwest::Method::PUT,
+                self.first(),
+                "/admin/history",
+                Some(json!({ "enabled": true })),
+            )
+            .await?;
+        let run = answer["run"].as_str().unwrap_or_default().to_owned();
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        for base in &self.urls {
+            loop {
+                let seen = self.history_of(base).await?;
+                if seen["run"].as_str() == Some(run.as_str()) {
+                    break;
+                }
+                if tokio::time::Instant::now() > deadline {
+                    return Err(ServiceError::NotSwitched {
+                        url: base.clone(),
+                        seen: seen["run"].to_string(),
+                        wanted: format!("history run {run}"),
+                    });
+                }
+                tokio::time::sleep(Duration::from_millis(25)).await;
+            }
+        }
+        Ok(run)
+    }
+
+    /// `GET /admin/history` of one replica.
+    pub async fn history_of(&self, base: &str) -> Result<Value, ServiceError> {
+        self.admin_json(
+            "GET /admin/history",
+            reqwest::Method::GET,
+            base,
+            "/admin/history",
+            None,
+        )
+        .await
+    }
+
+    /// The history as the first replica reads it from the arbiter.
+    pub async fn history(&self) -> Result<Value, ServiceError> {
+        self.history_of(self.first()).await
+    }
+
+    /// Drop the sections a killed replica left inside.
+    pub async fn forget(&self, instance: &str) -> Result<Value, ServiceError> {
+        self.admin_json(
+            "POST /admin/history/forget",
+            reqwest::Method::POST,
+            self.first(),
+            "/admin/history/forget",
+            Some(json!({ "instance": instance })),
+        )
+        .await
     }
 
     /// `/metrics` of every replica, summed.

@@ -425,3 +425,93 @@ fn check_html_in_chromium(html: &Path, shot: &Path) {
         );
     }
 }
+
+/// `--history` across two replicas: the arbiter counts the sections that
+/// overlap under `none` and none under the token lock; a pause past the
+/// TTL makes the token lock expected-unsafe (not a VIOLATION), and its
+/// overlaps are counted.
+#[tokio::test(flavor = "multi_thread")]
+async fn history_counts_overlaps_across_replicas_and_faults_set_the_expectation() {
+    let stack = Stack::start(2).await;
+    let urls = stack.urls();
+
+    let dir = out_dir("history-none");
+    let output = run_one(
+        &urls,
+        "none",
+        &["--burst", "40", "--stock", "20", "--history"],
+        &dir,
+    );
+    assert!(output.status.success(), "{}", text(&output));
+    let none = run_of(&report(&dir), "none").clone();
+    assert!(none["overlaps"].as_u64() > Some(0), "{none}");
+    assert!(none["max_holders"].as_u64() > Some(1), "{none}");
+    assert!(
+        !none["first_overlaps"]
+            .as_array()
+            .expect("events")
+            .is_empty(),
+        "{none}"
+    );
+    assert!(
+        std::fs::read_to_string(dir.join("report.html"))
+            .expect("html")
+            .contains("First overlaps"),
+        "the HTML report has the timeline"
+    );
+
+    let dir = out_dir("history-token");
+    let output = run_one(
+        &urls,
+        "set-nx-px-token",
+        &["--burst", "40", "--stock", "20", "--history"],
+        &dir,
+    );
+    assert!(output.status.success(), "{}", text(&output));
+    let token = run_of(&report(&dir), "set-nx-px-token").clone();
+    assert_eq!(token["overlaps"], 0, "{token}");
+    assert_eq!(token["max_holders"], 1, "{token}");
+    assert_eq!(token["verdict"], "safe", "{token}");
+
+    // Releasing before the commit is aimed at every lock around the
+    // section: the token lock is expected to break (no VIOLATION, exit 0),
+    // while `fenced`, whose database refuses stale holders, stays classed safe.
+    let status = reqwest::Client::new()
+        .put(format!("{}/admin/faults", stack.replicas[0].address))
+        .bearer_auth(TOKEN)
+        .json(&serde_json::json!({ "unlock_before_commit": true }))
+        .send()
+        .await
+        .expect("put faults")
+        .status();
+    assert!(status.is_success(), "faults: {status}");
+    let dir = out_dir("history-expected");
+    let output = loadgen(&[
+        "compare",
+        "--url",
+        &urls,
+        "--strategies",
+        "set-nx-px-token,fenced",
+        "--burst",
+        "40",
+        "--stock",
+        "20",
+        "--history",
+        "--out",
+        dir.to_str().expect("utf-8 path"),
+        "--quiet",
+    ]);
+    assert!(output.status.success(), "{}", text(&output));
+    let both = report(&dir);
+    let token = run_of(&both, "set-nx-px-token");
+    assert_eq!(token["verdict"], "expected-unsafe", "{token}");
+    assert!(
+        token["expected_to_break"]
+            .as_str()
+            .is_some_and(|why| why.contains("unlock_before_commit")),
+        "{token}"
+    );
+    let fenced = run_of(&both, "fenced");
+    assert_eq!(fenced["verdict"], "safe", "{fenced}");
+    assert!(fenced["expected_to_break"].is_null(), "{fenced}");
+}

@@ -5,7 +5,10 @@
 //! creates a new database on the PostgreSQL named by
 //! `SECKILL_TEST_DATABASE_URL`; [`AppProcess`] starts the `seckill-app`
 //! binary itself as a separate process, the way a replica runs in the demo.
-//! The machine's own Redis is never touched.
+//! [`EtcdServer`] and [`ZkServer`] start a single-node etcd and ZooKeeper
+//! (Debian's packages) on free ports with a data folder of their own, for the
+//! coordination-service locks; [`mysql_test_url`] names the MariaDB the
+//! `mysql-get-lock` tests use. The machine's own Redis is never touched.
 
 use std::net::TcpListener;
 use std::path::PathBuf;
@@ -96,6 +99,243 @@ impl Drop for RedisServer {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// A private data folder under the system's temp dir, removed on drop by
+/// the server that owns it.
+fn private_dir(kind: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "seckill-{kind}-{}-{}",
+        std::process::id(),
+        uuid::Uuid::new_v4().simple()
+    ));
+    std::fs::create_dir_all(&dir).expect("create a private data dir");
+    dir
+}
+
+/// Send `signal` (`-STOP`, `-CONT`, ...) to a process.
+pub fn signal_process(pid: u32, signal: &str) {
+    let status = Command::new("kill")
+        .args([signal, &pid.to_string()])
+        .status()
+        .expect("kill on PATH");
+    assert!(status.success(), "kill {signal} {pid}");
+}
+
+/// A single-node `etcd` owned by one test: free client and peer ports, its
+/// own data dir, killed on drop.
+#[derive(Debug)]
+pub struct EtcdServer {
+    pub port: u16,
+    peer_port: u16,
+    dir: PathBuf,
+    child: Option<Child>,
+}
+
+impl EtcdServer {
+    /// Start and wait until `/health` answers 200.
+    pub fn start() -> Self {
+        let mut server = Self {
+            port: free_port(),
+            peer_port: free_port(),
+            dir: private_dir("etcd"),
+            child: None,
+        };
+        server.restart();
+        server
+    }
+
+    /// The client URL (`SECKILL_ETCD_URLS`).
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// Process id, to pause it (`SIGSTOP`) in a test.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("running").id()
+    }
+
+    /// Start (again) on the same ports and data dir.
+    pub fn restart(&mut self) {
+        assert!(self.child.is_none(), "already running");
+        let client = self.url();
+        let peer = format!("http://127.0.0.1:{}", self.peer_port);
+        let log = std::fs::File::create(self.dir.join("etcd.log")).expect("log file");
+        let child = Command::new("etcd")
+            .args([
+                "--name",
+                "test",
+                "--data-dir",
+                &self.dir.join("data").to_string_lossy(),
+                "--listen-client-urls",
+                &client,
+                "--advertise-client-urls",
+                &client,
+                "--listen-peer-urls",
+                &peer,
+                "--initial-advertise-peer-urls",
+                &peer,
+                "--initial-cluster",
+                &format!("test={peer}"),
+                "--log-level",
+                "warn",
+            ])
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("etcd on PATH (run `make test`, which installs etcd-server)");
+        self.child = Some(child);
+        let addr = format!("127.0.0.1:{}", self.port);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if http_status(&addr, "/health") == Some(200) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!(
+            "etcd on port {} not healthy within 30 s (log: {})",
+            self.port,
+            self.dir.join("etcd.log").display()
+        );
+    }
+
+    /// Kill the server (SIGKILL: like a crash); its data stays.
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for EtcdServer {
+    fn drop(&mut self) {
+        self.stop();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Debian's ZooKeeper jar (its manifest names every dependency).
+pub const ZK_JAR: &str = "/usr/share/java/zookeeper.jar";
+
+/// A standalone ZooKeeper owned by one test: `ZooKeeperServerMain` on a
+/// free port with its own `zoo.cfg` and data dir, killed on drop. The tick
+/// is 100 ms so sessions may be as short as 200 ms (the server bounds every
+/// session timeout to [2, 600] ticks).
+#[derive(Debug)]
+pub struct ZkServer {
+    pub port: u16,
+    dir: PathBuf,
+    child: Option<Child>,
+}
+
+impl ZkServer {
+    /// Start and wait until it serves (`srvr` answers with a mode).
+    pub fn start() -> Self {
+        let dir = private_dir("zk");
+        let port = free_port();
+        let config = format!(
+            "tickTime=100\n\
+             dataDir={data}\n\
+             clientPort={port}\n\
+             clientPortAddress=127.0.0.1\n\
+             minSessionTimeout=200\n\
+             maxSessionTimeout=60000\n\
+             admin.enableServer=false\n\
+             4lw.commands.whitelist=ruok,srvr\n",
+            data = dir.join("data").display()
+        );
+        std::fs::write(dir.join("zoo.cfg"), config).expect("write zoo.cfg");
+        let mut server = Self {
+            port,
+            dir,
+            child: None,
+        };
+        server.restart();
+        server
+    }
+
+    /// The connect string (`SECKILL_ZOOKEEPER_URL`).
+    pub fn url(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// Process id, to pause it (`SIGSTOP`) in a test.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("running").id()
+    }
+
+    /// Start (again) on the same port and data dir.
+    pub fn restart(&mut self) {
+        assert!(self.child.is_none(), "already running");
+        assert!(
+            std::path::Path::new(ZK_JAR).exists(),
+            "{ZK_JAR} missing (run `make test`, which installs Debian's zookeeper)"
+        );
+        let log = std::fs::File::create(self.dir.join("zk.log")).expect("log file");
+        let child = Command::new("java")
+            .args([
+                "-Xmx128m",
+                "-XX:+UseSerialGC",
+                "-XX:TieredStopAtLevel=1",
+                "-Dzookeeper.admin.enableServer=false",
+                "-cp",
+                ZK_JAR,
+                "org.apache.zookeeper.server.ZooKeeperServerMain",
+                &self.dir.join("zoo.cfg").to_string_lossy(),
+            ])
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("java on PATH (run `make test`, which installs zookeeper)");
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while Instant::now() < deadline {
+            if four_letter_word(self.port, "srvr").is_some_and(|a| a.contains("Mode:")) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        panic!(
+            "ZooKeeper on port {} not serving within 60 s (log: {})",
+            self.port,
+            self.dir.join("zk.log").display()
+        );
+    }
+
+    /// Kill the server (SIGKILL); its data stays.
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for ZkServer {
+    fn drop(&mut self) {
+        self.stop();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A ZooKeeper four-letter command's answer, or None when nothing answers.
+fn four_letter_word(port: u16, word: &str) -> Option<String> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+    stream.write_all(word.as_bytes()).ok()?;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).ok()?;
+    Some(answer)
+}
+
+/// URL of the MariaDB the `mysql-get-lock` tests take `GET_LOCK` on
+/// (`SECKILL_TEST_MYSQL_URL`; `make test` starts the machine's when down).
+pub fn mysql_test_url() -> String {
+    std::env::var("SECKILL_TEST_MYSQL_URL")
+        .unwrap_or_else(|_| "mysql://root@127.0.0.1:3306/test".into())
 }
 
 /// URL of the PostgreSQL server the tests may create databases on.

@@ -6,12 +6,21 @@
 //! lock without knowing — a pause, a slow query, an expired TTL. Fencing
 //! makes the *resource* refuse stale holders instead of trusting the lock.
 //!
-//! After `SET lock:product:{id} token NX PX ttl` succeeds, `INCR
-//! fence:product:{id}` hands out the fencing token. The section registers
-//! it on the row before reading (`... SET fence_token = $t WHERE fence_token
-//! < $t RETURNING stock`) and writes only `WHERE fence_token = $t` (see
+//! One script ([`fenced_lock.lua`]) runs `SET lock:product:{id} token NX
+//! PX ttl` and, only when it succeeds, `INCR fence:product:{id}`: the lock
+//! and the fencing token are taken in one atomic step, so a holder delayed
+//! between the two (a pause, a slow link) cannot come out with a larger
+//! token than the holder after it. The section registers the token on the
+//! row before reading (`... SET fence_token = $t WHERE fence_token < $t
+//! RETURNING stock`) and writes only `WHERE fence_token = $t` (see
 //! [`crate::section`]). A holder whose lock expired while a newer holder
 //! registered a larger token is rejected at whichever step it is late.
+//!
+//! When Redis lost the counter (a restart without persistence, a flush) the
+//! script says so (`fresh`); the holder then reads `products.fence_token`
+//! and raises the counter above it atomically ([`fence_seed.lua`]) before
+//! taking its token. Without this, every holder after the loss would carry
+//! a token below the row's and be rejected until the counter caught up.
 //!
 //! **Guarantee:** the stock stays exact even when the lock is lost: a stale
 //! holder's grab ends as `409 rejected` (`seckill_fence_rejections_total`)
@@ -19,13 +28,17 @@
 //!
 //! **How it fails:** only the resource that checks the token is protected:
 //! anything else the holder does outside the database (an email, a call to
-//! another service) is not fenced. Tokens restart if the Redis key is lost
-//! (a reset clears both the key and the row's token together).
+//! another service) is not fenced. When the counter is lost the first
+//! holder needs the database to re-seed it (a lock whose token cannot be
+//! seeded is released, and the grab fails).
 
 use async_trait::async_trait;
+use redis::Script;
 
 use super::set_nx_px_token::SetNxPxToken;
-use super::{DistributedLock, GrabContext, LockGuard, Released, Safety, StrategyInfo};
+use super::{
+    lock_key, new_token, DistributedLock, GrabContext, LockGuard, Released, Safety, StrategyInfo,
+};
 use crate::error::GrabError;
 
 /// Name, seed and guarantee of `fenced`.
@@ -41,16 +54,53 @@ pub fn fence_key(product_id: i64) -> String {
     format!("fence:product:{product_id}")
 }
 
-/// The token lock, plus `INCR` for the fencing token.
-#[derive(Debug, Default)]
+/// The token lock whose acquire also hands out the fencing token; released
+/// by the token lock's compare-and-delete.
+#[derive(Debug)]
 pub struct Fenced {
     lock: SetNxPxToken,
+    lock_script: Script,
+    seed_script: Script,
+}
+
+impl Default for Fenced {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl Fenced {
-    /// Build the strategy.
+    /// Build the strategy (compiles its scripts' hashes).
     pub fn new() -> Self {
-        Self::default()
+        Self {
+            lock: SetNxPxToken::new(),
+            lock_script: Script::new(include_str!("fenced_lock.lua")),
+            seed_script: Script::new(include_str!("fence_seed.lua")),
+        }
+    }
+
+    /// The counter was lost: raise it above the highest token the database
+    /// has registered, and take the next one.
+    async fn seeded_token(&self, cx: GrabContext<'_>, product_id: i64) -> Result<i64, GrabError> {
+        let floor: Option<i64> =
+            sqlx::query_scalar("SELECT COALESCE(fence_token, 0) FROM products WHERE id = $1")
+                .bind(product_id)
+                .fetch_optional(&cx.deps.pool)
+                .await?;
+        let mut conn = cx.deps.redis.clone();
+        let token: i64 = self
+            .seed_script
+            .key(fence_key(product_id))
+            .arg(floor.unwrap_or(0))
+            .invoke_async(&mut conn)
+            .await?;
+        tracing::info!(
+            product_id,
+            floor = floor.unwrap_or(0),
+            token,
+            "fenced: fencing counter was missing; seeded from the database"
+        );
+        Ok(token)
     }
 }
 
@@ -65,23 +115,34 @@ impl DistributedLock for Fenced {
         cx: GrabContext<'_>,
         product_id: i64,
     ) -> Result<Option<LockGuard>, GrabError> {
-        let Some(mut guard) = self.lock.try_acquire(cx, product_id).await? else {
+        let key = lock_key(product_id);
+        let token = new_token();
+        let mut conn = cx.deps.redis.clone();
+        let acquired: Option<(i64, i64)> = self
+            .lock_script
+            .key(&key)
+            .key(fence_key(product_id))
+            .arg(&token)
+            .arg(cx.deps.lock_ttl.as_millis() as u64)
+            .invoke_async(&mut conn)
+            .await?;
+        let Some((fencing_token, fresh)) = acquired else {
             return Ok(None);
         };
-        let mut conn = cx.deps.redis.clone();
-        match redis::cmd("INCR")
-            .arg(fence_key(product_id))
-            .query_async::<i64>(&mut conn)
-            .await
-        {
-            Ok(token) => {
-                guard.fencing_token = Some(token);
+        let mut guard = LockGuard::remote(key, token);
+        if fresh == 0 {
+            guard.fencing_token = Some(fencing_token);
+            return Ok(Some(guard));
+        }
+        match self.seeded_token(cx, product_id).await {
+            Ok(seeded) => {
+                guard.fencing_token = Some(seeded);
                 Ok(Some(guard))
             }
             Err(e) => {
                 // Do not keep a lock we cannot fence.
                 let _ = self.lock.compare_and_delete(cx, &guard).await;
-                Err(e.into())
+                Err(e)
             }
         }
     }

@@ -96,6 +96,8 @@ fn local_guard(product_id: i64, held: tokio::sync::OwnedMutexGuard<()>) -> LockG
         local: Some(held),
         valid_until: None,
         lease: None,
+        revision: None,
+        session: None,
     }
 }
 

@@ -8,7 +8,8 @@
 //! Three families share the critical section of [`crate::section`]:
 //!
 //! - *External locks* ([`DistributedLock`]: `local-mutex`, the Redis locks
-//!   from `setnx` to `fenced`, `pg-lock-table`) wrap the whole section: [`grab_with_lock`] acquires, runs the section,
+//!   from `setnx` to `fenced`, the coordination services `mysql-get-lock`,
+//!   `etcd-lease`, `zk-ephemeral-seq`, and `pg-lock-table`) wrap the whole section: [`grab_with_lock`] acquires, runs the section,
 //!   commits and releases — or releases *before* the commit when the
 //!   `unlock_before_commit` fault is on.
 //! - *Database locks* (`pg-for-update`, `pg-advisory`, `pg-optimistic`) take
@@ -32,8 +33,10 @@ use crate::error::GrabError;
 use crate::metrics::Metrics;
 use crate::section::{self, SectionSpec};
 
+pub mod etcd_lease;
 pub mod fenced;
 pub mod local_mutex;
+pub mod mysql_get_lock;
 pub mod none;
 pub mod pg_advisory;
 pub mod pg_atomic;
@@ -50,6 +53,7 @@ pub mod setnx_expire;
 pub mod setnx_expire_lua;
 pub mod setnx_getset;
 pub mod watchdog;
+pub mod zk_ephemeral_seq;
 
 /// Every strategy name this build offers, in teaching order. These names
 /// are a contract (API, metric labels, loadgen, dashboards).
@@ -66,6 +70,9 @@ pub const STRATEGY_NAMES: &[&str] = &[
     watchdog::INFO.name,
     redlock::INFO.name,
     fenced::INFO.name,
+    mysql_get_lock::INFO.name,
+    etcd_lease::INFO.name,
+    zk_ephemeral_seq::INFO.name,
     pg_lock_table::INFO.name,
     pg_for_update::INFO.name,
     pg_optimistic::INFO.name,
@@ -148,6 +155,12 @@ pub struct Deps {
     pub lock_retry: Duration,
     /// Retries of `pg-optimistic`.
     pub optimistic_max_retries: u32,
+    /// The mutual-exclusion history (records only while a run is on).
+    pub history: crate::history::History,
+    /// Replicas a Redis lock write must reach (`WAIT`) before it counts; 0 = none.
+    pub redis_wait_replicas: u32,
+    /// Bound of that `WAIT`.
+    pub redis_wait_timeout: Duration,
 }
 
 /// Everything one grab runs with: the dependencies and this grab's faults.
@@ -172,7 +185,12 @@ pub trait Strategy: Send + Sync + fmt::Debug {
 
     /// Whether this deployment can run it (e.g. `redlock` needs nodes).
     fn available(&self) -> bool {
-        true
+        self.unavailable_reason().is_none()
+    }
+
+    /// Why this deployment cannot run it (the setting to set), or `None`.
+    fn unavailable_reason(&self) -> Option<&'static str> {
+        None
     }
 
     /// Called on the replica that switches to this strategy, before the
@@ -199,31 +217,161 @@ pub struct LockGuard {
     /// The instant after which the lock must not be relied on (`redlock`'s
     /// validity time). Checked before the commit.
     pub valid_until: Option<Instant>,
-    /// The watchdog's lease: tells the holder when renewal lost the lock,
-    /// and stops the renewal task when the guard is released or dropped.
+    /// The watchdog's lease: tells the holder when renewal lost the lock or
+    /// its deadline passed; shared by the guards of one owner (re-entries).
+    /// Also the etcd lease and the ZooKeeper session of their locks.
     pub lease: Option<Lease>,
+    /// A revision the lock service handed out with the lock (etcd's create
+    /// revision, ZooKeeper's sequence number + 1), growing with every holder:
+    /// a fencing token the database checks only when the `check_revision`
+    /// switch is on — off by default, so the pause failure stays visible.
+    pub revision: Option<i64>,
+    /// State the lock lives on, kept until the explicit release (the MariaDB
+    /// session that holds `GET_LOCK`). Dropping it does no I/O of ours.
+    pub session: Option<HeldSession>,
 }
 
-/// A renewed lease. Dropping it stops the renewal task (which only stops
-/// renewing — the lock then expires on its own; no I/O happens in `Drop`).
+/// Whatever a strategy must keep alive while its lock is held (e.g. a
+/// database connection); the strategy takes it back by downcasting.
+pub struct HeldSession(Box<dyn std::any::Any + Send + Sync>);
+
+impl HeldSession {
+    /// Keep `value` with the guard.
+    pub fn new<T: std::any::Any + Send + Sync>(value: T) -> Self {
+        Self(Box::new(value))
+    }
+
+    /// The value back, when it is a `T`.
+    pub fn take<T: std::any::Any>(self) -> Option<T> {
+        self.0.downcast::<T>().ok().map(|boxed| *boxed)
+    }
+}
+
+impl fmt::Debug for HeldSession {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("HeldSession(..)")
+    }
+}
+
+/// What the renewal task of a lease knows, shared with its holders.
 #[derive(Debug)]
+pub struct LeaseStatus {
+    /// A renewal found the lock gone or not ours.
+    lost: std::sync::atomic::AtomicBool,
+    /// Send time of the last successful acquire or renewal + lease − drift:
+    /// after this instant the key may have expired in Redis, whether or not
+    /// a renewal is under way.
+    deadline: std::sync::Mutex<Instant>,
+}
+
+impl LeaseStatus {
+    /// A fresh status whose lease runs until `deadline`.
+    pub fn new(deadline: Instant) -> Arc<Self> {
+        Arc::new(Self {
+            lost: std::sync::atomic::AtomicBool::new(false),
+            deadline: std::sync::Mutex::new(deadline),
+        })
+    }
+
+    /// Whether a renewal found the lock gone or not ours.
+    pub fn is_lost(&self) -> bool {
+        self.lost.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Mark the lease lost (the holder must abort).
+    pub fn mark_lost(&self) {
+        self.lost.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// The instant after which the lock must not be relied on.
+    pub fn deadline(&self) -> Instant {
+        *self
+            .deadline
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Move the deadline to `deadline` if that is later (a renewal whose
+    /// reply came late never shortens what a newer one granted).
+    pub fn extend_to(&self, deadline: Instant) {
+        let mut current = self
+            .deadline
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if deadline > *current {
+            *current = deadline;
+        }
+    }
+}
+
+/// A renewed lease, shared (cloned) by every guard of one owner. The
+/// renewal task stops when [`Lease::stop_renewing`] is called — when the
+/// last re-entry is released — or when every clone is dropped; it then only
+/// stops renewing (the lock expires on its own; no I/O happens in `Drop`).
+#[derive(Debug, Clone)]
 pub struct Lease {
-    /// Becomes `true` when a renewal found the lock gone or not ours.
-    pub lost: tokio::sync::watch::Receiver<bool>,
-    /// Dropped to stop the renewal task.
-    pub stop: tokio::sync::oneshot::Sender<()>,
+    inner: Arc<LeaseInner>,
+}
+
+#[derive(Debug)]
+struct LeaseInner {
+    status: Arc<LeaseStatus>,
+    /// Dropped (taken or with the last clone) to stop the renewal task.
+    stop: std::sync::Mutex<Option<tokio::sync::oneshot::Sender<()>>>,
+}
+
+impl Lease {
+    /// A lease whose renewal task reports into `status` and stops when
+    /// `stop` is dropped.
+    pub fn new(status: Arc<LeaseStatus>, stop: tokio::sync::oneshot::Sender<()>) -> Self {
+        Self {
+            inner: Arc::new(LeaseInner {
+                status,
+                stop: std::sync::Mutex::new(Some(stop)),
+            }),
+        }
+    }
+
+    /// What the renewal task reported.
+    pub fn status(&self) -> &LeaseStatus {
+        &self.inner.status
+    }
+
+    /// Stop the renewal task now, for every guard sharing this lease.
+    pub fn stop_renewing(&self) {
+        drop(
+            self.inner
+                .stop
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .take(),
+        );
+    }
+
+    /// Whether the renewal task was told to stop.
+    pub fn is_stopped(&self) -> bool {
+        self.inner
+            .stop
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .as_ref()
+            .is_none_or(tokio::sync::oneshot::Sender::is_closed)
+    }
 }
 
 impl LockGuard {
     /// `Err(reason)` when the lock can no longer be trusted: the lease was
-    /// lost or the validity time has passed.
+    /// lost, the lease's deadline passed (a renewal is stuck or late — the
+    /// key may have expired in Redis although nobody said so), or the
+    /// validity time has passed.
     pub fn check_still_held(&self) -> Result<(), &'static str> {
-        if self
-            .lease
-            .as_ref()
-            .is_some_and(|lease| *lease.lost.borrow())
-        {
-            return Err("the lock's lease was lost before commit");
+        if let Some(lease) = &self.lease {
+            if lease.status().is_lost() {
+                return Err("the lock's lease was lost before commit");
+            }
+            if Instant::now() >= lease.status().deadline() {
+                return Err("the lock's lease ran out before commit (no renewal in time)");
+            }
         }
         if self
             .valid_until
@@ -232,6 +380,13 @@ impl LockGuard {
             return Err("the lock's validity time ran out before commit");
         }
         Ok(())
+    }
+
+    /// The token the database must check: the strategy's own fencing token
+    /// (`fenced`), or the lock service's revision when `check_revision` is on.
+    pub fn fence(&self, faults: Faults) -> Option<i64> {
+        self.fencing_token
+            .or(self.revision.filter(|_| faults.check_revision))
     }
 }
 
@@ -246,6 +401,8 @@ impl LockGuard {
             local: None,
             valid_until: None,
             lease: None,
+            revision: None,
+            session: None,
         }
     }
 }
@@ -306,26 +463,65 @@ pub async fn setnx(cx: GrabContext<'_>, key: &str, value: &str) -> Result<bool, 
 }
 
 /// One `SET lock:product:{id} <fresh token> NX PX ttl` attempt, as a guard.
+///
+/// With `SECKILL_REDIS_WAIT_REPLICAS` > 0 the write must also reach that
+/// many replicas (`WAIT n timeout`) before it counts: a lock that only the
+/// primary knows is lost when a replica is promoted (the `failover`
+/// scenario). Too few acknowledgements: the key is deleted again (if still
+/// ours) and the attempt counts as not acquired.
 pub async fn try_set_nx_px(
     cx: GrabContext<'_>,
     product_id: i64,
 ) -> Result<Option<LockGuard>, GrabError> {
     let key = lock_key(product_id);
     let token = new_token();
-    Ok(set_nx_px(cx, &key, &token)
-        .await?
-        .then(|| LockGuard::remote(key, token)))
+    if !set_nx_px(cx, &key, &token).await? {
+        return Ok(None);
+    }
+    let wanted = cx.deps.redis_wait_replicas;
+    if wanted > 0 {
+        let mut conn = cx.deps.redis.clone();
+        let acked: i64 = redis::cmd("WAIT")
+            .arg(wanted)
+            .arg(cx.deps.redis_wait_timeout.as_millis() as u64)
+            .query_async(&mut conn)
+            .await?;
+        if acked < i64::from(wanted) {
+            tracing::debug!(%key, acked, wanted, "lock write not replicated in time; giving it back");
+            let _: i64 = COMPARE_AND_DELETE
+                .key(&key)
+                .arg(&token)
+                .invoke_async(&mut conn)
+                .await?;
+            return Ok(None);
+        }
+    }
+    Ok(Some(LockGuard::remote(key, token)))
 }
+
+/// The compare-and-delete script of seed v5, loaded once per process.
+pub static COMPARE_AND_DELETE: std::sync::LazyLock<redis::Script> =
+    std::sync::LazyLock::new(|| redis::Script::new(include_str!("compare_and_delete.lua")));
 
 /// Implement [`Strategy`] for a [`DistributedLock`] whose `INFO` is in scope:
 /// every external lock runs the same acquire → section → commit → release.
 #[macro_export]
 macro_rules! lock_strategy {
     ($lock:ty) => {
+        $crate::lock_strategy!($lock, |_: &$lock| None);
+    };
+    // `unavailable`: `|lock: &Lock| -> Option<&'static str>`, the reason a
+    // deployment cannot run it (its server is not configured).
+    ($lock:ty, $unavailable:expr) => {
         #[async_trait::async_trait]
         impl $crate::lock::Strategy for $lock {
             fn info(&self) -> &'static $crate::lock::StrategyInfo {
                 &INFO
+            }
+
+            fn unavailable_reason(&self) -> Option<&'static str> {
+                let reason: fn(&$lock) -> Option<&'static str> = $unavailable;
+                reason(self)
             }
 
             async fn grab(
@@ -421,7 +617,7 @@ pub async fn grab_with_lock(
             return Err(e);
         }
     };
-    let spec = SectionSpec::plain(name).with_fence(guard.fencing_token);
+    let spec = SectionSpec::plain(name).with_fence(guard.fence(cx.faults));
     match section::prepare(cx, req, spec).await {
         Err(e) => {
             release_and_record(lock, cx, guard).await;
@@ -438,8 +634,11 @@ pub async fn grab_with_lock(
             // The watchdog's lease was lost, or Redlock's validity ran out:
             // abort before commit — the transaction rolls back on drop.
             let why = guard.check_still_held().err().unwrap_or("lock lost");
-            drop(prepared);
-            if guard.lease.is_none() {
+            prepared.abort().await;
+            // A renewal that found the lock gone counted it already; a
+            // deadline that passed unnoticed (a frozen process, a stuck
+            // renewal) or a Redlock validity that ran out is counted here.
+            if !guard.lease.as_ref().is_some_and(|l| l.status().is_lost()) {
                 metrics.lock_lost.with_label_values(&[name]).inc();
             }
             release_and_record(lock, cx, guard).await;
@@ -546,6 +745,14 @@ impl Strategies {
                 std::time::Duration::from_millis(settings.redlock_node_timeout_ms),
             )?),
             Arc::new(fenced::Fenced::new()),
+            Arc::new(mysql_get_lock::MysqlGetLock::new(
+                settings.mysql_url(),
+                settings.database_max_connections,
+            )?),
+            Arc::new(etcd_lease::EtcdLease::new(&settings.etcd_urls())),
+            Arc::new(zk_ephemeral_seq::ZkEphemeralSeq::new(
+                settings.zookeeper_url(),
+            )),
             Arc::new(pg_lock_table::PgLockTable),
             Arc::new(pg_for_update::PgForUpdate),
             Arc::new(pg_optimistic::PgOptimistic),

@@ -21,22 +21,42 @@
 //! on one row lock. During a run the column (and the audit gauges) lag by
 //! up to [`WRITE_BEHIND`]; when the run is over they agree with the orders.
 //!
-//! **How it fails:** the two stores can drift. If Confirm fails *and* Cancel
-//! cannot reach Redis, the reservation is lost (undersold), and is logged;
-//! an `INSERT` that committed but answered an error is checked for before
-//! cancelling. If Redis loses the key *while* confirms are in flight, the
-//! reload counts only committed orders, so the units of those in-flight
-//! confirms can be handed out once more (an oversell bounded by the grabs
-//! in flight) — Redis must be as durable as the sale needs. Switching to this strategy, resetting a product, or a
-//! missing key loads Redis from the database (the lower of the column and
-//! `initial_stock − ordered units`, so a column that lags never hands out
-//! stock twice); grabs in flight across a switch can be counted twice —
-//! switch between runs, not during one.
+//! **Reservations.** Each try is recorded with its time (Redis's `TIME`,
+//! inside the try script) in `reservations:product:{id}`, a sorted set of
+//! `{user}:{quantity}` scored in ms; the confirm forgets it after the order
+//! committed ([`stock_confirm.lua`]), the cancel gives it back. A process
+//! that dies between try and confirm leaves its reservation behind: the
+//! sweep ([`RedisLuaStock::sweep`], run in the background by grabs on
+//! the product at most every [`SWEEP_EVERY`]) takes reservations older than
+//! [`RESERVATION_TIMEOUT`], checks in PostgreSQL that no order exists for
+//! the buyer (holding the product row `FOR UPDATE`, so an `INSERT` that
+//! already passed its foreign-key check commits first and is seen), and
+//! cancels them: the unit goes back to `stock:product:{id}` and the buyer
+//! leaves `buyers:product:{id}`, so the crash neither loses the unit for
+//! good nor locks the buyer out with `already_purchased` and no order. A
+//! confirm slower than the timeout that finds its reservation swept takes
+//! the unit again (its order exists).
 //!
-//! Keys: `stock:product:{id}` (units left) and `buyers:product:{id}` (a set
-//! of user ids, the one-order-per-user rule kept inside the script).
+//! **How it fails:** the two stores can drift. If Confirm fails *and* Cancel
+//! cannot reach Redis, the reservation waits for the sweep; a crashed
+//! holder's unit is unavailable for up to [`RESERVATION_TIMEOUT`] (plus
+//! the next grab's sweep). An `INSERT` that committed but answered an error
+//! is checked for before cancelling. If Redis loses its keys, the reload
+//! from the database counts only committed orders and drops the
+//! reservations on record; confirms in flight then take their unit again,
+//! but one that committed just before the reload read the orders is
+//! counted twice (an undersell, never an oversell) — Redis must be as
+//! durable as the sale needs. Switching to this strategy, resetting a
+//! product, or a missing key loads Redis from the database (the lower of
+//! the column and `initial_stock − ordered units`, so a column that lags
+//! never hands out stock twice); grabs in flight across a switch can be
+//! counted twice — switch between runs, not during one.
+//!
+//! Keys: `stock:product:{id}` (units left), `buyers:product:{id}` (a set
+//! of user ids, the one-order-per-user rule kept inside the script) and
+//! `reservations:product:{id}` (tries not yet confirmed, by time).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -65,15 +85,38 @@ pub fn buyers_key(product_id: i64) -> String {
     format!("buyers:product:{product_id}")
 }
 
+/// Redis key of a product's reservations (tries not yet confirmed).
+pub fn reservations_key(product_id: i64) -> String {
+    format!("reservations:product:{product_id}")
+}
+
+/// The reservation member of one try: `{user}:{quantity}` (a buyer holds
+/// at most one reservation per product, the buyers set sees to it).
+fn reservation_member(user_id: i64, quantity: i32) -> String {
+    format!("{user_id}:{quantity}")
+}
+
 /// How long after an order the stock column is brought up to date.
 pub const WRITE_BEHIND: Duration = Duration::from_millis(100);
 
-/// Try/cancel scripts, compiled once; products whose column awaits a copy.
+/// A reservation older than this with no order behind it is given back by
+/// the sweep. Far above any confirm's time (one `INSERT` bounded by the
+/// pool's acquire timeout).
+pub const RESERVATION_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Grabs on a product start a background sweep at most this often (per
+/// replica).
+pub const SWEEP_EVERY: Duration = Duration::from_secs(5);
+
+/// The TCC scripts, compiled once; products whose column awaits a copy;
+/// when each product was last swept.
 #[derive(Debug)]
 pub struct RedisLuaStock {
     try_script: Script,
-    cancel_script: Script,
+    confirm_script: Script,
+    cancel_script: Arc<Script>,
     pending: Arc<Mutex<HashSet<i64>>>,
+    last_sweep: Mutex<HashMap<i64, tokio::time::Instant>>,
 }
 
 impl Default for RedisLuaStock {
@@ -91,8 +134,10 @@ impl RedisLuaStock {
     pub fn new() -> Self {
         Self {
             try_script: Script::new(include_str!("stock_try.lua")),
-            cancel_script: Script::new(include_str!("stock_cancel.lua")),
+            confirm_script: Script::new(include_str!("stock_confirm.lua")),
+            cancel_script: Arc::new(Script::new(include_str!("stock_cancel.lua"))),
             pending: Arc::default(),
+            last_sweep: Mutex::default(),
         }
     }
 
@@ -124,37 +169,213 @@ impl RedisLuaStock {
         });
     }
 
-    async fn try_reserve(&self, deps: &Deps, req: GrabRequest) -> Result<i64, GrabError> {
+    /// The *try*: check the buyer and the stock, reserve, record the
+    /// reservation. Returns the stock left, or a negative code (see
+    /// `stock_try.lua`). Public so a test can play a process that crashes
+    /// right after it.
+    pub async fn try_reserve(&self, deps: &Deps, req: GrabRequest) -> Result<i64, GrabError> {
         let mut conn = deps.redis.clone();
         Ok(self
             .try_script
             .key(stock_key(req.product_id))
             .key(buyers_key(req.product_id))
+            .key(reservations_key(req.product_id))
             .arg(req.user_id)
             .arg(req.quantity)
+            .arg(reservation_member(req.user_id, req.quantity))
             .invoke_async(&mut conn)
             .await?)
     }
 
-    async fn cancel(&self, deps: &Deps, req: GrabRequest) {
+    /// After the order committed: forget the reservation (or take the unit
+    /// again if the sweep gave it back meanwhile). A failure leaves the
+    /// reservation to the sweep, which finds the order and only forgets it.
+    async fn forget_reservation(&self, deps: &Deps, req: GrabRequest) {
         let mut conn = deps.redis.clone();
         let result: Result<i64, _> = self
-            .cancel_script
+            .confirm_script
             .key(stock_key(req.product_id))
             .key(buyers_key(req.product_id))
+            .key(reservations_key(req.product_id))
             .arg(req.user_id)
             .arg(req.quantity)
+            .arg(reservation_member(req.user_id, req.quantity))
             .invoke_async(&mut conn)
             .await;
-        if let Err(e) = result {
+        match result {
+            Ok(1) => {}
+            Ok(0) => tracing::warn!(
+                product_id = req.product_id,
+                user_id = req.user_id,
+                "redis-lua-stock: the confirm outlived its reservation (swept); unit taken again"
+            ),
+            Ok(_) => {}
+            Err(e) => tracing::warn!(
+                product_id = req.product_id,
+                user_id = req.user_id,
+                error = %e,
+                "redis-lua-stock: could not forget a confirmed reservation; the sweep will"
+            ),
+        }
+    }
+
+    async fn cancel(&self, deps: &Deps, req: GrabRequest) {
+        if let Err(e) = cancel_reservation(&self.cancel_script, deps, req, i64::MAX).await {
             tracing::error!(
                 product_id = req.product_id,
                 user_id = req.user_id,
                 error = %e,
-                "redis-lua-stock cancel failed: a reservation is lost (undersold)"
+                "redis-lua-stock cancel failed: the unit waits for the stale-reservation sweep"
             );
         }
     }
+
+    /// Give back the product's reservations older than `older_than` whose
+    /// order does not exist (see [`sweep_stale_reservations`]); the grabs
+    /// run this in the background with [`RESERVATION_TIMEOUT`]. Returns how
+    /// many were given back.
+    pub async fn sweep(
+        &self,
+        deps: &Deps,
+        product_id: i64,
+        older_than: Duration,
+    ) -> Result<u64, GrabError> {
+        sweep_stale_reservations(&self.cancel_script, deps, product_id, older_than).await
+    }
+
+    /// Start a background sweep of the product's stale reservations, unless
+    /// this replica started one less than [`SWEEP_EVERY`] ago.
+    fn maybe_sweep(&self, deps: &Deps, product_id: i64) {
+        let now = tokio::time::Instant::now();
+        {
+            let mut last = self
+                .last_sweep
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            match last.get(&product_id) {
+                Some(at) if now.duration_since(*at) < SWEEP_EVERY => return,
+                _ => {
+                    last.insert(product_id, now);
+                }
+            }
+        }
+        let (deps, script) = (deps.clone(), self.cancel_script.clone());
+        tokio::spawn(async move {
+            match sweep_stale_reservations(&script, &deps, product_id, RESERVATION_TIMEOUT).await {
+                Ok(0) => {}
+                Ok(n) => tracing::warn!(
+                    product_id,
+                    cancelled = n,
+                    "redis-lua-stock: gave back stale reservations (a confirm never came)"
+                ),
+                Err(e) => {
+                    tracing::warn!(product_id, error = %e, "redis-lua-stock: sweep failed; the next one retries")
+                }
+            }
+        });
+    }
+}
+
+/// The *cancel*: give a reservation back (stock up, buyer out), only if it
+/// is still on record and was made at or before `newest_ms` (Redis time).
+/// Returns whether anything was given back.
+async fn cancel_reservation(
+    script: &Script,
+    deps: &Deps,
+    req: GrabRequest,
+    newest_ms: i64,
+) -> Result<bool, GrabError> {
+    let mut conn = deps.redis.clone();
+    let given_back: i64 = script
+        .key(stock_key(req.product_id))
+        .key(buyers_key(req.product_id))
+        .key(reservations_key(req.product_id))
+        .arg(req.user_id)
+        .arg(req.quantity)
+        .arg(reservation_member(req.user_id, req.quantity))
+        .arg(newest_ms)
+        .invoke_async(&mut conn)
+        .await?;
+    Ok(given_back == 1)
+}
+
+/// Give back the product's reservations older than `older_than` whose
+/// order does not exist: a process died between try and confirm. Returns
+/// how many were given back. Reservations whose order exists (the confirm
+/// committed, then the process died) are only forgotten.
+///
+/// The check runs while holding the product row `FOR UPDATE`: an order
+/// `INSERT` takes a key-share lock on that row for its foreign key, so one
+/// that is past that point commits before the check reads, and one that is
+/// not yet there waits until the sweep is done (its confirm then finds the
+/// reservation gone and takes the unit again).
+async fn sweep_stale_reservations(
+    cancel_script: &Script,
+    deps: &Deps,
+    product_id: i64,
+    older_than: Duration,
+) -> Result<u64, GrabError> {
+    let mut conn = deps.redis.clone();
+    let (seconds, micros): (i64, i64) = redis::cmd("TIME").query_async(&mut conn).await?;
+    let now_ms = seconds * 1000 + micros / 1000;
+    let cutoff = now_ms.saturating_sub(i64::try_from(older_than.as_millis()).unwrap_or(i64::MAX));
+    let stale: Vec<String> = redis::cmd("ZRANGEBYSCORE")
+        .arg(reservations_key(product_id))
+        .arg("-inf")
+        .arg(cutoff)
+        .arg("LIMIT")
+        .arg(0)
+        .arg(100)
+        .query_async(&mut conn)
+        .await?;
+    if stale.is_empty() {
+        return Ok(0);
+    }
+    let mut tx = deps.pool.begin().await?;
+    sqlx::query("SELECT 1 FROM products WHERE id = $1 FOR UPDATE")
+        .bind(product_id)
+        .execute(&mut *tx)
+        .await?;
+    let mut given_back = 0;
+    for member in stale {
+        let parsed = member
+            .split_once(':')
+            .and_then(|(user, quantity)| Some((user.parse().ok()?, quantity.parse().ok()?)));
+        let Some((user_id, quantity)) = parsed else {
+            tracing::warn!(product_id, %member, "redis-lua-stock: unreadable reservation dropped");
+            let _: i64 = redis::cmd("ZREM")
+                .arg(reservations_key(product_id))
+                .arg(&member)
+                .query_async(&mut conn)
+                .await?;
+            continue;
+        };
+        let ordered: bool = sqlx::query_scalar(
+            "SELECT EXISTS (SELECT 1 FROM orders WHERE product_id = $1 AND user_id = $2)",
+        )
+        .bind(product_id)
+        .bind(user_id)
+        .fetch_one(&mut *tx)
+        .await?;
+        if ordered {
+            let _: i64 = redis::cmd("ZREM")
+                .arg(reservations_key(product_id))
+                .arg(&member)
+                .query_async(&mut conn)
+                .await?;
+            continue;
+        }
+        let req = GrabRequest {
+            product_id,
+            user_id,
+            quantity,
+        };
+        if cancel_reservation(cancel_script, deps, req, cutoff).await? {
+            given_back += 1;
+        }
+    }
+    tx.commit().await?;
+    Ok(given_back)
 }
 
 /// Whether the order of this buyer is in the database after all: an
@@ -194,29 +415,18 @@ pub async fn load_product(
             .bind(product_id)
             .fetch_all(&deps.pool)
             .await?;
-    let mut pipe = redis::pipe();
-    pipe.atomic();
-    if only_if_missing {
-        pipe.cmd("SET")
-            .arg(stock_key(product_id))
-            .arg(stock)
-            .arg("NX")
-            .ignore();
-    } else {
-        pipe.cmd("SET")
-            .arg(stock_key(product_id))
-            .arg(stock)
-            .ignore();
-        pipe.cmd("DEL").arg(buyers_key(product_id)).ignore();
-    }
-    if !buyers.is_empty() {
-        pipe.cmd("SADD")
-            .arg(buyers_key(product_id))
-            .arg(&buyers)
-            .ignore();
-    }
+    static LOAD: std::sync::LazyLock<Script> =
+        std::sync::LazyLock::new(|| Script::new(include_str!("stock_load.lua")));
     let mut conn = deps.redis.clone();
-    pipe.query_async::<()>(&mut conn).await?;
+    let _: i64 = LOAD
+        .key(stock_key(product_id))
+        .key(buyers_key(product_id))
+        .key(reservations_key(product_id))
+        .arg(stock)
+        .arg(if only_if_missing { "1" } else { "0" })
+        .arg(&buyers)
+        .invoke_async(&mut conn)
+        .await?;
     Ok(())
 }
 
@@ -276,6 +486,7 @@ impl Strategy for RedisLuaStock {
 
     async fn grab(&self, cx: GrabContext<'_>, req: GrabRequest) -> Result<Order, GrabError> {
         let deps = cx.deps;
+        self.maybe_sweep(deps, req.product_id);
         simulated_work(cx).await;
         // Try.
         let mut left = self.try_reserve(deps, req).await?;
@@ -294,7 +505,9 @@ impl Strategy for RedisLuaStock {
             Ok(mut conn) => insert_order(&mut conn, req, INFO.name, None).await,
             Err(e) => Err(e.into()),
         };
-        if confirmed.is_err() && !order_exists(deps, req).await {
+        if confirmed.is_ok() || order_exists(deps, req).await {
+            self.forget_reservation(deps, req).await;
+        } else {
             self.cancel(deps, req).await;
         }
         self.write_behind(deps, req.product_id);

@@ -255,21 +255,8 @@ impl DistributedLock for Redlock {
     }
 }
 
-#[async_trait]
-impl super::Strategy for Redlock {
-    fn info(&self) -> &'static StrategyInfo {
-        &INFO
-    }
-
-    fn available(&self) -> bool {
-        !self.nodes.is_empty()
-    }
-
-    async fn grab(
-        &self,
-        cx: GrabContext<'_>,
-        req: super::GrabRequest,
-    ) -> Result<super::Order, GrabError> {
-        super::grab_with_lock(self, cx, req).await
-    }
-}
+crate::lock_strategy!(Redlock, |lock: &Redlock| {
+    lock.nodes
+        .is_empty()
+        .then_some("no Redlock nodes configured: set SECKILL_REDLOCK_URLS")
+});

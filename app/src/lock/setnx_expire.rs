@@ -3,15 +3,19 @@
 //! **Seed step:** 004 v2 and 000 方案一 (SETNX + EXPIRE): give the lock an
 //! expiry so a crashed holder cannot block forever.
 //!
-//! **Guarantee:** like `setnx`, plus recovery after the TTL — *if* the
-//! second command ran.
+//! **Guarantee:** mutual exclusion while the work is shorter than the
+//! TTL — *if* the second command ran; a crashed holder's lock expires after
+//! the TTL.
 //!
-//! **How it fails:** 004 坑点2 — the two commands are not atomic. A holder
-//! that dies between `SETNX` and `PEXPIRE` leaves a key with no expiry:
-//! locked forever, exactly like v1. The window is tiny on an idle server
-//! and wide on a busy one (a slow `KEYS *` queued in between); the
+//! **How it fails:** twice. 004 坑点2 — the two commands are not atomic. A
+//! holder that dies between `SETNX` and `PEXPIRE` leaves a key with no
+//! expiry: locked forever, exactly like v1. The window is tiny on an idle
+//! server and wide on a busy one (a slow `KEYS *` queued in between); the
 //! `setnx_expire_gap_ms` fault widens it so a workshop can hit it on
-//! purpose. Release is a blind `DEL`.
+//! purpose. And like every TTL lock, work that outlives the TTL lets a
+//! second holder in — whose lock the first then frees, as the release is a
+//! blind `DEL` that never looks whose key it deletes. So it is classed
+//! within-TTL, not "safe while holders live".
 
 use async_trait::async_trait;
 
@@ -25,8 +29,8 @@ use crate::error::GrabError;
 pub const INFO: StrategyInfo = StrategyInfo {
     name: "setnx-expire",
     seed: "004 v2 / 000 scheme 1: SETNX then EXPIRE, two commands",
-    guarantee: "expires after the TTL, unless the holder dies between the two commands",
-    safety: Safety::SafeWhileHoldersLive,
+    guarantee: "safe while the work is shorter than the TTL; blind DEL; a crash between the two commands locks for good",
+    safety: Safety::SafeWithinTtl,
 };
 
 /// SETNX, (gap), PEXPIRE, DEL.

@@ -1,6 +1,6 @@
 //! `watchdog` — Redisson's lock rebuilt in Rust: a reentrant hash lock,
 //! a lease renewed in the background while held, waiters woken by pub/sub,
-//! and — beyond Redisson — a lost lease *signalled to the holder*.
+//! and — beyond Redisson — a lost or lapsed lease *signalled to the holder*.
 //!
 //! **Seed step:** 004 v5's closing fix ("起乙個子執行緒定時掃瞄 … 往上再加一定
 //! 時間"), 000 方案六 (Redisson: "每隔10秒检查一下 … 不断延长锁key的生存时间"),
@@ -11,26 +11,40 @@
 //!   = reentry count ([`watchdog_lock.lua`]). A foreign string key (any
 //!   `SET NX PX` client) excludes it, and it excludes them.
 //! - Lease: `SECKILL_LOCK_TTL_MS` (Redisson: 30 s), renewed every lease/3 by
-//!   a task tied to the guard ([`watchdog_renew.lua`]); releasing or
-//!   dropping the guard stops it.
+//!   one task per owner ([`watchdog_renew.lua`]). Re-entries
+//!   ([`Watchdog::reenter`]) get their own guard sharing that lease; the
+//!   task renews until the release that brings the count to 0, whichever
+//!   guard that is (or until every guard of the owner is dropped).
+//! - Deadline: each guard knows until when the lock is surely still its
+//!   own — the send time (monotonic, taken *before* the request went out) of
+//!   the last successful acquire or renewal + lease − drift (1% of the
+//!   lease + 2 ms, as in `redlock`). The section checks it before it commits,
+//!   so a holder whose renewal is stuck (Redis slow, the link cut, the
+//!   process frozen) aborts with `409 rejected` instead of trusting a key
+//!   that may have expired. An acquire whose reply comes back after its own
+//!   deadline (a slow link) counts as not acquired and is released at once.
 //! - Waiters: one pub/sub listener per process (`PSUBSCRIBE
 //!   unlock:product:*`); the release script publishes
-//!   ([`watchdog_unlock.lua`]) and every waiter of that product retries at
-//!   once. A waiter also retries when the holder's TTL would run out, and at
-//!   least every 500 ms, so a lost message costs latency, never the lock.
+//!   ([`watchdog_unlock.lua`]) and the listener wakes *one* waiter of that
+//!   product per message (no herd: only one can win anyway). A waiter also
+//!   retries when the holder's TTL would run out, and at least every
+//!   500 ms, so a lost message costs latency, never the lock.
 //! - Lost lease: when a renewal finds the lock gone or not ours, the guard
 //!   is marked lost (`seckill_lock_lost_total`); the section checks before
 //!   it commits and aborts with `409 rejected`. Redisson only logs this
 //!   (its issue #4698).
 //!
 //! **Guarantee:** mutual exclusion through work of any length while the
-//! process keeps running and reaches Redis.
+//! process keeps running and reaches Redis; a holder that cannot renew in
+//! time aborts before its commit instead of committing past its lease.
 //!
-//! **How it fails:** across pauses. A stop-the-world pause (GC, VM freeze,
-//! `SIGSTOP`) stops the renewal task too; the lease runs out, another
-//! holder enters, and the paused holder wakes up still inside — the check
-//! before commit narrows the window to the commit itself but cannot close
-//! it. Only fencing (`fenced`) closes it.
+//! **How it fails:** across pauses *at the wrong moment*. A stop-the-world
+//! pause (GC, VM freeze, `SIGSTOP`) stops the renewal task too; the lease
+//! runs out and another holder enters. The deadline check catches a holder
+//! that wakes up before its commit, but a pause that falls between the
+//! check and the commit's arrival at the database (or a clock that runs
+//! slow) still lets a stale holder write — the check narrows the window to
+//! the commit itself but cannot close it. Only fencing (`fenced`) closes it.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -39,12 +53,12 @@ use std::time::Duration;
 use async_trait::async_trait;
 use futures::StreamExt;
 use redis::Script;
-use tokio::sync::{oneshot, watch, Notify};
+use tokio::sync::{oneshot, Notify};
 use tokio::time::{sleep, timeout, Instant};
 
 use super::{
-    lock_key, new_token, DistributedLock, GrabContext, Lease, LockGuard, Released, Safety,
-    StrategyInfo,
+    lock_key, new_token, DistributedLock, GrabContext, Lease, LeaseStatus, LockGuard, Released,
+    Safety, StrategyInfo,
 };
 use crate::error::GrabError;
 use crate::metrics::Metrics;
@@ -60,6 +74,18 @@ pub const INFO: StrategyInfo = StrategyInfo {
 /// Longest a waiter sleeps without a release message before retrying.
 const MAX_QUIET_WAIT: Duration = Duration::from_millis(500);
 
+/// How much earlier than the lease a holder stops trusting it: clock drift
+/// between this process and Redis, 1% of the lease + 2 ms (as `redlock`).
+pub fn drift(lease: Duration) -> Duration {
+    lease / 100 + Duration::from_millis(2)
+}
+
+/// The last instant a lease granted by a request sent at `sent` can be
+/// relied on.
+fn lease_deadline(sent: Instant, lease: Duration) -> Instant {
+    sent + lease.saturating_sub(drift(lease))
+}
+
 /// The watchdog lock of one process.
 #[derive(Debug)]
 pub struct Watchdog {
@@ -69,6 +95,17 @@ pub struct Watchdog {
     unlock_script: Script,
     /// Waiters per lock key, woken by the pub/sub listener.
     waiters: Arc<Mutex<HashMap<String, Arc<Notify>>>>,
+}
+
+/// What one attempt of the lock script came to.
+enum Attempt {
+    /// Acquired (or re-entered); the lease is good until this instant.
+    Won(Instant),
+    /// Held by someone else, for this many ms (-1: no expiry).
+    Held(i64),
+    /// Acquired, but the reply came after the lease's deadline: released
+    /// again, as the key may already have expired.
+    Late,
 }
 
 impl Watchdog {
@@ -94,45 +131,82 @@ impl Watchdog {
         map.entry(key.to_owned()).or_default().clone()
     }
 
-    /// One attempt for `owner`: `Ok(Ok(()))` acquired, `Ok(Err(pttl))` held.
+    /// One attempt for `owner` (a first entry or a re-entry).
     async fn attempt(
         &self,
         cx: GrabContext<'_>,
         key: &str,
         owner: &str,
-    ) -> Result<Result<(), i64>, GrabError> {
+    ) -> Result<Attempt, GrabError> {
+        let lease = cx.deps.lock_ttl;
         let mut conn = cx.deps.redis.clone();
+        // Taken before the request leaves: the lease starts at the latest
+        // when Redis runs the script, which is after this instant.
+        let sent = Instant::now();
         let (won, pttl): (i64, i64) = self
             .lock_script
             .key(key)
-            .arg(cx.deps.lock_ttl.as_millis() as u64)
+            .arg(lease.as_millis() as u64)
             .arg(owner)
             .invoke_async(&mut conn)
             .await?;
-        Ok(if won == 1 { Ok(()) } else { Err(pttl) })
+        if won != 1 {
+            return Ok(Attempt::Held(pttl));
+        }
+        let deadline = lease_deadline(sent, lease);
+        if Instant::now() < deadline {
+            return Ok(Attempt::Won(deadline));
+        }
+        // The reply took longer than the lease: the key may be gone and
+        // someone else inside. Give this entry back; never enter.
+        tracing::warn!(%key, "watchdog: acquire answered after its lease ran out; released");
+        if let Err(e) = self.unlock_entry(cx, key, owner).await {
+            tracing::warn!(%key, error = %e, "watchdog: could not release a late acquire; it expires");
+        }
+        Ok(Attempt::Late)
     }
 
     /// Take the lock again with the same owner (reentrancy): the count goes
-    /// up, and each entry needs its own release.
-    pub async fn reenter(&self, cx: GrabContext<'_>, guard: &LockGuard) -> Result<bool, GrabError> {
-        Ok(self.attempt(cx, &guard.key, &guard.token).await?.is_ok())
-    }
-
-    /// Release one entry, keeping the lease task when the lock is still held.
-    pub async fn release_one(
+    /// up and the returned guard — which needs its own release — shares the
+    /// lease of `guard`. `None` when the lock is no longer ours (or the
+    /// reply came too late to trust).
+    pub async fn reenter(
         &self,
         cx: GrabContext<'_>,
         guard: &LockGuard,
+    ) -> Result<Option<LockGuard>, GrabError> {
+        Ok(match self.attempt(cx, &guard.key, &guard.token).await? {
+            Attempt::Won(deadline) => {
+                // The script's PEXPIRE renewed the whole key.
+                if let Some(lease) = &guard.lease {
+                    lease.status().extend_to(deadline);
+                }
+                let mut entry = LockGuard::remote(guard.key.clone(), guard.token.clone());
+                entry.lease.clone_from(&guard.lease);
+                Some(entry)
+            }
+            Attempt::Held(_) | Attempt::Late => None,
+        })
+    }
+
+    /// Release one entry of `owner`: `Some(Released)` when the count reached
+    /// 0 and the lock is gone, `None` when other entries still hold it,
+    /// `Some(NotOwner)` when it was not ours any more.
+    async fn unlock_entry(
+        &self,
+        cx: GrabContext<'_>,
+        key: &str,
+        owner: &str,
     ) -> Result<Option<Released>, GrabError> {
         // lock:product:{id} is released on unlock:product:{id}.
-        let product_channel = format!("unlock:{}", guard.key.trim_start_matches("lock:"));
+        let product_channel = format!("unlock:{}", key.trim_start_matches("lock:"));
         let mut conn = cx.deps.redis.clone();
         let result: i64 = self
             .unlock_script
-            .key(&guard.key)
+            .key(key)
             .key(product_channel)
             .arg(cx.deps.lock_ttl.as_millis() as u64)
-            .arg(&guard.token)
+            .arg(owner)
             .invoke_async(&mut conn)
             .await?;
         Ok(match result {
@@ -142,33 +216,37 @@ impl Watchdog {
         })
     }
 
-    fn start_lease(&self, cx: GrabContext<'_>, key: &str, owner: &str) -> Lease {
-        let (lost_tx, lost) = watch::channel(false);
+    fn guard(
+        &self,
+        cx: GrabContext<'_>,
+        key: String,
+        owner: String,
+        deadline: Instant,
+    ) -> LockGuard {
+        let status = LeaseStatus::new(deadline);
         let (stop, stop_rx) = oneshot::channel();
         tokio::spawn(renew_until_stopped(
             cx.deps.redis.clone(),
             cx.deps.metrics.clone(),
             self.renew_script.clone(),
-            key.to_owned(),
-            owner.to_owned(),
+            key.clone(),
+            owner.clone(),
             cx.deps.lock_ttl,
-            lost_tx,
+            status.clone(),
             stop_rx,
         ));
-        Lease { lost, stop }
-    }
-
-    fn guard(&self, cx: GrabContext<'_>, key: String, owner: String) -> LockGuard {
-        let lease = self.start_lease(cx, &key, &owner);
         let mut guard = LockGuard::remote(key, owner);
-        guard.lease = Some(lease);
+        guard.lease = Some(Lease::new(status, stop));
         guard
     }
 }
 
-/// Renew every lease/3 until the guard's stop sender is dropped or used.
-/// A renewal that finds the lock gone marks the lease lost and ends; one
-/// that cannot reach Redis retries until the lease would have run out.
+/// Renew every lease/3 until the lease's stop sender is used or dropped.
+/// A successful renewal moves the deadline to its send time + lease −
+/// drift. A renewal that finds the lock gone marks the lease lost and ends;
+/// one that cannot reach Redis retries until the deadline has passed, then
+/// marks it lost. (A renewal that simply hangs marks nothing — the holders
+/// see the deadline pass on their own.)
 #[allow(clippy::too_many_arguments)]
 async fn renew_until_stopped(
     mut conn: redis::aio::ConnectionManager,
@@ -177,7 +255,7 @@ async fn renew_until_stopped(
     key: String,
     owner: String,
     lease: Duration,
-    lost: watch::Sender<bool>,
+    status: Arc<LeaseStatus>,
     mut stop: oneshot::Receiver<()>,
 ) {
     let renewals = |result: &str| {
@@ -185,36 +263,36 @@ async fn renew_until_stopped(
             .lock_renewals
             .with_label_values(&[INFO.name, result])
     };
-    let mut last_renewed = Instant::now();
     loop {
         tokio::select! {
             _ = &mut stop => return,
             _ = sleep(lease / 3) => {}
         }
-        let renewed: Result<i64, _> = script
-            .key(&key)
-            .arg(lease.as_millis() as u64)
-            .arg(&owner)
-            .invoke_async(&mut conn)
-            .await;
+        let sent = Instant::now();
+        let mut invocation = script.key(&key);
+        invocation.arg(lease.as_millis() as u64).arg(&owner);
+        let renewed: Result<i64, _> = tokio::select! {
+            _ = &mut stop => return,
+            renewed = invocation.invoke_async(&mut conn) => renewed,
+        };
         match renewed {
             Ok(1) => {
                 renewals("renewed").inc();
-                last_renewed = Instant::now();
+                status.extend_to(lease_deadline(sent, lease));
             }
             Ok(_) => {
                 renewals("lost").inc();
                 metrics.lock_lost.with_label_values(&[INFO.name]).inc();
                 tracing::warn!(%key, "watchdog: lease lost (lock gone or taken); holder will abort");
-                let _ = lost.send(true);
+                status.mark_lost();
                 return;
             }
             Err(e) => {
                 renewals("error").inc();
-                if last_renewed.elapsed() >= lease {
+                if Instant::now() >= status.deadline() {
                     metrics.lock_lost.with_label_values(&[INFO.name]).inc();
                     tracing::warn!(%key, error = %e, "watchdog: lease expired while Redis was unreachable");
-                    let _ = lost.send(true);
+                    status.mark_lost();
                     return;
                 }
             }
@@ -222,8 +300,8 @@ async fn renew_until_stopped(
     }
 }
 
-/// The process's one pub/sub connection: wake the waiters of a product
-/// when its release is published. Reconnects with a pause when Redis goes.
+/// The process's one pub/sub connection: wake one waiter of a product per
+/// release published. Reconnects with a pause when Redis goes.
 async fn listen_for_releases(
     client: redis::Client,
     waiters: Arc<Mutex<HashMap<String, Arc<Notify>>>>,
@@ -246,8 +324,12 @@ async fn listen_for_releases(
                                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                                 .get(&key)
                                 .cloned();
+                            // One release frees the lock for one holder:
+                            // wake one waiter (a waiter that gave up passes
+                            // the wake-up on; with none waiting, the next
+                            // one to wait retries at once).
                             if let Some(notify) = notify {
-                                notify.notify_waiters();
+                                notify.notify_one();
                             }
                         }
                     }
@@ -273,8 +355,8 @@ impl DistributedLock for Watchdog {
         let key = lock_key(product_id);
         let owner = format!("{}:{}", self.process_id, new_token());
         Ok(match self.attempt(cx, &key, &owner).await? {
-            Ok(()) => Some(self.guard(cx, key, owner)),
-            Err(_) => None,
+            Attempt::Won(deadline) => Some(self.guard(cx, key, owner, deadline)),
+            Attempt::Held(_) | Attempt::Late => None,
         })
     }
 
@@ -295,8 +377,10 @@ impl DistributedLock for Watchdog {
             woken.as_mut().enable();
             attempts.inc();
             let holder_ttl = match self.attempt(cx, &key, &owner).await? {
-                Ok(()) => return Ok(self.guard(cx, key, owner)),
-                Err(pttl) => pttl,
+                Attempt::Won(lease_until) => return Ok(self.guard(cx, key, owner, lease_until)),
+                Attempt::Held(pttl) => pttl,
+                // Our own release just published: retry at once.
+                Attempt::Late => 0,
             };
             let now = Instant::now();
             if now >= deadline {
@@ -310,18 +394,24 @@ impl DistributedLock for Watchdog {
         }
     }
 
+    /// Release one entry. The lease keeps being renewed while other
+    /// entries of the same owner still hold the lock; it stops when the
+    /// count reaches 0 or the lock turned out not to be ours.
     async fn release(
         &self,
         cx: GrabContext<'_>,
         mut guard: LockGuard,
     ) -> Result<Released, GrabError> {
-        // Stop renewing first: whatever happens next, the lease must not
-        // outlive the holder.
-        drop(guard.lease.take());
-        Ok(self
-            .release_one(cx, &guard)
-            .await?
-            .unwrap_or(Released::Released))
+        let lease = guard.lease.take();
+        let released = self.unlock_entry(cx, &guard.key, &guard.token).await;
+        if let (Ok(Some(_)), Some(lease)) = (&released, &lease) {
+            lease.stop_renewing();
+        }
+        // On `Ok(None)` the other entries' guards keep the lease alive; on
+        // an error, dropping this clone stops the renewals once no other
+        // guard of this owner is left, and the lock expires.
+        drop(lease);
+        Ok(released?.unwrap_or(Released::Released))
     }
 }
 

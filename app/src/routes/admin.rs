@@ -52,6 +52,9 @@ struct StrategyEntry {
     name: &'static str,
     guarantee: &'static str,
     available: bool,
+    /// Why `available` is false: the setting that is missing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    unavailable_reason: Option<&'static str>,
     seed: &'static str,
     safety: Safety,
 }
@@ -67,12 +70,20 @@ fn strategies_body(state: &AppState) -> serde_json::Value {
                 name: info.name,
                 guarantee: info.guarantee,
                 available: s.available(),
+                unavailable_reason: s.unavailable_reason(),
                 seed: info.seed,
                 safety: info.safety,
             }
         })
         .collect();
-    json!({ "active": state.control.active().info().name, "strategies": entries })
+    json!({
+        "active": state.control.active().info().name,
+        "strategies": entries,
+        "lock_ttl_ms": state.settings.lock_ttl_ms,
+        "lock_wait_ms": state.settings.lock_wait_ms,
+        "redis_wait_replicas": state.settings.redis_wait_replicas,
+        "instance": state.deps.history.instance(),
+    })
 }
 
 /// The strategies and the active one.
@@ -106,12 +117,14 @@ pub async fn switch_strategy(
             ),
         ));
     };
-    if !state.control.strategies().get(index).available() {
+    let strategy = state.control.strategies().get(index);
+    if !strategy.available() {
         return Err(ApiError::bad_request(
             "strategy_unavailable",
             format!(
-                "`{}` cannot run in this deployment (redlock needs SECKILL_REDLOCK_URLS)",
-                body.strategy
+                "`{}` cannot run in this deployment: {}",
+                body.strategy,
+                strategy.unavailable_reason().unwrap_or("not configured")
             ),
         ));
     }
@@ -227,4 +240,63 @@ pub async fn put_faults(
     state.control.set_faults(&state.deps, faults).await?;
     tracing::info!(?faults, "faults changed");
     Ok(HttpResponse::Ok().json(faults))
+}
+
+/// `PUT /admin/history` body.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HistoryBody {
+    /// `true`: start a new run (history on, counts from zero); `false`: off.
+    pub enabled: bool,
+}
+
+/// The mutual-exclusion history of the current run, as the arbiter has it
+/// (every replica's sections), plus this replica's own view (`run`,
+/// `instance`, `errors`).
+#[get("/admin/history")]
+pub async fn get_history(
+    _: AdminAuth,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    Ok(HttpResponse::Ok().json(state.deps.history.report().await?))
+}
+
+/// Start a new history run, or stop recording (every replica follows
+/// within `SECKILL_CONTROL_REFRESH_MS`; `GET /admin/history` on each says
+/// which run it records).
+#[put("/admin/history")]
+pub async fn put_history(
+    _: AdminAuth,
+    state: web::Data<AppState>,
+    body: web::Json<HistoryBody>,
+) -> Result<HttpResponse, ApiError> {
+    let run = state.deps.history.switch(body.enabled).await?;
+    tracing::info!(?run, "history switched");
+    Ok(HttpResponse::Ok().json(json!({ "enabled": run.is_some(), "run": run })))
+}
+
+/// `POST /admin/history/forget` body.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ForgetBody {
+    /// Instance id of a replica that died inside a section.
+    pub instance: String,
+}
+
+/// Drop the sections a killed replica left inside (it can never report
+/// their exit), so later entries are not counted as overlaps with a ghost.
+#[post("/admin/history/forget")]
+pub async fn forget_history(
+    _: AdminAuth,
+    state: web::Data<AppState>,
+    body: web::Json<ForgetBody>,
+) -> Result<HttpResponse, ApiError> {
+    if body.instance.trim().is_empty() {
+        return Err(ApiError::bad_request(
+            "invalid_instance",
+            "instance must not be empty",
+        ));
+    }
+    let removed = state.deps.history.forget(&body.instance).await?;
+    Ok(HttpResponse::Ok().json(json!({ "instance": body.instance, "removed": removed })))
 }

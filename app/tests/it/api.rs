@@ -249,6 +249,57 @@ async fn strategies_switch_at_run_time_and_unknown_names_are_listed() {
 }
 
 #[tokio::test]
+async fn coordination_locks_without_their_server_are_listed_unavailable() {
+    // `app()` configures no MariaDB, etcd or ZooKeeper.
+    let (_redis, app) = app().await;
+    let (status, body) = app.admin(Method::GET, "/admin/strategies", None).await;
+    assert_eq!(status, 200);
+    for (name, setting) in [
+        ("mysql-get-lock", "SECKILL_MYSQL_URL"),
+        ("etcd-lease", "SECKILL_ETCD_URLS"),
+        ("zk-ephemeral-seq", "SECKILL_ZOOKEEPER_URL"),
+    ] {
+        let entry = body["strategies"]
+            .as_array()
+            .expect("list")
+            .iter()
+            .find(|s| s["name"] == name)
+            .unwrap_or_else(|| panic!("{name} listed: {body}"));
+        assert_eq!(entry["available"], false, "{entry}");
+        assert!(
+            entry["unavailable_reason"]
+                .as_str()
+                .is_some_and(|r| r.contains(setting)),
+            "the reason names {setting}: {entry}"
+        );
+        let (status, answer) = app
+            .admin(
+                Method::PUT,
+                "/admin/strategy",
+                Some(json!({ "strategy": name })),
+            )
+            .await;
+        assert_error(status, &answer, 400, "strategy_unavailable");
+        assert!(
+            answer["message"]
+                .as_str()
+                .is_some_and(|m| m.contains(setting)),
+            "{answer}"
+        );
+    }
+    // Available ones carry no reason.
+    let token = body["strategies"]
+        .as_array()
+        .expect("list")
+        .iter()
+        .find(|s| s["name"] == "set-nx-px-token")
+        .cloned()
+        .expect("listed");
+    assert_eq!(token["available"], true);
+    assert!(token.get("unavailable_reason").is_none(), "{token}");
+}
+
+#[tokio::test]
 async fn faults_and_reset_round_trip() {
     let (redis, app) = app().await;
     app.set_faults(json!({"work_delay_ms": 3})).await;

@@ -8,6 +8,10 @@
 //! *freed another holder's lock*. And from the victim's side: a holder that
 //! finds its key gone or replaced *before its TTL ran out* was robbed —
 //! someone else's release freed it.
+//!
+//! The probes read the key whatever its type (a token lock's string, the
+//! watchdog's hash); a probe that fails fails the test — an unreadable key
+//! is not evidence of anything.
 
 #![allow(dead_code)]
 
@@ -31,6 +35,10 @@ pub fn deps(redis_url: &str, database_url: &str, ttl: Duration, wait: Duration) 
             .expect("lazy pool"),
         redis: redis_connection(redis_url).expect("redis connection"),
         metrics: Metrics::new(),
+        history: seckill_app::history::History::new(redis_url, "test".into(), Metrics::new())
+            .expect("history handle"),
+        redis_wait_replicas: 0,
+        redis_wait_timeout: Duration::from_millis(250),
         lock_ttl: ttl,
         lock_wait: wait,
         lock_retry: Duration::from_millis(2),
@@ -75,6 +83,38 @@ struct Timeline {
     robbed: AtomicU64,
 }
 
+/// Reads a lock key of any type: `{value, pttl}`, where value is the
+/// string for a string key, our token when a hash key (the watchdog's)
+/// holds our field and `hash:<field>` when it holds another's, nil when the
+/// key is gone.
+const PROBE: &str = r#"
+local kind = redis.call("TYPE", KEYS[1]).ok
+local value = false
+if kind == "string" then
+    value = redis.call("GET", KEYS[1])
+elseif kind == "hash" then
+    if redis.call("HEXISTS", KEYS[1], ARGV[1]) == 1 then
+        value = ARGV[1]
+    else
+        value = "hash:" .. (redis.call("HKEYS", KEYS[1])[1] or "")
+    end
+end
+return {value, redis.call("PTTL", KEYS[1])}
+"#;
+
+async fn probe(
+    conn: &mut redis::aio::ConnectionManager,
+    key: &str,
+    token: &str,
+) -> (Option<String>, i64) {
+    redis::Script::new(PROBE)
+        .key(key)
+        .arg(token)
+        .invoke_async(conn)
+        .await
+        .unwrap_or_else(|e| panic!("probe of {key} failed: {e}"))
+}
+
 /// `tasks` tasks each take the lock of product 1 `rounds` times and stay
 /// inside for `work`.
 pub async fn run(
@@ -85,12 +125,27 @@ pub async fn run(
     rounds: usize,
     work: Duration,
 ) -> Report {
+    run_mixed(vec![lock], deps, faults, tasks, rounds, work).await
+}
+
+/// Like [`run`], with task `i` using `locks[i % locks.len()]` — replicas
+/// configured differently (e.g. clocks) — on one shared timeline, so an
+/// overlap between a task of one and a task of another counts.
+pub async fn run_mixed(
+    locks: Vec<Arc<dyn DistributedLock>>,
+    deps: Arc<Deps>,
+    faults: Faults,
+    tasks: usize,
+    rounds: usize,
+    work: Duration,
+) -> Report {
     let timeline = Arc::new(Timeline::default());
     let mut handles = Vec::new();
-    for _ in 0..tasks {
-        let (lock, deps, timeline) = (lock.clone(), deps.clone(), timeline.clone());
+    for i in 0..tasks {
+        let lock = locks[i % locks.len()].clone();
+        let (deps, timeline) = (deps.clone(), timeline.clone());
         handles.push(tokio::spawn(async move {
-            let mut probe = deps.redis.clone();
+            let mut probe_conn = deps.redis.clone();
             for _ in 0..rounds {
                 let cx = GrabContext {
                     deps: &deps,
@@ -117,20 +172,9 @@ pub async fn run(
 
                 let key = guard.key.clone();
                 let token = guard.token.clone();
-                let (before, pttl): (Option<String>, i64) = redis::pipe()
-                    .cmd("GET")
-                    .arg(&key)
-                    .cmd("PTTL")
-                    .arg(&key)
-                    .query_async(&mut probe)
-                    .await
-                    .unwrap_or((None, -2));
+                let (before, pttl) = probe(&mut probe_conn, &key, &token).await;
                 let result = lock.release(cx, guard).await.expect("release");
-                let after: Option<String> = redis::cmd("GET")
-                    .arg(&key)
-                    .query_async(&mut probe)
-                    .await
-                    .unwrap_or(None);
+                let (after, _) = probe(&mut probe_conn, &key, &token).await;
                 let within_ttl = acquired.elapsed() + Duration::from_millis(10) < deps.lock_ttl;
                 if within_ttl && before.as_deref() != Some(token.as_str()) {
                     timeline.robbed.fetch_add(1, Ordering::SeqCst);

@@ -5,7 +5,10 @@
 
 use serde_json::Value;
 
-use crate::harness::{fresh_database, hammer, AppOptions, Outcomes, RedisServer, TestApp};
+use crate::harness::{
+    fresh_database, hammer, mysql_test_url, AppOptions, EtcdServer, Outcomes, RedisServer, TestApp,
+    ZkServer,
+};
 
 const STOCK: i64 = 50;
 const BUYERS: i64 = 150;
@@ -28,11 +31,18 @@ async fn run_one_replica(strategy: &'static str) -> (Value, Outcomes) {
     } else {
         Vec::new()
     };
+    // The coordination services: a server of the test's own (MariaDB is
+    // the machine's).
+    let etcd = (strategy == "etcd-lease").then(EtcdServer::start);
+    let zk = (strategy == "zk-ephemeral-seq").then(ZkServer::start);
     let db = fresh_database().await;
     let mut options = AppOptions::new(&db, &redis.url())
         .strategy(strategy)
         .work_delay_ms(WORK_DELAY_MS);
     options.redlock_urls = nodes.iter().map(RedisServer::url).collect();
+    options.etcd_urls = etcd.iter().map(EtcdServer::url).collect();
+    options.zookeeper_url = zk.as_ref().map(ZkServer::url);
+    options.mysql_url = (strategy == "mysql-get-lock").then(mysql_test_url);
     let app = TestApp::spawn(options).await;
     app.reset(1, STOCK).await;
     let outcomes = hammer(&[&app], 1, 1, BUYERS).await;
@@ -105,6 +115,9 @@ exact_under_contention! {
     redlock_sells_exactly_the_stock => "redlock",
     fenced_sells_exactly_the_stock => "fenced",
     pg_lock_table_sells_exactly_the_stock => "pg-lock-table",
+    mysql_get_lock_sells_exactly_the_stock => "mysql-get-lock",
+    etcd_lease_sells_exactly_the_stock => "etcd-lease",
+    zk_ephemeral_seq_sells_exactly_the_stock => "zk-ephemeral-seq",
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

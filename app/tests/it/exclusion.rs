@@ -3,15 +3,19 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use seckill_app::error::GrabError;
 use seckill_app::lock::{
-    fenced::Fenced, pg_lock_table::PgLockTable, redlock::Redlock, set_nx_px::SetNxPx,
+    etcd_lease::EtcdLease, fenced::Fenced, mysql_get_lock::MysqlGetLock,
+    pg_lock_table::PgLockTable, redlock::Redlock, set_nx_px::SetNxPx,
     set_nx_px_check_del::SetNxPxCheckDel, set_nx_px_token::SetNxPxToken, setnx::Setnx,
     setnx_expire::SetnxExpire, setnx_expire_lua::SetnxExpireLua, setnx_getset::SetnxGetset,
-    watchdog::Watchdog, DistributedLock, GrabContext,
+    watchdog::Watchdog, zk_ephemeral_seq::ZkEphemeralSeq, DistributedLock, GrabContext, Released,
 };
 
 use crate::checker::{self, deps, no_faults};
-use crate::harness::{fresh_database, RedisServer};
+use crate::harness::{
+    fresh_database, mysql_test_url, AppOptions, EtcdServer, RedisServer, TestApp, ZkServer,
+};
 
 const MS: fn(u64) -> Duration = Duration::from_millis;
 const NO_DB: &str = "postgres://postgres@127.0.0.1:1/none";
@@ -139,10 +143,11 @@ async fn watchdog_signals_a_lost_lease_and_is_reentrant() {
     };
 
     let guard = lock.acquire(cx, 1).await.expect("acquire");
-    assert!(
-        lock.reenter(cx, &guard).await.expect("reenter"),
-        "same owner re-enters"
-    );
+    let inner = lock
+        .reenter(cx, &guard)
+        .await
+        .expect("reenter")
+        .expect("same owner re-enters");
     let count: i64 = redis::cmd("HGET")
         .arg("lock:product:1")
         .arg(&guard.token)
@@ -150,10 +155,16 @@ async fn watchdog_signals_a_lost_lease_and_is_reentrant() {
         .expect("hget");
     assert_eq!(count, 2);
     assert_eq!(
-        lock.release_one(cx, &guard).await.expect("release"),
-        None,
-        "still held once"
+        lock.release(cx, inner).await.expect("release"),
+        Released::Released,
+        "one entry given back"
     );
+    let count: i64 = redis::cmd("HGET")
+        .arg("lock:product:1")
+        .arg(&guard.token)
+        .query(&mut redis.conn())
+        .expect("hget");
+    assert_eq!(count, 1, "still held once");
     assert!(guard.check_still_held().is_ok());
 
     // Someone deletes the lock behind the holder's back (an operator, a
@@ -263,7 +274,8 @@ async fn a_killed_holder_locks_setnx_forever_and_ttl_locks_recover() {
                 lock.release(cx, guard).await.expect("release");
                 true
             }
-            Err(_) => false,
+            Err(GrabError::Busy(_)) => false,
+            Err(e) => panic!("acquire failed with something else than busy: {e}"),
         }
     }
 
@@ -286,7 +298,13 @@ async fn a_killed_holder_locks_setnx_forever_and_ttl_locks_recover() {
     assert_eq!(pttl(&redis), -1, "the EXPIRE never ran");
     reset();
 
-    // The TTL locks come back after the TTL.
+    // The TTL locks come back after the TTL. (The fencing counter exists,
+    // so `fenced` needs no database to seed it.)
+    let _: () = redis::cmd("SET")
+        .arg("fence:product:1")
+        .arg(0)
+        .query(&mut redis.conn())
+        .expect("set");
     let ttl_locks: Vec<(&str, Arc<dyn DistributedLock>)> = vec![
         ("setnx-expire", Arc::new(SetnxExpire)),
         ("setnx-expire-lua", Arc::new(SetnxExpireLua::new())),
@@ -366,8 +384,11 @@ async fn clock_skew_gives_setnx_getset_two_holders() {
         pause: false,
     };
     assert!(
-        SetnxGetset::new(0).acquire(short_cx, 1).await.is_err(),
-        "same clock: excluded"
+        matches!(
+            SetnxGetset::new(0).acquire(short_cx, 1).await,
+            Err(GrabError::Busy(_))
+        ),
+        "same clock: excluded (busy)"
     );
     // A replica whose clock runs 1 s ahead sees the live lock as expired.
     let ahead = SetnxGetset::new(1_000);
@@ -379,22 +400,37 @@ async fn clock_skew_gives_setnx_getset_two_holders() {
     honest.release(cx, held).await.expect("release");
     ahead.release(cx, second).await.expect("release");
 
-    // Under contention, with skew on half the replicas: overlaps.
-    let lock_pair: Vec<Arc<SetnxGetset>> = vec![
-        Arc::new(SetnxGetset::new(0)),
-        Arc::new(SetnxGetset::new(1_000)),
-    ];
-    let (a, b) = tokio::join!(
-        checker::run(lock_pair[0].clone(), d.clone(), no_faults(), 2, 3, MS(100)),
-        checker::run(lock_pair[1].clone(), d.clone(), no_faults(), 2, 3, MS(100)),
-    );
-    eprintln!("setnx-getset skewed: {a:?} {b:?}");
-    // Each run only sees its own tasks' overlaps; the skewed replica's
-    // takeovers show as the honest side's locks being replaced.
-    assert!(
-        a.overlaps + b.overlaps + a.not_owner + b.not_owner + a.freed_another() + b.freed_another()
-            > 0
-    );
+    // Under contention, with skew on half the replicas, on one timeline:
+    // two holders inside at once.
+    let report = checker::run_mixed(
+        vec![
+            Arc::new(SetnxGetset::new(0)),
+            Arc::new(SetnxGetset::new(1_000)),
+        ],
+        d.clone(),
+        no_faults(),
+        // Enough rounds that a skewed task tries while an honest one
+        // holds, even when a loaded machine serialises the tasks.
+        6,
+        6,
+        MS(100),
+    )
+    .await;
+    eprintln!("setnx-getset skewed: {report:?}");
+    assert!(report.overlaps > 0, "skew gives overlaps: {report:?}");
+    assert!(report.max_inside >= 2, "two holders at once: {report:?}");
+
+    // The control: the same run with agreeing clocks has none.
+    let report = checker::run_mixed(
+        vec![Arc::new(SetnxGetset::new(0)), Arc::new(SetnxGetset::new(0))],
+        d.clone(),
+        no_faults(),
+        4,
+        3,
+        MS(20),
+    )
+    .await;
+    assert_eq!(report.overlaps, 0, "same clocks: {report:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -428,12 +464,15 @@ async fn the_services_lock_excludes_a_standard_client() {
         "OK"
     );
     assert!(
-        lock.acquire(cx, 1).await.is_err(),
+        matches!(lock.acquire(cx, 1).await, Err(GrabError::Busy(_))),
         "and the client excludes the service"
     );
     // The watchdog's hash lock is excluded by the client's string key too.
     let watchdog = Watchdog::new(&redis.url()).expect("watchdog");
-    assert!(watchdog.acquire(cx, 1).await.is_err());
+    assert!(matches!(
+        watchdog.acquire(cx, 1).await,
+        Err(GrabError::Busy(_))
+    ));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -459,7 +498,13 @@ async fn redlock_tolerates_a_minority_and_fails_fast_without_a_majority() {
     let started = tokio::time::Instant::now();
     let result = lock.acquire(cx, 1).await;
     let took = started.elapsed();
-    assert!(result.is_err(), "3 of 5 down: no lock");
+    assert!(
+        matches!(
+            result,
+            Err(GrabError::Unavailable { .. } | GrabError::Busy(_))
+        ),
+        "3 of 5 down: no lock (503, or busy when the refusals look like timeouts): {result:?}"
+    );
     // Refused connections answer 503 at once; on a loaded machine they
     // may show up as timeouts instead, which are retried until the budget.
     assert!(
@@ -506,4 +551,525 @@ async fn redlock_loses_safety_when_a_node_restarts_without_persistence() {
     );
     lock.release(cx, a).await.expect("release");
     lock.release(cx, b).await.expect("release");
+}
+
+/// The pid of a test `redis-server`, from its own `INFO`.
+fn redis_pid(redis: &RedisServer) -> String {
+    let info: String = redis::cmd("INFO")
+        .arg("server")
+        .query(&mut redis.conn())
+        .expect("info");
+    info.lines()
+        .find_map(|line| line.strip_prefix("process_id:"))
+        .expect("process_id in INFO")
+        .trim()
+        .to_owned()
+}
+
+fn signal(pid: &str, signal: &str) {
+    let status = std::process::Command::new("kill")
+        .args([signal, pid])
+        .status()
+        .expect("kill");
+    assert!(status.success(), "kill {signal} {pid}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watchdog_holder_whose_renewal_is_stuck_fails_the_check_at_its_deadline() {
+    let redis = RedisServer::start();
+    let lease = MS(300);
+    let d = deps(&redis.url(), NO_DB, lease, MS(1_000));
+    let lock = Watchdog::new(&redis.url()).expect("watchdog");
+    let cx = GrabContext {
+        deps: &d,
+        faults: no_faults(),
+        pause: false,
+    };
+    let guard = lock.acquire(cx, 1).await.expect("acquire");
+    assert!(guard.check_still_held().is_ok());
+    // Redis stops answering (frozen, like a server stuck on a slow command
+    // or a link that drops everything): the next renewal is sent and hangs.
+    let pid = redis_pid(&redis);
+    signal(&pid, "-STOP");
+    tokio::time::sleep(lease + MS(100)).await;
+    let lost = guard.lease.as_ref().expect("lease").status().is_lost();
+    let check = guard.check_still_held();
+    signal(&pid, "-CONT");
+    assert!(
+        !lost,
+        "no renewal has answered: nobody marked the lease lost"
+    );
+    assert!(
+        check.is_err(),
+        "past its deadline the holder must not commit: {check:?}"
+    );
+    eprintln!("stuck renewal: {}", check.err().unwrap_or_default());
+    // The key did expire meanwhile (Redis expires by its own clock).
+    lock.release(cx, guard).await.expect("release");
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_frozen_watchdog_holder_fails_the_check_after_its_deadline() {
+    let redis = RedisServer::start();
+    let lease = MS(200);
+    let d = deps(&redis.url(), NO_DB, lease, MS(1_000));
+    let lock = Watchdog::new(&redis.url()).expect("watchdog");
+    let cx = GrabContext {
+        deps: &d,
+        faults: no_faults(),
+        pause: false,
+    };
+    let guard = lock.acquire(cx, 1).await.expect("acquire");
+    assert!(guard.check_still_held().is_ok());
+    // The whole process freezes (this runtime's only thread blocks, as under
+    // SIGSTOP or a stop-the-world pause): the renewal task cannot run.
+    std::thread::sleep(lease + MS(150));
+    assert!(
+        !guard.lease.as_ref().expect("lease").status().is_lost(),
+        "no renewal ran: nobody marked the lease lost"
+    );
+    assert!(
+        guard.check_still_held().is_err(),
+        "woken past its deadline, the holder must not commit"
+    );
+    assert_eq!(pttl(&redis), -2, "and indeed the key expired in Redis");
+    let _: () = redis::cmd("SET")
+        .arg("lock:product:1")
+        .arg("someone-else")
+        .arg("PX")
+        .arg(10_000)
+        .query(&mut redis.conn())
+        .expect("another holder enters");
+    assert_eq!(
+        lock.release(cx, guard).await.expect("release"),
+        Released::NotOwner
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reentered_watchdog_lock_stays_renewed_when_the_outer_guard_is_released_first() {
+    let redis = RedisServer::start();
+    let lease = MS(300);
+    let d = deps(&redis.url(), NO_DB, lease, MS(1_000));
+    let lock = Watchdog::new(&redis.url()).expect("watchdog");
+    let cx = GrabContext {
+        deps: &d,
+        faults: no_faults(),
+        pause: false,
+    };
+    let count = |token: &str| -> Option<i64> {
+        redis::cmd("HGET")
+            .arg("lock:product:1")
+            .arg(token)
+            .query(&mut redis.conn())
+            .expect("hget")
+    };
+    let renewed = || {
+        d.metrics
+            .lock_renewals
+            .with_label_values(&["watchdog", "renewed"])
+            .get()
+    };
+    let outer = lock.acquire(cx, 1).await.expect("acquire");
+    let token = outer.token.clone();
+    let first = lock
+        .reenter(cx, &outer)
+        .await
+        .expect("reenter")
+        .expect("re-entered");
+    let second = lock
+        .reenter(cx, &first)
+        .await
+        .expect("reenter")
+        .expect("re-entered");
+    assert_eq!(count(&token), Some(3));
+
+    // The outer entry goes first; the inner ones still hold the lock.
+    lock.release(cx, outer).await.expect("release outer");
+    assert_eq!(count(&token), Some(2));
+    let before = renewed();
+    tokio::time::sleep(lease * 3).await;
+    assert_eq!(count(&token), Some(2), "the key outlived three leases");
+    assert!(pttl(&redis) > 0, "and has a lease");
+    assert!(
+        renewed() >= before + 4,
+        "renewed meanwhile: {} renewals",
+        renewed() - before
+    );
+    assert!(first.check_still_held().is_ok());
+    assert!(second.check_still_held().is_ok());
+
+    // The last release stops the renewals and frees the lock.
+    lock.release(cx, first).await.expect("release");
+    assert_eq!(
+        lock.release(cx, second).await.expect("release"),
+        Released::Released
+    );
+    assert_eq!(pttl(&redis), -2, "gone at count 0");
+    let after = renewed();
+    tokio::time::sleep(lease).await;
+    assert_eq!(renewed(), after, "no renewal after the count reached 0");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fenced_reseeds_a_lost_counter_from_the_database() {
+    let redis = RedisServer::start();
+    let db = fresh_database().await;
+    let app = TestApp::spawn(AppOptions::new(&db, &redis.url()).strategy("fenced")).await;
+    app.reset(1, 10).await;
+    let (status, body) = app.grab(1, 1, 1).await;
+    assert_eq!(status, 201, "{body}");
+    // Earlier holders registered tokens up to 40; then Redis lost the
+    // counter (a restart without persistence).
+    let pool = sqlx::PgPool::connect(&db).await.expect("db");
+    sqlx::query("UPDATE products SET fence_token = 40 WHERE id = 1")
+        .execute(&pool)
+        .await
+        .expect("update");
+    let _: () = redis::cmd("DEL")
+        .arg("fence:product:1")
+        .query(&mut redis.conn())
+        .expect("del");
+
+    let (status, body) = app.grab(1, 2, 1).await;
+    assert_eq!(status, 201, "the next grab is not rejected: {body}");
+    let token = body["fence_token"].as_i64().expect("fence_token");
+    assert!(token > 40, "token {token} above the database's 40");
+    let (status, body) = app.grab(1, 3, 1).await;
+    assert_eq!(status, 201, "{body}");
+    assert!(body["fence_token"].as_i64().expect("fence_token") > token);
+    let audit = app.audit(1).await;
+    assert_eq!(audit["orders"], 3, "{audit}");
+    assert_eq!(audit["lost_updates"], 0, "{audit}");
+    assert_eq!(
+        app.state
+            .deps
+            .metrics
+            .fence_rejections
+            .with_label_values(&["fenced"])
+            .get(),
+        0
+    );
+    app.stop().await;
+}
+
+// The coordination-service locks (issue 16): each against a real server.
+
+fn coordination_cx(d: &seckill_app::lock::Deps) -> GrabContext<'_> {
+    GrabContext {
+        deps: d,
+        faults: no_faults(),
+        pause: false,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mysql_get_lock_excludes_and_a_dead_session_frees_it_at_once() {
+    let redis = RedisServer::start();
+    let d = deps(&redis.url(), NO_DB, MS(10_000), MS(5_000));
+    let lock = Arc::new(MysqlGetLock::new(Some(&mysql_test_url()), 8).expect("pool"));
+    let report = checker::run(lock.clone(), d.clone(), no_faults(), 4, 3, MS(20)).await;
+    eprintln!("mysql-get-lock: {report:?}");
+    assert_eq!(report.overlaps, 0, "{report:?}");
+    assert_eq!(report.entries, 12, "{report:?}");
+    assert_eq!(report.released, 12, "{report:?}");
+
+    // A product of its own: MariaDB's lock names are server-wide.
+    let product = 16_001;
+    let cx = coordination_cx(&d);
+    let mut short = (*d).clone();
+    short.lock_wait = MS(200);
+    let short_cx = coordination_cx(&short);
+    let held = lock.acquire(cx, product).await.expect("acquire");
+    assert!(
+        matches!(
+            lock.acquire(short_cx, product).await,
+            Err(GrabError::Busy(_))
+        ),
+        "held by a live session: busy"
+    );
+    // The holder dies without releasing: its connection closes (it is
+    // never pooled again) and the server frees the lock — no TTL to wait.
+    drop(held);
+    let started = tokio::time::Instant::now();
+    let next = lock
+        .acquire(cx, product)
+        .await
+        .expect("freed by the session's end");
+    let waited = started.elapsed();
+    eprintln!("mysql-get-lock: next holder after a dead session in {waited:?}");
+    assert!(
+        waited < MS(2_000),
+        "freed at once, not after a TTL: {waited:?}"
+    );
+    assert_eq!(
+        lock.release(cx, next).await.expect("release"),
+        Released::Released
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn etcd_lease_excludes_under_contention_and_hands_out_growing_revisions() {
+    let redis = RedisServer::start();
+    let etcd = EtcdServer::start();
+    let d = deps(&redis.url(), NO_DB, MS(2_000), MS(5_000));
+    let lock = Arc::new(EtcdLease::new(&[etcd.url()]));
+    let report = checker::run(lock.clone(), d.clone(), no_faults(), 4, 3, MS(20)).await;
+    eprintln!("etcd-lease: {report:?}");
+    assert_eq!(report.overlaps, 0, "{report:?}");
+    assert_eq!(report.entries, 12, "{report:?}");
+    assert_eq!(report.released, 12, "{report:?}");
+
+    let cx = coordination_cx(&d);
+    let first = lock.acquire(cx, 1).await.expect("acquire");
+    let first_revision = first.revision.expect("a revision");
+    lock.release(cx, first).await.expect("release");
+    let second = lock.acquire(cx, 1).await.expect("acquire");
+    assert!(
+        second.revision.expect("a revision") > first_revision,
+        "the next holder's revision is larger: a fencing token"
+    );
+    assert_eq!(second.fencing_token, None, "not used as the database fence");
+    lock.release(cx, second).await.expect("release");
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_frozen_etcd_holder_loses_its_lease_while_it_still_works() {
+    let redis = RedisServer::start();
+    let etcd = EtcdServer::start();
+    // 1 s asked; etcd grants at least its minimum (2 s on one node).
+    let d = deps(&redis.url(), NO_DB, MS(1_000), MS(5_000));
+    let cx = coordination_cx(&d);
+    let a_lock = EtcdLease::new(&[etcd.url()]);
+    let b_lock = EtcdLease::new(&[etcd.url()]); // another replica
+    let a = a_lock.acquire(cx, 1).await.expect("A acquires");
+    assert!(a.check_still_held().is_ok());
+    // The whole process freezes (this runtime's only thread blocks, as
+    // under SIGSTOP or a stop-the-world pause): no keep-alive is sent.
+    std::thread::sleep(MS(3_500));
+    assert!(
+        a.check_still_held().is_err(),
+        "woken past its lease, A must not commit"
+    );
+    let b = b_lock
+        .acquire(cx, 1)
+        .await
+        .expect("B acquires: etcd expired A's lease");
+    eprintln!(
+        "etcd-lease after a pause: A (revision {:?}) still working, B (revision {:?}) holds",
+        a.revision, b.revision
+    );
+    assert!(
+        b.revision > a.revision,
+        "B's revision would fence A's stale write — if the database checked it"
+    );
+    assert_eq!(
+        a_lock.release(cx, a).await.expect("release"),
+        Released::NotOwner
+    );
+    assert_eq!(
+        b_lock.release(cx, b).await.expect("release"),
+        Released::Released
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zk_ephemeral_seq_excludes_under_contention_and_withdraws_on_timeout() {
+    let redis = RedisServer::start();
+    let zk = ZkServer::start();
+    let d = deps(&redis.url(), NO_DB, MS(2_000), MS(5_000));
+    let lock = Arc::new(ZkEphemeralSeq::new(Some(&zk.url())));
+    let report = checker::run(lock.clone(), d.clone(), no_faults(), 4, 3, MS(20)).await;
+    eprintln!("zk-ephemeral-seq: {report:?}");
+    assert_eq!(report.overlaps, 0, "{report:?}");
+    assert_eq!(report.entries, 12, "{report:?}");
+    assert_eq!(report.released, 12, "{report:?}");
+
+    let cx = coordination_cx(&d);
+    let held = lock.acquire(cx, 1).await.expect("acquire");
+    let mut short = (*d).clone();
+    short.lock_wait = MS(200);
+    assert!(
+        matches!(
+            lock.acquire(coordination_cx(&short), 1).await,
+            Err(GrabError::Busy(_))
+        ),
+        "held: busy"
+    );
+    lock.release(cx, held).await.expect("release");
+    // The waiter that gave up withdrew its node: the next one enters.
+    let next = lock.acquire(cx, 1).await.expect("acquire");
+    assert!(next.revision.is_some());
+    assert_eq!(
+        lock.release(cx, next).await.expect("release"),
+        Released::Released
+    );
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_frozen_zk_holder_loses_its_session_while_it_still_works() {
+    let redis = RedisServer::start();
+    let zk = ZkServer::start();
+    // Session timeout 400 ms (the test server allows 200 ms – 60 s).
+    let d = deps(&redis.url(), NO_DB, MS(400), MS(5_000));
+    let cx = coordination_cx(&d);
+    let a_lock = ZkEphemeralSeq::new(Some(&zk.url()));
+    let b_lock = ZkEphemeralSeq::new(Some(&zk.url())); // another replica
+    let a = a_lock.acquire(cx, 1).await.expect("A acquires");
+    assert!(a.check_still_held().is_ok());
+    // Frozen: no pings, the server expires A's session and its node.
+    std::thread::sleep(MS(1_500));
+    assert!(
+        a.check_still_held().is_err(),
+        "woken past its session timeout, A must not commit"
+    );
+    let b = b_lock
+        .acquire(cx, 1)
+        .await
+        .expect("B acquires: A's ephemeral node went with its session");
+    eprintln!(
+        "zk-ephemeral-seq after a pause: A (seq {:?}) still working, B (seq {:?}) holds",
+        a.revision, b.revision
+    );
+    assert!(b.revision > a.revision);
+    assert!(
+        !matches!(a_lock.release(cx, a).await, Ok(Released::Released)),
+        "A's node is gone"
+    );
+    assert_eq!(
+        b_lock.release(cx, b).await.expect("release"),
+        Released::Released
+    );
+}
+
+/// A holds the lock, has written inside its open transaction and passed the
+/// deadline check; then its whole process freezes past the lease (between
+/// the check and the commit: the one window the check cannot close). B
+/// acquires and runs its section while A is frozen, A's commit lands, B
+/// commits. Returns the stock left of 10 and the orders written.
+async fn stale_holder_against_the_database(
+    a_lock: Arc<dyn DistributedLock>,
+    b_lock: Arc<dyn DistributedLock>,
+    ttl: Duration,
+    freeze: Duration,
+    check_revision: bool,
+) -> (i64, i64) {
+    use seckill_app::lock::GrabRequest;
+    use seckill_app::section::{self, SectionSpec};
+
+    let redis = RedisServer::start();
+    let db = fresh_database().await;
+    let pool = sqlx::PgPool::connect(&db).await.expect("db");
+    seckill_app::db::migrate(&pool).await.expect("migrate");
+    seckill_app::db::reset_product(&pool, 1, 10)
+        .await
+        .expect("reset");
+    let d = deps(&redis.url(), &db, ttl, MS(8_000));
+    let mut faults = no_faults();
+    faults.check_revision = check_revision;
+    let name = a_lock.name();
+    let grab = |user_id| GrabRequest {
+        product_id: 1,
+        user_id,
+        quantity: 1,
+    };
+
+    let cx = GrabContext {
+        deps: &d,
+        faults,
+        pause: false,
+    };
+    let a = a_lock.acquire(cx, 1).await.expect("A acquires");
+    let spec = SectionSpec::plain(name).with_fence(a.fence(faults));
+    let a_prepared = section::prepare(cx, grab(1), spec)
+        .await
+        .expect("A's section")
+        .expect("A writes");
+    assert!(a.check_still_held().is_ok(), "A passes the check…");
+    // …and freezes (this runtime's only thread blocks, as under SIGSTOP).
+    std::thread::sleep(freeze);
+
+    let b_deps = d.clone();
+    let b = tokio::spawn(async move {
+        let cx = GrabContext {
+            deps: &b_deps,
+            faults,
+            pause: false,
+        };
+        let b = b_lock
+            .acquire(cx, 1)
+            .await
+            .expect("B acquires A's lost lock");
+        let spec = SectionSpec::plain(b_lock.name()).with_fence(b.fence(faults));
+        let outcome = match section::prepare(cx, grab(2), spec).await {
+            Ok(Some(prepared)) => prepared.commit().await.map(|_| "committed"),
+            Ok(None) => Ok("fenced"),
+            Err(e) => Err(e),
+        };
+        b_lock.release(cx, b).await.expect("B releases");
+        outcome
+    });
+    // B is inside now (waiting on A's row lock); A wakes and commits.
+    tokio::time::sleep(MS(600)).await;
+    a_prepared.commit().await.expect("A's stale commit lands");
+    let b_outcome = b.await.expect("B's task").expect("B's section");
+    assert_eq!(b_outcome, "committed");
+    let _ = a_lock.release(cx, a).await;
+    let row = seckill_app::db::product(&pool, 1)
+        .await
+        .expect("read")
+        .expect("product 1");
+    let orders: i64 = sqlx::query_scalar("SELECT count(*) FROM orders WHERE product_id = 1")
+        .fetch_one(&pool)
+        .await
+        .expect("count");
+    (row.stock, orders)
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_stale_etcd_holder_loses_an_update_unless_the_database_checks_the_revision() {
+    let etcd = EtcdServer::start();
+    let locks = || -> (Arc<dyn DistributedLock>, Arc<dyn DistributedLock>) {
+        (
+            Arc::new(EtcdLease::new(&[etcd.url()])),
+            Arc::new(EtcdLease::new(&[etcd.url()])),
+        )
+    };
+    // 1 s asked; etcd grants at least its minimum (2 s on one node).
+    let (a, b) = locks();
+    let (stock, orders) =
+        stale_holder_against_the_database(a, b, MS(1_000), MS(3_500), false).await;
+    assert_eq!(
+        (stock, orders),
+        (9, 2),
+        "unchecked revision: two orders, one unit taken — a lost update"
+    );
+    let (a, b) = locks();
+    let (stock, orders) = stale_holder_against_the_database(a, b, MS(1_000), MS(3_500), true).await;
+    assert_eq!(
+        (stock, orders),
+        (8, 2),
+        "revision checked by the database: B's read waits for A's commit; exact"
+    );
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_stale_zk_holder_loses_an_update_unless_the_database_checks_the_sequence() {
+    let zk = ZkServer::start();
+    let locks = || -> (Arc<dyn DistributedLock>, Arc<dyn DistributedLock>) {
+        (
+            Arc::new(ZkEphemeralSeq::new(Some(&zk.url()))),
+            Arc::new(ZkEphemeralSeq::new(Some(&zk.url()))),
+        )
+    };
+    let (a, b) = locks();
+    let (stock, orders) = stale_holder_against_the_database(a, b, MS(400), MS(1_500), false).await;
+    assert_eq!((stock, orders), (9, 2), "unchecked sequence: a lost update");
+    let (a, b) = locks();
+    let (stock, orders) = stale_holder_against_the_database(a, b, MS(400), MS(1_500), true).await;
+    assert_eq!(
+        (stock, orders),
+        (8, 2),
+        "sequence checked by the database: exact"
+    );
 }

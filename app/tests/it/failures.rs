@@ -146,3 +146,93 @@ async fn a_foreign_client_holding_the_lock_makes_grabs_busy() {
     );
     assert_eq!(app.audit(1).await["orders"], 0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_lua_stock_gives_back_a_reservation_whose_confirm_never_came() {
+    use seckill_app::lock::redis_lua_stock::{RedisLuaStock, RESERVATION_TIMEOUT};
+    use seckill_app::lock::GrabRequest;
+
+    let redis = RedisServer::start();
+    let db = fresh_database().await;
+    let app = TestApp::spawn(AppOptions::new(&db, &redis.url()).strategy("redis-lua-stock")).await;
+    app.reset(1, 1).await;
+    let deps = &app.state.deps;
+    let stock = RedisLuaStock::new();
+    let get = |key: &str| -> Option<i64> {
+        redis::cmd("GET")
+            .arg(key)
+            .query(&mut redis.conn())
+            .expect("get")
+    };
+    let is_buyer = |user: i64| -> bool {
+        redis::cmd("SISMEMBER")
+            .arg("buyers:product:1")
+            .arg(user)
+            .query(&mut redis.conn())
+            .expect("sismember")
+    };
+
+    // The try of a process that dies right after it: no confirm, no cancel.
+    let req = GrabRequest {
+        product_id: 1,
+        user_id: 7,
+        quantity: 1,
+    };
+    assert_eq!(stock.try_reserve(deps, req).await.expect("try"), 0);
+    let (_, body) = app.grab(1, 8, 1).await;
+    assert_eq!(body["error"], "sold_out", "the unit is held: {body}");
+    let (_, body) = app.grab(1, 7, 1).await;
+    assert_eq!(body["error"], "already_purchased", "{body}");
+
+    // Not stale yet under the service's own bound: left alone.
+    assert_eq!(
+        stock
+            .sweep(deps, 1, RESERVATION_TIMEOUT)
+            .await
+            .expect("sweep"),
+        0
+    );
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    assert_eq!(
+        stock
+            .sweep(deps, 1, Duration::from_millis(10))
+            .await
+            .expect("sweep"),
+        1,
+        "the stale reservation (no order) is given back"
+    );
+    assert_eq!(get("stock:product:1"), Some(1), "the unit is back");
+    assert!(!is_buyer(7), "the buyer is free again");
+
+    let (status, body) = app.grab(1, 7, 1).await;
+    assert_eq!(status, 201, "the buyer can buy: {body}");
+    assert_eq!(get("stock:product:1"), Some(0));
+    let pending: i64 = redis::cmd("ZCARD")
+        .arg("reservations:product:1")
+        .query(&mut redis.conn())
+        .expect("zcard");
+    assert_eq!(pending, 0, "the confirm forgot its reservation");
+
+    // A stale reservation whose order exists (the process died after its
+    // commit, before forgetting it) is only forgotten, never given back.
+    let _: () = redis::cmd("ZADD")
+        .arg("reservations:product:1")
+        .arg(0)
+        .arg("7:1")
+        .query(&mut redis.conn())
+        .expect("zadd");
+    assert_eq!(
+        stock
+            .sweep(deps, 1, Duration::from_millis(10))
+            .await
+            .expect("sweep"),
+        0
+    );
+    assert_eq!(get("stock:product:1"), Some(0));
+    assert!(is_buyer(7));
+    let audit = app.audit(1).await;
+    assert_eq!(audit["orders"], 1, "{audit}");
+    assert_eq!(audit["oversold"], 0, "{audit}");
+    assert_eq!(audit["lost_updates"], 0, "{audit}");
+    app.stop().await;
+}

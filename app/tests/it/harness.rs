@@ -23,7 +23,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio::task::JoinHandle;
 
-pub use seckill_testkit::{fresh_database, RedisServer};
+pub use seckill_testkit::{fresh_database, mysql_test_url, EtcdServer, RedisServer, ZkServer};
 
 /// A TCP proxy in front of PostgreSQL that can cut every connection.
 #[derive(Debug, Clone)]
@@ -108,6 +108,9 @@ pub struct AppOptions {
     pub lock_ttl_ms: u64,
     pub seed: &'static str,
     pub redlock_urls: Vec<String>,
+    pub mysql_url: Option<String>,
+    pub etcd_urls: Vec<String>,
+    pub zookeeper_url: Option<String>,
 }
 
 impl AppOptions {
@@ -121,6 +124,9 @@ impl AppOptions {
             lock_ttl_ms: 10_000,
             seed: "1:100",
             redlock_urls: Vec::new(),
+            mysql_url: None,
+            etcd_urls: Vec::new(),
+            zookeeper_url: None,
         }
     }
 
@@ -158,6 +164,9 @@ impl TestApp {
             lock_ttl_ms: options.lock_ttl_ms,
             admin_token: Some(ADMIN_TOKEN.into()),
             redlock_urls: options.redlock_urls,
+            mysql_url: options.mysql_url,
+            etcd_urls: options.etcd_urls,
+            zookeeper_url: options.zookeeper_url,
             database_acquire_timeout_ms: 1_500,
             seed_products: options.seed.into(),
             control_refresh_ms: 50,

@@ -1,0 +1,377 @@
+//! `zk-ephemeral-seq` — ZooKeeper's lock recipe: an ephemeral sequential
+//! node per contender, the lowest sequence holds, each waiter watches only
+//! its predecessor.
+//!
+//! **Seed step:** 002 ("ZooKeeper:强一致,顺序节点") and 003's
+//! "基于Zookeeper实现分布式锁": the recipe the seeds name, and the consensus
+//! answer to the Redlock debate they retell.
+//!
+//! - Session: one ZooKeeper session per process, its timeout
+//!   `SECKILL_LOCK_TTL_MS` (the server bounds it to its own min/max,
+//!   by default 2–20 ticks). The client library pings while connected.
+//! - Acquire: create `/seckill/locks/product-{id}/lock-{token}-<seq>`
+//!   (`EPHEMERAL_SEQUENTIAL`; the token finds our node again after a lost
+//!   reply), list the children: lowest sequence = ours. Otherwise watch
+//!   *only the node just before ours* (no herd: one deletion wakes one
+//!   waiter) and look again when it goes; give up (delete our node) when
+//!   `SECKILL_LOCK_WAIT_MS` runs out.
+//! - Hold: a background task checks our node every session/3: each answer
+//!   that still shows it, owned by our session, moves the guard's deadline
+//!   to send time + session timeout − drift. A node gone, a session that
+//!   expires, closes or *disconnects* marks the guard lost (a disconnected
+//!   client cannot tell whether its session survives). The section checks
+//!   before it commits and aborts.
+//! - Release: delete our node (explicit async call); the watcher of its
+//!   successor fires. A guard dropped without release leaves the node until
+//!   the session ends — no I/O in `Drop`.
+//! - Fencing: the sequence number grows with every contender of a product;
+//!   it is kept in the guard (`revision`, sequence + 1, logged) and checked
+//!   by the database only when the `check_revision` switch is on (off by
+//!   default, so the pause failure stays visible).
+//!
+//! **Guarantee:** mutual exclusion while the holder's session lives; a
+//! crashed holder's node vanishes when its session expires; the ensemble
+//! (Zab) keeps the lock through the loss of a minority of servers.
+//!
+//! **How it fails:** a holder paused longer than its session timeout (GC,
+//! `SIGSTOP`: the pings stop) has its session expired by the server, its
+//! node deleted, and the next waiter enters while the first still works.
+//! The deadline check catches a holder that wakes before its commit; a
+//! pause between the check and the commit's arrival at PostgreSQL writes
+//! as a stale holder. Only a token checked by the database stops it: turn
+//! `check_revision` on and the sequence fences the stale write.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use tokio::sync::oneshot;
+use tokio::time::{sleep, timeout, Instant};
+use zookeeper_client as zk;
+
+use super::watchdog::drift;
+use super::{
+    new_token, DistributedLock, GrabContext, Lease, LeaseStatus, LockGuard, Released, Safety,
+    StrategyInfo,
+};
+use crate::error::{unavailable, Dependency, GrabError};
+use crate::metrics::Metrics;
+
+/// Name, seed and guarantee of `zk-ephemeral-seq`.
+pub const INFO: StrategyInfo = StrategyInfo {
+    name: "zk-ephemeral-seq",
+    seed: "002 / 003 ZooKeeper: ephemeral sequential node, watch the predecessor",
+    guarantee: "safe while the session lives; a pause past the session timeout loses it",
+    safety: Safety::SafeWithinTtl,
+};
+
+/// Bound of connecting and of single requests.
+const CALL_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Parent node of a product's contenders.
+pub fn lock_dir(product_id: i64) -> String {
+    format!("/seckill/locks/product-{product_id}")
+}
+
+/// The ZooKeeper lock. The session is opened on first use and replaced
+/// when it has expired or closed.
+#[derive(Debug)]
+pub struct ZkEphemeralSeq {
+    connect: Option<String>,
+    client: tokio::sync::Mutex<Option<zk::Client>>,
+}
+
+fn zk_error(e: &zk::Error) -> GrabError {
+    unavailable(Dependency::Zookeeper, e)
+}
+
+/// The sequence number of a child named `lock-<token>-<seq>`.
+fn sequence_of(child: &str) -> Option<i64> {
+    let (_, seq) = child.strip_prefix("lock-")?.rsplit_once('-')?;
+    seq.parse().ok()
+}
+
+impl ZkEphemeralSeq {
+    /// A lock on the ensemble at `connect` (`host:port[,host:port]`; `None`:
+    /// the strategy is unavailable).
+    pub fn new(connect: Option<&str>) -> Self {
+        Self {
+            connect: connect.map(str::to_owned),
+            client: tokio::sync::Mutex::new(None),
+        }
+    }
+
+    /// The process's session, opened (again) when needed.
+    async fn client(&self, session_timeout: Duration) -> Result<zk::Client, GrabError> {
+        let Some(connect) = &self.connect else {
+            return Err(GrabError::Unavailable {
+                dependency: Dependency::Zookeeper,
+                detail: "zk-ephemeral-seq is not configured (SECKILL_ZOOKEEPER_URL is unset)"
+                    .into(),
+            });
+        };
+        let mut slot = self.client.lock().await;
+        if let Some(client) = slot.as_ref() {
+            if !client.state().is_terminated() {
+                return Ok(client.clone());
+            }
+            tracing::warn!("zookeeper session ended; opening a new one");
+        }
+        let connecting = zk::Client::connector()
+            .with_session_timeout(session_timeout)
+            .with_connection_timeout(CALL_TIMEOUT)
+            .connect(connect);
+        let client = match timeout(CALL_TIMEOUT * 2, connecting).await {
+            Ok(Ok(client)) => client,
+            Ok(Err(e)) => return Err(zk_error(&e)),
+            Err(_) => {
+                return Err(unavailable(
+                    Dependency::Zookeeper,
+                    &format!("no session with {connect} within {:?}", CALL_TIMEOUT * 2),
+                ))
+            }
+        };
+        tracing::debug!(
+            session_timeout = ?client.session_timeout(),
+            "zookeeper session opened"
+        );
+        *slot = Some(client.clone());
+        Ok(client)
+    }
+
+    /// Create our node, then wait up to `budget` to be the lowest.
+    async fn lock_within(
+        &self,
+        cx: GrabContext<'_>,
+        product_id: i64,
+        budget: Duration,
+    ) -> Result<Option<LockGuard>, GrabError> {
+        let deadline = Instant::now() + budget;
+        let client = self.client(cx.deps.lock_ttl).await?;
+        let dir = lock_dir(product_id);
+        let token = new_token();
+        let prefix = format!("{dir}/lock-{token}-");
+        let options = zk::CreateMode::EphemeralSequential.with_acls(zk::Acls::anyone_all());
+        let created = match client.create(&prefix, b"", &options).await {
+            Err(zk::Error::NoNode) => {
+                let parent = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
+                client
+                    .mkdir(&dir, &parent)
+                    .await
+                    .map_err(|e| zk_error(&e))?;
+                client.create(&prefix, b"", &options).await
+            }
+            other => other,
+        };
+        let sequence = match created {
+            Ok((_, sequence)) => sequence,
+            Err(e) => {
+                // The node may exist although the reply was lost: find it
+                // by its token and delete it, so it cannot block others.
+                self.delete_by_token(&client, &dir, &token).await;
+                return Err(zk_error(&e));
+            }
+        };
+        let ours = format!("{dir}/lock-{token}-{sequence}");
+        match self.wait_to_be_lowest(&client, &dir, &ours, deadline).await {
+            Ok(Some(checked)) => {
+                let session = client.session_timeout();
+                let status = LeaseStatus::new(checked + session.saturating_sub(drift(session)));
+                let (stop, stop_rx) = oneshot::channel();
+                tokio::spawn(watch_session(
+                    client.clone(),
+                    cx.deps.metrics.clone(),
+                    ours.clone(),
+                    status.clone(),
+                    stop_rx,
+                ));
+                let mut guard = LockGuard::remote(ours, token);
+                // + 1: the first node's sequence is 0, the fence column's start.
+                guard.revision = Some(sequence.into_i64() + 1);
+                guard.lease = Some(Lease::new(status, stop));
+                Ok(Some(guard))
+            }
+            other => {
+                if let Err(e) = client.delete(&ours, None).await {
+                    if !matches!(e, zk::Error::NoNode) {
+                        tracing::debug!(node = %ours, error = %e, "zookeeper: could not withdraw; it goes with the session");
+                    }
+                }
+                other.map(|_| None)
+            }
+        }
+    }
+
+    /// `Some(send time of the listing that showed us first)` once our node
+    /// is the lowest; `None` when `deadline` passed first.
+    async fn wait_to_be_lowest(
+        &self,
+        client: &zk::Client,
+        dir: &str,
+        ours: &str,
+        deadline: Instant,
+    ) -> Result<Option<Instant>, GrabError> {
+        let name = ours.rsplit('/').next().unwrap_or(ours);
+        let our_sequence = sequence_of(name)
+            .ok_or_else(|| GrabError::Internal(format!("zookeeper node `{ours}`")))?;
+        loop {
+            let listed = Instant::now();
+            let children = client.list_children(dir).await.map_err(|e| zk_error(&e))?;
+            let mut contenders: Vec<(i64, String)> = children
+                .into_iter()
+                .filter_map(|child| sequence_of(&child).map(|seq| (seq, child)))
+                .collect();
+            contenders.sort_unstable();
+            let Some(position) = contenders.iter().position(|(seq, _)| *seq == our_sequence) else {
+                // Our ephemeral node is gone: the session expired meanwhile.
+                return Err(unavailable(
+                    Dependency::Zookeeper,
+                    &"our lock node vanished while waiting (session expired)",
+                ));
+            };
+            if position == 0 {
+                return Ok(Some(listed));
+            }
+            let predecessor = format!("{dir}/{}", contenders[position - 1].1);
+            let (stat, watcher) = client
+                .check_and_watch_stat(&predecessor)
+                .await
+                .map_err(|e| zk_error(&e))?;
+            if stat.is_none() {
+                continue; // it went between our listing and the watch
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() || timeout(left, watcher.changed()).await.is_err() {
+                return Ok(None);
+            }
+        }
+    }
+
+    async fn delete_by_token(&self, client: &zk::Client, dir: &str, token: &str) {
+        let Ok(Ok(children)) = timeout(CALL_TIMEOUT, client.list_children(dir)).await else {
+            return;
+        };
+        for child in children.iter().filter(|c| c.contains(token)) {
+            let _ = timeout(CALL_TIMEOUT, client.delete(&format!("{dir}/{child}"), None)).await;
+        }
+    }
+}
+
+/// Check our node every session/3 until `stop`; extend the deadline on
+/// each sighting, mark the lease lost when the node or the session is gone
+/// or the connection drops.
+async fn watch_session(
+    client: zk::Client,
+    metrics: Metrics,
+    node: String,
+    status: Arc<LeaseStatus>,
+    mut stop: oneshot::Receiver<()>,
+) {
+    let session = client.session_timeout();
+    let session_id = client.session_id().0;
+    let mut states = client.state_watcher();
+    let lost = |why: &str| {
+        metrics.lock_lost.with_label_values(&[INFO.name]).inc();
+        metrics
+            .lock_renewals
+            .with_label_values(&[INFO.name, "lost"])
+            .inc();
+        tracing::warn!(%node, why, "zookeeper lock lost; holder will abort");
+        status.mark_lost();
+    };
+    if !matches!(
+        states.state(),
+        zk::SessionState::SyncConnected | zk::SessionState::ConnectedReadOnly
+    ) {
+        lost("not connected");
+        return;
+    }
+    loop {
+        tokio::select! {
+            _ = &mut stop => return,
+            state = states.changed() => {
+                if !matches!(state, zk::SessionState::SyncConnected | zk::SessionState::ConnectedReadOnly) {
+                    lost(&format!("session {state:?}"));
+                    return;
+                }
+                continue;
+            }
+            _ = sleep(session / 3) => {}
+        }
+        let sent = Instant::now();
+        let checked = tokio::select! {
+            _ = &mut stop => return,
+            checked = timeout(session, client.check_stat(&node)) => checked,
+        };
+        match checked {
+            Ok(Ok(Some(stat))) if stat.ephemeral_owner == session_id => {
+                metrics
+                    .lock_renewals
+                    .with_label_values(&[INFO.name, "renewed"])
+                    .inc();
+                status.extend_to(sent + session.saturating_sub(drift(session)));
+            }
+            Ok(Ok(_)) => {
+                lost("node gone");
+                return;
+            }
+            _ => {
+                metrics
+                    .lock_renewals
+                    .with_label_values(&[INFO.name, "error"])
+                    .inc();
+                if Instant::now() >= status.deadline() {
+                    lost("no answer within the session timeout");
+                    return;
+                }
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl DistributedLock for ZkEphemeralSeq {
+    fn name(&self) -> &'static str {
+        INFO.name
+    }
+
+    async fn try_acquire(
+        &self,
+        cx: GrabContext<'_>,
+        product_id: i64,
+    ) -> Result<Option<LockGuard>, GrabError> {
+        self.lock_within(cx, product_id, Duration::ZERO).await
+    }
+
+    /// One node, then wait for the predecessor's deletion (no polling).
+    async fn acquire(&self, cx: GrabContext<'_>, product_id: i64) -> Result<LockGuard, GrabError> {
+        cx.deps
+            .metrics
+            .lock_attempts
+            .with_label_values(&[INFO.name])
+            .inc();
+        self.lock_within(cx, product_id, cx.deps.lock_wait)
+            .await?
+            .ok_or(GrabError::Busy(cx.deps.lock_wait))
+    }
+
+    async fn release(&self, cx: GrabContext<'_>, guard: LockGuard) -> Result<Released, GrabError> {
+        let lost = guard.lease.as_ref().is_some_and(|lease| {
+            lease.stop_renewing();
+            lease.status().is_lost()
+        });
+        let client = self.client(cx.deps.lock_ttl).await?;
+        match timeout(CALL_TIMEOUT, client.delete(&guard.key, None)).await {
+            Ok(Ok(())) if !lost => Ok(Released::Released),
+            Ok(Ok(())) | Ok(Err(zk::Error::NoNode)) => Ok(Released::NotOwner),
+            Ok(Err(e)) => Err(zk_error(&e)),
+            Err(_) => Err(unavailable(Dependency::Zookeeper, &"delete timed out")),
+        }
+    }
+}
+
+crate::lock_strategy!(ZkEphemeralSeq, |lock: &ZkEphemeralSeq| {
+    lock.connect
+        .is_none()
+        .then_some("no ZooKeeper configured: set SECKILL_ZOOKEEPER_URL")
+});

@@ -1,0 +1,203 @@
+//! The scenarios' load: closed-loop buyers, each grab by a fresh user id,
+//! aimed at a set of replicas that the scenario can change while they run
+//! (a killed replica leaves it, a survivor takes over). Plain reqwest, not
+//! goose: a scenario starts and stops its load around faults many times a
+//! minute, and needs every answer's time to tell when a design recovered.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+/// Counts of every answer, and when orders happened.
+#[derive(Debug, Default)]
+pub struct Tally {
+    /// `201`.
+    pub ordered: AtomicU64,
+    /// `409 sold_out`.
+    pub sold_out: AtomicU64,
+    /// `409 already_purchased`.
+    pub already_purchased: AtomicU64,
+    /// `429 busy`.
+    pub busy: AtomicU64,
+    /// `409 rejected` (a lost lease, an expired validity, a stale fence).
+    pub rejected: AtomicU64,
+    /// `503` (a dependency down).
+    pub unavailable: AtomicU64,
+    /// Anything else: other statuses, timeouts, refused connections.
+    pub error: AtomicU64,
+    order_times: Mutex<Vec<Instant>>,
+}
+
+impl Tally {
+    pub(crate) fn record(&self, status: u16, body: &Value) {
+        let counter = match (status, body["error"].as_str()) {
+            (201, _) => {
+                self.order_times
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .push(Instant::now());
+                &self.ordered
+            }
+            (409, Some("sold_out")) => &self.sold_out,
+            (409, Some("already_purchased")) => &self.already_purchased,
+            (409, Some("rejected")) => &self.rejected,
+            (429, _) => &self.busy,
+            (503, _) => &self.unavailable,
+            _ => &self.error,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The first order answered after `since`.
+    pub fn first_order_after(&self, since: Instant) -> Option<Instant> {
+        self.order_times
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .iter()
+            .copied()
+            .filter(|t| *t > since)
+            .min()
+    }
+
+    /// A counter's value.
+    pub fn get(counter: &AtomicU64) -> u64 {
+        counter.load(Ordering::Relaxed)
+    }
+}
+
+/// Running buyers.
+#[derive(Debug)]
+pub struct Buyers {
+    stop: Arc<AtomicBool>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+/// The replicas buyers aim at; change it while they run.
+pub type Targets = Arc<RwLock<Vec<String>>>;
+
+/// New targets.
+pub fn targets(urls: Vec<String>) -> Targets {
+    Arc::new(RwLock::new(urls))
+}
+
+/// Targets of one replica.
+pub fn retargeted(url: String) -> Targets {
+    targets(vec![url])
+}
+
+/// Replace the targets.
+pub fn retarget(targets: &Targets, urls: Vec<String>) {
+    *targets
+        .write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = urls;
+}
+
+impl Buyers {
+    /// Start `users` buyers of product 1 over `targets`, user ids from
+    /// `next_user` (shared so two loads of one case never reuse an id);
+    /// each waits `think` after an answer before its next grab.
+    pub fn start(
+        http: &reqwest::Client,
+        targets: &Targets,
+        users: usize,
+        think: Duration,
+        next_user: &Arc<AtomicU64>,
+        tally: &Arc<Tally>,
+    ) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let tasks = (0..users)
+            .map(|i| {
+                let (http, targets, next_user, tally, stop) = (
+                    http.clone(),
+                    targets.clone(),
+                    next_user.clone(),
+                    tally.clone(),
+                    stop.clone(),
+                );
+                tokio::spawn(async move {
+                    let mut n = i;
+                    while !stop.load(Ordering::Relaxed) {
+                        let url = {
+                            let urls = targets
+                                .read()
+                                .unwrap_or_else(std::sync::PoisonError::into_inner);
+                            if urls.is_empty() {
+                                None
+                            } else {
+                                Some(urls[n % urls.len()].clone())
+                            }
+                        };
+                        n += 1;
+                        let Some(url) = url else {
+                            tokio::time::sleep(Duration::from_millis(20)).await;
+                            continue;
+                        };
+                        let user = next_user.fetch_add(1, Ordering::Relaxed);
+                        let answer = http
+                            .post(format!("{url}/api/v1/products/1/grab"))
+                            .json(&json!({ "user_id": user }))
+                            .send()
+                            .await;
+                        match answer {
+                            Ok(response) => {
+                                let status = response.status().as_u16();
+                                let body: Value = response.json().await.unwrap_or(Value::Null);
+                                tally.record(status, &body);
+                                if status == 409 && body["error"] == "sold_out" {
+                                    tokio::time::sleep(Duration::from_millis(50)).await;
+                                }
+                                if !think.is_zero() {
+                                    tokio::time::sleep(think).await;
+                                }
+                            }
+                            Err(_) => {
+                                tally.record(0, &Value::Null);
+                                tokio::time::sleep(Duration::from_millis(20)).await;
+                            }
+                        }
+                    }
+                })
+            })
+            .collect();
+        Self { stop, tasks }
+    }
+
+    /// Stop and wait for the grabs in flight to be answered.
+    pub async fn stop(self) {
+        self.stop.store(true, Ordering::Relaxed);
+        for task in self.tasks {
+            let _ = task.await;
+        }
+    }
+}
+
+/// One grab by a fresh user on `url`, answered in the background.
+pub fn grab_once(
+    http: &reqwest::Client,
+    url: &str,
+    next_user: &Arc<AtomicU64>,
+    tally: &Arc<Tally>,
+) -> JoinHandle<()> {
+    let (http, tally) = (http.clone(), tally.clone());
+    let user = next_user.fetch_add(1, Ordering::Relaxed);
+    let url = format!("{url}/api/v1/products/1/grab");
+    tokio::spawn(async move {
+        match http
+            .post(url)
+            .json(&json!({ "user_id": user }))
+            .send()
+            .await
+        {
+            Ok(response) => {
+                let status = response.status().as_u16();
+                let body: Value = response.json().await.unwrap_or(Value::Null);
+                tally.record(status, &body);
+            }
+            Err(_) => tally.record(0, &Value::Null),
+        }
+    })
+}
