@@ -6,6 +6,10 @@
 #                packages, run as `postgres` when we are root) on a free
 #                port — or the database named by SECKILL_DATABASE_URL
 #   Redis        the lock store, plus five independent Redlock nodes
+#   etcd, ZooKeeper, MariaDB
+#                single nodes on free ports (Debian's etcd-server, zookeeper,
+#                mariadb-server), for etcd-lease, zk-ephemeral-seq and
+#                mysql-get-lock — or the MariaDB named by SECKILL_MYSQL_URL
 #   replicas     three seckill-app (release build) on free ports
 #   nginx        a balancer in front of them, when nginx is installed
 #   Prometheus   scraping the replicas with prometheus/alerts.yml loaded
@@ -77,7 +81,7 @@ stack_prometheus prometheus "${DEMO_SCRAPE_INTERVAL:-2s}"
 say "Prometheus: $PROM_URL (scraping $STACK_REPLICAS replicas every ${DEMO_SCRAPE_INTERVAL:-2s}, rules of prometheus/alerts.yml)"
 say "stack up in $((SECONDS - up_started)) s"
 
-STRATEGIES=${DEMO_STRATEGIES:-none,local-mutex,setnx-expire,set-nx-px-token,watchdog,redlock,fenced,pg-for-update,pg-atomic,redis-lua-stock}
+STRATEGIES=${DEMO_STRATEGIES:-none,local-mutex,setnx-expire,set-nx-px-token,watchdog,redlock,fenced,zk-ephemeral-seq,etcd-lease,mysql-get-lock,pg-for-update,pg-atomic,redis-lua-stock}
 STOCK=${DEMO_STOCK:-100}
 USERS=${DEMO_USERS:-50}
 WORK=${DEMO_WORK_DELAY_MS:-5}

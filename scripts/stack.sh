@@ -5,13 +5,15 @@
 #
 #   stack_require [with-prometheus]   explain (and, where we may, install) missing packages
 #   stack_build                       release binaries of seckill-app and seckill-loadgen
-#   stack_up                          PostgreSQL + Redis + 5 Redlock nodes + 3 replicas (+ nginx)
+#   stack_up                          PostgreSQL + Redis + 5 Redlock nodes + etcd + ZooKeeper
+#                                     + MariaDB + 3 replicas (+ nginx)
 #   stack_prometheus <scrape>         Prometheus scraping the replicas, alerts loaded
 #   stack_down                        stop exactly what the pid files under STACK_DIR name
 #   stack_healthy                     true when every replica of STACK_DIR answers ready
 #
 # Everything lives under STACK_DIR: <name>.pid, <name>.port, <name>.log,
-# pg/ (a private PostgreSQL cluster), prometheus.yml, prometheus-data/.
+# pg/ (a private PostgreSQL cluster), etcd/, zookeeper/, mariadb/ (data of
+# the coordination servers), prometheus.yml, prometheus-data/.
 # A port once chosen is kept in <name>.port and taken again next time while
 # it is free, so the URLs a person bookmarked stay valid across runs.
 # Processes are stopped only when the pid file's process still runs the
@@ -32,6 +34,8 @@ STACK_TOKEN=${SECKILL_ADMIN_TOKEN:-seckill-demo-admin}
 # SECKILL_BIN_DIR (absolute, or relative to the repo) points at other builds,
 # e.g. target/debug after `make test` built them there (CI's check-panels).
 BIN_DIR=${SECKILL_BIN_DIR:-target/release}
+# Debian's ZooKeeper: one jar; a standalone server is its main class.
+ZK_JAR=/usr/share/java/zookeeper.jar
 [[ "$BIN_DIR" = /* ]] || BIN_DIR="$STACK_ROOT/$BIN_DIR"
 APP_BIN="$BIN_DIR/seckill-app"
 LOADGEN_BIN="$BIN_DIR/seckill-loadgen"
@@ -60,6 +64,7 @@ require_packages() {
     probe=${need%:*}; pkg=${need##*:}
     case $probe in
       py:*) python3 -c "import ${probe#py:}" >/dev/null 2>&1 || missing+=("$pkg") ;;
+      /*) [[ -e "$probe" ]] || missing+=("$pkg") ;;
       pg:server) pg_bindir >/dev/null || missing+=("$pkg") ;;
       *) command -v "$probe" >/dev/null 2>&1 || missing+=("$pkg") ;;
     esac
@@ -75,6 +80,9 @@ require_packages() {
       prometheus) say "  prometheus: the Prometheus server and promtool" ;;
       docker-compose) say "  docker-compose: validates docker-compose.yml (no Docker engine needed)" ;;
       python3-yaml) say "  python3-yaml: PyYAML for scripts/check_stack.py" ;;
+      etcd-server) say "  etcd-server: etcd, for etcd-lease" ;;
+      zookeeper|default-jre-headless) say "  $pkg: ZooKeeper (and the Java it runs on), for zk-ephemeral-seq" ;;
+      mariadb-server|mariadb-client) say "  $pkg: a private MariaDB, for mysql-get-lock" ;;
       *) say "  $pkg" ;;
     esac
   done
@@ -95,7 +103,9 @@ require_packages() {
 
 # stack_require [with-prometheus]: the programs the stack runs.
 stack_require() {
-  local needs=(redis-server:redis-server redis-cli:redis-tools curl:curl python3:python3)
+  local needs=(redis-server:redis-server redis-cli:redis-tools curl:curl python3:python3
+    etcd:etcd-server java:default-jre-headless "$ZK_JAR:zookeeper"
+    /usr/sbin/mariadbd:mariadb-server mariadb-install-db:mariadb-server mariadb:mariadb-client)
   [[ "${1:-}" == with-prometheus ]] && needs+=(prometheus:prometheus promtool:prometheus)
   [[ -z "${SECKILL_DATABASE_URL:-}" ]] && needs+=(pg:server:postgresql)
   require_packages "${needs[@]}"
@@ -265,6 +275,87 @@ start_redis() { # start_redis <name>: (re)start, port in <name>.port
   die "redis-server $1 did not answer on $port (log $STACK_DIR/$1.log)"
 }
 
+# -------------------------------------------- etcd, ZooKeeper, MariaDB
+
+
+start_etcd() {
+  stop_pid etcd etcd >/dev/null
+  local port peer; port=$(pick_port etcd); peer=$(pick_port etcd-peer)
+  (
+    exec setsid etcd --name demo --data-dir "$STACK_DIR/etcd" \
+      --listen-client-urls "http://127.0.0.1:$port" --advertise-client-urls "http://127.0.0.1:$port" \
+      --listen-peer-urls "http://127.0.0.1:$peer" --initial-advertise-peer-urls "http://127.0.0.1:$peer" \
+      --initial-cluster "demo=http://127.0.0.1:$peer" --log-level warn </dev/null >"$STACK_DIR/etcd.log" 2>&1
+  ) &
+  echo $! > "$STACK_DIR/etcd.pid"
+  wait_http "http://127.0.0.1:$port/health" 30 || { tail -5 "$STACK_DIR/etcd.log" >&2; die "etcd did not become healthy (log $STACK_DIR/etcd.log)"; }
+  ETCD_URL="http://127.0.0.1:$port"
+}
+
+# zk_says <port> <word>: ZooKeeper's answer to a four-letter word.
+zk_says() {
+  python3 - "$1" "$2" <<'PY' 2>/dev/null
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=2)
+s.sendall(sys.argv[2].encode())
+out = b""
+while True:
+    b = s.recv(4096)
+    if not b:
+        break
+    out += b
+print(out.decode())
+PY
+}
+
+start_zookeeper() {
+  stop_pid zookeeper java >/dev/null
+  local port dir="$STACK_DIR/zookeeper"; port=$(pick_port zookeeper)
+  mkdir -p "$dir/data"
+  # tickTime 100 ms: session timeouts (= the lock's TTL) from 200 ms.
+  printf '%s\n' "tickTime=100" "dataDir=$dir/data" "clientPort=$port" "clientPortAddress=127.0.0.1" \
+    "minSessionTimeout=200" "maxSessionTimeout=60000" "admin.enableServer=false" \
+    "4lw.commands.whitelist=ruok,srvr" > "$dir/zoo.cfg"
+  (
+    exec setsid java -Xmx128m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Dzookeeper.admin.enableServer=false \
+      -cp "$ZK_JAR" org.apache.zookeeper.server.ZooKeeperServerMain "$dir/zoo.cfg" </dev/null >"$STACK_DIR/zookeeper.log" 2>&1
+  ) &
+  echo $! > "$STACK_DIR/zookeeper.pid"
+  local _
+  for _ in $(seq 1 300); do
+    if zk_says "$port" srvr | grep -q Mode:; then ZK_URL="127.0.0.1:$port"; return 0; fi
+    sleep 0.2
+  done
+  tail -5 "$STACK_DIR/zookeeper.log" >&2; die "ZooKeeper did not answer on $port (log $STACK_DIR/zookeeper.log)"
+}
+
+# A private MariaDB under STACK_DIR/mariadb (root without a password,
+# loopback only), unless SECKILL_MYSQL_URL names one.
+start_mariadb() {
+  if [[ -n "${SECKILL_MYSQL_URL:-}" ]]; then MYSQL_URL=$SECKILL_MYSQL_URL; return 0; fi
+  stop_pid mariadb mariadbd >/dev/null
+  local port dir="$STACK_DIR/mariadb" _; port=$(pick_port mariadb)
+  mkdir -p "$dir"
+  if [[ ! -d "$dir/data/mysql" ]]; then
+    mariadb-install-db --no-defaults --datadir="$dir/data" --user="$(id -un)" \
+      --auth-root-authentication-method=normal --skip-test-db >"$dir/install.log" 2>&1 \
+      || { tail -5 "$dir/install.log" >&2; die "mariadb-install-db failed (log $dir/install.log)"; }
+  fi
+  (
+    exec setsid /usr/sbin/mariadbd --no-defaults --datadir="$dir/data" --user="$(id -un)" --port="$port" \
+      --bind-address=127.0.0.1 --socket="$dir/mariadb.sock" --pid-file="$dir/mariadbd.pid" --skip-log-bin \
+      --innodb-buffer-pool-size=32M --log-error="$STACK_DIR/mariadb.log" </dev/null >/dev/null 2>&1
+  ) &
+  echo $! > "$STACK_DIR/mariadb.pid"
+  for _ in $(seq 1 150); do
+    if mariadb --connect-timeout=2 -h 127.0.0.1 -P "$port" -u root -e 'CREATE DATABASE IF NOT EXISTS seckill' >/dev/null 2>&1; then
+      MYSQL_URL="mysql://root@127.0.0.1:$port/seckill"; return 0
+    fi
+    sleep 0.2
+  done
+  tail -5 "$STACK_DIR/mariadb.log" >&2; die "MariaDB did not answer on $port (log $STACK_DIR/mariadb.log)"
+}
+
 # ------------------------------------------------------------- replicas
 
 replica_urls() { # comma list
@@ -282,6 +373,7 @@ start_replica() { # start_replica <i>
     SECKILL_LISTEN="127.0.0.1:$port" SECKILL_DATABASE_URL="$DB_URL" \
     SECKILL_REDIS_URL="redis://127.0.0.1:$(cat "$STACK_DIR/redis.port")" \
     SECKILL_REDLOCK_URLS="$REDLOCK_URLS" SECKILL_ADMIN_TOKEN="$STACK_TOKEN" \
+    SECKILL_ETCD_URLS="$ETCD_URL" SECKILL_ZOOKEEPER_URL="$ZK_URL" SECKILL_MYSQL_URL="$MYSQL_URL" \
     SECKILL_LOG_FORMAT=text RUST_LOG="${RUST_LOG:-info,sqlx=warn}" \
       exec setsid "$APP_BIN" </dev/null >"$STACK_DIR/$name.log" 2>&1
   ) &
@@ -425,6 +517,10 @@ stack_up() {
     REDLOCK_URLS+="${REDLOCK_URLS:+,}redis://127.0.0.1:$(cat "$STACK_DIR/redlock-$i.port")"
   done
   say "Redis: lock store on 127.0.0.1:$(cat "$STACK_DIR/redis.port"), five Redlock nodes on ${REDLOCK_URLS//redis:\/\/127.0.0.1:/}"
+  start_etcd
+  start_zookeeper
+  start_mariadb
+  say "etcd on ${ETCD_URL#http://}, ZooKeeper on $ZK_URL, MariaDB on ${MYSQL_URL#*@}"
   # The first replica applies the migrations and seeds; the others follow.
   start_replica 1
   wait_replica 1
@@ -452,6 +548,7 @@ stack_down() {
   stop_pid "${args[@]}"
   args=()
   for name in redis redlock-1 redlock-2 redlock-3 redlock-4 redlock-5; do args+=("$name" redis-server); done
+  args+=(etcd etcd zookeeper java mariadb mariadbd)
   stop_pid "${args[@]}"
   stop_postgres
 }
