@@ -51,7 +51,8 @@ build:
 bench:
 	@scripts/bench.sh
 
-## Lock benchmarks: each figure beside the raw Redis floor of the same run.
+## Lock benchmarks: each figure beside the raw Redis floor of the same run,
+## etcd, ZooKeeper and MariaDB locks included (what consensus costs here).
 bench-locks:
-	@. scripts/services.sh && ensure_packages
-	cargo run --release --locked -p seckill-bench --bin lock-bench
+	@. scripts/services.sh && ensure_packages && ensure_mariadb && \
+	  SECKILL_TEST_MYSQL_URL=$$MYSQL_TEST_URL cargo run --release --locked -p seckill-bench --bin lock-bench

@@ -12,13 +12,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use seckill_app::control::Faults;
+use seckill_app::lock::etcd_lease::EtcdLease;
+use seckill_app::lock::mysql_get_lock::MysqlGetLock;
 use seckill_app::lock::redlock::Redlock;
 use seckill_app::lock::set_nx_px_token::SetNxPxToken;
 use seckill_app::lock::watchdog::Watchdog;
+use seckill_app::lock::zk_ephemeral_seq::ZkEphemeralSeq;
 use seckill_app::lock::{Deps, DistributedLock, GrabContext};
 use seckill_app::metrics::Metrics;
 use seckill_app::startup::redis_connection;
-use seckill_testkit::RedisServer as Server;
+use seckill_testkit::{mysql_test_url, EtcdServer, RedisServer as Server, ZkServer};
 use tokio::time::Instant;
 
 fn deps(redis_url: &str, ttl: Duration, wait: Duration) -> Deps {
@@ -67,6 +70,91 @@ where
         batches.push(started.elapsed().as_secs_f64() * 1e6 / n as f64);
     }
     median(batches)
+}
+
+/// A figure with no goal: what it costs, beside the floor.
+fn cost_row(what: &str, ours: f64, floor: f64, unit: &str) {
+    println!(
+        "{what:<46} {ours:>10.1} {floor:>10.1} {unit:<6} {:>6.2}",
+        ours / floor
+    );
+}
+
+/// Sequential acquire+release cycles of one uncontended lock, µs each.
+async fn cycle_us(lock: &dyn DistributedLock, d: &Deps, rounds: usize, n: usize) -> f64 {
+    let mut runs = Vec::new();
+    for _ in 0..rounds {
+        runs.push(
+            per_op_us(1, n, |_| async {
+                let g = lock.acquire(cx(d), 7).await.expect("acquire");
+                lock.release(cx(d), g).await.expect("release");
+            })
+            .await,
+        );
+    }
+    median(runs)
+}
+
+/// `tasks` tasks taking turns on one product's lock for `window`:
+/// completed acquire+release cycles (hand-overs) per second.
+async fn contended_rate(
+    lock: Arc<dyn DistributedLock>,
+    d: Arc<Deps>,
+    tasks: usize,
+    window: Duration,
+) -> f64 {
+    let done = Arc::new(AtomicU64::new(0));
+    let deadline = Instant::now() + window;
+    let all: Vec<_> = (0..tasks)
+        .map(|_| {
+            let (lock, d, done) = (lock.clone(), d.clone(), done.clone());
+            tokio::spawn(async move {
+                while Instant::now() < deadline {
+                    if let Ok(g) = lock.acquire(cx(&d), 8).await {
+                        lock.release(cx(&d), g).await.expect("release");
+                        done.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            })
+        })
+        .collect();
+    futures::future::join_all(all).await;
+    done.load(Ordering::Relaxed) as f64 / window.as_secs_f64()
+}
+
+/// The raw Redis floor of a contended lock: `tasks` tasks racing `SET NX
+/// PX` on one key, the winner `DEL`s it; successful cycles per second.
+async fn raw_contended_rate(d: &Deps, tasks: usize, window: Duration) -> f64 {
+    let done = Arc::new(AtomicU64::new(0));
+    let deadline = Instant::now() + window;
+    let all: Vec<_> = (0..tasks)
+        .map(|_| {
+            let (mut conn, done) = (d.redis.clone(), done.clone());
+            tokio::spawn(async move {
+                while Instant::now() < deadline {
+                    let won: Option<String> = redis::cmd("SET")
+                        .arg("raw:contended")
+                        .arg("v")
+                        .arg("NX")
+                        .arg("PX")
+                        .arg(10_000)
+                        .query_async(&mut conn)
+                        .await
+                        .expect("set");
+                    if won.is_some() {
+                        let _: i64 = redis::cmd("DEL")
+                            .arg("raw:contended")
+                            .query_async(&mut conn)
+                            .await
+                            .expect("del");
+                        done.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            })
+        })
+        .collect();
+    futures::future::join_all(all).await;
+    done.load(Ordering::Relaxed) as f64 / window.as_secs_f64()
 }
 
 fn row(what: &str, ours: f64, floor: f64, unit: &str, goal: &str, pass: bool) {
@@ -128,6 +216,7 @@ async fn main() {
         );
     }
     let (ours, floor) = (median(ours_runs), median(raw_runs));
+    let floor_set_del = floor;
     row(
         "set-nx-px-token acquire+release vs SET+DEL",
         ours,
@@ -371,5 +460,61 @@ async fn main() {
         ">= 0.50",
         lock_ops / floor >= 0.5,
     );
+
+    // 6. What consensus costs here: the coordination-service locks beside
+    // the Redis ones, one lock server each (single-node etcd, ZooKeeper and
+    // MariaDB on this machine), against the raw Redis floor of this run.
+    consensus_costs(&urls, floor_set_del).await;
     drop(nodes);
+}
+
+async fn consensus_costs(urls: &[String], floor_set_del: f64) {
+    let etcd = EtcdServer::start();
+    let zk = ZkServer::start();
+    let ttl = Duration::from_secs(10);
+    let d = Arc::new(deps(&urls[2], ttl, Duration::from_secs(5)));
+    let node_timeout = Duration::from_millis(50);
+    let locks: Vec<(&str, Arc<dyn DistributedLock>)> = vec![
+        ("set-nx-px-token", Arc::new(SetNxPxToken::new())),
+        (
+            "watchdog",
+            Arc::new(Watchdog::new(&urls[2]).expect("watchdog")),
+        ),
+        (
+            "redlock (5 nodes)",
+            Arc::new(Redlock::new(urls, node_timeout).expect("redlock")),
+        ),
+        ("etcd-lease", Arc::new(EtcdLease::new(&[etcd.url()]))),
+        (
+            "zk-ephemeral-seq",
+            Arc::new(ZkEphemeralSeq::new(Some(&zk.url()))),
+        ),
+        (
+            "mysql-get-lock",
+            Arc::new(MysqlGetLock::new(Some(&mysql_test_url()), 24).expect("MariaDB pool")),
+        ),
+    ];
+    println!(
+        "\nconsensus beside Redis: uncontended acquire+release (floor: raw SET NX PX + DEL, above),\n\
+         then 16 tasks taking turns on one key (floor: 16 tasks racing raw SET NX PX / DEL on one key)\n"
+    );
+    println!(
+        "{:<46} {:>10} {:>10} {:<6} {:>6}",
+        "lock", "ours", "floor", "unit", "ratio"
+    );
+    for (name, lock) in &locks {
+        let us = cycle_us(lock.as_ref(), &d, 5, 200).await;
+        cost_row(
+            &format!("{name}: acquire+release"),
+            us,
+            floor_set_del,
+            "µs/op",
+        );
+    }
+    let window = Duration::from_secs(3);
+    let raw = raw_contended_rate(&d, 16, window).await;
+    for (name, lock) in &locks {
+        let rate = contended_rate(lock.clone(), d.clone(), 16, window).await;
+        cost_row(&format!("{name}: 16 tasks, one key"), rate, raw, "ops/s");
+    }
 }

@@ -467,7 +467,13 @@ async fn execute(strategies: Vec<String>, common: &Common) -> anyhow::Result<Rep
         } else {
             skipped.push(Skipped {
                 strategy: name.clone(),
-                reason: "not available on this service (Redlock needs SECKILL_REDLOCK_URLS)".into(),
+                reason: format!(
+                    "not available on this service: {}",
+                    entry
+                        .unavailable_reason
+                        .as_deref()
+                        .unwrap_or("the service did not say why")
+                ),
             });
         }
     }

@@ -52,6 +52,9 @@ pub struct StrategyEntry {
     /// Whether this service can run it (Redlock needs its nodes, …).
     #[serde(default = "yes")]
     pub available: bool,
+    /// Why it is not available (the setting it lacks), as the service says.
+    #[serde(default)]
+    pub unavailable_reason: Option<String>,
     /// Class for verdicts: unsafe, single-replica, safe-within-ttl, …
     #[serde(default)]
     pub safety: String,
