@@ -19,7 +19,7 @@
 # started (the PostgreSQL cluster and the ports are reused);
 # `make demo-stop` stops exactly what the pid files under .demo/ name.
 #
-#   scripts/demo.sh [up|stop|urls]
+#   scripts/demo.sh [up|stop|urls|check-urls]
 #
 # Knobs: DEMO_STRATEGIES, DEMO_STOCK (100), DEMO_USERS (50),
 # DEMO_WORK_DELAY_MS (5), DEMO_SCRAPE_INTERVAL (2s), SECKILL_DATABASE_URL,
@@ -41,7 +41,24 @@ print_urls() {
     printf '  replica %s     http://127.0.0.1:%s/   (status page; /metrics, /health/ready)\n' "$i" "$(cat "$STACK_DIR/app-$i.port")"
   done
   [[ -n "$lb" ]] && printf '  balancer      %s/   (nginx over the three replicas)\n' "$lb"
-  [[ -n "$prom" ]] && printf '  Prometheus    %s/alerts   %s/graph?g0.expr=sum%%20by%%20(strategy)%%20(rate(seckill_grab_requests_total%%5B1m%%5D))\n' "$prom" "$prom"
+  if [[ -n "$prom" ]]; then
+    # Debian's Prometheus 2.42 serves its UI under /classic/; newer ones at /.
+    local ui="$prom"
+    curl -fsS -o /dev/null --max-time 2 "$prom/alerts" 2>/dev/null || ui="$prom/classic"
+    printf '  Prometheus    %s/alerts\n' "$ui"
+    # The key panels of the Grafana dashboard, as Prometheus graphs.
+    local name expr
+    while IFS='|' read -r name expr; do
+      printf '    %-22s %s/graph?g0.expr=%s&g0.range_input=15m\n' "$name" "$ui" \
+        "$(python3 -c 'import sys, urllib.parse; print(urllib.parse.quote(sys.argv[1], safe=""))' "$expr")"
+    done <<'PANELS'
+oversold units|max by (product) (seckill_oversold_units)
+lost updates|max by (product) (seckill_lost_updates)
+grabs/s by strategy|sum by (strategy) (rate(seckill_grab_requests_total[1m]))
+acquire-wait p99 (s)|histogram_quantile(0.99, sum by (strategy, le) (rate(seckill_lock_acquire_duration_seconds_bucket[1m])))
+lost leases|sum by (strategy) (increase(seckill_lock_lost_total[5m]))
+PANELS
+  fi
   [[ -f "$STACK_DIR/report/report.html" ]] && printf '  report        file://%s/report/report.html   (.md and .json beside it)\n' "$STACK_DIR"
   echo "  audit         curl -H 'Authorization: Bearer $STACK_TOKEN' $url/admin/audit"
   echo "  switch        curl -XPUT -H 'Authorization: Bearer $STACK_TOKEN' -H 'content-type: application/json' -d '{\"strategy\":\"none\"}' $url/admin/strategy"
@@ -51,6 +68,17 @@ print_urls() {
   echo "Stop everything with: make demo-stop"
 }
 
+# check_urls: every http URL print_urls shows must answer 200.
+check_urls() {
+  local url bad=0 n=0
+  while read -r url; do
+    n=$((n + 1))
+    curl -fsS -o /dev/null --max-time 5 "$url" 2>/dev/null || { say "does not answer 200: $url"; bad=1; }
+  done < <(print_urls | grep -o 'http://[^ ]*' | grep -v '/admin/\|/api/v1/products' | sort -u)
+  [[ $bad == 0 ]] && say "all $n URLs printed above answer 200"
+  return $bad
+}
+
 case "${1:-up}" in
   stop)
     if [[ ! -d "$STACK_DIR" ]]; then say "nothing to stop (no .demo/)"; exit 0; fi
@@ -58,8 +86,9 @@ case "${1:-up}" in
     say "demo stopped (state kept in .demo/: the PostgreSQL cluster and ports are reused by the next make demo)"
     exit 0 ;;
   urls) print_urls; exit ;;
+  check-urls) check_urls; exit ;;
   up) ;;
-  *) echo "usage: $0 [up|stop|urls]" >&2; exit 2 ;;
+  *) echo "usage: $0 [up|stop|urls|check-urls]" >&2; exit 2 ;;
 esac
 
 started=$SECONDS
@@ -99,4 +128,5 @@ case $status in
   *) say "seckill-loadgen failed (exit $status, message above); the stack stays up: .demo/*.log" ;;
 esac
 print_urls
+check_urls || true
 [[ $status -lt 2 ]] || exit "$status"

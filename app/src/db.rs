@@ -35,6 +35,24 @@ pub fn pool(settings: &Settings) -> Result<PgPool, sqlx::Error> {
         .connect_lazy_with(options))
 }
 
+/// Connections of the readers' own pool.
+pub const READ_POOL_CONNECTIONS: u32 = 3;
+
+/// The readers' pool: the status page, `/metrics`, `/health/ready` and the
+/// audit. Under `pg-for-update` every grab holds a connection of the main
+/// pool while it waits for the row; the pages people watch must not wait
+/// behind them. Plain reads take no row lock, so they never queue.
+pub fn read_pool(settings: &Settings) -> Result<PgPool, sqlx::Error> {
+    let options = PgConnectOptions::from_str(&settings.database_url)?
+        .application_name("seckill-app-read")
+        .options([("statement_timeout", "2s")]);
+    Ok(PgPoolOptions::new()
+        .max_connections(READ_POOL_CONNECTIONS)
+        .acquire_timeout(Duration::from_secs(1))
+        .test_before_acquire(false)
+        .connect_lazy_with(options))
+}
+
 /// Apply the embedded migrations (concurrent replicas serialise on
 /// sqlx's advisory lock).
 pub async fn migrate(pool: &PgPool) -> Result<(), sqlx::migrate::MigrateError> {
@@ -120,12 +138,33 @@ pub struct AuditRow {
     pub ordered_units: i64,
     /// `max(0, ordered_units − initial_stock)`.
     pub oversold: i64,
-    /// `ordered_units − (initial_stock − stock)`: orders the stock column never saw.
+    /// `max(0, ordered_units − (initial_stock − stock))`: ordered units the
+    /// stock column never saw. Never negative: a product's lost updates
+    /// cannot cancel against another's missing stock.
     pub lost_updates: i64,
+    /// `max(0, (initial_stock − stock) − ordered_units)`: units gone from
+    /// the stock column that no order took (a decrement whose order was
+    /// rolled back without giving the stock back).
+    pub undersold: i64,
     /// Users holding more than one order for the product.
     pub duplicates: i64,
     /// `stock < 0`.
     pub negative_stock: bool,
+}
+
+impl AuditRow {
+    /// The same row judged against `stock` read elsewhere — the Redis stock
+    /// of `redis-lua-stock`, whose column is written behind.
+    pub fn with_stock(self, stock: i64) -> Self {
+        let taken = self.initial_stock - stock;
+        Self {
+            stock,
+            lost_updates: (self.ordered_units - taken).max(0),
+            undersold: (taken - self.ordered_units).max(0),
+            negative_stock: stock < 0,
+            ..self
+        }
+    }
 }
 
 /// The audit of every product, by id.
@@ -158,7 +197,8 @@ pub async fn audit(pool: &PgPool) -> Result<Vec<AuditRow>, sqlx::Error> {
                 orders,
                 ordered_units,
                 oversold: (ordered_units - initial_stock).max(0),
-                lost_updates: ordered_units - (initial_stock - stock),
+                lost_updates: (ordered_units - (initial_stock - stock)).max(0),
+                undersold: ((initial_stock - stock) - ordered_units).max(0),
                 duplicates,
                 negative_stock: stock < 0,
             },

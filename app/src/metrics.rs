@@ -14,9 +14,11 @@ use prometheus::{
 
 use crate::db::AuditRow;
 
-/// Latency buckets from 0.5 ms to 10 s.
+/// Latency buckets from 100 µs (an uncontended Redis lock on loopback) to
+/// 5 minutes (past the longest lease, lock wait or pause the lab sets).
 const LATENCY_BUCKETS: &[f64] = &[
-    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+    5.0, 10.0, 30.0, 60.0, 120.0, 300.0,
 ];
 
 /// Every metric of the service.
@@ -51,8 +53,10 @@ pub struct Metrics {
     pub stock_remaining: GaugeVec,
     /// `seckill_oversold_units{product}`.
     pub oversold_units: GaugeVec,
-    /// `seckill_lost_updates{product}`.
+    /// `seckill_lost_updates{product}` (≥ 0).
     pub lost_updates: GaugeVec,
+    /// `seckill_undersold_units{product}` (≥ 0).
+    pub undersold_units: GaugeVec,
     /// `seckill_duplicate_orders{product}`.
     pub duplicate_orders: GaugeVec,
     /// `seckill_active_strategy{strategy}` — 1 for the active one.
@@ -123,6 +127,24 @@ impl Metrics {
         .expect("valid metric");
         r.register(Box::new(history_errors.clone()))
             .expect("registered once");
+        let build_info = prometheus::IntGaugeVec::new(
+            Opts::new(
+                "seckill_build_info",
+                "1, labelled with the version of this build",
+            ),
+            &["version"],
+        )
+        .expect("valid metric");
+        build_info
+            .with_label_values(&[env!("CARGO_PKG_VERSION")])
+            .set(1);
+        r.register(Box::new(build_info)).expect("registered once");
+        // process_cpu_seconds_total, process_resident_memory_bytes, … (Linux).
+        #[cfg(target_os = "linux")]
+        r.register(Box::new(
+            prometheus::process_collector::ProcessCollector::for_self(),
+        ))
+        .expect("registered once");
         Self {
             grab_requests: counter(
                 &r,
@@ -209,6 +231,12 @@ impl Metrics {
                 "Ordered units the stock column never saw (database ground truth)",
                 &["product"],
             ),
+            undersold_units: gauge(
+                &r,
+                "seckill_undersold_units",
+                "Units gone from the stock column that no order took (database ground truth)",
+                &["product"],
+            ),
             duplicate_orders: gauge(
                 &r,
                 "seckill_duplicate_orders",
@@ -227,12 +255,52 @@ impl Metrics {
         }
     }
 
+    /// Create every labelled series at 0 — each strategy with each outcome
+    /// and result, each Redlock node — so the first event is an increase
+    /// Prometheus can see (`rate`, `increase`, alerts), and a panel shows 0
+    /// because nothing happened, never because the series does not exist.
+    pub fn init_series(&self, strategies: &[&str], redlock_nodes: &[String]) {
+        const OUTCOMES: [&str; 6] = [
+            "ordered",
+            "sold_out",
+            "already_purchased",
+            "busy",
+            "rejected",
+            "error",
+        ];
+        for &s in strategies {
+            for outcome in OUTCOMES {
+                self.grab_requests.with_label_values(&[s, outcome]);
+            }
+            self.grab_duration.with_label_values(&[s]);
+            for result in ["acquired", "busy", "error"] {
+                self.lock_acquire_duration.with_label_values(&[s, result]);
+            }
+            self.lock_hold_duration.with_label_values(&[s]);
+            self.lock_attempts.with_label_values(&[s]);
+            self.lock_retries.with_label_values(&[s]);
+            for result in ["renewed", "lost", "error"] {
+                self.lock_renewals.with_label_values(&[s, result]);
+            }
+            self.lock_lost.with_label_values(&[s]);
+            for result in ["released", "not_owner", "error"] {
+                self.lock_releases.with_label_values(&[s, result]);
+            }
+            self.fence_rejections.with_label_values(&[s]);
+            self.orders.with_label_values(&[s]);
+        }
+        for node in redlock_nodes {
+            self.redlock_node_errors.with_label_values(&[node]);
+        }
+    }
+
     /// Replace the audit gauges with a fresh reading of the database.
     pub fn set_audit(&self, rows: &[AuditRow]) {
         for gauge in [
             &self.stock_remaining,
             &self.oversold_units,
             &self.lost_updates,
+            &self.undersold_units,
             &self.duplicate_orders,
         ] {
             gauge.reset();
@@ -249,6 +317,9 @@ impl Metrics {
             self.lost_updates
                 .with_label_values(&labels)
                 .set(row.lost_updates as f64);
+            self.undersold_units
+                .with_label_values(&labels)
+                .set(row.undersold as f64);
             self.duplicate_orders
                 .with_label_values(&labels)
                 .set(row.duplicates as f64);

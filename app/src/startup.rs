@@ -28,6 +28,9 @@ pub const MAX_BODY_BYTES: usize = 16 * 1024;
 pub struct AppState {
     /// Pool, Redis, metrics and lock timings.
     pub deps: Deps,
+    /// The readers' own small pool (status page, `/metrics`, readiness,
+    /// audit): answers while grabs hold every connection of `deps.pool`.
+    pub read_pool: sqlx::PgPool,
     /// Active strategy and faults.
     pub control: Arc<Control>,
     /// The settings the service started with.
@@ -112,6 +115,13 @@ impl Application {
             &settings.strategy,
             Faults::with_work_delay(settings.work_delay_ms),
         ));
+        let names: Vec<&str> = control.strategies().iter().map(|s| s.info().name).collect();
+        let nodes: Vec<String> = settings
+            .redlock_urls
+            .iter()
+            .map(|url| crate::lock::redlock::node_name(url))
+            .collect();
+        deps.metrics.init_series(&names, &nodes);
         if let Err(e) = control.refresh(&deps).await {
             tracing::warn!(error = %e, "redis not reachable at start; using the configured strategy");
         }
@@ -132,8 +142,10 @@ impl Application {
         let listener = TcpListener::bind(settings.listen_addr()?)
             .with_context(|| format!("cannot listen on {} (SECKILL_LISTEN)", settings.listen))?;
         let port = listener.local_addr()?.port();
+        let read_pool = db::read_pool(&settings).context("invalid SECKILL_DATABASE_URL")?;
         let state = web::Data::new(AppState {
             deps,
+            read_pool,
             control,
             settings,
             admin_token,
@@ -206,6 +218,7 @@ impl Application {
         let result = self.server.await;
         let _ = self.stop_background.send(true);
         self.state.deps.pool.close().await;
+        self.state.read_pool.close().await;
         result
     }
 }

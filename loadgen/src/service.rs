@@ -104,10 +104,26 @@ pub struct AuditRow {
     pub orders: i64,
     pub ordered_units: i64,
     pub oversold: i64,
+    /// ≥ 0 (a service before `undersold` sent it signed: see [`Self::lost`]).
     pub lost_updates: i64,
+    /// Units gone from the stock column that no order took.
+    #[serde(default)]
+    pub undersold: i64,
     pub duplicates: i64,
     #[serde(default)]
     pub negative_stock: bool,
+}
+
+impl AuditRow {
+    /// Lost updates, never negative.
+    pub fn lost(&self) -> i64 {
+        self.lost_updates.max(0)
+    }
+
+    /// Undersold units (from the signed `lost_updates` of older services).
+    pub fn under(&self) -> i64 {
+        self.undersold.max((-self.lost_updates).max(0))
+    }
 }
 
 /// `GET /admin/audit`.

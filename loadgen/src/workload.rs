@@ -86,6 +86,9 @@ pub struct Live {
     latency: Latencies,
     /// Every buyer, first send to final answer.
     buyer: Latencies,
+    /// The lock wait of every grab that waited for a lock, exact, as the
+    /// service answers it (`Server-Timing: lock;dur=<ms>`).
+    lock_wait: Latencies,
     next_user: AtomicU64,
     slot: AtomicU64,
     sold_out: Mutex<HashSet<u64>>,
@@ -103,6 +106,7 @@ impl Default for Live {
             ordered_units: AtomicU64::new(0),
             latency: Latencies::default(),
             buyer: Latencies::default(),
+            lock_wait: Latencies::default(),
             next_user: AtomicU64::new(1),
             slot: AtomicU64::new(0),
             sold_out: Mutex::new(HashSet::new()),
@@ -157,6 +161,13 @@ impl Live {
     /// send to the final answer, busy/rejected retries included, in ms.
     pub fn buyer_latency_ms(&self, q: f64) -> f64 {
         self.buyer.quantile_ms(q)
+    }
+
+    /// Quantile (0..1) of the lock waits the service reported, in ms;
+    /// `None` when no grab reported one (no lock, or an older service).
+    pub fn lock_wait_ms(&self, q: f64) -> Option<f64> {
+        let empty = lock(&self.lock_wait.0).is_empty();
+        (!empty).then(|| self.lock_wait.quantile_ms(q))
     }
 
     fn record_buyer(&self, took: Duration) {
@@ -218,6 +229,23 @@ impl Latencies {
     fn max_ms(&self) -> f64 {
         lock(&self.0).max() as f64 / 1000.0
     }
+}
+
+/// The lock wait of a `Server-Timing: lock;dur=<ms>` header.
+fn lock_wait(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    headers
+        .get_all("server-timing")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .find_map(|metric| {
+            let mut parts = metric.split(';').map(str::trim);
+            if parts.next()? != "lock" {
+                return None;
+            }
+            let ms: f64 = parts.find_map(|p| p.strip_prefix("dur="))?.parse().ok()?;
+            Some(Duration::from_secs_f64(ms.max(0.0) / 1000.0))
+        })
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -444,6 +472,9 @@ async fn buyer(user: &mut GooseUser, plan: &Plan) -> TransactionResult {
         let (outcome, status) = match response.response {
             Ok(r) => {
                 let status = r.status().as_u16();
+                if let Some(waited) = lock_wait(r.headers()) {
+                    live.lock_wait.record(waited);
+                }
                 let text = r.text().await.unwrap_or_default();
                 (classify(status, &text), status)
             }

@@ -584,6 +584,18 @@ pub fn jittered(base: Duration) -> Duration {
     base.mul_f64(rand::rng().random_range(0.5..1.5))
 }
 
+tokio::task_local! {
+    /// How long the grab of this task waited for its lock; the grab route
+    /// answers it in a `Server-Timing: lock;dur=<ms>` header, so a client
+    /// measures waits exactly, request by request.
+    pub static LOCK_WAIT: std::cell::Cell<Option<Duration>>;
+}
+
+/// Note this grab's lock wait (outside a grab route's scope: nothing).
+pub fn note_lock_wait(waited: Duration) {
+    let _ = LOCK_WAIT.try_with(|w| w.set(Some(waited)));
+}
+
 /// Acquire → critical section → commit → release (or release → commit when
 /// the `unlock_before_commit` fault is on). Records wait, hold and release
 /// metrics. A release that fails is logged and counted; it cannot undo a
@@ -596,7 +608,9 @@ pub async fn grab_with_lock(
     let name = lock.name();
     let metrics = &cx.deps.metrics;
     let wait_started = Instant::now();
-    let guard = match lock.acquire(cx, req.product_id).await {
+    let acquired = lock.acquire(cx, req.product_id).await;
+    note_lock_wait(wait_started.elapsed());
+    let guard = match acquired {
         Ok(guard) => {
             metrics
                 .lock_acquire_duration
@@ -697,6 +711,7 @@ pub async fn grab_in_transaction(
         Ok(Some(prepared)) => prepared,
         Ok(None) => return Err(GrabError::Internal("row lock write matched no row".into())),
         Err(GrabError::Busy(_)) => {
+            note_lock_wait(started.elapsed());
             metrics
                 .lock_acquire_duration
                 .with_label_values(&[name, "busy"])
@@ -705,6 +720,7 @@ pub async fn grab_in_transaction(
         }
         Err(e) => return Err(e),
     };
+    note_lock_wait(prepared.lock_wait);
     metrics
         .lock_acquire_duration
         .with_label_values(&[name, "acquired"])

@@ -87,6 +87,13 @@ enum Vote {
     TimedOut,
 }
 
+/// The `node` label of a Redlock node: its URL without the scheme.
+pub fn node_name(url: &str) -> String {
+    url.trim_start_matches("redis://")
+        .trim_end_matches('/')
+        .to_owned()
+}
+
 impl Redlock {
     /// A client for `urls` (may be empty: the strategy is then unavailable).
     pub fn new(urls: &[String], node_timeout: Duration) -> anyhow::Result<Self> {
@@ -94,10 +101,7 @@ impl Redlock {
             .iter()
             .map(|url| {
                 Ok(Node {
-                    name: url
-                        .trim_start_matches("redis://")
-                        .trim_end_matches('/')
-                        .to_owned(),
+                    name: node_name(url),
                     conn: redis_connection(url)?,
                 })
             })

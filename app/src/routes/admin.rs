@@ -197,7 +197,7 @@ async fn settle_write_behind(state: &AppState, what: &str) {
 #[get("/admin/audit")]
 pub async fn audit(_: AdminAuth, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     settle_write_behind(&state, "audit").await;
-    let rows = db::audit(&state.deps.pool).await.map_err(GrabError::from)?;
+    let rows = super::audit_now(&state).await?;
     Ok(HttpResponse::Ok().json(json!({
         "strategy": state.control.active().info().name,
         "synchronous_commit": state.settings.synchronous_commit,

@@ -5,12 +5,15 @@
 //! releases its lock, instead of being dropped half-way with a Redis lock
 //! held until its TTL.
 
-use actix_web::{post, web, HttpResponse};
+use std::cell::Cell;
+
+use actix_web::http::header::{HeaderName, HeaderValue};
+use actix_web::{post, web, HttpResponse, ResponseError};
 use serde::Deserialize;
 use tokio::time::Instant;
 
 use crate::error::{ApiError, GrabError};
-use crate::lock::{GrabContext, GrabRequest};
+use crate::lock::{GrabContext, GrabRequest, LOCK_WAIT};
 use crate::startup::AppState;
 
 /// The request body.
@@ -70,7 +73,12 @@ pub async fn grab(
             pause,
         };
         let started = Instant::now();
-        let result = strategy.grab(cx, req).await;
+        let (result, waited) = LOCK_WAIT
+            .scope(Cell::new(None), async {
+                let result = strategy.grab(cx, req).await;
+                (result, LOCK_WAIT.with(Cell::get))
+            })
+            .await;
         let name = strategy.info().name;
         let metrics = &state.deps.metrics;
         metrics
@@ -90,9 +98,25 @@ pub async fn grab(
                 .with_label_values(&[name, outcome])
                 .inc();
         }
-        result
+        (result, waited)
     })
     .await
     .map_err(|e| GrabError::Internal(format!("grab task failed: {e}")))?;
-    Ok(HttpResponse::Created().json(finished?))
+    let (result, waited) = finished;
+    let mut response = match result {
+        Ok(order) => HttpResponse::Created().json(order),
+        Err(e) => ApiError::from(e).error_response(),
+    };
+    // The lock wait of this grab, exact (a client's quantiles need no
+    // histogram buckets): `lock;dur=<ms>`.
+    if let Some(waited) = waited {
+        if let Ok(value) =
+            HeaderValue::from_str(&format!("lock;dur={:.3}", waited.as_secs_f64() * 1000.0))
+        {
+            response
+                .headers_mut()
+                .insert(HeaderName::from_static("server-timing"), value);
+        }
+    }
+    Ok(response)
 }

@@ -22,7 +22,7 @@ pub async fn live() -> HttpResponse {
 pub async fn ready(state: web::Data<AppState>) -> HttpResponse {
     let postgres = timeout(
         CHECK_TIMEOUT,
-        sqlx::query("SELECT 1").execute(&state.deps.pool),
+        sqlx::query("SELECT 1").execute(&state.read_pool),
     )
     .await;
     let postgres = match postgres {

@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use actix_web::{get, web, HttpResponse};
 
-use crate::db;
 use crate::lock::STRATEGY_NAMES;
 use crate::startup::AppState;
 
@@ -15,7 +14,7 @@ use crate::startup::AppState;
 #[get("/metrics")]
 pub async fn metrics(state: web::Data<AppState>) -> HttpResponse {
     let metrics = &state.deps.metrics;
-    match tokio::time::timeout(Duration::from_secs(1), db::audit(&state.deps.pool)).await {
+    match tokio::time::timeout(Duration::from_secs(1), super::audit_now(&state)).await {
         Ok(Ok(rows)) => metrics.set_audit(&rows),
         Ok(Err(e)) => tracing::warn!(error = %e, "metrics: audit query failed"),
         Err(_) => tracing::warn!("metrics: audit query timed out"),

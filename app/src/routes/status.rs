@@ -14,7 +14,7 @@
 //!
 //! `product` defaults to 1. The correctness numbers (stock, orders, oversold,
 //! lost updates, duplicates) are the database's ground truth from
-//! [`db::audit`], the same rows `/admin/audit` answers with, so the page can
+//! [`super::audit_now`], the same rows `/admin/audit` answers with, so the page can
 //! never disagree with the audit. `grabs_total` and `grabs_per_sec` are *this
 //! replica's* `seckill_grab_requests_total` (every outcome), the rate taken
 //! over the last [`RATE_WINDOW`] of samples by [`GrabRate`]; behind a load
@@ -31,7 +31,6 @@ use prometheus::core::Collector;
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
-use crate::db;
 use crate::error::{ApiError, GrabError};
 use crate::metrics::Metrics;
 use crate::startup::AppState;
@@ -73,8 +72,10 @@ pub struct StatusBody {
     pub ordered_units: i64,
     /// Units ordered beyond the initial stock.
     pub oversold: i64,
-    /// Ordered units the stock column never saw.
+    /// Ordered units the stock column never saw (≥ 0).
     pub lost_updates: i64,
+    /// Units gone from the stock column that no order took (≥ 0).
+    pub undersold: i64,
     /// Users holding more than one order.
     pub duplicates: i64,
     /// This replica's grab requests since it started, every outcome.
@@ -180,7 +181,7 @@ pub async fn read(
     product_id: i64,
     replica: String,
 ) -> Result<StatusBody, GrabError> {
-    let rows = tokio::time::timeout(READ_TIMEOUT, db::audit(&state.deps.pool))
+    let rows = tokio::time::timeout(READ_TIMEOUT, super::audit_now(state))
         .await
         .map_err(|_| GrabError::Unavailable {
             dependency: crate::error::Dependency::Postgres,
@@ -202,6 +203,7 @@ pub async fn read(
         ordered_units: row.ordered_units,
         oversold: row.oversold,
         lost_updates: row.lost_updates,
+        undersold: row.undersold,
         duplicates: row.duplicates,
         grabs_total: total,
         grabs_per_sec: (rate.observe(Instant::now(), total) * 10.0).round() / 10.0,

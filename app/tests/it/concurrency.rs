@@ -20,7 +20,7 @@ fn violations(audit: &Value) -> i64 {
             .as_i64()
             .unwrap_or_else(|| panic!("{k} in {audit}"))
     };
-    field("oversold") + field("lost_updates").abs() + field("duplicates")
+    field("oversold") + field("lost_updates") + field("undersold") + field("duplicates")
 }
 
 async fn run_one_replica(strategy: &'static str) -> (Value, Outcomes) {
