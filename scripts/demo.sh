@@ -74,8 +74,8 @@ check_urls() {
   while read -r url; do
     n=$((n + 1))
     curl -fsS -o /dev/null --max-time 5 "$url" 2>/dev/null || { say "does not answer 200: $url"; bad=1; }
-  done < <(print_urls | grep -o 'http://[^ ]*' | grep -v '/admin/\|/api/v1/products' | sort -u)
-  [[ $bad == 0 ]] && say "all $n URLs printed above answer 200"
+  done < <(print_urls | grep -o 'http://[^ ,]*' | grep -v '/admin/\|/api/v1/products' | sort -u)
+  [[ $bad == 0 ]] && say "all $n URLs the demo prints answer 200"
   return $bad
 }
 

@@ -368,15 +368,7 @@ async fn health_and_metrics() {
     app.reset(1, 1).await;
     assert_eq!(app.grab(1, 1, 1).await.0, 201);
     assert_eq!(app.grab(1, 2, 1).await.0, 409);
-    let text = app
-        .client
-        .get(format!("{}/metrics", app.address))
-        .send()
-        .await
-        .expect("sent")
-        .text()
-        .await
-        .expect("text");
+    let text = app.metrics().await;
     for line in [
         "seckill_grab_requests_total{outcome=\"ordered\",strategy=\"set-nx-px-token\"} 1",
         "seckill_grab_requests_total{outcome=\"sold_out\",strategy=\"set-nx-px-token\"} 1",
@@ -444,15 +436,7 @@ async fn lost_updates_and_undersold_are_counted_apart_and_never_cancel() {
         (Some(0), Some(3)),
         "{two}"
     );
-    let text = app
-        .client
-        .get(format!("{}/metrics", app.address))
-        .send()
-        .await
-        .expect("sent")
-        .text()
-        .await
-        .expect("text");
+    let text = app.metrics().await;
     for line in [
         "seckill_lost_updates{product=\"1\"} 3",
         "seckill_lost_updates{product=\"2\"} 0",
@@ -492,15 +476,7 @@ async fn a_scrape_during_a_redis_lua_stock_sale_never_shows_a_lost_update() {
     let mut scrapes = 0;
     let mut seen_lost = Vec::new();
     while !buyers.iter().all(tokio::task::JoinHandle::is_finished) {
-        let text = app
-            .client
-            .get(format!("{}/metrics", app.address))
-            .send()
-            .await
-            .expect("sent")
-            .text()
-            .await
-            .expect("text");
+        let text = app.metrics().await;
         let lost = text
             .lines()
             .find_map(|l| l.strip_prefix("seckill_lost_updates{product=\"1\"} "))

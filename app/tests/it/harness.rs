@@ -191,6 +191,18 @@ impl TestApp {
         }
     }
 
+    /// `GET /metrics` as text.
+    pub async fn metrics(&self) -> String {
+        self.client
+            .get(format!("{}/metrics", self.address))
+            .send()
+            .await
+            .expect("sent")
+            .text()
+            .await
+            .expect("text")
+    }
+
     pub async fn grab(&self, product: i64, user: i64, quantity: i64) -> (u16, Value) {
         self.post_json(
             &format!("/api/v1/products/{product}/grab"),
