@@ -41,7 +41,7 @@ fmt:
 	cargo fmt --all -- --check
 
 clippy:
-	cargo clippy --all-targets --locked -- -D warnings
+	cargo clippy --workspace --all-targets --locked -- -D warnings
 
 build:
 	cargo build --workspace --locked

@@ -138,7 +138,7 @@ fn inside_key(run: &str, product: i64) -> String {
 impl History {
     /// A handle on the arbiter at `url`, for replica `instance`.
     pub fn new(url: &str, instance: String, metrics: Metrics) -> anyhow::Result<Self> {
-        let conn = crate::startup::redis_connection(url)?;
+        let conn = crate::redis_client::connection(url)?;
         Ok(Self {
             inner: Arc::new(Inner {
                 conn,

@@ -11,7 +11,6 @@ use actix_web::dev::Server;
 use actix_web::error::{JsonPayloadError, PathError};
 use actix_web::{web, App, HttpRequest, HttpResponse, HttpServer};
 use anyhow::Context;
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
 use crate::configuration::Settings;
 use crate::control::{Control, Faults};
@@ -47,20 +46,6 @@ pub struct Application {
     state: web::Data<AppState>,
 }
 
-/// A Redis connection that reconnects by itself and fails fast while the
-/// server is down (one reconnect attempt per command, short timeouts), so
-/// a dead Redis becomes a quick 503 rather than a hung request.
-pub fn redis_connection(url: &str) -> anyhow::Result<ConnectionManager> {
-    let client = redis::Client::open(url).with_context(|| format!("invalid redis url {url}"))?;
-    let config = ConnectionManagerConfig::new()
-        .set_number_of_retries(1)
-        .set_max_delay(Duration::from_millis(100))
-        .set_connection_timeout(Some(Duration::from_millis(500)))
-        .set_response_timeout(Some(Duration::from_secs(2)));
-    ConnectionManager::new_lazy_with_config(client, config)
-        .with_context(|| format!("cannot set up redis connection to {url}"))
-}
-
 impl std::fmt::Debug for Application {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Application")
@@ -84,7 +69,7 @@ impl Application {
         db::seed(&pool, &seeds)
             .await
             .context("cannot seed products")?;
-        let redis = redis_connection(&settings.redis_url)?;
+        let redis = crate::redis_client::connection(&settings.redis_url)?;
 
         let metrics = Metrics::new();
         let history = crate::history::History::new(

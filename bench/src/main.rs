@@ -20,7 +20,7 @@ use seckill_app::lock::watchdog::Watchdog;
 use seckill_app::lock::zk_ephemeral_seq::ZkEphemeralSeq;
 use seckill_app::lock::{Deps, DistributedLock, GrabContext};
 use seckill_app::metrics::Metrics;
-use seckill_app::startup::redis_connection;
+use seckill_app::redis_client::connection as redis_connection;
 use seckill_testkit::{mysql_test_url, EtcdServer, RedisServer as Server, ZkServer};
 use tokio::time::Instant;
 

@@ -49,7 +49,7 @@ use super::{
     lock_key, new_token, DistributedLock, GrabContext, LockGuard, Released, Safety, StrategyInfo,
 };
 use crate::error::{Dependency, GrabError};
-use crate::startup::redis_connection;
+use crate::redis_client::connection as redis_connection;
 
 /// Name, seed and guarantee of `redlock`.
 pub const INFO: StrategyInfo = StrategyInfo {

@@ -23,7 +23,7 @@ use seckill_app::control::Faults;
 use seckill_app::error::GrabError;
 use seckill_app::lock::{Deps, DistributedLock, GrabContext, Released};
 use seckill_app::metrics::Metrics;
-use seckill_app::startup::redis_connection;
+use seckill_app::redis_client::connection as redis_connection;
 
 /// Dependencies for lock-level runs. The pool is lazy: Redis locks never
 /// touch it; `pg-lock-table` needs a real `database_url`.
