@@ -119,7 +119,7 @@ enum Command {
         /// Concurrent users (one connection each).
         #[arg(long, short = 'u', default_value_t = 50)]
         users: usize,
-        /// How long.
+        /// How long: 90, 30s, 1m30s (whole seconds, at least 1).
         #[arg(long, short = 't', value_parser = parse_duration, default_value = "10s")]
         run_time: Duration,
     },
@@ -187,7 +187,9 @@ struct LoadArgs {
     /// Users started per second [default: all at once, users × 20 per second].
     #[arg(long, short = 'r', alias = "hatch-rate")]
     increase_rate: Option<f64>,
-    /// Fixed run length per strategy, e.g. 30s, 2m [default: until sold out].
+    /// Fixed run length per strategy, goose's forms: 90, 30s, 1m30s, 1h30m
+    /// (whole seconds: a sub-second value rounds down, to at least 1 s)
+    /// [default: until sold out].
     #[arg(long, short = 't', value_parser = parse_duration)]
     run_time: Option<Duration>,
     /// Upper bound of an until-sold-out run.
@@ -230,16 +232,22 @@ struct LoadArgs {
     work_delay_ms: Option<u64>,
 }
 
-/// `30`, `30s`, `500ms`, `2m`, `1h`.
+/// goose's own forms (`90`, `30s`, `1m30s`, `1h30m`, read by goose's
+/// parser), plus one number with a unit for sub-second or fractional values
+/// (`500ms`, `1.5s`, `2m`). Run times are whole seconds for goose: a
+/// sub-second `--run-time` rounds down, to at least 1 s.
 fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
+    if let Some(secs) = goose::util::parse_timespan(text) {
+        return Ok(Duration::from_secs(secs as u64));
+    }
     let split = text
         .find(|c: char| !c.is_ascii_digit() && c != '.')
         .unwrap_or(text.len());
     let (number, unit) = text.split_at(split);
     let n: f64 = number
         .parse()
-        .map_err(|_| format!("{text:?} is not a duration like 30s, 500ms, 2m"))?;
+        .map_err(|_| format!("{text:?} is not a duration like 30s, 1m30s, 500ms"))?;
     let secs = match unit {
         "" | "s" => n,
         "ms" => n / 1000.0,
@@ -811,6 +819,10 @@ mod tests {
         assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
         assert_eq!(parse_duration("7"), Ok(Duration::from_secs(7)));
         assert!(parse_duration("soon").is_err());
+        // goose's own forms.
+        assert_eq!(parse_duration("1m30s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5_400)));
+        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1_500)));
         assert!(parse_duration("3d").is_err());
         assert_eq!(parse_range("2"), Ok((2, 2)));
         assert_eq!(parse_range("1..3"), Ok((1, 3)));
