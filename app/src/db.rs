@@ -156,13 +156,38 @@ impl AuditRow {
     /// The same row judged against `stock` read elsewhere — the Redis stock
     /// of `redis-lua-stock`, whose column is written behind.
     pub fn with_stock(self, stock: i64) -> Self {
-        let taken = self.initial_stock - stock;
-        Self {
+        Self::judge(
+            self.product_id,
+            self.initial_stock,
             stock,
-            lost_updates: (self.ordered_units - taken).max(0),
-            undersold: (taken - self.ordered_units).max(0),
+            self.orders,
+            self.ordered_units,
+            self.duplicates,
+        )
+    }
+
+    /// The row of these counts, with oversold, lost updates, undersold and
+    /// negative stock derived from them (DESIGN.md "the audit").
+    fn judge(
+        product_id: i64,
+        initial_stock: i64,
+        stock: i64,
+        orders: i64,
+        ordered_units: i64,
+        duplicates: i64,
+    ) -> Self {
+        let taken = initial_stock - stock;
+        Self {
+            product_id,
+            initial_stock,
+            stock,
+            orders,
+            ordered_units,
+            oversold: (ordered_units - initial_stock).max(0),
+            lost_updates: (ordered_units - taken).max(0),
+            undersold: (taken - ordered_units).max(0),
+            duplicates,
             negative_stock: stock < 0,
-            ..self
         }
     }
 }
@@ -189,19 +214,8 @@ pub async fn audit(pool: &PgPool) -> Result<Vec<AuditRow>, sqlx::Error> {
     .await?;
     Ok(rows
         .into_iter()
-        .map(
-            |(product_id, initial_stock, stock, orders, ordered_units, duplicates)| AuditRow {
-                product_id,
-                initial_stock,
-                stock,
-                orders,
-                ordered_units,
-                oversold: (ordered_units - initial_stock).max(0),
-                lost_updates: (ordered_units - (initial_stock - stock)).max(0),
-                undersold: ((initial_stock - stock) - ordered_units).max(0),
-                duplicates,
-                negative_stock: stock < 0,
-            },
-        )
+        .map(|(id, initial, stock, orders, units, duplicates)| {
+            AuditRow::judge(id, initial, stock, orders, units, duplicates)
+        })
         .collect())
 }
