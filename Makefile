@@ -1,6 +1,6 @@
 # seckill-lab — the commands a person types. Each target says what it does.
 SHELL := /bin/bash
-.PHONY: demo demo-stop scenarios test check check-stack check-panels fmt clippy build bench bench-locks
+.PHONY: demo demo-stop scenarios test check check-stack check-panels fmt clippy build bench bench-locks bench-audit
 
 ## Run the demo without Docker: own PostgreSQL, Redis, five Redlock nodes,
 ## three replicas, nginx, Prometheus (state in .demo/), then a short
@@ -56,3 +56,10 @@ bench:
 bench-locks:
 	@. scripts/services.sh && ensure_packages && ensure_mariadb && \
 	  SECKILL_TEST_MYSQL_URL=$$MYSQL_TEST_URL cargo run --release --locked -p seckill-bench --bin lock-bench
+
+## What one scrape costs at 1,000,000 orders (goal < 10 ms) beside the
+## full recount it replaced and the HTTP / PostgreSQL round-trip floors.
+bench-audit:
+	@. scripts/services.sh && ensure_packages && ensure_postgres && \
+	  cargo build --release --locked -p seckill-app -p seckill-bench && \
+	  SECKILL_TEST_DATABASE_URL=$$PG_ADMIN_URL SECKILL_APP_BIN=target/release/seckill-app target/release/audit-bench

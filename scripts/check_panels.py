@@ -19,7 +19,9 @@ then runs this. For every dashboard:
     ``/api/v1/label/<label>/values?match[]=<metric>`` and must yield values.
 
 A query error, an unresolved ``$variable``, an empty result or one of
-only NaN (nothing to draw) fails the check. Each query is printed with its
+only NaN (nothing to draw) fails the check. With ``--positive METRIC``,
+every panel query on that metric must also show a value above 0 in the
+"All" pass: the load provoked its event, and the panel must show it. Each query is printed with its
 result count. Standard library only.
 """
 
@@ -90,6 +92,8 @@ def main() -> int:
     parser.add_argument("--strategy", default="redlock", help="the concrete $strategy of the second pass")
     parser.add_argument("--instance", help="the concrete $instance of the second pass (default: first up target)")
     parser.add_argument("--replicas", type=int, default=0, help="fail unless this many seckill targets are up")
+    parser.add_argument("--positive", action="append", default=[], metavar="METRIC",
+                        help="panel queries on this metric must show a value > 0 (the load provoked it)")
     parser.add_argument("dashboards", nargs="+", type=Path)
     args = parser.parse_args()
     prom = args.prometheus.rstrip("/")
@@ -150,7 +154,15 @@ def main() -> int:
                 count = len(result) if isinstance(result, list) else 1
                 nan = isinstance(result, list) and result and all(r.get("value", [0, ""])[1] == "NaN" for r in result)
                 # All NaN (a quantile of nothing) draws nothing either.
-                report(count > 0 and not nan, count, where, query, "  only NaN: no observations in the window" if nan else "")
+                if nan or count == 0:
+                    report(False, count, where, query, "  only NaN: no observations in the window" if nan else "")
+                    continue
+                wanted = [m for m in args.positive if re.search(rf"\b{re.escape(m)}\b", expr)]
+                if wanted and label == "All":
+                    top = max(float(r["value"][1]) for r in result) if isinstance(result, list) else float(result[1])
+                    report(top > 0, count, where, query, f"  max {top:g} (must be > 0: the load provoked {wanted[0]})")
+                    continue
+                report(True, count, where, query)
 
         print("-- annotations, over the load")
         for annotation in (dashboard.get("annotations") or {}).get("list") or []:

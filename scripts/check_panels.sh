@@ -9,7 +9,11 @@
 #      prometheus/alerts.yml loaded;
 #   3. `promtool check metrics` on a live /metrics of a replica;
 #   4. a short `seckill-loadgen compare` over none, set-nx-px-token,
-#      watchdog, redlock and fenced;
+#      watchdog, redlock and fenced; then (on our own stack, whose lock TTL
+#      is 1 s) a pause past the TTL before the write of one grab in three,
+#      over redlock and fenced: the first lost lease and the first fence
+#      rejection, which the panels on them must show (not just a 0 series);
+#      every load must exit 0 (a violation fails the check);
 #   5. scripts/check_panels.py evaluates every panels[].targets[].expr of
 #      every dashboards/*.json (rows' nested panels included), the
 #      annotations and the template variables through Prometheus' HTTP API,
@@ -36,6 +40,8 @@ else
   STACK_DIR="$ROOT/.demo/check-panels"
   STACK_LB=0
   own_stack=1
+  # Short enough that a pause can outlive it within the check's seconds.
+  export SECKILL_LOCK_TTL_MS=${SECKILL_LOCK_TTL_MS:-1000}
   stack_require with-prometheus
   if [[ ! -x "$APP_BIN" || ! -x "$LOADGEN_BIN" ]]; then SECKILL_SKIP_BUILD=0 stack_build; fi
 fi
@@ -70,17 +76,32 @@ echo "ok   promtool check metrics ($(grep -c '^seckill_' "$STACK_DIR/metrics.txt
 sleep 2
 load_start=$(date +%s)
 say "load: none, set-nx-px-token, watchdog, redlock, fenced over $(replica_urls | tr ',' ' ')"
-status=0
 SECKILL_ADMIN_TOKEN="$STACK_TOKEN" "$LOADGEN_BIN" compare --url "$(replica_urls)" \
   --strategies "${CHECK_PANELS_STRATEGIES:-none,set-nx-px-token,watchdog,redlock,fenced}" \
   --stock 40 --users 20 --work-delay-ms 2 --run-time "${CHECK_PANELS_RUN_TIME:-4s}" --out "$STACK_DIR/panels-report" --quiet \
-  || status=$?
-# 1 = a strategy classed safe showed a violation: the panels still have data.
-[[ $status -le 1 ]] || die "seckill-loadgen failed (exit $status)"
+  || die "seckill-loadgen compare failed (exit $?): a violation or a failing service must not pass this check"
+
+positive=()
+if [[ $own_stack == 1 ]]; then
+  pause=$((SECKILL_LOCK_TTL_MS + 400))
+  say "provoking a lost lease and a fence rejection: pause ${pause} ms (TTL ${SECKILL_LOCK_TTL_MS} ms) before the write of one grab in 3, redlock and fenced"
+  admin_faults() {
+    curl -fsS -X PUT -H "Authorization: Bearer $STACK_TOKEN" -H 'Content-Type: application/json' \
+      -d "$1" "$replica1/admin/faults" >/dev/null
+  }
+  admin_faults "{\"pause_ms\": $pause, \"pause_every\": 3, \"pause_at\": \"before-write\"}"
+  SECKILL_ADMIN_TOKEN="$STACK_TOKEN" "$LOADGEN_BIN" compare --url "$(replica_urls)" \
+    --strategies redlock,fenced --stock 40 --users 8 --run-time 4s --out "$STACK_DIR/panels-pause-report" --quiet \
+    || { admin_faults '{"pause_ms": 0}'; die "seckill-loadgen compare under the pause failed (exit $?)"; }
+  admin_faults '{"pause_ms": 0, "pause_every": 1, "pause_at": "before-read"}'
+  positive=(--positive seckill_lock_lost_total --positive seckill_fence_rejections_total)
+else
+  say "a running demo (lock TTL 30 s) is reused: the lost-lease and fence-rejection panels are checked for series, not for events"
+fi
 # Two more scrapes after the last grab.
 sleep 3
 
 python3 scripts/check_panels.py --prometheus "$PROM_URL" --since "$load_start" \
   --instance "127.0.0.1:$(cat "$STACK_DIR/app-1.port")" --strategy "${CHECK_PANELS_STRATEGY:-redlock}" \
-  --replicas "$STACK_REPLICAS" dashboards/*.json
+  --replicas "$STACK_REPLICAS" "${positive[@]}" dashboards/*.json
 say "check-panels passed in $((SECONDS - started)) s"

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix_web::dev::Server;
-use actix_web::error::{JsonPayloadError, PathError};
+use actix_web::error::{JsonPayloadError, PathError, QueryPayloadError};
 use actix_web::{web, App, HttpRequest, HttpResponse, HttpServer};
 use anyhow::Context;
 
@@ -147,6 +147,7 @@ impl Application {
                         .error_handler(json_error),
                 )
                 .app_data(web::PathConfig::default().error_handler(path_error))
+                .app_data(web::QueryConfig::default().error_handler(query_error))
                 .service(routes::grab::grab)
                 .service(routes::products::product)
                 .service(routes::health::live)
@@ -247,6 +248,14 @@ fn path_error(_err: PathError, _req: &HttpRequest) -> actix_web::Error {
         "product id must be a positive integer",
     )
     .into()
+}
+
+#[allow(
+    clippy::needless_pass_by_value,
+    reason = "the signature QueryConfig::error_handler takes"
+)]
+fn query_error(err: QueryPayloadError, _req: &HttpRequest) -> actix_web::Error {
+    ApiError::bad_request("invalid_query", format!("bad query string: {err}")).into()
 }
 
 async fn not_found(req: HttpRequest) -> Result<HttpResponse, ApiError> {

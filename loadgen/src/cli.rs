@@ -621,10 +621,14 @@ async fn run_strategy(
     let before = service.scrape().await?;
 
     let live = Arc::new(Live::default());
+    // Product 1's stock every 250 ms: the progress line, and the report's
+    // stock-over-time chart.
+    let stock_samples = Arc::new(std::sync::Mutex::new(vec![(0.0, workload.stock as i64)]));
     let ticker = {
         let live = live.clone();
         let bar = bar.clone();
         let service = service.clone();
+        let samples = stock_samples.clone();
         tokio::spawn(async move {
             loop {
                 let stock = service
@@ -633,6 +637,12 @@ async fn run_strategy(
                     .ok()
                     .and_then(|p| p["stock"].as_i64());
                 let secs = live.elapsed().as_secs_f64();
+                if let (Some(stock), true) = (stock, secs > 0.0) {
+                    samples
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .push((secs, stock));
+                }
                 let rate = if secs > 0.0 {
                     live.grabs() as f64 / secs
                 } else {
@@ -643,7 +653,7 @@ async fn run_strategy(
                     live.outcome("ordered"),
                     stock.map_or("?".into(), |s| s.to_string())
                 ));
-                tokio::time::sleep(Duration::from_millis(300)).await;
+                tokio::time::sleep(Duration::from_millis(250)).await;
             }
         })
     };
@@ -735,6 +745,15 @@ async fn run_strategy(
     };
     let secs = live.elapsed().as_secs_f64().max(1e-3);
     let orders = sum(|r| r.orders);
+    let mut stock_over_time = std::mem::take(
+        &mut *stock_samples
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner),
+    );
+    if let Some(first) = rows.iter().find(|r| r.product_id == 1) {
+        // The audit's stock closes the line (settled, after the last grab).
+        stock_over_time.push((secs, first.stock));
+    }
     let run = Run {
         strategy: name.to_owned(),
         safety: entry.safety.clone(),
@@ -772,6 +791,7 @@ async fn run_strategy(
             .and_then(|h| h["first_overlaps"].as_array().cloned())
             .unwrap_or_default(),
         expected_to_break,
+        stock_over_time,
         audit: rows,
         goose_report: goose_file,
     };

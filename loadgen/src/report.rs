@@ -98,6 +98,9 @@ pub struct Run {
     /// Why the strategy was expected to break under the faults in force.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub expected_to_break: Option<String>,
+    /// Product 1's stock during the run: `[seconds since the first grab,
+    /// stock]`, sampled every 250 ms; the last point is the audit's.
+    pub stock_over_time: Vec<(f64, i64)>,
     pub audit: Vec<AuditRow>,
     /// goose's own HTML report, relative to the output folder.
     pub goose_report: String,
@@ -316,18 +319,23 @@ impl Report {
         serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
     }
 
-    /// One self-contained HTML page: a table and two SVG bar charts
-    /// (throughput, p99 latency), violations in red. No scripts, no fetches.
+    /// One self-contained HTML page, 1280 pixels wide at most (a
+    /// projector): the lesson (oversold units, lost updates, duplicate
+    /// orders per strategy), product 1's stock over each run, throughput
+    /// and p99 latency bars, the table; violations in red. No scripts, no
+    /// fetches.
     pub fn html(&self) -> String {
         let mut out = String::from(
             "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
              <title>seckill-loadgen report</title><style>\
-             body{font-family:system-ui,sans-serif;margin:2rem;color:#222}\
-             table{border-collapse:collapse;font-size:.9rem}\
-             td,th{border:1px solid #ccc;padding:.25rem .5rem;text-align:right}\
+             body{font-family:system-ui,sans-serif;margin:1rem 1.25rem;color:#222;max-width:1240px}\
+             table{border-collapse:collapse;font-size:.8rem}\
+             td,th{border:1px solid #ccc;padding:.2rem .35rem;text-align:right}\
              td:first-child,th:first-child{text-align:left}\
              tr.VIOLATION{background:#fdd}tr.expected-unsafe{background:#fff3cd}\
-             .chart{margin:1.5rem 0}.legend span{margin-right:1rem}\
+             .chart{margin:1.25rem 0}.chart svg{max-width:100%;height:auto}\
+             .charts{display:flex;flex-wrap:wrap;gap:.75rem 1.25rem}\
+             .small{margin:0}.small figcaption{font-size:.85rem}\
              </style></head><body>",
         );
         let _ = write!(
@@ -351,6 +359,8 @@ impl Report {
                 )
             );
         }
+        out.push_str(&self.lesson_chart());
+        out.push_str(&self.stock_charts());
         out.push_str(&self.bar_chart(
             "chart-throughput",
             "Throughput (grabs/s; orders/s darker)",
@@ -411,6 +421,149 @@ impl Report {
             "<p>Rows: red = a strategy classed safe broke; yellow = expected to break. \
              Each strategy name links to goose's own report of its run.</p></body></html>\n",
         );
+        out
+    }
+
+    /// The headline: what each strategy let through, three bars per row
+    /// (each column scaled to its own largest value), an exact run marked
+    /// "exact" in green.
+    fn lesson_chart(&self) -> String {
+        type Column = (&'static str, fn(&Run) -> i64);
+        const COLUMNS: [Column; 3] = [
+            ("oversold units", |r| r.oversold),
+            ("lost updates", |r| r.lost_updates),
+            ("duplicate orders", |r| r.duplicates),
+        ];
+        let (label_w, col_w, row_h) = (170.0, 320.0, 22.0);
+        let width = label_w + col_w * 3.0 + 20.0;
+        let height = 28.0 + row_h * self.runs.len() as f64;
+        let mut svg = format!(
+            "<figure class=\"chart\" id=\"chart-lesson\"><figcaption><b>The lesson</b>: what each \
+             strategy let through (audit of the database after its run; 0 everywhere = exact)\
+             </figcaption><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" \
+             height=\"{height}\" viewBox=\"0 0 {width} {height}\" role=\"img\">"
+        );
+        for (c, (title, _)) in COLUMNS.iter().enumerate() {
+            let _ = write!(
+                svg,
+                "<text x=\"{}\" y=\"14\" font-size=\"13\" font-weight=\"bold\">{title}</text>",
+                label_w + c as f64 * col_w
+            );
+        }
+        for (i, run) in self.runs.iter().enumerate() {
+            let y = 24.0 + i as f64 * row_h;
+            let _ = write!(
+                svg,
+                "<text x=\"{}\" y=\"{}\" text-anchor=\"end\" font-size=\"12\">{}</text>",
+                label_w - 6.0,
+                y + 13.0,
+                escape(&run.strategy)
+            );
+            for (c, (title, value)) in COLUMNS.iter().enumerate() {
+                let x = label_w + c as f64 * col_w;
+                let v = value(run);
+                let max = self.runs.iter().map(value).max().unwrap_or(0).max(1) as f64;
+                if v == 0 {
+                    let _ = write!(
+                        svg,
+                        "<text x=\"{x}\" y=\"{}\" font-size=\"12\" fill=\"#2e7d32\">0 · exact</text>",
+                        y + 13.0
+                    );
+                    continue;
+                }
+                let w = (v as f64 / max * (col_w - 70.0)).max(2.0);
+                let colour = if run.verdict == Verdict::Violation {
+                    "#d32f2f"
+                } else {
+                    "#f5a623"
+                };
+                let _ = write!(
+                    svg,
+                    "<rect class=\"lesson-bar\" x=\"{x}\" y=\"{}\" width=\"{w:.1}\" height=\"15\" \
+                     fill=\"{colour}\"><title>{}: {v} {title}</title></rect>\
+                     <text x=\"{:.1}\" y=\"{}\" font-size=\"12\">{v}</text>",
+                    y + 2.0,
+                    escape(&run.strategy),
+                    x + w + 4.0,
+                    y + 13.0
+                );
+            }
+        }
+        svg.push_str("</svg></figure>");
+        svg
+    }
+
+    /// Product 1's stock during each run, one small chart per strategy on
+    /// a shared time axis; below zero is shaded red (oversold stock).
+    fn stock_charts(&self) -> String {
+        let runs: Vec<&Run> = self
+            .runs
+            .iter()
+            .filter(|r| r.stock_over_time.len() >= 2)
+            .collect();
+        if runs.is_empty() {
+            return String::new();
+        }
+        let (w, h, pad) = (280.0, 110.0, 24.0);
+        let t_max = runs
+            .iter()
+            .flat_map(|r| r.stock_over_time.iter().map(|p| p.0))
+            .fold(0.1_f64, f64::max);
+        let top = runs
+            .iter()
+            .flat_map(|r| r.stock_over_time.iter().map(|p| p.1))
+            .max()
+            .unwrap_or(1)
+            .max(1) as f64;
+        let bottom = runs
+            .iter()
+            .flat_map(|r| r.stock_over_time.iter().map(|p| p.1))
+            .min()
+            .unwrap_or(0)
+            .min(0) as f64;
+        let x = |t: f64| pad + t / t_max * (w - pad - 8.0);
+        let y = |v: f64| 8.0 + (top - v) / (top - bottom) * (h - 8.0 - 18.0);
+        let mut out = format!(
+            "<figure class=\"chart\" id=\"chart-stock\"><figcaption>Stock of product 1 during \
+             each run (0–{t_max:.1} s, {bottom:.0}–{top:.0} units; sampled every 250 ms, the last \
+             point from the audit)</figcaption><div class=\"charts\">"
+        );
+        for run in runs {
+            let colour = match run.verdict {
+                Verdict::Violation => "#d32f2f",
+                Verdict::ExpectedUnsafe => "#f5a623",
+                Verdict::Safe => "#4a90d9",
+            };
+            let points: Vec<String> = run
+                .stock_over_time
+                .iter()
+                .map(|&(t, v)| format!("{:.1},{:.1}", x(t), y(v as f64)))
+                .collect();
+            let last = run.stock_over_time.last().map_or(0, |p| p.1);
+            let _ = write!(
+                out,
+                "<figure class=\"small\"><figcaption>{} — ends at {last}</figcaption>\
+                 <svg class=\"stock\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" role=\"img\">\
+                 <rect x=\"{pad}\" y=\"{zero:.1}\" width=\"{pw:.1}\" height=\"{below:.1}\" fill=\"#fdd\"/>\
+                 <line x1=\"{pad}\" x2=\"{right:.1}\" y1=\"{zero:.1}\" y2=\"{zero:.1}\" stroke=\"#999\" stroke-dasharray=\"3 3\"/>\
+                 <text x=\"{}\" y=\"{:.1}\" font-size=\"10\" text-anchor=\"end\">{top:.0}</text>\
+                 <text x=\"{}\" y=\"{:.1}\" font-size=\"10\" text-anchor=\"end\">0</text>\
+                 <text x=\"{right:.1}\" y=\"{}\" font-size=\"10\" text-anchor=\"end\">{t_max:.1} s</text>\
+                 <polyline fill=\"none\" stroke=\"{colour}\" stroke-width=\"2\" points=\"{}\"/></svg></figure>",
+                escape(&run.strategy),
+                pad - 3.0,
+                y(top) + 8.0,
+                pad - 3.0,
+                y(0.0) + 3.0,
+                h - 4.0,
+                points.join(" "),
+                zero = y(0.0),
+                pw = w - pad - 8.0,
+                below = (y(bottom) - y(0.0)).max(0.0),
+                right = w - 8.0,
+            );
+        }
+        out.push_str("</div></figure>");
         out
     }
 

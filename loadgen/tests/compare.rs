@@ -409,6 +409,64 @@ fn check_html_in_chromium(html: &Path, shot: &Path) {
     );
     assert!(dom.contains("id=\"chart-p99\""), "p99 chart in the DOM");
     assert!(dom.matches("class=\"bar\"").count() >= 2, "bars drawn");
+    assert!(
+        dom.contains("id=\"chart-lesson\""),
+        "lesson chart in the DOM"
+    );
+    let report_json: Value = serde_json::from_str(
+        &std::fs::read_to_string(html.with_file_name("report.json")).expect("json"),
+    )
+    .expect("json");
+    let runs = report_json["runs"].as_array().expect("runs");
+    assert_eq!(
+        dom.matches("class=\"stock\"").count(),
+        runs.len(),
+        "one stock-over-time chart per run"
+    );
+    // A strategy that let something through has a red or orange bar in the
+    // lesson chart; an exact one says so.
+    let broken = runs
+        .iter()
+        .filter(|r| r["oversold"] != 0 || r["lost_updates"] != 0 || r["duplicates"] != 0)
+        .count();
+    assert_eq!(
+        dom.contains("class=\"lesson-bar\""),
+        broken > 0,
+        "lesson bars iff some run broke"
+    );
+
+    // It fits a 1280-pixel projector: no horizontal scrolling. The report
+    // has no script of its own; a copy gets one that writes the page's
+    // scroll width into the DOM.
+    let probe = html.with_file_name("width-probe.html");
+    let page = std::fs::read_to_string(html).expect("html").replace(
+        "</body>",
+        "<script>document.body.dataset.scrollWidth = document.documentElement.scrollWidth</script></body>",
+    );
+    std::fs::write(&probe, page).expect("probe written");
+    let dom = Command::new(chromium)
+        .args([
+            "--headless=new",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            "--window-size=1280,800",
+            "--dump-dom",
+            &format!("file://{}", probe.display()),
+        ])
+        .output()
+        .expect("chromium --dump-dom");
+    let dom = String::from_utf8_lossy(&dom.stdout);
+    let width: u32 = dom
+        .split("data-scroll-width=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .and_then(|w| w.parse().ok())
+        .unwrap_or_else(|| panic!("scroll width in the probe's DOM: {dom}"));
+    assert!(
+        width <= 1280,
+        "the report is {width} px wide at a 1280 px window"
+    );
 
     let status = Command::new(chromium)
         .args([
@@ -416,7 +474,7 @@ fn check_html_in_chromium(html: &Path, shot: &Path) {
             "--no-sandbox",
             "--disable-gpu",
             "--hide-scrollbars",
-            "--window-size=1100,900",
+            "--window-size=1280,2400",
             &format!("--screenshot={}", shot.display()),
             &url,
         ])

@@ -193,14 +193,34 @@ async fn settle_write_behind(state: &AppState, what: &str) {
     }
 }
 
-/// The ground truth of every product.
+/// `GET /admin/audit?recount=true`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuditQuery {
+    /// Count every order row instead of reading the trigger-kept totals.
+    #[serde(default)]
+    pub recount: bool,
+}
+
+/// The ground truth of every product: from the totals the database keeps
+/// beside the orders, or with `?recount=true` by counting every order.
 #[get("/admin/audit")]
-pub async fn audit(_: AdminAuth, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+pub async fn audit(
+    _: AdminAuth,
+    state: web::Data<AppState>,
+    query: web::Query<AuditQuery>,
+) -> Result<HttpResponse, ApiError> {
     settle_write_behind(&state, "audit").await;
-    let rows = super::audit_now(&state).await?;
+    let count = if query.recount {
+        db::Count::Recount
+    } else {
+        db::Count::Tally
+    };
+    let rows = super::audit_now(&state, count).await?;
     Ok(HttpResponse::Ok().json(json!({
         "strategy": state.control.active().info().name,
         "synchronous_commit": state.settings.synchronous_commit,
+        "counted_by": if query.recount { "recount" } else { "tally" },
         "products": rows,
     })))
 }

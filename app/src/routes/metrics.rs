@@ -14,7 +14,12 @@ use crate::startup::AppState;
 #[get("/metrics")]
 pub async fn metrics(state: web::Data<AppState>) -> HttpResponse {
     let metrics = &state.deps.metrics;
-    match tokio::time::timeout(Duration::from_secs(1), super::audit_now(&state)).await {
+    match tokio::time::timeout(
+        Duration::from_secs(1),
+        super::audit_now(&state, crate::db::Count::Tally),
+    )
+    .await
+    {
         Ok(Ok(rows)) => metrics.set_audit(&rows),
         Ok(Err(e)) => tracing::warn!(error = %e, "metrics: audit query failed"),
         Err(_) => tracing::warn!("metrics: audit query timed out"),

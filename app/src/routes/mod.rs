@@ -21,8 +21,8 @@ use crate::startup::AppState;
 /// the database snapshot: every committed order's decrement happened before
 /// its insert, so a grab in flight can show as a unit taken but not yet
 /// ordered (undersold for a moment), never as a lost update.
-pub async fn audit_now(state: &AppState) -> Result<Vec<AuditRow>, GrabError> {
-    let rows = db::audit(&state.read_pool).await?;
+pub async fn audit_now(state: &AppState, count: db::Count) -> Result<Vec<AuditRow>, GrabError> {
+    let rows = db::audit(&state.read_pool, count).await?;
     if state.control.active().info().name != redis_lua_stock::INFO.name || rows.is_empty() {
         return Ok(rows);
     }

@@ -181,12 +181,15 @@ pub async fn read(
     product_id: i64,
     replica: String,
 ) -> Result<StatusBody, GrabError> {
-    let rows = tokio::time::timeout(READ_TIMEOUT, super::audit_now(state))
-        .await
-        .map_err(|_| GrabError::Unavailable {
-            dependency: crate::error::Dependency::Postgres,
-            detail: "status: audit query timed out".into(),
-        })??;
+    let rows = tokio::time::timeout(
+        READ_TIMEOUT,
+        super::audit_now(state, crate::db::Count::Tally),
+    )
+    .await
+    .map_err(|_| GrabError::Unavailable {
+        dependency: crate::error::Dependency::Postgres,
+        detail: "status: audit query timed out".into(),
+    })??;
     let row = rows
         .into_iter()
         .find(|r| r.product_id == product_id)

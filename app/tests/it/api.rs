@@ -573,3 +573,112 @@ async fn pages_answer_while_pg_for_update_starves_the_grab_pool() {
     // when they shared it.
     assert!(p99 < Duration::from_millis(1_000), "p99 {p99:?}");
 }
+
+/// The audit reads totals the `orders` triggers keep (one scrape must not
+/// scan every order). They must equal a count of the rows themselves after
+/// everything that can happen to orders: two orders of one user racing in
+/// two open transactions (the duplicate a broken lock lets in), multi-row
+/// inserts, rolled-back inserts, deletes, a reset, and grabs over HTTP.
+#[tokio::test]
+async fn the_audit_totals_equal_a_recount_after_races_rollbacks_and_resets() {
+    let (_redis, app) = app().await;
+    app.reset(1, 1_000).await;
+    app.reset(2, 1_000).await;
+    let pool = app.state.deps.pool.clone();
+    let insert = "INSERT INTO orders (product_id, user_id, quantity, strategy)
+                  SELECT $1, u, $2, 'none' FROM unnest($3::BIGINT[]) u";
+    // Users 1..=40 of product 1: a second order inserted while the first
+    // one's transaction is still open, so it cannot see it (it waits in the
+    // trigger for the first to commit, then counts the user twice).
+    for user in 1..=40_i64 {
+        let mut first = pool.begin().await.expect("begin");
+        sqlx::query(insert)
+            .bind(1_i64)
+            .bind(1_i32)
+            .bind(vec![user])
+            .execute(&mut *first)
+            .await
+            .expect("first insert");
+        let second = tokio::spawn({
+            let pool = pool.clone();
+            async move {
+                sqlx::query(insert)
+                    .bind(1_i64)
+                    .bind(2_i32)
+                    .bind(vec![user])
+                    .execute(&pool)
+                    .await
+                    .expect("second insert");
+            }
+        });
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        first.commit().await.expect("commit");
+        second.await.expect("second");
+    }
+    // A multi-row insert with a user twice, and one that rolls back.
+    sqlx::query(insert)
+        .bind(2_i64)
+        .bind(3_i32)
+        .bind(vec![7_i64, 8, 7, 9])
+        .execute(&pool)
+        .await
+        .expect("multi-row insert");
+    let mut tx = pool.begin().await.expect("begin");
+    sqlx::query(insert)
+        .bind(2_i64)
+        .bind(1_i32)
+        .bind(vec![8_i64, 9, 10])
+        .execute(&mut *tx)
+        .await
+        .expect("insert");
+    tx.rollback().await.expect("rollback");
+    // Grabs over HTTP (the strategy's own INSERT), then a delete that
+    // leaves user 5 with one order and user 6 with none.
+    for user in 1_000..1_010 {
+        assert_eq!(app.grab(1, user, 1).await.0, 201);
+    }
+    sqlx::query(
+        "DELETE FROM orders WHERE product_id = 1 AND (user_id = 6 OR id IN
+            (SELECT MIN(id) FROM orders WHERE product_id = 1 AND user_id = 5))",
+    )
+    .execute(&pool)
+    .await
+    .expect("delete");
+
+    let (status, tally) = app.admin(Method::GET, "/admin/audit", None).await;
+    assert_eq!(status, 200, "{tally}");
+    let (status, recount) = app
+        .admin(Method::GET, "/admin/audit?recount=true", None)
+        .await;
+    assert_eq!(status, 200, "{recount}");
+    assert_eq!(
+        (&tally["counted_by"], &recount["counted_by"]),
+        (&json!("tally"), &json!("recount"))
+    );
+    assert_eq!(tally["products"], recount["products"]);
+    let one = &tally["products"][0];
+    // 80 racing orders (units 1 + 2 each) + 10 grabs − 3 deleted.
+    assert_eq!(
+        (&one["orders"], &one["ordered_units"], &one["duplicates"]),
+        (&json!(87), &json!(40 * 3 + 10 - 3 - 1), &json!(38)),
+        "{one}"
+    );
+    let two = &tally["products"][1];
+    assert_eq!(
+        (&two["orders"], &two["ordered_units"], &two["duplicates"]),
+        (&json!(4), &json!(12), &json!(1)),
+        "{two}"
+    );
+
+    app.reset(1, 5).await;
+    let (_, after) = app.admin(Method::GET, "/admin/audit", None).await;
+    let (_, recounted) = app
+        .admin(Method::GET, "/admin/audit?recount=true", None)
+        .await;
+    assert_eq!(after["products"], recounted["products"]);
+    assert_eq!(after["products"][0]["orders"], 0, "{after}");
+    let (status, body) = app
+        .admin(Method::GET, "/admin/audit?recount=maybe", None)
+        .await;
+    assert_error(status, &body, 400, "invalid_query");
+}

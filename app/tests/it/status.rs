@@ -162,6 +162,20 @@ impl Page {
         value as i64
     }
 
+    /// Attribute `name` of the element with `id`.
+    fn attr(&self, id: &str, name: &str) -> String {
+        let marker = format!("id=\"{id}\"");
+        let at = self.dom.find(&marker).expect("element");
+        let tag_start = self.dom[..at].rfind('<').expect("tag start");
+        let tag_end = at + self.dom[at..].find('>').expect("tag end");
+        self.dom[tag_start..tag_end]
+            .split(&format!(" {name}=\""))
+            .nth(1)
+            .and_then(|v| v.split('"').next())
+            .unwrap_or_else(|| panic!("#{id} has no {name}: {}", &self.dom[tag_start..tag_end]))
+            .to_owned()
+    }
+
     /// Whether the card of `id` is marked as a violation (red).
     fn is_red(&self, id: &str) -> bool {
         let marker = format!("id=\"{id}-card\"");
@@ -296,6 +310,28 @@ async fn status_page_counts_down_live_and_ends_on_the_audit_under_none() {
         "grabs/s during the run: {}",
         second.text("grabs-per-sec")
     );
+    // The small chart drew every number the page received (one at load,
+    // then a poll a second): a line of as many points, falling for stock.
+    for id in ["trend-stock", "trend-rate"] {
+        let samples: usize = second.attr(id, "data-samples").parse().expect("count");
+        let points: Vec<(f64, f64)> = second
+            .attr(id, "points")
+            .split_whitespace()
+            .map(|p| {
+                let (x, y) = p.split_once(',').expect("x,y");
+                (x.parse().expect("x"), y.parse().expect("y"))
+            })
+            .collect();
+        assert!(samples >= 2, "#{id}: {samples} samples");
+        assert_eq!(points.len(), samples, "#{id}");
+        if id == "trend-stock" {
+            // SVG y grows downwards: less stock, larger y.
+            assert!(
+                points.last().expect("point").1 > points[0].1,
+                "the stock line falls during the run: {points:?}"
+            );
+        }
+    }
 
     let audit = app.audit(1).await;
     assert!(
