@@ -14,6 +14,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use documented::DocumentedFields;
 use serde::{Deserialize, Serialize};
 
 /// The admin token that loopback-only demos use when `SECKILL_ADMIN_TOKEN`
@@ -22,8 +23,9 @@ use serde::{Deserialize, Serialize};
 pub const DEMO_ADMIN_TOKEN: &str = "seckill-demo-admin";
 
 /// Every setting of the service. Field `foo_bar` is `SECKILL_FOO_BAR` in the
-/// environment and `foo_bar = ...` in the TOML file.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// environment and `foo_bar = ...` in the TOML file. The doc comments below
+/// are also `seckill-app --help` ([`settings_help`]): keep them for users.
+#[derive(Debug, Clone, Serialize, Deserialize, DocumentedFields)]
 #[serde(default)]
 pub struct Settings {
     /// Address the HTTP server binds, `host:port`. Port 0 picks a free port.
@@ -161,6 +163,54 @@ pub struct SeedProduct {
     pub id: i64,
     /// Its stock (and initial stock).
     pub stock: i64,
+}
+
+/// The settings part of `seckill-app --help`: every `SECKILL_*` variable
+/// with its default and its meaning, from [`Settings`]' own doc comments.
+pub fn settings_help() -> String {
+    let defaults = serde_json::to_value(Settings::default()).unwrap_or_default();
+    let mut out = String::from(
+        "Settings (environment variables; the same names in lower case in a TOML file\n\
+         given by --config / SECKILL_CONFIG, or ./seckill.toml; variables win):\n",
+    );
+    for (name, doc) in Settings::FIELD_NAMES.iter().zip(Settings::FIELD_DOCS) {
+        let default = match &defaults[*name] {
+            serde_json::Value::Null => "unset".to_owned(),
+            serde_json::Value::String(s) if s.is_empty() => "empty".to_owned(),
+            serde_json::Value::String(s) => s.clone(),
+            serde_json::Value::Array(items) if items.is_empty() => "empty".to_owned(),
+            serde_json::Value::Array(items) => items
+                .iter()
+                .map(|i| i.as_str().map_or_else(|| i.to_string(), str::to_owned))
+                .collect::<Vec<_>>()
+                .join(","),
+            other => other.to_string(),
+        };
+        // Rustdoc links read as plain code in a terminal.
+        let text = doc
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+            .replace("[`", "`")
+            .replace("`]", "`");
+        out.push_str(&format!(
+            "\n  SECKILL_{}  [default: {default}]\n",
+            name.to_uppercase()
+        ));
+        let mut line = String::from("     ");
+        for word in text.split(' ') {
+            if line.len() + word.len() > 78 {
+                out.push_str(line.trim_end());
+                out.push('\n');
+                line = String::from("     ");
+            }
+            line.push(' ');
+            line.push_str(word);
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
 }
 
 impl Settings {

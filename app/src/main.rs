@@ -1,13 +1,44 @@
 //! `seckill-app` — reads settings, builds the application, serves until
-//! SIGINT/SIGTERM.
+//! SIGINT/SIGTERM. `--help` lists every `SECKILL_*` setting with its default
+//! and meaning (from the doc comments of `Settings`); `--config FILE` names
+//! a TOML file of settings; `--version`.
 
-use seckill_app::configuration::Settings;
+use std::path::PathBuf;
+
+use clap::{CommandFactory, FromArgMatches, Parser};
+use seckill_app::configuration::{settings_help, Settings};
 use seckill_app::startup::Application;
 use seckill_app::telemetry;
 
+/// The seckill-lab flash-sale service: a stock decrement inside a
+/// configurable distributed lock, with the audit, metrics and status page
+/// that show whether the lock held.
+#[derive(Debug, Parser)]
+#[command(name = "seckill-app", version)]
+struct Cli {
+    /// A TOML file of settings (`lock_ttl_ms = 800`, …); `SECKILL_*`
+    /// variables still override it.
+    #[arg(long, short = 'c', value_name = "FILE", env = "SECKILL_CONFIG")]
+    config: Option<PathBuf>,
+}
+
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    let settings = match Settings::load() {
+    let command = Cli::command()
+        .after_help(settings_help())
+        .after_long_help(settings_help());
+    // Usage errors exit 2 with clap's message; --help / --version exit 0.
+    let cli = Cli::from_arg_matches(&command.get_matches()).unwrap_or_else(|e| e.exit());
+    let mut vars: Vec<(String, String)> = std::env::vars().collect();
+    if let Some(path) = &cli.config {
+        if !path.is_file() {
+            eprintln!("seckill-app: --config {}: no such file", path.display());
+            return std::process::ExitCode::from(2);
+        }
+        vars.retain(|(key, _)| key != "SECKILL_CONFIG");
+        vars.push(("SECKILL_CONFIG".into(), path.display().to_string()));
+    }
+    let settings = match Settings::load_from(vars) {
         Ok(settings) => settings,
         Err(e) => {
             eprintln!("seckill-app: {e}");

@@ -35,7 +35,9 @@ use crate::workload::{self, Live, Shape, Workload, OUTCOMES};
       seckill-loadgen run --strategy redlock --burst 500 --stock 100\n  \
       seckill-loadgen compare --strategies none,set-nx-px-token,redlock --rate 300 --run-time 20s\n\n\
       Exit codes: 0 ok; 1 a strategy classed safe oversold, lost an update or duplicated an order;\n\
-      2 bad usage (unknown strategy/product, wrong admin token); 3 service unreachable."
+      2 bad usage (a bad flag, --out or --report-file: before any request; unknown strategy/product,\n\
+      wrong admin token); 3 service unreachable, a strategy's run failed, or the service failed\n\
+      half or more of a strategy's grabs (503/5xx); 130 interrupted (Ctrl-C)."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -159,7 +161,7 @@ struct Common {
     out: PathBuf,
     /// Also write the side-by-side report here (goose's flag name; the
     /// format follows the extension: .html, .json or .md). Repeatable.
-    #[arg(long)]
+    #[arg(long, value_parser = parse_report_file)]
     report_file: Vec<PathBuf>,
     /// Also class these strategies safe: their violations fail the run (exit 1).
     #[arg(long, value_delimiter = ',')]
@@ -259,6 +261,18 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
 }
 
 /// `3` or `1..3`.
+/// A `--report-file` whose format the extension names: refused while the
+/// flags are parsed (exit 2), not after the whole comparison ran.
+fn parse_report_file(text: &str) -> Result<PathBuf, String> {
+    let path = PathBuf::from(text);
+    match path.extension().and_then(|e| e.to_str()) {
+        Some("json" | "md" | "html" | "htm") => Ok(path),
+        _ => Err(format!(
+            "{text}: the format follows the extension; use .html, .json or .md"
+        )),
+    }
+}
+
 fn parse_range(text: &str) -> Result<(u32, u32), String> {
     let bad = || format!("{text:?} is not a quantity like 1 or 1..3");
     let (lo, hi) = match text.split_once("..") {
@@ -457,8 +471,23 @@ async fn probe(urls: Vec<String>, path: &str, users: usize, run_time: Duration) 
 }
 
 /// Run `strategies` (empty = all) with `common`'s workload and write the reports.
+/// One line per strategy as it finishes: above the progress bar on a
+/// terminal, plain on stderr when the bar is hidden (`--quiet`, CI, a pipe).
+fn say(bar: &ProgressBar, line: String) {
+    if bar.is_hidden() {
+        eprintln!("{line}");
+    } else {
+        bar.println(line);
+    }
+}
+
 async fn execute(strategies: Vec<String>, common: &Common) -> anyhow::Result<Report> {
     let workload = common.load.workload().map_err(anyhow::Error::msg)?;
+    // Every local mistake before the first request: an --out that cannot be
+    // created fails here (exit 2), not after the runs.
+    let goose_dir = common.out.join("goose");
+    std::fs::create_dir_all(&goose_dir)
+        .with_context(|| format!("create {}", goose_dir.display()))?;
     let service = Service::new(common.target.urls.clone(), common.admin_token.clone());
     let listed = service.check().await?;
     let names: Vec<String> = if strategies.is_empty() {
@@ -497,10 +526,6 @@ async fn execute(strategies: Vec<String>, common: &Common) -> anyhow::Result<Rep
         }
         None => None,
     };
-    let goose_dir = common.out.join("goose");
-    std::fs::create_dir_all(&goose_dir)
-        .with_context(|| format!("create {}", goose_dir.display()))?;
-
     let bar = if common.quiet {
         ProgressBar::hidden()
     } else {
@@ -528,7 +553,7 @@ async fn execute(strategies: Vec<String>, common: &Common) -> anyhow::Result<Rep
             Err(e) => {
                 // One strategy failing (a replica that would not switch, a
                 // 5xx) does not throw the others' results away.
-                bar.println(format!("{:>18}  failed: {e:#}", entry.name));
+                say(&bar, format!("{:>18}  failed: {e:#}", entry.name));
                 failed.push(Skipped {
                     strategy: entry.name.clone(),
                     reason: format!("{e:#}"),
@@ -537,19 +562,22 @@ async fn execute(strategies: Vec<String>, common: &Common) -> anyhow::Result<Rep
                 continue;
             }
         };
-        bar.println(format!(
-            "{:>18}  {:>7.0} grabs/s  {:>5} orders  p99 {:>7.1} ms  oversold {}  lost {}{}  {}",
-            run.strategy,
-            run.grabs_per_sec,
-            run.orders,
-            run.p99_ms,
-            run.oversold,
-            run.lost_updates,
-            run.overlaps
-                .map(|o| format!("  overlaps {o}"))
-                .unwrap_or_default(),
-            run.verdict.as_str()
-        ));
+        say(
+            &bar,
+            format!(
+                "{:>18}  {:>7.0} grabs/s  {:>5} orders  p99 {:>7.1} ms  oversold {}  lost {}{}  {}",
+                run.strategy,
+                run.grabs_per_sec,
+                run.orders,
+                run.p99_ms,
+                run.oversold,
+                run.lost_updates,
+                run.overlaps
+                    .map(|o| format!("  overlaps {o}"))
+                    .unwrap_or_default(),
+                run.verdict.as_str()
+            ),
+        );
         runs.push(run);
         bar.inc(1);
         if interrupted {

@@ -147,6 +147,16 @@ async fn compare_on_two_replicas_matches_the_database() {
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(stdout.contains("expected-unsafe"), "{stdout}");
+    // --quiet and no terminal: still one line per strategy as it finishes.
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    for strategy in ["set-nx-px-token", "local-mutex", "redis-lua-stock", "none"] {
+        assert!(
+            stderr
+                .lines()
+                .any(|l| l.trim_start().starts_with(strategy) && l.contains("grabs/s")),
+            "no progress line for {strategy} on stderr:\n{stderr}"
+        );
+    }
 
     let report = report(&dir);
     assert_eq!(report["replicas"].as_array().map(Vec::len), Some(2));
@@ -328,6 +338,25 @@ async fn clear_errors_for_wrong_url_token_and_strategy() {
     let dir = dir.to_str().expect("utf-8");
 
     let dead = format!("http://127.0.0.1:{}", free_port());
+    // Local mistakes are refused before any request: exit 2 even with a
+    // dead URL (which alone would be 3).
+    for bad in [
+        &["--report-file", "out.bogus"][..],
+        &["--out", "/proc/seckill-no-such-dir"][..],
+    ] {
+        let mut args = vec!["run", "--url", &dead, "--strategy", "none"];
+        args.extend_from_slice(bad);
+        if !bad.contains(&"--out") {
+            args.extend_from_slice(&["--out", dir]);
+        }
+        let output = loadgen(&args);
+        assert_eq!(output.status.code(), Some(2), "{bad:?}: {}", text(&output));
+        assert!(
+            !text(&output).contains("cannot reach the service"),
+            "{bad:?} must fail before any request: {}",
+            text(&output)
+        );
+    }
     let output = loadgen(&["run", "--url", &dead, "--strategy", "none", "--out", dir]);
     assert_eq!(output.status.code(), Some(3), "{}", text(&output));
     assert!(

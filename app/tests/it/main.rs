@@ -5,6 +5,7 @@ mod checker;
 mod harness;
 
 mod api;
+mod cli;
 mod concurrency;
 mod exclusion;
 mod failures;
