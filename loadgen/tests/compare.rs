@@ -160,6 +160,24 @@ async fn compare_on_two_replicas_matches_the_database() {
 
     let report = report(&dir);
     assert_eq!(report["replicas"].as_array().map(Vec::len), Some(2));
+    // Durations are milliseconds, like every other `_ms` field.
+    assert_eq!(
+        report["workload"]["max_run_time_ms"], 120_000,
+        "{}",
+        report["workload"]
+    );
+    assert!(report["workload"]["give_up_after_ms"].is_u64());
+    assert!(report["workload"]["run_time_ms"].is_null());
+    for run in report["runs"].as_array().expect("runs") {
+        let points = run["stock_over_time"].as_array().expect("stock_over_time");
+        assert!(points.len() >= 2, "{run}");
+        assert_eq!(points[0][1], 30, "starts at the stock: {run}");
+        assert_eq!(
+            points.last().expect("last")[1],
+            run["audit"][0]["stock"],
+            "ends on the audit"
+        );
+    }
     for safe in ["set-nx-px-token", "redis-lua-stock"] {
         let run = run_of(&report, safe);
         assert_eq!(run["verdict"], "safe", "{run}");

@@ -1338,6 +1338,7 @@ async fn dependency_loss(
         ],
     )
     .await?;
+    let pg_index = world.proxies.len();
     world.proxies.push(pg);
     let also = coordination_proxy.is_some();
     world.proxies.extend(coordination_proxy);
@@ -1353,18 +1354,22 @@ async fn dependency_loss(
     world.nodes[0].restart().await?;
     case.step("Redis started again, empty");
     pause(800).await;
-    for proxy in &world.proxies {
-        proxy.set_cut(true);
-    }
-    case.step(format!(
-        "PostgreSQL{} cut: connections dropped, new ones refused",
-        if also {
-            format!(" and {strategy}'s server")
-        } else {
-            String::new()
+    // PostgreSQL first: a holder inside its section feels it. Cut together,
+    // a lock server whose client rides out short cuts (ZooKeeper) could
+    // hold every buyer in the lock queue for the whole cut, and the pool
+    // replaces the dropped connections before anyone notices.
+    world.proxies[pg_index].set_cut(true);
+    case.step("PostgreSQL cut: connections dropped, new ones refused");
+    if also {
+        pause(300).await;
+        for proxy in &world.proxies[pg_index + 1..] {
+            proxy.set_cut(true);
         }
-    ));
-    pause(1000).await;
+        case.step(format!("{strategy}'s server cut too"));
+        pause(700).await;
+    } else {
+        pause(1000).await;
+    }
     for proxy in &world.proxies {
         proxy.set_cut(false);
     }
