@@ -13,7 +13,9 @@
 # Everything runs against the same PostgreSQL (the machine's, or the own
 # cluster services.sh starts) and its own redis-servers on free ports.
 # BENCH_CLIENTS (16), BENCH_SECONDS (10), BENCH_SYNC (on: the app's default
-# synchronous_commit; pgbench sessions get the same) tune it.
+# synchronous_commit; pgbench sessions get the same) tune it. A load that
+# exits non-zero or has any error outcome stops the bench (exit 1): no
+# figure is printed from a failing run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/services.sh
@@ -71,12 +73,25 @@ pgbench_tps() { # script
     | awk '/^tps = / {print $3; exit}'
 }
 
+# A figure counts only when the load exited 0 and no grab answered with an
+# error (503/5xx, transport): otherwise the bench stops here, loudly.
 loadgen_run() { # strategy field
   reset_db
-  local out="$STATE/run-$1"
+  local out="$STATE/run-$1" rc=0
   target/release/seckill-loadgen run --url "$APP" --strategy "$1" --users "$C" --run-time "${T}s" \
-    --stock "$STOCK" --out "$out" --quiet >/dev/null
-  python3 -c "import json,sys; r=json.load(open('$out/report.json'))['runs'][0]; print(r['$2'])"
+    --stock "$STOCK" --out "$out" --quiet >/dev/null 2>"$out.stderr" || rc=$?
+  if [[ $rc != 0 ]]; then
+    say "seckill-loadgen run --strategy $1 exited $rc: no figure ($(tail -n 3 "$out.stderr"))" >&2
+    return 1
+  fi
+  python3 - "$out/report.json" "$2" <<'PYEOF2'
+import json, sys
+run = json.load(open(sys.argv[1]))["runs"][0]
+errors = run["outcomes"].get("error", 0)
+if errors:
+    sys.exit(f"{run['strategy']}: {errors} grabs answered with an error: no figure")
+print(run[sys.argv[2]])
+PYEOF2
 }
 
 ratio() { python3 -c "print(f'{$1/$2:.2f}')"; }
