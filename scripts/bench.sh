@@ -43,7 +43,10 @@ redis_on() {
 REDIS_PORT=$(free_port); redis_on "$REDIS_PORT"
 REDLOCK=()
 for _ in 1 2 3 4 5; do p=$(free_port); redis_on "$p"; REDLOCK+=("redis://127.0.0.1:$p"); done
-sleep 0.3
+for url in "redis://127.0.0.1:$REDIS_PORT" "${REDLOCK[@]}"; do
+  for _ in $(seq 50); do redis-cli -u "$url" ping >/dev/null 2>&1 && break; sleep 0.1; done
+  redis-cli -u "$url" ping >/dev/null || { say "redis-server at $url did not answer"; exit 1; }
+done
 
 DB=seckill_bench
 psql "$PG_ADMIN_URL" -qc "DROP DATABASE IF EXISTS $DB" -c "CREATE DATABASE $DB"

@@ -129,6 +129,7 @@ enum Command {
 
 /// The replicas to load.
 #[derive(Debug, Args)]
+#[command(next_help_heading = "Service")]
 struct Target {
     /// App replica base URL; repeat (or comma-separate) for several:
     /// users are spread over them round-robin.
@@ -157,30 +158,35 @@ struct Common {
     #[command(flatten)]
     load: LoadArgs,
     /// Folder for report.{json,md,html} and goose's reports (goose/<strategy>.html).
-    #[arg(long, default_value = "loadgen-report")]
+    #[arg(
+        help_heading = "Reports and verdicts",
+        long,
+        default_value = "loadgen-report"
+    )]
     out: PathBuf,
     /// Also write the side-by-side report here (goose's flag name; the
     /// format follows the extension: .html, .json or .md). Repeatable.
-    #[arg(long, value_parser = parse_report_file)]
+    #[arg(help_heading = "Reports and verdicts", long, value_parser = parse_report_file)]
     report_file: Vec<PathBuf>,
     /// Also class these strategies safe: their violations fail the run (exit 1).
-    #[arg(long, value_delimiter = ',')]
+    #[arg(help_heading = "Reports and verdicts", long, value_delimiter = ',')]
     treat_as_safe: Vec<String>,
     /// Class these strategies expected-unsafe (e.g. after a fault you set).
-    #[arg(long, value_delimiter = ',')]
+    #[arg(help_heading = "Reports and verdicts", long, value_delimiter = ',')]
     expect_unsafe: Vec<String>,
     /// No progress bar.
-    #[arg(long, short)]
+    #[arg(help_heading = "Reports and verdicts", long, short)]
     quiet: bool,
     /// Count overlapping critical sections across every replica (the
     /// service's history arbiter): each run gets `overlaps` and
     /// `max_holders`, and an overlap under a lock that promises exclusion
     /// is a violation. Costs two arbiter round trips per grab.
-    #[arg(long)]
+    #[arg(help_heading = "Reports and verdicts", long)]
     history: bool,
 }
 
 #[derive(Debug, Args)]
+#[command(next_help_heading = "Load shape")]
 struct LoadArgs {
     /// Concurrent buyers (goose users). Closed loop: each grabs again as soon
     /// as answered. With --rate: the concurrency available to the schedule.
