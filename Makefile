@@ -1,6 +1,6 @@
 # seckill-lab — the commands a person types. Each target says what it does.
 SHELL := /bin/bash
-.PHONY: demo demo-stop scenarios test check check-stack check-panels fmt clippy build bench bench-locks bench-audit
+.PHONY: import-graph demo demo-stop scenarios test check check-stack check-panels fmt clippy build bench bench-locks bench-audit
 
 ## Run the demo without Docker: own PostgreSQL, Redis, five Redlock nodes,
 ## three replicas, nginx, Prometheus (state in .demo/), then a short
@@ -63,3 +63,8 @@ bench-audit:
 	@. scripts/services.sh && ensure_packages && ensure_postgres && \
 	  cargo build --release --locked -p seckill-app -p seckill-bench && \
 	  SECKILL_TEST_DATABASE_URL=$$PG_ADMIN_URL SECKILL_APP_BIN=target/release/seckill-app target/release/audit-bench
+
+## The import graph of app/src, module by module, and its import circles
+## (scripts/import_graph.py; --strict exits 1 on a circle).
+import-graph:
+	@python3 scripts/import_graph.py app/src
