@@ -29,6 +29,13 @@
 //!   product per message (no herd: only one can win anyway). A waiter also
 //!   retries when the holder's TTL would run out, and at least every
 //!   500 ms, so a lost message costs latency, never the lock.
+//! - Fair within a replica: the waiters of one product in this process
+//!   queue on a FIFO gate (a one-permit tokio semaphore) and only the head
+//!   of the queue asks Redis. Without it a task that just released and asks
+//!   again wins the race against the waiter the release woke, and an
+//!   unlucky waiter loses again and again (`make bench-locks`, contended
+//!   row: wait p99 twice raw polling's before the gate). Across replicas
+//!   there is still no queue: each replica's head races the others'.
 //! - Lost lease: when a renewal finds the lock gone or not ours, the guard
 //!   is marked lost (`seckill_lock_lost_total`); the section checks before
 //!   it commits and aborts with `409 rejected`. Redisson only logs this
@@ -53,7 +60,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use futures::StreamExt;
 use redis::Script;
-use tokio::sync::{oneshot, Notify};
+use tokio::sync::{oneshot, Notify, Semaphore};
 use tokio::time::{sleep, timeout, Instant};
 
 use super::{
@@ -95,6 +102,8 @@ pub struct Watchdog {
     unlock_script: Script,
     /// Waiters per lock key, woken by the pub/sub listener.
     waiters: Arc<Mutex<HashMap<String, Arc<Notify>>>>,
+    /// Per key, the FIFO gate of this process's waiters (one permit).
+    gates: Mutex<HashMap<String, Arc<Semaphore>>>,
 }
 
 /// What one attempt of the lock script came to.
@@ -120,7 +129,18 @@ impl Watchdog {
             renew_script: Arc::new(Script::new(include_str!("watchdog_renew.lua"))),
             unlock_script: Script::new(include_str!("watchdog_unlock.lua")),
             waiters,
+            gates: Mutex::default(),
         })
+    }
+
+    fn gate_of(&self, key: &str) -> Arc<Semaphore> {
+        let mut map = self
+            .gates
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        map.entry(key.to_owned())
+            .or_insert_with(|| Arc::new(Semaphore::new(1)))
+            .clone()
     }
 
     fn waiters_of(&self, key: &str) -> Arc<Notify> {
@@ -366,6 +386,12 @@ impl DistributedLock for Watchdog {
         let key = lock_key(product_id);
         let owner = format!("{}:{}", self.process_id, new_token());
         let deadline = Instant::now() + deps.lock_wait;
+        // Queue behind this process's earlier waiters of the same key
+        // (FIFO); the permit is held until this acquire returns.
+        let gate = self.gate_of(&key);
+        let Ok(Ok(_turn)) = timeout(deps.lock_wait, gate.acquire_owned()).await else {
+            return Err(GrabError::Busy(deps.lock_wait));
+        };
         let notify = self.waiters_of(&key);
         let attempts = deps.metrics.lock_attempts.with_label_values(&[INFO.name]);
         let retries = deps.metrics.lock_retries.with_label_values(&[INFO.name]);
