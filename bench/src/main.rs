@@ -165,6 +165,28 @@ struct Contended {
     failed_per_success: f64,
 }
 
+impl Contended {
+    /// The figures of one window: every task's waits (one per success) and
+    /// the failed attempts counted over it.
+    fn of(waits: Vec<f64>, failed: u64) -> Self {
+        let successes = waits.len() as f64;
+        Self {
+            per_sec: successes / CONTENDED_WINDOW.as_secs_f64(),
+            failed_per_success: failed as f64 / successes.max(1.0),
+            wait_p99_ms: p99(waits),
+        }
+    }
+}
+
+/// Every task's waits, in milliseconds, once all have ended.
+async fn gather(tasks: Vec<tokio::task::JoinHandle<Vec<f64>>>) -> Vec<f64> {
+    let mut waits = Vec::new();
+    for t in futures::future::join_all(tasks).await {
+        waits.extend(t.expect("task"));
+    }
+    waits
+}
+
 const CONTENDED_TASKS: usize = 50;
 const CONTENDED_HOLD: Duration = Duration::from_millis(2);
 const CONTENDED_WINDOW: Duration = Duration::from_secs(5);
@@ -201,16 +223,8 @@ async fn contended_watchdog(wd: Arc<Watchdog>, d: Arc<Deps>) -> Contended {
             })
         })
         .collect();
-    let mut waits = Vec::new();
-    for t in futures::future::join_all(all).await {
-        waits.extend(t.expect("task"));
-    }
-    let successes = waits.len() as f64;
-    Contended {
-        per_sec: successes / CONTENDED_WINDOW.as_secs_f64(),
-        failed_per_success: (retries.get() - before) as f64 / successes.max(1.0),
-        wait_p99_ms: p99(waits),
-    }
+    let waits = gather(all).await;
+    Contended::of(waits, retries.get() - before)
 }
 
 /// The same 50 tasks and 2 ms hold with raw `SET NX PX` + `DEL`, a failed
@@ -258,16 +272,8 @@ async fn contended_polling(d: Arc<Deps>) -> Contended {
             })
         })
         .collect();
-    let mut waits = Vec::new();
-    for t in futures::future::join_all(all).await {
-        waits.extend(t.expect("task"));
-    }
-    let successes = waits.len() as f64;
-    Contended {
-        per_sec: successes / CONTENDED_WINDOW.as_secs_f64(),
-        failed_per_success: failed.load(Ordering::Relaxed) as f64 / successes.max(1.0),
-        wait_p99_ms: p99(waits),
-    }
+    let waits = gather(all).await;
+    Contended::of(waits, failed.load(Ordering::Relaxed))
 }
 
 fn row(what: &str, ours: f64, floor: f64, unit: &str, goal: &str, pass: bool) {
