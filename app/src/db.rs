@@ -205,6 +205,16 @@ pub enum Count {
     Recount,
 }
 
+impl Count {
+    /// As the audit answer names it (`counted_by`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Count::Tally => "tally",
+            Count::Recount => "recount",
+        }
+    }
+}
+
 /// The audit of every product, by id. Products and counts come from one
 /// statement, so from one snapshot.
 pub async fn audit(pool: &PgPool, count: Count) -> Result<Vec<AuditRow>, sqlx::Error> {

@@ -24,9 +24,8 @@ struct Cli {
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    let command = Cli::command()
-        .after_help(settings_help())
-        .after_long_help(settings_help());
+    // Shown after both -h and --help (clap uses after_help for both).
+    let command = Cli::command().after_help(settings_help());
     // Usage errors exit 2 with clap's message; --help / --version exit 0.
     let cli = Cli::from_arg_matches(&command.get_matches()).unwrap_or_else(|e| e.exit());
     let mut vars: Vec<(String, String)> = std::env::vars().collect();

@@ -12,6 +12,8 @@ use std::time::{Duration, Instant};
 
 use seckill_testkit::{fresh_database, AppProcess, RedisServer};
 
+mod stats;
+
 const ORDERS: i64 = 1_000_000;
 /// Rows per INSERT: the row trigger's tally row gathers one version per row
 /// until commit, so one huge INSERT would be quadratic (see the migration).
@@ -31,8 +33,7 @@ where
         ms.push(start.elapsed().as_secs_f64() * 1e3);
     }
     ms.sort_by(f64::total_cmp);
-    let at = |q: f64| ms[((ms.len() as f64 * q).ceil() as usize).clamp(1, ms.len()) - 1];
-    (at(0.5), at(0.99))
+    (stats::quantile(&ms, 0.5), stats::quantile(&ms, 0.99))
 }
 
 fn line(what: &str, (p50, p99): (f64, f64)) {

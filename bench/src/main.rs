@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use redis::aio::ConnectionManager;
 use seckill_app::control::Faults;
 use seckill_app::lock::etcd_lease::EtcdLease;
 use seckill_app::lock::mysql_get_lock::MysqlGetLock;
@@ -23,6 +24,8 @@ use seckill_app::metrics::Metrics;
 use seckill_app::redis_client::connection as redis_connection;
 use seckill_testkit::{mysql_test_url, EtcdServer, RedisServer as Server, ZkServer};
 use tokio::time::Instant;
+
+mod stats;
 
 fn deps(redis_url: &str, ttl: Duration, wait: Duration) -> Deps {
     Deps {
@@ -122,6 +125,30 @@ async fn contended_rate(
     done.load(Ordering::Relaxed) as f64 / window.as_secs_f64()
 }
 
+/// The bare lock command every floor here is made of: `SET key v NX PX
+/// 10000`; true when it took the key.
+async fn raw_set_nx(conn: &mut ConnectionManager, key: &str) -> bool {
+    let won: Option<String> = redis::cmd("SET")
+        .arg(key)
+        .arg("v")
+        .arg("NX")
+        .arg("PX")
+        .arg(10_000)
+        .query_async(conn)
+        .await
+        .expect("set");
+    won.is_some()
+}
+
+/// Its bare release: `DEL key`.
+async fn raw_del(conn: &mut ConnectionManager, key: &str) {
+    let _: i64 = redis::cmd("DEL")
+        .arg(key)
+        .query_async(conn)
+        .await
+        .expect("del");
+}
+
 /// The raw Redis floor of a contended lock: `tasks` tasks racing `SET NX
 /// PX` on one key, the winner `DEL`s it; successful cycles per second.
 async fn raw_contended_rate(d: &Deps, tasks: usize, window: Duration) -> f64 {
@@ -132,21 +159,8 @@ async fn raw_contended_rate(d: &Deps, tasks: usize, window: Duration) -> f64 {
             let (mut conn, done) = (d.redis.clone(), done.clone());
             tokio::spawn(async move {
                 while Instant::now() < deadline {
-                    let won: Option<String> = redis::cmd("SET")
-                        .arg("raw:contended")
-                        .arg("v")
-                        .arg("NX")
-                        .arg("PX")
-                        .arg(10_000)
-                        .query_async(&mut conn)
-                        .await
-                        .expect("set");
-                    if won.is_some() {
-                        let _: i64 = redis::cmd("DEL")
-                            .arg("raw:contended")
-                            .query_async(&mut conn)
-                            .await
-                            .expect("del");
+                    if raw_set_nx(&mut conn, "raw:contended").await {
+                        raw_del(&mut conn, "raw:contended").await;
                         done.fetch_add(1, Ordering::Relaxed);
                     }
                 }
@@ -196,7 +210,7 @@ fn p99(mut ms: Vec<f64>) -> f64 {
         return f64::NAN;
     }
     ms.sort_by(f64::total_cmp);
-    ms[((ms.len() as f64 * 0.99).ceil() as usize).clamp(1, ms.len()) - 1]
+    stats::quantile(&ms, 0.99)
 }
 
 /// 50 tasks on one key through the watchdog (pub/sub wake-up), each
@@ -241,16 +255,7 @@ async fn contended_polling(d: Arc<Deps>) -> Contended {
                 'outer: while Instant::now() < deadline {
                     let asked = Instant::now();
                     loop {
-                        let won: Option<String> = redis::cmd("SET")
-                            .arg("raw:polled")
-                            .arg("v")
-                            .arg("NX")
-                            .arg("PX")
-                            .arg(10_000)
-                            .query_async(&mut conn)
-                            .await
-                            .expect("set");
-                        if won.is_some() {
+                        if raw_set_nx(&mut conn, "raw:polled").await {
                             break;
                         }
                         failed.fetch_add(1, Ordering::Relaxed);
@@ -262,11 +267,7 @@ async fn contended_polling(d: Arc<Deps>) -> Contended {
                     }
                     waits.push(asked.elapsed().as_secs_f64() * 1e3);
                     tokio::time::sleep(CONTENDED_HOLD).await;
-                    let _: i64 = redis::cmd("DEL")
-                        .arg("raw:polled")
-                        .query_async(&mut conn)
-                        .await
-                        .expect("del");
+                    raw_del(&mut conn, "raw:polled").await;
                 }
                 waits
             })
@@ -315,20 +316,8 @@ async fn main() {
             per_op_us(1, n, |_| {
                 let mut conn = raw.clone();
                 async move {
-                    let _: Option<String> = redis::cmd("SET")
-                        .arg("raw:1")
-                        .arg("v")
-                        .arg("NX")
-                        .arg("PX")
-                        .arg(10_000)
-                        .query_async(&mut conn)
-                        .await
-                        .expect("set");
-                    let _: i64 = redis::cmd("DEL")
-                        .arg("raw:1")
-                        .query_async(&mut conn)
-                        .await
-                        .expect("del");
+                    raw_set_nx(&mut conn, "raw:1").await;
+                    raw_del(&mut conn, "raw:1").await;
                 }
             })
             .await,

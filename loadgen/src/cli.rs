@@ -266,7 +266,6 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(secs))
 }
 
-/// `3` or `1..3`.
 /// A `--report-file` whose format the extension names: refused while the
 /// flags are parsed (exit 2), not after the whole comparison ran.
 fn parse_report_file(text: &str) -> Result<PathBuf, String> {
@@ -279,6 +278,7 @@ fn parse_report_file(text: &str) -> Result<PathBuf, String> {
     }
 }
 
+/// `3` or `1..3`.
 fn parse_range(text: &str) -> Result<(u32, u32), String> {
     let bad = || format!("{text:?} is not a quantity like 1 or 1..3");
     let (lo, hi) = match text.split_once("..") {
@@ -476,7 +476,6 @@ async fn probe(urls: Vec<String>, path: &str, users: usize, run_time: Duration) 
     ExitCode::SUCCESS
 }
 
-/// Run `strategies` (empty = all) with `common`'s workload and write the reports.
 /// One line per strategy as it finishes: above the progress bar on a
 /// terminal, plain on stderr when the bar is hidden (`--quiet`, CI, a pipe).
 fn say(bar: &ProgressBar, line: String) {
@@ -487,6 +486,7 @@ fn say(bar: &ProgressBar, line: String) {
     }
 }
 
+/// Run `strategies` (empty = all) with `common`'s workload and write the reports.
 async fn execute(strategies: Vec<String>, common: &Common) -> anyhow::Result<Report> {
     let workload = common.load.workload().map_err(anyhow::Error::msg)?;
     // Every local mistake before the first request: an --out that cannot be
@@ -721,11 +721,9 @@ async fn run_strategy(
     } else {
         None
     };
-    let mine = history
-        .as_ref()
-        .and_then(|h| h["strategies"].as_array())
-        .and_then(|all| all.iter().find(|s| s["strategy"] == name).cloned())
-        .unwrap_or(serde_json::Value::Null);
+    let mine = history.as_ref().map_or(&serde_json::Value::Null, |h| {
+        crate::service::strategy_history(h, name)
+    });
     let overlaps = history
         .as_ref()
         .map(|_| mine["overlaps"].as_u64().unwrap_or(0));

@@ -26,6 +26,16 @@ pub enum Verdict {
 }
 
 impl Verdict {
+    /// Its colour in the report's charts: blue safe, orange expected to
+    /// break, red a strategy classed safe that broke.
+    fn colour(self) -> &'static str {
+        match self {
+            Verdict::Violation => "#d32f2f",
+            Verdict::ExpectedUnsafe => "#f5a623",
+            Verdict::Safe => "#4a90d9",
+        }
+    }
+
     /// As printed.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -434,6 +444,8 @@ impl Report {
             ("lost updates", |r| r.lost_updates),
             ("duplicate orders", |r| r.duplicates),
         ];
+        let maxima =
+            COLUMNS.map(|(_, value)| self.runs.iter().map(value).max().unwrap_or(0).max(1) as f64);
         let (label_w, col_w, row_h) = (170.0, 320.0, 22.0);
         let width = label_w + col_w * 3.0 + 20.0;
         let height = 28.0 + row_h * self.runs.len() as f64;
@@ -459,10 +471,9 @@ impl Report {
                 y + 13.0,
                 escape(&run.strategy)
             );
-            for (c, (title, value)) in COLUMNS.iter().enumerate() {
+            for (c, ((title, value), max)) in COLUMNS.iter().zip(maxima).enumerate() {
                 let x = label_w + c as f64 * col_w;
                 let v = value(run);
-                let max = self.runs.iter().map(value).max().unwrap_or(0).max(1) as f64;
                 if v == 0 {
                     let _ = write!(
                         svg,
@@ -472,10 +483,12 @@ impl Report {
                     continue;
                 }
                 let w = (v as f64 / max * (col_w - 70.0)).max(2.0);
+                // Something went through: red for a broken promise, orange
+                // otherwise (never the blue of a safe bar).
                 let colour = if run.verdict == Verdict::Violation {
-                    "#d32f2f"
+                    Verdict::Violation.colour()
                 } else {
-                    "#f5a623"
+                    Verdict::ExpectedUnsafe.colour()
                 };
                 let _ = write!(
                     svg,
@@ -509,18 +522,11 @@ impl Report {
             .iter()
             .flat_map(|r| r.stock_over_time.iter().map(|p| p.0))
             .fold(0.1_f64, f64::max);
-        let top = runs
+        let (bottom, top) = runs
             .iter()
             .flat_map(|r| r.stock_over_time.iter().map(|p| p.1))
-            .max()
-            .unwrap_or(1)
-            .max(1) as f64;
-        let bottom = runs
-            .iter()
-            .flat_map(|r| r.stock_over_time.iter().map(|p| p.1))
-            .min()
-            .unwrap_or(0)
-            .min(0) as f64;
+            .fold((0_i64, 1_i64), |(lo, hi), v| (lo.min(v), hi.max(v)));
+        let (bottom, top) = (bottom as f64, top as f64);
         let x = |t: f64| pad + t / t_max * (w - pad - 8.0);
         let y = |v: f64| 8.0 + (top - v) / (top - bottom) * (h - 8.0 - 18.0);
         let mut out = format!(
@@ -529,11 +535,7 @@ impl Report {
              point from the audit)</figcaption><div class=\"charts\">"
         );
         for run in runs {
-            let colour = match run.verdict {
-                Verdict::Violation => "#d32f2f",
-                Verdict::ExpectedUnsafe => "#f5a623",
-                Verdict::Safe => "#4a90d9",
-            };
+            let colour = run.verdict.colour();
             let points: Vec<String> = run
                 .stock_over_time
                 .iter()
@@ -594,11 +596,7 @@ impl Report {
             let y = 10.0 + i as f64 * bar_h * 1.4;
             let v = value(run);
             let w = (v / max * plot_w).max(1.0);
-            let color = match run.verdict {
-                Verdict::Violation => "#d32f2f",
-                Verdict::ExpectedUnsafe => "#f5a623",
-                Verdict::Safe => "#4a90d9",
-            };
+            let color = run.verdict.colour();
             let _ = write!(
                 svg,
                 "<text x=\"{}\" y=\"{}\" text-anchor=\"end\" font-size=\"12\">{}</text>\

@@ -437,3 +437,11 @@ fn short_reason(error: &reqwest::Error) -> String {
     }
     source.to_string()
 }
+
+/// The counts of `strategy` in a `GET /admin/history` answer (null: none).
+pub fn strategy_history<'a>(history: &'a Value, strategy: &str) -> &'a Value {
+    history["strategies"]
+        .as_array()
+        .and_then(|all| all.iter().find(|s| s["strategy"] == strategy))
+        .unwrap_or(&Value::Null)
+}

@@ -220,7 +220,7 @@ pub async fn audit(
     Ok(HttpResponse::Ok().json(json!({
         "strategy": state.control.active().info().name,
         "synchronous_commit": state.settings.synchronous_commit,
-        "counted_by": if query.recount { "recount" } else { "tally" },
+        "counted_by": count.as_str(),
         "products": rows,
     })))
 }

@@ -653,7 +653,7 @@ async fn observe(world: &World, case: &Case, strategy: &str) -> anyhow::Result<(
         .cloned()
         .unwrap_or_default();
     let history = service.history().await?;
-    let mine = strategy_history(&history, strategy).clone();
+    let mine = crate::service::strategy_history(&history, strategy).clone();
     let scrape = service.scrape().await?;
     let s = [("strategy", strategy)];
     let waits = scrape.sum("seckill_lock_acquire_duration_seconds_sum", &s);
@@ -835,17 +835,9 @@ async fn overlaps_so_far(service: &Service, strategy: &str) -> u64 {
     let Ok(history) = service.history().await else {
         return 0;
     };
-    strategy_history(&history, strategy)["overlaps"]
+    crate::service::strategy_history(&history, strategy)["overlaps"]
         .as_u64()
         .unwrap_or(0)
-}
-
-/// The counts of `strategy` in a `GET /admin/history` answer (null: none).
-fn strategy_history<'a>(history: &'a Value, strategy: &str) -> &'a Value {
-    history["strategies"]
-        .as_array()
-        .and_then(|all| all.iter().find(|s| s["strategy"] == strategy))
-        .unwrap_or(&Value::Null)
 }
 
 async fn slow_network(
