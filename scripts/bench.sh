@@ -7,6 +7,9 @@
 #   set-nx-px-token / pg-for-update (hot product) goal >= 0.70
 #   redlock / pg-for-update (5 nodes, hot)        goal >= 0.50
 #   redis-lua-stock / pg-atomic (orders/s)        goal >= 2.00
+#   redis-lua-stock orders/s / wrk GET product    goal >= 0.50 (the ceiling:
+#     orders committed in batches, BENCH_CEILING_USERS (64) users against
+#     wrk with as many connections; batch sizes and added wait printed)
 #   goose GET product / wrk (same connections)    goal >= 0.70
 #   peak RSS of one replica, 1000 users           goal <= 64 MiB (+ GET p99)
 #
@@ -25,6 +28,7 @@ apt_install wrk wrk
 ensure_postgres
 
 C=${BENCH_CLIENTS:-16}
+CEILING=${BENCH_CEILING_USERS:-64}
 T=${BENCH_SECONDS:-10}
 SYNC=${BENCH_SYNC:-on}
 STATE=.state/bench
@@ -78,10 +82,10 @@ pgbench_tps() { # script
 
 # A figure counts only when the load exited 0 and no grab answered with an
 # error (503/5xx, transport): otherwise the bench stops here, loudly.
-loadgen_run() { # strategy field
+loadgen_run() { # strategy field [users]
   reset_db
-  local out="$STATE/run-$1" rc=0
-  target/release/seckill-loadgen run --url "$APP" --strategy "$1" --users "$C" --run-time "${T}s" \
+  local users=${3:-$C} out="$STATE/run-$1-${3:-$C}" rc=0
+  target/release/seckill-loadgen run --url "$APP" --strategy "$1" --users "$users" --run-time "${T}s" \
     --stock "$STOCK" --out "$out" --quiet >/dev/null 2>"$out.stderr" || rc=$?
   if [[ $rc != 0 ]]; then
     say "seckill-loadgen run --strategy $1 exited $rc: no figure ($(tail -n 3 "$out.stderr"))" >&2
@@ -100,7 +104,7 @@ PYEOF2
 ratio() { python3 -c "print(f'{$1/$2:.2f}')"; }
 ROWS=()
 row() { # name figure floor ratio goal ok
-  ROWS+=("$(printf '%-44s %10s %10s %6s %8s %s' "$@")")
+  ROWS+=("$(printf '%-52s %10s %10s %6s %8s %s' "$@")")
 }
 check() { python3 -c "import sys; sys.exit(0 if $1 else 1)" && echo ok || echo SHORT; }
 
@@ -108,7 +112,7 @@ say "pgbench, pg-atomic transaction ($C clients, ${T}s, synchronous_commit=$SYNC
 PG_ATOMIC_FLOOR=$(pgbench_tps bench/pgbench/pg-atomic.sql)
 say "HTTP pg-atomic"
 PG_ATOMIC=$(loadgen_run pg-atomic grabs_per_sec)
-PG_ATOMIC_ORDERS=$(python3 -c "import json; print(json.load(open('$STATE/run-pg-atomic/report.json'))['runs'][0]['orders_per_sec'])")
+PG_ATOMIC_ORDERS=$(python3 -c "import json; print(json.load(open('$STATE/run-pg-atomic-$C/report.json'))['runs'][0]['orders_per_sec'])")
 say "pgbench, pg-for-update transaction"
 PG_FU_FLOOR=$(pgbench_tps bench/pgbench/pg-for-update.sql)
 say "HTTP pg-for-update"
@@ -119,9 +123,18 @@ say "HTTP redlock (5 nodes)"
 REDLOCK_RATE=$(loadgen_run redlock grabs_per_sec)
 say "HTTP redis-lua-stock"
 LUA_ORDERS=$(loadgen_run redis-lua-stock orders_per_sec)
+say "HTTP redis-lua-stock, the ceiling: $CEILING users"
+CEILING_ORDERS=$(loadgen_run redis-lua-stock orders_per_sec "$CEILING")
+BATCHES=$(python3 -c "
+import json
+b = json.load(open('$STATE/run-redis-lua-stock-$CEILING/report.json'))['runs'][0].get('batch')
+print('batches: none' if not b else
+      f\"{b['batches']} batches, {b['mean_size']:.1f} orders each on average (p99 {b['p99_size']:.0f}); \"
+      f\"wait for a batch p50 {b['wait_p50_ms']:.2f} ms, p99 {b['wait_p99_ms']:.2f} ms; commit p99 {b['commit_p99_ms']:.2f} ms\")")
 
 say "wrk vs goose: GET /api/v1/products/1 with $C connections"
 WRK=$(wrk -t2 -c "$C" -d "${T}s" "$APP/api/v1/products/1" | awk '/^Requests\/sec:/ {print $2}')
+WRK_CEILING=$(wrk -t2 -c "$CEILING" -d "${T}s" "$APP/api/v1/products/1" | awk '/^Requests\/sec:/ {print $2}')
 GOOSE=$(target/release/seckill-loadgen probe --url "$APP" --users "$C" --run-time "${T}s" \
   | python3 -c "import json,sys; print(json.load(sys.stdin)['requests_per_sec'])")
 
@@ -140,6 +153,7 @@ row "pg-for-update grabs/s vs pgbench same tx" "$(printf %.0f "$PG_FU")" "$(prin
 row "set-nx-px-token vs pg-for-update grabs/s" "$(printf %.0f "$TOKEN")" "$(printf %.0f "$PG_FU")" "$(ratio "$TOKEN" "$PG_FU")" ">=0.70" "$(check "$TOKEN/$PG_FU>=0.7")"
 row "redlock (5 nodes) vs pg-for-update grabs/s" "$(printf %.0f "$REDLOCK_RATE")" "$(printf %.0f "$PG_FU")" "$(ratio "$REDLOCK_RATE" "$PG_FU")" ">=0.50" "$(check "$REDLOCK_RATE/$PG_FU>=0.5")"
 row "redis-lua-stock vs pg-atomic orders/s" "$(printf %.0f "$LUA_ORDERS")" "$(printf %.0f "$PG_ATOMIC_ORDERS")" "$(ratio "$LUA_ORDERS" "$PG_ATOMIC_ORDERS")" ">=2.00" "$(check "$LUA_ORDERS/$PG_ATOMIC_ORDERS>=2")"
+row "ceiling: redis-lua-stock orders/s vs wrk GET ($CEILING)" "$(printf %.0f "$CEILING_ORDERS")" "$(printf %.0f "$WRK_CEILING")" "$(ratio "$CEILING_ORDERS" "$WRK_CEILING")" ">=0.50" "$(check "$CEILING_ORDERS/$WRK_CEILING>=0.5")"
 row "goose GET product req/s vs wrk" "$(printf %.0f "$GOOSE")" "$(printf %.0f "$WRK")" "$(ratio "$GOOSE" "$WRK")" ">=0.70" "$(check "$GOOSE/$WRK>=0.7")"
 row "peak RSS, 1000 users (MiB)" "$RSS_MIB" "64" "$(ratio "$RSS_MIB" 64)" "<=1.00" "$(check "$RSS_MIB<=64")"
 row "GET product p99 at 1000 users (ms)" "$P99_1000" "-" "-" "printed" ""
@@ -147,4 +161,5 @@ row "GET product p99 at 1000 users (ms)" "$P99_1000" "-" "-" "printed" ""
 echo
 echo "make bench — $(nproc) cores, $C clients, ${T}s per figure, synchronous_commit=$SYNC, $(date -u +%FT%TZ)"
 printf '%s\n' "${ROWS[@]}"
+echo "ceiling run ($CEILING users): $BATCHES"
 psql "$PG_ADMIN_URL" -qc "DROP DATABASE IF EXISTS $DB" 2>/dev/null || true

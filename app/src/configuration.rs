@@ -97,6 +97,13 @@ pub struct Settings {
     /// ZooKeeper connect string for `zk-ephemeral-seq` (`host:port[,host:port]`);
     /// unset or empty: that strategy is unavailable.
     pub zookeeper_url: Option<String>,
+    /// Most orders `redis-lua-stock` writes in one multi-row `INSERT` (one
+    /// commit); a grab is answered after its batch committed. 1 = one
+    /// `INSERT` per order (no batching).
+    pub order_batch_max: usize,
+    /// Order batches of `redis-lua-stock` committing at once; the orders
+    /// that arrive meanwhile form the next batch.
+    pub order_batch_commits: usize,
 }
 
 impl Default for Settings {
@@ -129,6 +136,8 @@ impl Default for Settings {
             mysql_url: None,
             etcd_urls: Vec::new(),
             zookeeper_url: None,
+            order_batch_max: 256,
+            order_batch_commits: 2,
         }
     }
 }
@@ -327,6 +336,14 @@ impl Settings {
                 "zookeeper_url",
                 "must be a connect string like 127.0.0.1:2181 (no scheme)",
             ));
+        }
+        for (field, value) in [
+            ("order_batch_max", self.order_batch_max),
+            ("order_batch_commits", self.order_batch_commits),
+        ] {
+            if !(1..=10_000).contains(&value) {
+                return Err(SettingsError::new(field, "must be between 1 and 10000"));
+            }
         }
         if !["on", "off", "local", "remote_write", "remote_apply"]
             .contains(&self.synchronous_commit.as_str())

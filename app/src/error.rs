@@ -37,7 +37,7 @@ impl Dependency {
 }
 
 /// How a grab can end without an order.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum GrabError {
     /// Not enough stock left for the requested quantity.
     #[error("sold out")]

@@ -25,6 +25,7 @@ pub mod error;
 pub mod history;
 pub mod lock;
 pub mod metrics;
+pub mod order_batch;
 pub mod redis_client;
 pub mod routes;
 pub mod section;

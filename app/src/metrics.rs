@@ -65,7 +65,18 @@ pub struct Metrics {
     pub orders: CounterVec,
     /// `seckill_history_errors_total` — entries/exits the history arbiter missed.
     pub history_errors: IntCounter,
+    /// `seckill_order_batch_size{strategy}` — orders per committed batch.
+    pub order_batch_size: HistogramVec,
+    /// `seckill_order_batch_commit_seconds{strategy}` — one batch's `INSERT` and commit.
+    pub order_batch_commit: HistogramVec,
+    /// `seckill_order_batch_wait_seconds{strategy}` — an order queued before its batch started.
+    pub order_batch_wait: HistogramVec,
 }
+
+/// Batch sizes: powers of two up to 1,024 orders.
+const BATCH_SIZE_BUCKETS: &[f64] = &[
+    1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0,
+];
 
 fn counter(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
     let metric = IntCounterVec::new(Opts::new(name, help), labels).expect("valid metric");
@@ -251,6 +262,32 @@ impl Metrics {
             ),
             orders,
             history_errors,
+            order_batch_size: {
+                let metric = HistogramVec::new(
+                    HistogramOpts::new(
+                        "seckill_order_batch_size",
+                        "Orders written by one committed multi-row INSERT",
+                    )
+                    .buckets(BATCH_SIZE_BUCKETS.to_vec()),
+                    &["strategy"],
+                )
+                .expect("valid metric");
+                r.register(Box::new(metric.clone()))
+                    .expect("registered once");
+                metric
+            },
+            order_batch_commit: histogram(
+                &r,
+                "seckill_order_batch_commit_seconds",
+                "One order batch's INSERT and commit",
+                &["strategy"],
+            ),
+            order_batch_wait: histogram(
+                &r,
+                "seckill_order_batch_wait_seconds",
+                "Time an order waited for its batch to start",
+                &["strategy"],
+            ),
             registry: r,
         }
     }
@@ -259,7 +296,8 @@ impl Metrics {
     /// and result, each Redlock node — so the first event is an increase
     /// Prometheus can see (`rate`, `increase`, alerts), and a panel shows 0
     /// because nothing happened, never because the series does not exist.
-    pub fn init_series(&self, strategies: &[&str], redlock_nodes: &[String]) {
+    /// `batching` names the strategies that commit orders in batches.
+    pub fn init_series(&self, strategies: &[&str], redlock_nodes: &[String], batching: &[&str]) {
         const OUTCOMES: [&str; 6] = [
             "ordered",
             "sold_out",
@@ -291,6 +329,11 @@ impl Metrics {
         }
         for node in redlock_nodes {
             self.redlock_node_errors.with_label_values(&[node]);
+        }
+        for &s in batching {
+            self.order_batch_size.with_label_values(&[s]);
+            self.order_batch_commit.with_label_values(&[s]);
+            self.order_batch_wait.with_label_values(&[s]);
         }
     }
 

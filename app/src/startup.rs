@@ -106,7 +106,8 @@ impl Application {
             .iter()
             .map(|url| crate::lock::redlock::node_name(url))
             .collect();
-        deps.metrics.init_series(&names, &nodes);
+        deps.metrics
+            .init_series(&names, &nodes, &[crate::lock::redis_lua_stock::INFO.name]);
         if let Err(e) = control.refresh(&deps).await {
             tracing::warn!(error = %e, "redis not reachable at start; using the configured strategy");
         }

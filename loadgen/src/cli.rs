@@ -10,7 +10,7 @@ use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 
-use crate::report::{LockFigures, Report, Run, Skipped, Verdict};
+use crate::report::{BatchFigures, LockFigures, Report, Run, Skipped, Verdict};
 use crate::service::{Service, ServiceError, StrategyEntry};
 use crate::workload::{self, Live, Shape, Workload, OUTCOMES};
 
@@ -775,6 +775,18 @@ async fn run_strategy(
             0
         },
     };
+    let batches = count("seckill_order_batch_size_count", &[]);
+    let batch = (batches > 0).then(|| BatchFigures {
+        batches,
+        mean_size: delta.sum("seckill_order_batch_size_sum", &s) / batches as f64,
+        p50_size: delta.quantile("seckill_order_batch_size", &s, 0.50),
+        p99_size: delta.quantile("seckill_order_batch_size", &s, 0.99),
+        wait_p50_ms: live.batch_wait_ms(0.50),
+        wait_p99_ms: live.batch_wait_ms(0.99),
+        commit_p99_ms: delta
+            .quantile("seckill_order_batch_commit_seconds", &s, 0.99)
+            .map(|v| v * 1000.0),
+    });
     let secs = live.elapsed().as_secs_f64().max(1e-3);
     let orders = sum(|r| r.orders);
     let mut stock_over_time = std::mem::take(
@@ -816,6 +828,7 @@ async fn run_strategy(
         buyer_p50_ms: live.buyer_latency_ms(0.50),
         buyer_p99_ms: live.buyer_latency_ms(0.99),
         lock,
+        batch,
         overlaps,
         max_holders,
         first_overlaps: history

@@ -60,6 +60,44 @@ pub struct LockFigures {
     pub redlock_quorum_failures: u64,
 }
 
+/// How the run's orders were batched (from the service's
+/// `seckill_order_batch_*` histograms, and each grab's exact
+/// `Server-Timing: batch;dur`).
+#[derive(Debug, Clone, Serialize)]
+pub struct BatchFigures {
+    /// Batches committed (or failed) during the run.
+    pub batches: u64,
+    /// Orders per batch, on average.
+    pub mean_size: f64,
+    /// Median and 99th percentile batch size (bucket-interpolated).
+    pub p50_size: Option<f64>,
+    pub p99_size: Option<f64>,
+    /// What batching added to a grab: the time its order waited for its
+    /// batch to start, exact.
+    pub wait_p50_ms: Option<f64>,
+    pub wait_p99_ms: Option<f64>,
+    /// One batch's `INSERT` and commit, 99th percentile (bucket-interpolated).
+    pub commit_p99_ms: Option<f64>,
+}
+
+impl BatchFigures {
+    /// One line: `orders in 812 batches of 7.6 on average (p50 6, p99 15); ...`.
+    pub fn line(&self) -> String {
+        let ms = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.2} ms"));
+        let n = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.0}"));
+        format!(
+            "orders in {} batches of {:.1} on average (p50 {}, p99 {}); wait for a batch p50 {}, p99 {}; commit p99 {}",
+            self.batches,
+            self.mean_size,
+            n(self.p50_size),
+            n(self.p99_size),
+            ms(self.wait_p50_ms),
+            ms(self.wait_p99_ms),
+            ms(self.commit_p99_ms),
+        )
+    }
+}
+
 /// One strategy's run.
 #[derive(Debug, Clone, Serialize)]
 pub struct Run {
@@ -95,6 +133,10 @@ pub struct Run {
     pub buyer_p50_ms: f64,
     pub buyer_p99_ms: f64,
     pub lock: LockFigures,
+    /// Orders committed in batches (`redis-lua-stock`): sizes and waits;
+    /// absent when the strategy wrote no batch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub batch: Option<BatchFigures>,
     /// With `--history`: critical sections that began while another was
     /// inside, across every replica (the arbiter's count).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -150,6 +192,13 @@ impl Report {
             .iter()
             .filter(|r| r.verdict == Verdict::Violation)
             .collect()
+    }
+
+    /// The runs that committed their orders in batches.
+    fn batched(&self) -> impl Iterator<Item = (&str, &BatchFigures)> {
+        self.runs
+            .iter()
+            .filter_map(|r| Some((r.strategy.as_str(), r.batch.as_ref()?)))
     }
 
     fn header(&self) -> String {
@@ -275,6 +324,9 @@ impl Report {
             out.push_str(line(row).trim_end());
             out.push('\n');
         }
+        for (strategy, batch) in self.batched() {
+            let _ = writeln!(out, "{strategy}: {}", batch.line());
+        }
         for s in &self.skipped {
             let _ = writeln!(out, "skipped {}: {}", s.strategy, s.reason);
         }
@@ -309,6 +361,9 @@ impl Report {
                 }
             }
             let _ = writeln!(out, "| {} |", row.join(" | "));
+        }
+        for (strategy, batch) in self.batched() {
+            let _ = writeln!(out, "\n`{strategy}`: {}", batch.line());
         }
         for s in &self.skipped {
             let _ = writeln!(out, "\nSkipped `{}`: {}", s.strategy, s.reason);
@@ -401,6 +456,14 @@ impl Report {
             out.push_str("</tr>");
         }
         out.push_str("</tbody></table>");
+        for (strategy, batch) in self.batched() {
+            let _ = write!(
+                out,
+                "<p class=\"batch\"><code>{}</code>: {}</p>",
+                escape(strategy),
+                escape(&batch.line())
+            );
+        }
         for s in &self.skipped {
             let _ = write!(
                 out,

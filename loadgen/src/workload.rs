@@ -109,6 +109,9 @@ pub struct Live {
     /// The lock wait of every grab that waited for a lock, exact, as the
     /// service answers it (`Server-Timing: lock;dur=<ms>`).
     lock_wait: Latencies,
+    /// How long each batched order waited for its batch to start, exact,
+    /// as the service answers it (`Server-Timing: batch;dur=<ms>`).
+    batch_wait: Latencies,
     next_user: AtomicU64,
     slot: AtomicU64,
     sold_out: Mutex<HashSet<u64>>,
@@ -127,6 +130,7 @@ impl Default for Live {
             latency: Latencies::default(),
             buyer: Latencies::default(),
             lock_wait: Latencies::default(),
+            batch_wait: Latencies::default(),
             next_user: AtomicU64::new(1),
             slot: AtomicU64::new(0),
             sold_out: Mutex::new(HashSet::new()),
@@ -190,6 +194,13 @@ impl Live {
         (!empty).then(|| self.lock_wait.quantile_ms(q))
     }
 
+    /// Quantile (0..1) of the batch waits the service reported, in ms;
+    /// `None` when no grab reported one (the strategy does not batch).
+    pub fn batch_wait_ms(&self, q: f64) -> Option<f64> {
+        let empty = lock(&self.batch_wait.0).is_empty();
+        (!empty).then(|| self.batch_wait.quantile_ms(q))
+    }
+
     fn record_buyer(&self, took: Duration) {
         self.buyer.record(took);
     }
@@ -251,8 +262,9 @@ impl Latencies {
     }
 }
 
-/// The lock wait of a `Server-Timing: lock;dur=<ms>` header.
-fn lock_wait(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+/// The duration of metric `name` of a `Server-Timing` header
+/// (`lock;dur=<ms>, batch;dur=<ms>`).
+fn server_timing(headers: &reqwest::header::HeaderMap, name: &str) -> Option<Duration> {
     headers
         .get_all("server-timing")
         .iter()
@@ -260,7 +272,7 @@ fn lock_wait(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
         .flat_map(|v| v.split(','))
         .find_map(|metric| {
             let mut parts = metric.split(';').map(str::trim);
-            if parts.next()? != "lock" {
+            if parts.next()? != name {
                 return None;
             }
             let ms: f64 = parts.find_map(|p| p.strip_prefix("dur="))?.parse().ok()?;
@@ -492,8 +504,11 @@ async fn buyer(user: &mut GooseUser, plan: &Plan) -> TransactionResult {
         let (outcome, status) = match response.response {
             Ok(r) => {
                 let status = r.status().as_u16();
-                if let Some(waited) = lock_wait(r.headers()) {
+                if let Some(waited) = server_timing(r.headers(), "lock") {
                     live.lock_wait.record(waited);
+                }
+                if let Some(waited) = server_timing(r.headers(), "batch") {
+                    live.batch_wait.record(waited);
                 }
                 let text = r.text().await.unwrap_or_default();
                 (classify(status, &text), status)

@@ -774,7 +774,10 @@ impl Strategies {
             Arc::new(pg_optimistic::PgOptimistic),
             Arc::new(pg_advisory::PgAdvisory),
             Arc::new(pg_atomic::PgAtomic),
-            Arc::new(redis_lua_stock::RedisLuaStock::new()),
+            Arc::new(redis_lua_stock::RedisLuaStock::new(
+                settings.order_batch_max,
+                settings.order_batch_commits,
+            )),
         ];
         debug_assert_eq!(
             all.iter().map(|s| s.info().name).collect::<Vec<_>>(),

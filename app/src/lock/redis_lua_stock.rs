@@ -3,28 +3,34 @@
 //!
 //! **Seed step:** 001 "TCC": *Try* reserves the resource
 //! ([`stock_try.lua`]: check the buyer, check the stock, decrement — one
-//! atomic script), *Confirm* persists the order (one PostgreSQL
-//! statement that inserts it), *Cancel* gives the reservation back when
-//! Confirm fails ([`stock_cancel.lua`]).
+//! atomic script), *Confirm* persists the order (in a batch: one
+//! PostgreSQL statement inserts the orders of many grabs, see
+//! [`crate::order_batch`]; `SECKILL_ORDER_BATCH_MAX=1` inserts each on its
+//! own), *Cancel* gives the reservation back when Confirm fails
+//! ([`stock_cancel.lua`]) — for a failed batch, exactly its grabs'
+//! reservations.
 //!
 //! **Guarantee:** safe, and the throughput ceiling: the only serialised
-//! step is one script inside Redis. Redis never hands out more than it was
-//! loaded with, so the database cannot oversell.
+//! step is one script inside Redis, and the database sees one commit per
+//! batch, not per order. Redis never hands out more than it was loaded
+//! with, so the database cannot oversell. A grab is answered `201` only
+//! after its batch committed.
 //!
 //! **Write-behind of the stock column.** Under this strategy Redis is the
 //! stock's system of record and `products.stock` is a copy written behind:
 //! each replica copies `stock:product:{id}` into the column at most
 //! [`WRITE_BEHIND`] after an order it confirmed, and `GET /admin/audit`
 //! copies it first ([`sync_stock_column`]). So no grab touches the hot
-//! `products` row — a grab is one Lua call and one `INSERT`, and inserts of
-//! different buyers commit side by side (group commit) instead of queueing
-//! on one row lock. During a run the column (and the audit gauges) lag by
+//! `products` row — a grab is one Lua call and its share of one batched
+//! `INSERT`, and batches commit side by side instead of queueing on one row
+//! lock. During a run the column (and the audit gauges) lag by
 //! up to [`WRITE_BEHIND`]; when the run is over they agree with the orders.
 //!
 //! **Reservations.** Each try is recorded with its time (Redis's `TIME`,
 //! inside the try script) in `reservations:product:{id}`, a sorted set of
 //! `{user}:{quantity}` scored in ms; the confirm forgets it after the order
-//! committed ([`stock_confirm.lua`]), the cancel gives it back. A process
+//! committed ([`stock_confirm.lua`], one call per product for a whole
+//! batch), the cancel gives it back. A process
 //! that dies between try and confirm leaves its reservation behind: the
 //! sweep ([`RedisLuaStock::sweep`], run in the background by grabs on
 //! the product at most every [`SWEEP_EVERY`]) takes reservations older than
@@ -65,6 +71,7 @@ use redis::Script;
 
 use super::{Deps, GrabContext, GrabRequest, Order, Safety, Strategy, StrategyInfo};
 use crate::error::GrabError;
+use crate::order_batch::OrderBatcher;
 use crate::section::{insert_order, simulated_work};
 
 /// Name, seed and guarantee of `redis-lua-stock`.
@@ -113,15 +120,17 @@ pub const SWEEP_EVERY: Duration = Duration::from_secs(5);
 #[derive(Debug)]
 pub struct RedisLuaStock {
     try_script: Script,
-    confirm_script: Script,
     cancel_script: Arc<Script>,
     pending: Arc<Mutex<HashSet<i64>>>,
     last_sweep: Mutex<HashMap<i64, tokio::time::Instant>>,
+    batcher: OrderBatcher,
 }
 
 impl Default for RedisLuaStock {
+    /// Batches as the default settings say.
     fn default() -> Self {
-        Self::new()
+        let settings = crate::configuration::Settings::default();
+        Self::new(settings.order_batch_max, settings.order_batch_commits)
     }
 }
 
@@ -130,14 +139,17 @@ const ALREADY_PURCHASED: i64 = -2;
 const SOLD_OUT: i64 = -3;
 
 impl RedisLuaStock {
-    /// Build the strategy.
-    pub fn new() -> Self {
+    /// Build the strategy: orders committed in batches of up to
+    /// `batch_max` (1: one `INSERT` each), `batch_commits` batches at once.
+    pub fn new(batch_max: usize, batch_commits: usize) -> Self {
         Self {
             try_script: Script::new(include_str!("stock_try.lua")),
-            confirm_script: Script::new(include_str!("stock_confirm.lua")),
             cancel_script: Arc::new(Script::new(include_str!("stock_cancel.lua"))),
             pending: Arc::default(),
             last_sweep: Mutex::default(),
+            batcher: OrderBatcher::new(INFO.name, batch_max, batch_commits, |deps, orders| {
+                Box::pin(forget_reservations(deps, orders))
+            }),
         }
     }
 
@@ -185,38 +197,6 @@ impl RedisLuaStock {
             .arg(reservation_member(req.user_id, req.quantity))
             .invoke_async(&mut conn)
             .await?)
-    }
-
-    /// After the order committed: forget the reservation (or take the unit
-    /// again if the sweep gave it back meanwhile). A failure leaves the
-    /// reservation to the sweep, which finds the order and only forgets it.
-    async fn forget_reservation(&self, deps: &Deps, req: GrabRequest) {
-        let mut conn = deps.redis.clone();
-        let result: Result<i64, _> = self
-            .confirm_script
-            .key(stock_key(req.product_id))
-            .key(buyers_key(req.product_id))
-            .key(reservations_key(req.product_id))
-            .arg(req.user_id)
-            .arg(req.quantity)
-            .arg(reservation_member(req.user_id, req.quantity))
-            .invoke_async(&mut conn)
-            .await;
-        match result {
-            Ok(1) => {}
-            Ok(0) => tracing::warn!(
-                product_id = req.product_id,
-                user_id = req.user_id,
-                "redis-lua-stock: the confirm outlived its reservation (swept); unit taken again"
-            ),
-            Ok(_) => {}
-            Err(e) => tracing::warn!(
-                product_id = req.product_id,
-                user_id = req.user_id,
-                error = %e,
-                "redis-lua-stock: could not forget a confirmed reservation; the sweep will"
-            ),
-        }
     }
 
     async fn cancel(&self, deps: &Deps, req: GrabRequest) {
@@ -273,6 +253,44 @@ impl RedisLuaStock {
                 }
             }
         });
+    }
+}
+
+/// After the orders committed: forget their reservations, one script call
+/// per product ([`stock_confirm.lua`]), or take a unit again where the
+/// sweep gave it back meanwhile. A failure leaves the reservations to the
+/// sweep, which finds the orders and only forgets them.
+async fn forget_reservations(deps: Deps, orders: Vec<GrabRequest>) {
+    static CONFIRM: std::sync::LazyLock<Script> =
+        std::sync::LazyLock::new(|| Script::new(include_str!("stock_confirm.lua")));
+    let mut by_product: HashMap<i64, Vec<GrabRequest>> = HashMap::new();
+    for req in orders {
+        by_product.entry(req.product_id).or_default().push(req);
+    }
+    let mut conn = deps.redis.clone();
+    for (product_id, reqs) in by_product {
+        let mut call = CONFIRM.key(stock_key(product_id));
+        call.key(buyers_key(product_id))
+            .key(reservations_key(product_id));
+        for req in &reqs {
+            call.arg(req.user_id)
+                .arg(req.quantity)
+                .arg(reservation_member(req.user_id, req.quantity));
+        }
+        match call.invoke_async::<i64>(&mut conn).await {
+            Ok(taken) if taken > 0 => tracing::warn!(
+                product_id,
+                taken,
+                "redis-lua-stock: confirms outlived their reservations (swept); units taken again"
+            ),
+            Ok(_) => {}
+            Err(e) => tracing::warn!(
+                product_id,
+                orders = reqs.len(),
+                error = %e,
+                "redis-lua-stock: could not forget confirmed reservations; the sweep will"
+            ),
+        }
     }
 }
 
@@ -500,15 +518,27 @@ impl Strategy for RedisLuaStock {
             n if n < 0 => return Err(GrabError::Internal(format!("stock script answered {n}"))),
             _ => {}
         }
-        // Confirm (one autocommit INSERT), or Cancel.
-        let confirmed = match deps.pool.acquire().await {
-            Ok(mut conn) => insert_order(&mut conn, req, INFO.name, None).await,
-            Err(e) => Err(e.into()),
-        };
-        if confirmed.is_ok() || order_exists(deps, req).await {
-            self.forget_reservation(deps, req).await;
+        // Confirm: the order in a batch (whose writer forgets the batch's
+        // reservations once it committed), or one autocommit INSERT.
+        let confirmed = if self.batcher.batching() {
+            self.batcher.insert(deps, req).await
         } else {
-            self.cancel(deps, req).await;
+            let inserted = match deps.pool.acquire().await {
+                Ok(mut conn) => insert_order(&mut conn, req, INFO.name, None).await,
+                Err(e) => Err(e.into()),
+            };
+            if inserted.is_ok() {
+                forget_reservations(deps.clone(), vec![req]).await;
+            }
+            inserted
+        };
+        // Cancel, unless the failed INSERT committed after all.
+        if confirmed.is_err() {
+            if order_exists(deps, req).await {
+                forget_reservations(deps.clone(), vec![req]).await;
+            } else {
+                self.cancel(deps, req).await;
+            }
         }
         self.write_behind(deps, req.product_id);
         confirmed

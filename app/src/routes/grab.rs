@@ -14,6 +14,7 @@ use tokio::time::Instant;
 
 use crate::error::{ApiError, GrabError};
 use crate::lock::{GrabContext, GrabRequest, LOCK_WAIT};
+use crate::order_batch::BATCH_WAIT;
 use crate::startup::AppState;
 
 /// The request body.
@@ -74,10 +75,17 @@ pub async fn grab(
         };
         let started = Instant::now();
         let (result, waited) = LOCK_WAIT
-            .scope(Cell::new(None), async {
-                let result = strategy.grab(cx, req).await;
-                (result, LOCK_WAIT.with(Cell::get))
-            })
+            .scope(
+                Cell::new(None),
+                BATCH_WAIT.scope(Cell::new(None), async {
+                    let result = strategy.grab(cx, req).await;
+                    let waited = Waited {
+                        lock: LOCK_WAIT.with(Cell::get),
+                        batch: BATCH_WAIT.with(Cell::get),
+                    };
+                    (result, waited)
+                }),
+            )
             .await;
         let name = strategy.info().name;
         let metrics = &state.deps.metrics;
@@ -107,16 +115,28 @@ pub async fn grab(
         Ok(order) => HttpResponse::Created().json(order),
         Err(e) => ApiError::from(e).error_response(),
     };
-    // The lock wait of this grab, exact (a client's quantiles need no
-    // histogram buckets): `lock;dur=<ms>`.
-    if let Some(waited) = waited {
-        if let Ok(value) =
-            HeaderValue::from_str(&format!("lock;dur={:.3}", waited.as_secs_f64() * 1000.0))
-        {
+    // The lock wait of this grab and the time its order waited for its
+    // batch, exact (a client's quantiles need no histogram buckets):
+    // `lock;dur=<ms>`, `batch;dur=<ms>`.
+    let timing: Vec<String> = [("lock", waited.lock), ("batch", waited.batch)]
+        .into_iter()
+        .filter_map(|(name, d)| Some(format!("{name};dur={:.3}", d?.as_secs_f64() * 1000.0)))
+        .collect();
+    if !timing.is_empty() {
+        if let Ok(value) = HeaderValue::from_str(&timing.join(", ")) {
             response
                 .headers_mut()
                 .insert(HeaderName::from_static("server-timing"), value);
         }
     }
     Ok(response)
+}
+
+/// What a grab waited for, as far as it waited.
+#[derive(Debug, Clone, Copy)]
+struct Waited {
+    /// Acquiring its lock.
+    lock: Option<std::time::Duration>,
+    /// Its order's batch to start.
+    batch: Option<std::time::Duration>,
 }

@@ -682,3 +682,90 @@ async fn the_audit_totals_equal_a_recount_after_races_rollbacks_and_resets() {
         .await;
     assert_error(status, &body, 400, "invalid_query");
 }
+
+/// The batch writer folds a batch into the audit totals itself (one
+/// statement, the row trigger skipped): buyers repeated inside one batch
+/// and across batches, a second product and a mixed quantity all count as
+/// a full recount counts them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batched_orders_fold_into_the_audit_totals_as_a_recount_counts_them() {
+    use seckill_app::lock::GrabRequest;
+    use seckill_app::order_batch::OrderBatcher;
+
+    let redis = RedisServer::start();
+    let db = fresh_database().await;
+    let mut options = AppOptions::new(&db, &redis.url()).strategy("pg-atomic");
+    options.seed = "1:1000,2:1000";
+    let app = TestApp::spawn(options).await;
+    // One batch at a time, so orders queue up and batches hold several.
+    let batcher = std::sync::Arc::new(OrderBatcher::new("redis-lua-stock", 16, 1, |_, _| {
+        Box::pin(async {})
+    }));
+    let mut tasks = Vec::new();
+    // Buyers 1..=20 order product 1 three times each (quantity 1, 2, 1);
+    // buyers 1..=5 order product 2 once.
+    for round in 0..3 {
+        for user in 1..=20 {
+            let (batcher, deps) = (batcher.clone(), app.state.deps.clone());
+            let quantity = if round == 1 { 2 } else { 1 };
+            tasks.push(tokio::spawn(async move {
+                let req = GrabRequest {
+                    product_id: 1,
+                    user_id: user,
+                    quantity,
+                };
+                batcher.insert(&deps, req).await
+            }));
+        }
+    }
+    for user in 1..=5 {
+        let (batcher, deps) = (batcher.clone(), app.state.deps.clone());
+        tasks.push(tokio::spawn(async move {
+            let req = GrabRequest {
+                product_id: 2,
+                user_id: user,
+                quantity: 1,
+            };
+            batcher.insert(&deps, req).await
+        }));
+    }
+    let mut ids = std::collections::HashSet::new();
+    for task in tasks {
+        let order = task.await.expect("task").expect("order written");
+        assert!(ids.insert(order.order_id), "one id per order");
+    }
+    assert_eq!(ids.len(), 65);
+
+    let (status, tally) = app.admin(Method::GET, "/admin/audit", None).await;
+    assert_eq!(status, 200, "{tally}");
+    let (status, recount) = app
+        .admin(Method::GET, "/admin/audit?recount=true", None)
+        .await;
+    assert_eq!(status, 200, "{recount}");
+    assert_eq!(tally["counted_by"], json!("tally"));
+    assert_eq!(tally["products"], recount["products"]);
+    let products = tally["products"].as_array().expect("products");
+    let one = &products[0];
+    assert_eq!(
+        (&one["orders"], &one["ordered_units"], &one["duplicates"]),
+        (&json!(60), &json!(80), &json!(20)),
+        "{one}"
+    );
+    let two = &products[1];
+    assert_eq!(
+        (&two["orders"], &two["ordered_units"], &two["duplicates"]),
+        (&json!(5), &json!(5), &json!(0)),
+        "{two}"
+    );
+    // Batches held more than one order (one commit at a time).
+    let metrics = app.metrics().await;
+    let batches: f64 = metrics
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("seckill_order_batch_size_count{strategy=\"redis-lua-stock\"} ")
+        })
+        .and_then(|v| v.parse().ok())
+        .expect("batch count");
+    assert!((1.0..65.0).contains(&batches), "{batches} batches");
+    app.stop().await;
+}

@@ -302,3 +302,115 @@ async fn redis_lua_stock_writes_the_stock_column_behind() {
     pool.close().await;
     app.stop().await;
 }
+
+/// The sum and count of a histogram of `/metrics` text, for one strategy.
+fn histogram_sum_count(metrics: &str, name: &str, strategy: &str) -> (f64, f64) {
+    let value = |suffix: &str| -> f64 {
+        let prefix = format!("{name}_{suffix}{{strategy=\"{strategy}\"}} ");
+        metrics
+            .lines()
+            .find_map(|line| line.strip_prefix(&prefix))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {name}_{suffix} for {strategy} in /metrics"))
+    };
+    (value("sum"), value("count"))
+}
+
+/// `redis-lua-stock` commits orders in batches (one multi-row `INSERT`
+/// each). A batch that fails fails whole, and exactly its grabs' Redis
+/// reservations are given back: the stock and the buyer set in Redis, the
+/// orders and the audit all agree afterwards, and every `201` has its order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_lua_stock_batches_orders_and_a_failed_batch_gives_back_exactly_its_reservations() {
+    const UNITS: i64 = 1_000;
+    const REFUSED_USER: i64 = 666;
+    let redis = RedisServer::start();
+    let db = fresh_database().await;
+    let mut options = AppOptions::new(&db, &redis.url()).strategy("redis-lua-stock");
+    // One batch commits at a time: the grabs arriving meanwhile queue up.
+    options.order_batch_commits = 1;
+    let app = TestApp::spawn(options).await;
+    app.reset(1, UNITS).await;
+    // The database refuses one buyer's order: the statement holding it fails.
+    let pool = sqlx::PgPool::connect(&db).await.expect("connect");
+    for statement in [
+        "CREATE FUNCTION refuse_one_buyer() RETURNS trigger LANGUAGE plpgsql AS $$
+         BEGIN RAISE EXCEPTION 'buyer % refused by the test', NEW.user_id; END $$",
+        "CREATE TRIGGER refuse_one_buyer BEFORE INSERT ON orders FOR EACH ROW
+         WHEN (NEW.user_id = 666) EXECUTE FUNCTION refuse_one_buyer()",
+    ] {
+        sqlx::query(statement)
+            .execute(&pool)
+            .await
+            .expect("trigger");
+    }
+
+    let buyers = 300;
+    let outcomes = hammer(&[&app], 1, REFUSED_USER - 150, buyers).await;
+    let ordered = outcomes.get("201").copied().unwrap_or(0);
+    let failed = outcomes.get("500 internal").copied().unwrap_or(0);
+    assert_eq!(ordered + failed, buyers as u64, "{outcomes:?}");
+    assert!(
+        failed >= 1,
+        "the refused buyer's batch must fail: {outcomes:?}"
+    );
+
+    // The database holds exactly the acknowledged orders.
+    let audit = app.audit(1).await;
+    let context = format!("audit {audit}, outcomes {outcomes:?}");
+    assert_eq!(audit["orders"], ordered, "{context}");
+    assert_eq!(audit["stock"], UNITS - ordered as i64, "{context}");
+    for field in ["oversold", "lost_updates", "undersold", "duplicates"] {
+        assert_eq!(audit[field], 0, "{field}: {context}");
+    }
+    // Redis gave back exactly the failed batches' reservations.
+    let mut conn = redis.conn();
+    let stock: i64 = redis::cmd("GET")
+        .arg("stock:product:1")
+        .query(&mut conn)
+        .expect("stock");
+    let buyers_left: i64 = redis::cmd("SCARD")
+        .arg("buyers:product:1")
+        .query(&mut conn)
+        .expect("buyers");
+    let reservations: i64 = redis::cmd("ZCARD")
+        .arg("reservations:product:1")
+        .query(&mut conn)
+        .expect("reservations");
+    assert_eq!(stock, UNITS - ordered as i64, "{context}");
+    assert_eq!(buyers_left, ordered as i64, "{context}");
+    assert_eq!(reservations, 0, "{context}");
+    let refused_is_buyer: bool = redis::cmd("SISMEMBER")
+        .arg("buyers:product:1")
+        .arg(REFUSED_USER)
+        .query(&mut conn)
+        .expect("sismember");
+    assert!(!refused_is_buyer, "{context}");
+
+    // Every order went through a batch, and batches held more than one.
+    let metrics = app.metrics().await;
+    let (orders_in_batches, batches) =
+        histogram_sum_count(&metrics, "seckill_order_batch_size", "redis-lua-stock");
+    assert_eq!(orders_in_batches, buyers as f64, "{context}");
+    assert!(
+        batches < orders_in_batches,
+        "{batches} batches for {orders_in_batches} orders"
+    );
+    // A grab answers how long its order waited for its batch.
+    let response = app
+        .client
+        .post(format!("{}/api/v1/products/1/grab", app.address))
+        .json(&serde_json::json!({ "user_id": 1, "quantity": 1 }))
+        .send()
+        .await
+        .expect("grab");
+    assert_eq!(response.status().as_u16(), 201);
+    let timing = response
+        .headers()
+        .get("server-timing")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    assert!(timing.starts_with("batch;dur="), "Server-Timing: {timing}");
+    app.stop().await;
+}

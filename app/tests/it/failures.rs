@@ -157,7 +157,7 @@ async fn redis_lua_stock_gives_back_a_reservation_whose_confirm_never_came() {
     let app = TestApp::spawn(AppOptions::new(&db, &redis.url()).strategy("redis-lua-stock")).await;
     app.reset(1, 1).await;
     let deps = &app.state.deps;
-    let stock = RedisLuaStock::new();
+    let stock = RedisLuaStock::default();
     let get = |key: &str| -> Option<i64> {
         redis::cmd("GET")
             .arg(key)

@@ -111,6 +111,8 @@ pub struct AppOptions {
     pub mysql_url: Option<String>,
     pub etcd_urls: Vec<String>,
     pub zookeeper_url: Option<String>,
+    pub order_batch_max: usize,
+    pub order_batch_commits: usize,
 }
 
 impl AppOptions {
@@ -127,6 +129,8 @@ impl AppOptions {
             mysql_url: None,
             etcd_urls: Vec::new(),
             zookeeper_url: None,
+            order_batch_max: Settings::default().order_batch_max,
+            order_batch_commits: Settings::default().order_batch_commits,
         }
     }
 
@@ -167,6 +171,8 @@ impl TestApp {
             mysql_url: options.mysql_url,
             etcd_urls: options.etcd_urls,
             zookeeper_url: options.zookeeper_url,
+            order_batch_max: options.order_batch_max,
+            order_batch_commits: options.order_batch_commits,
             database_acquire_timeout_ms: 1_500,
             seed_products: options.seed.into(),
             control_refresh_ms: 50,
