@@ -9,8 +9,7 @@ cd "$(dirname "$0")/.."
 ensure_packages
 ensure_postgres
 ensure_mariadb
-say "building the release binaries"
-cargo build --release --locked -p seckill-app -p seckill-loadgen
+release_build seckill-app seckill-loadgen
 # shellcheck disable=SC2086 # S is a list of scenario names
 exec target/release/seckill-loadgen scenario ${S:-all} \
   --app-bin target/release/seckill-app \

@@ -35,6 +35,16 @@ free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
 
+release_build() {
+  # release_build <package>...: cargo build --release of the packages, then
+  # how long it took (a no-op build when nothing changed is ~1 s).
+  local started=$SECONDS args=()
+  for p in "$@"; do args+=(-p "$p"); done
+  say "cargo build --release --locked ${args[*]}"
+  cargo build --release --locked "${args[@]}"
+  say "release build: $((SECONDS - started)) s"
+}
+
 pg_bin() {
   # Directory of the newest installed PostgreSQL server binaries.
   local dir

@@ -119,7 +119,9 @@ stack_build() {
   else
     say "cargo build --release -p seckill-app -p seckill-loadgen (first build: several minutes)"
   fi
+  local started=$SECONDS
   (cd "$STACK_ROOT" && cargo build --release -q -p seckill-app -p seckill-loadgen)
+  say "release build: $((SECONDS - started)) s"
 }
 
 # ------------------------------------------------------------- processes

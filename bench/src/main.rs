@@ -98,6 +98,23 @@ async fn cycle_us(lock: &dyn DistributedLock, d: &Deps, rounds: usize, n: usize)
     median(runs)
 }
 
+/// Sequential acquire+release cycles of Redlock over all of `urls` and
+/// over the first node alone, interleaved round by round on the runtime
+/// this runs on, each client's connections opened there: median µs per
+/// cycle (five nodes, one node).
+async fn redlock_five_vs_one(urls: &[String], node_timeout: Duration, rounds: usize) -> (f64, f64) {
+    let d = deps(&urls[0], Duration::from_secs(10), Duration::from_secs(5));
+    let five = Redlock::new(urls, node_timeout).expect("redlock");
+    let one = Redlock::new(&urls[..1], node_timeout).expect("redlock");
+    let mut five_runs = Vec::new();
+    let mut one_runs = Vec::new();
+    for _ in 0..rounds {
+        five_runs.push(cycle_us(&five, &d, 1, 1_000).await);
+        one_runs.push(cycle_us(&one, &d, 1, 1_000).await);
+    }
+    (median(five_runs), median(one_runs))
+}
+
 /// `tasks` tasks taking turns on one product's lock for `window`:
 /// completed acquire+release cycles (hand-overs) per second.
 async fn contended_rate(
@@ -277,6 +294,59 @@ async fn contended_polling(d: Arc<Deps>) -> Contended {
     Contended::of(waits, failed.load(Ordering::Relaxed))
 }
 
+const WAKE_TRIALS: usize = 30;
+
+/// How long a holder keeps the lock before releasing in wake-up trial
+/// `trial`: 60–109 ms, so the waiter is surely blocked, varied so trials
+/// do not fall into step with a timer.
+fn wake_pause(trial: usize) -> Duration {
+    Duration::from_millis(60 + (trial as u64 * 7) % 50)
+}
+
+/// The raw floor of a pub/sub wake-up, in plain commands on one node: the
+/// holder's key set, a subscriber waiting on a channel; the holder sends
+/// `DEL` + `PUBLISH` in one round trip (MULTI), the subscriber receives the
+/// message and takes the key with `SET NX PX`. Median ms from the release
+/// call to the `SET`'s answer, over the same trials as the watchdog's.
+async fn raw_wake_ms(url: &str, conn: &ConnectionManager) -> f64 {
+    use futures::StreamExt;
+    const KEY: &str = "raw:wake";
+    let client = redis::Client::open(url).expect("client");
+    let mut pubsub = client.get_async_pubsub().await.expect("pubsub");
+    pubsub.subscribe(KEY).await.expect("subscribe");
+    let (woke_tx, mut woke) = tokio::sync::mpsc::unbounded_channel();
+    let mut taker = conn.clone();
+    let waiter = tokio::spawn(async move {
+        let mut messages = pubsub.into_on_message();
+        while messages.next().await.is_some() {
+            let took = raw_set_nx(&mut taker, KEY).await;
+            if woke_tx.send((Instant::now(), took)).is_err() {
+                break;
+            }
+        }
+    });
+    let mut holder = conn.clone();
+    let mut delays = Vec::new();
+    for trial in 0..WAKE_TRIALS {
+        assert!(raw_set_nx(&mut holder, KEY).await, "the raw key is free");
+        tokio::time::sleep(wake_pause(trial)).await;
+        let released = Instant::now();
+        let _: (i64, i64) = redis::pipe()
+            .atomic()
+            .del(KEY)
+            .publish(KEY, 1)
+            .query_async(&mut holder)
+            .await
+            .expect("DEL + PUBLISH");
+        let (at, took) = woke.recv().await.expect("the subscriber woke");
+        assert!(took, "the woken subscriber took the key");
+        delays.push(at.duration_since(released).as_secs_f64() * 1e3);
+        raw_del(&mut holder, KEY).await;
+    }
+    waiter.abort();
+    median(delays)
+}
+
 fn row(what: &str, ours: f64, floor: f64, unit: &str, goal: &str, pass: bool) {
     println!(
         "{what:<46} {ours:>10.1} {floor:>10.1} {unit:<6} {:>6.2}  {goal:<10} {}",
@@ -335,36 +405,38 @@ async fn main() {
     );
     let _ = &mut raw;
 
-    // 2. Redlock on five nodes vs one node.
+    // 2. Redlock on five nodes vs one node: the goal on one current-thread
+    // runtime, the shape of an actix worker (the handler and the tasks of
+    // the connections it opened on one thread); then the same clients on
+    // this bench's 2-worker runtime, printed beside it.
     let node_timeout = Duration::from_millis(50);
-    let five = Redlock::new(&urls, node_timeout).expect("redlock");
-    let one = Redlock::new(&urls[..1], node_timeout).expect("redlock");
-    let mut five_runs = Vec::new();
-    let mut one_runs = Vec::new();
-    for _ in 0..rounds {
-        five_runs.push(
-            per_op_us(1, 1_000, |_| async {
-                let g = five.acquire(c, 2).await.expect("acquire");
-                five.release(c, g).await.expect("release");
-            })
-            .await,
-        );
-        one_runs.push(
-            per_op_us(1, 1_000, |_| async {
-                let g = one.acquire(c, 2).await.expect("acquire");
-                one.release(c, g).await.expect("release");
-            })
-            .await,
-        );
-    }
-    let (r5, r1) = (median(five_runs), median(one_runs));
+    let (ct5, ct1) = std::thread::spawn({
+        let urls = urls.clone();
+        move || {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("current-thread runtime")
+                .block_on(redlock_five_vs_one(&urls, node_timeout, rounds))
+        }
+    })
+    .join()
+    .expect("the current-thread Redlock run");
     row(
-        "redlock 5 nodes vs 1 node",
-        r5,
-        r1,
+        "redlock 5 nodes vs 1 node (current-thread rt)",
+        ct5,
+        ct1,
         "µs/op",
-        "<= 1.6",
-        r5 / r1 <= 1.6,
+        "<= 1.30",
+        ct5 / ct1 <= 1.3,
+    );
+    let (mt5, mt1) = redlock_five_vs_one(&urls, node_timeout, rounds).await;
+    println!(
+        "{:<46} {mt5:>10.1} {mt1:>10.1} {:<6} {:>6.2}  {:<10}",
+        "  same, 2-worker multi-thread runtime (info)",
+        "µs/op",
+        mt5 / mt1,
+        "-"
     );
 
     // 3. Against rslock 0.10 on the same five nodes: 50 tasks, 1,000 keys.
@@ -424,8 +496,8 @@ async fn main() {
         our_rate,
         rival_rate,
         "ops/s",
-        ">= 1.20",
-        our_rate / rival_rate >= 1.2,
+        ">= 1.25",
+        our_rate / rival_rate >= 1.25,
     );
 
     // 4. Watchdog: renewals per lease period, and waking a waiter.
@@ -442,74 +514,52 @@ async fn main() {
         .with_label_values(&["watchdog", "renewed"])
         .get() as f64;
     let per_lease = renewals / 10.0;
+    // No raw Redis counterpart: the schedule (every lease/3) is the
+    // design, asserted by the tests; printed here without a verdict.
     println!(
-        "{:<46} {per_lease:>10.2} {:>10} {:<6} {:>6}  {:<10} {}",
-        "watchdog renewals per lease period",
-        "-",
-        "",
-        "",
-        "2..4",
-        if (2.0..=4.0).contains(&per_lease) {
+        "{:<46} {per_lease:>10.2} {:>10} {:<6} {:>6}  {:<10}",
+        "watchdog renewals per lease period (info)", "-", "n", "-", "every ⅓"
+    );
+
+    // The wake-up: a waiter blocked on a held lock, the holder releases;
+    // from the release call to the waiter holding the lock. Floor: the same
+    // hand-over in raw commands on the same node (see `raw_wake_ms`).
+    let wake_deps = Arc::new(deps(
+        &urls[0],
+        Duration::from_secs(10),
+        Duration::from_secs(5),
+    ));
+    let mut delays = Vec::new();
+    for trial in 0..WAKE_TRIALS {
+        let product = 100 + trial as i64;
+        let holder = wd.acquire(cx(&wake_deps), product).await.expect("holder");
+        let (wd2, d2) = (wd.clone(), wake_deps.clone());
+        let waiter = tokio::spawn(async move {
+            let c = cx(&d2);
+            let g = wd2.acquire(c, product).await.expect("waiter");
+            let at = Instant::now();
+            wd2.release(c, g).await.expect("release");
+            at
+        });
+        tokio::time::sleep(wake_pause(trial)).await;
+        let released = Instant::now();
+        wd.release(cx(&wake_deps), holder).await.expect("release");
+        let woke = waiter.await.expect("waiter");
+        delays.push(woke.duration_since(released).as_secs_f64() * 1e3);
+    }
+    let pubsub_ms = median(delays);
+    let raw_ms = raw_wake_ms(&urls[0], &wake_deps.redis).await;
+    println!(
+        "{:<46} {pubsub_ms:>10.2} {raw_ms:>10.2} {:<6} {:>6.2}  {:<10} {}",
+        "watchdog wake-up after release vs raw pub/sub",
+        "ms",
+        pubsub_ms / raw_ms,
+        "<= 2.00",
+        if pubsub_ms <= 2.0 * raw_ms {
             "ok"
         } else {
             "MISSED"
         }
-    );
-
-    let wake = |polling: bool| {
-        let wd = wd.clone();
-        let urls = urls.clone();
-        async move {
-            let d = Arc::new(deps(
-                &urls[0],
-                Duration::from_secs(10),
-                Duration::from_secs(5),
-            ));
-            let mut delays = Vec::new();
-            for trial in 0..30 {
-                let product = 100 + trial;
-                let holder = wd.acquire(cx(&d), product).await.expect("holder");
-                let (wd2, d2) = (wd.clone(), d.clone());
-                let waiter = tokio::spawn(async move {
-                    let c = cx(&d2);
-                    if polling {
-                        // A fixed 50 ms polling loop on the same hash lock.
-                        let mut conn = d2.redis.clone();
-                        loop {
-                            let exists: i64 = redis::cmd("EXISTS")
-                                .arg(format!("lock:product:{product}"))
-                                .query_async(&mut conn)
-                                .await
-                                .expect("exists");
-                            if exists == 0 {
-                                return Instant::now();
-                            }
-                            tokio::time::sleep(Duration::from_millis(50)).await;
-                        }
-                    }
-                    let g = wd2.acquire(c, product).await.expect("waiter");
-                    let at = Instant::now();
-                    wd2.release(c, g).await.expect("release");
-                    at
-                });
-                tokio::time::sleep(Duration::from_millis(60 + (trial as u64 * 7) % 50)).await;
-                let released = Instant::now();
-                wd.release(cx(&d), holder).await.expect("release");
-                let woke = waiter.await.expect("waiter");
-                delays.push(woke.duration_since(released).as_secs_f64() * 1e3);
-            }
-            median(delays)
-        }
-    };
-    let pubsub_ms = wake(false).await;
-    let polling_ms = wake(true).await;
-    row(
-        "watchdog wake-up after release (pub/sub vs 50 ms poll)",
-        pubsub_ms,
-        polling_ms,
-        "ms",
-        "<= 5 ms",
-        pubsub_ms <= 5.0,
     );
 
     // 4b. The contended row: 50 tasks on one key, 2 ms held, the watchdog's

@@ -20,7 +20,9 @@
 //!    pause until the wait budget ends (`busy`). When a majority of nodes
 //!    *fail* (refused, errors — not "held", not merely slow), retrying
 //!    cannot help: the grab answers `503` at once. Timeouts are retried.
-//! 5. Release: the compare-and-delete script on every node.
+//! 5. Release: the compare-and-delete script on every node, answered at
+//!    quorum too; the late nodes' deletions are finished by a background
+//!    task, so a key a slow node granted after the decision is deleted too.
 //!
 //! The guard carries the validity deadline; the section checks it before
 //! committing and aborts with `409 rejected` when it has passed.
@@ -118,27 +120,49 @@ impl Redlock {
         self.nodes.len() / 2 + 1
     }
 
-    /// Compare-and-delete `token` on every node in parallel, each bounded by
-    /// the node timeout. Returns how many nodes deleted it.
-    async fn release_everywhere(&self, key: &str, token: &str) -> usize {
-        let node_timeout = self.node_timeout;
-        let deletions = self.nodes.iter().map(|node| {
-            let mut conn = node.conn.clone();
-            let script = self.release_script.clone();
-            async move {
-                let deleted: Result<Result<i64, _>, _> = timeout(
-                    node_timeout,
-                    script.key(key).arg(token).invoke_async(&mut conn),
-                )
-                .await;
-                matches!(deleted, Ok(Ok(1)))
+    /// Compare-and-delete `token` on every node in parallel, deciding at
+    /// quorum like the acquire: returns how many of the first `quorum`
+    /// answers deleted it, waiting at most the node timeout for them. The
+    /// other nodes' deletions are not waited for but never abandoned: a
+    /// task drives them to the end, for up to the lock's `ttl` (after which
+    /// the key is gone anyway). Neither is bounded by the node timeout: a
+    /// slow node that never ran the script answers `NOSCRIPT` and needs a
+    /// second request, which a dropped future would never send, leaving
+    /// the key (granted late, or never released) until its TTL.
+    async fn release_everywhere(&self, key: &str, token: &str, ttl: Duration) -> usize {
+        let mut deletions: FuturesUnordered<_> = self
+            .nodes
+            .iter()
+            .map(|node| {
+                let mut conn = node.conn.clone();
+                let script = self.release_script.clone();
+                let (key, token) = (key.to_owned(), token.to_owned());
+                async move {
+                    let deleted: Result<i64, _> =
+                        script.key(key).arg(token).invoke_async(&mut conn).await;
+                    matches!(deleted, Ok(1))
+                }
+            })
+            .collect();
+        let quorum = self.quorum();
+        let (mut answered, mut deleted) = (0, 0);
+        let decided = async {
+            while answered < quorum {
+                let Some(one) = deletions.next().await else {
+                    break;
+                };
+                answered += 1;
+                deleted += usize::from(one);
             }
-        });
-        futures::future::join_all(deletions)
-            .await
-            .into_iter()
-            .filter(|deleted| *deleted)
-            .count()
+        };
+        // A timeout leaves the count of the answers so far.
+        let _ = timeout(self.node_timeout, decided).await;
+        if !deletions.is_empty() {
+            tokio::spawn(timeout(ttl, async move {
+                while deletions.next().await.is_some() {}
+            }));
+        }
+        deleted
     }
 }
 
@@ -218,10 +242,10 @@ impl DistributedLock for Redlock {
                 break; // the outcome is decided
             }
         }
-        // Late answers are not waited for. Every request has been polled,
-        // so it is already queued on its node's connection and runs there
-        // even though we drop its future; a later release on the same
-        // connection is queued behind it, so it cannot leave a key behind.
+        // Late answers are not waited for. A dropped request is either
+        // still unsent (redis-rs then never sends it: no key) or already on
+        // its node's connection, where it runs and the release, queued
+        // behind it on the same connection, deletes what it set.
         drop(votes);
 
         let drift = ttl / 100 + Duration::from_millis(2);
@@ -234,7 +258,7 @@ impl DistributedLock for Redlock {
             }
             _ => {
                 metrics.redlock_quorum_failures.inc();
-                self.release_everywhere(&key, &token).await;
+                self.release_everywhere(&key, &token, ttl).await;
                 if failed > total - quorum {
                     return Err(GrabError::Unavailable {
                         dependency: Dependency::Redis,
@@ -248,9 +272,10 @@ impl DistributedLock for Redlock {
         }
     }
 
-    async fn release(&self, _cx: GrabContext<'_>, guard: LockGuard) -> Result<Released, GrabError> {
+    async fn release(&self, cx: GrabContext<'_>, guard: LockGuard) -> Result<Released, GrabError> {
+        let ttl = cx.deps.lock_ttl;
         Ok(
-            if self.release_everywhere(&guard.key, &guard.token).await > 0 {
+            if self.release_everywhere(&guard.key, &guard.token, ttl).await > 0 {
                 Released::Released
             } else {
                 Released::NotOwner

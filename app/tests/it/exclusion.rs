@@ -553,6 +553,71 @@ async fn redlock_loses_safety_when_a_node_restarts_without_persistence() {
     lock.release(cx, b).await.expect("release");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redlock_deletes_a_key_a_slow_node_grants_after_the_decision() {
+    let nodes: Vec<RedisServer> = (0..5).map(|_| RedisServer::start()).collect();
+    let urls: Vec<String> = nodes.iter().map(RedisServer::url).collect();
+    let d = deps(&nodes[0].url(), NO_DB, MS(10_000), MS(2_000));
+    let lock = Redlock::new(&urls, MS(50)).expect("redlock");
+    let cx = GrabContext {
+        deps: &d,
+        faults: no_faults(),
+        pause: false,
+    };
+    // Connect to every node first (a paused node could not be dialled).
+    let warm = lock.acquire(cx, 2).await.expect("warm-up");
+    lock.release(cx, warm).await.expect("release");
+    // Node 4 is frozen: the SET NX PX of the next acquire reaches its socket
+    // but is answered only after the decision (at quorum, from 0–3), and so
+    // is the compare-and-delete of the release, which this node, never
+    // having run the script, answers NOSCRIPT: the script must be loaded
+    // and sent again, or the late key outlives the release.
+    let pid = redis_pid(&nodes[4]);
+    let _: () = redis::cmd("SCRIPT")
+        .arg("FLUSH")
+        .query(&mut nodes[4].conn())
+        .expect("script flush");
+    signal(&pid, "-STOP");
+    let guard = lock.acquire(cx, 1).await;
+    let released = match guard {
+        Ok(guard) => lock.release(cx, guard).await,
+        Err(e) => {
+            signal(&pid, "-CONT");
+            panic!("4 of 5 nodes answer: the lock is taken ({e:?})");
+        }
+    };
+    // Longer than the node timeout: the late answers are past the decision.
+    tokio::time::sleep(MS(300)).await;
+    signal(&pid, "-CONT");
+    assert!(
+        matches!(released, Ok(Released::Released)),
+        "released at quorum: {released:?}"
+    );
+    let mut left = Vec::new();
+    for _ in 0..50 {
+        left = nodes
+            .iter()
+            .enumerate()
+            .filter(|(_, node)| {
+                redis::cmd("EXISTS")
+                    .arg("lock:product:1")
+                    .query::<i64>(&mut node.conn())
+                    .expect("exists")
+                    == 1
+            })
+            .map(|(i, _)| i)
+            .collect();
+        if left.is_empty() {
+            break;
+        }
+        tokio::time::sleep(MS(20)).await;
+    }
+    assert!(
+        left.is_empty(),
+        "the key is left on nodes {left:?} after the release (TTL 10 s)"
+    );
+}
+
 /// The pid of a test `redis-server`, from its own `INFO`.
 fn redis_pid(redis: &RedisServer) -> String {
     let info: String = redis::cmd("INFO")
