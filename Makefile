@@ -1,6 +1,6 @@
 # seckill-lab — the commands a person types. Each target says what it does.
 SHELL := /bin/bash
-.PHONY: import-graph demo demo-stop scenarios test check check-stack check-panels fmt clippy build bench bench-locks bench-audit
+.PHONY: import-graph check-scripts demo demo-stop scenarios test check check-stack check-panels fmt clippy build bench bench-locks bench-audit
 
 ## Run the demo without Docker: own PostgreSQL, Redis, five Redlock nodes,
 ## three replicas, nginx, Prometheus (state in .demo/), then a short
@@ -15,9 +15,14 @@ demo-stop:
 ## Offline checks of the stack: docker-compose structure, promtool config/rules/tests,
 ## dashboard PromQL and Grafana schema (installs prometheus, docker-compose, python3-yaml when missing).
 check-stack:
-	@. scripts/stack.sh && require_packages promtool:prometheus docker-compose:docker-compose python3:python3 py:yaml:python3-yaml
+	@. scripts/lib.sh && require_packages promtool:prometheus docker-compose:docker-compose python3:python3 py:yaml:python3-yaml
 	python3 scripts/check_stack.py
 	scripts/check_dashboards.sh
+
+## The shell scripts parse (bash -n) and share one library: no helper
+## function is written in two scripts (scripts/check_scripts.py).
+check-scripts:
+	@python3 scripts/check_scripts.py
 
 ## Every dashboard query against a live Prometheus after a short load (reuses a running demo).
 check-panels:

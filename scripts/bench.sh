@@ -24,8 +24,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/services.sh
 ensure_packages
-apt_install pgbench postgresql-client
-apt_install wrk wrk
+require_packages pgbench:postgresql-client wrk:wrk
 ensure_postgres
 
 C=${BENCH_CLIENTS:-16}

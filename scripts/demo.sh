@@ -64,7 +64,7 @@ PANELS
   echo "  switch        curl -XPUT -H 'Authorization: Bearer $STACK_TOKEN' -H 'content-type: application/json' -d '{\"strategy\":\"none\"}' $url/admin/strategy"
   echo "  grab          curl -XPOST -H 'content-type: application/json' -d '{\"user_id\":1}' $url/api/v1/products/1/grab"
   echo "  run again     SECKILL_ADMIN_TOKEN=$STACK_TOKEN target/release/seckill-loadgen compare --url $(replica_urls) --strategies none,redlock --stock 100 --users 50 --out .demo/report"
-  echo "  logs          .demo/*.log, .demo/pg/postgres.log"
+  echo "  logs          .demo/*.log, $(own_pg_dir)/postgres.log"
   echo "Stop everything with: make demo-stop"
 }
 

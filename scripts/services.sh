@@ -1,84 +1,29 @@
 #!/usr/bin/env bash
-# Shared helpers for `make test`, `make demo` and .ci/run: install what is
-# missing from Debian's packages and make sure a PostgreSQL server answers.
-# Source it; every step says what it did.
+# Helpers for `make test`, `make bench`, `make bench-locks`, `make scenarios`
+# and .ci/run, on top of scripts/lib.sh (packages, ports, the private
+# PostgreSQL cluster): install what is missing from Debian's packages and
+# make sure a PostgreSQL server and MariaDB answer. Source it; every step
+# says what it did.
 #
 # After `ensure_postgres`, PG_ADMIN_URL points at a server where we may
 # create databases (the machine's own on 127.0.0.1:5432 when it answers,
-# else a cluster of our own under $STATE_DIR on a free port).
+# else the checkout's private cluster, the one `make demo` uses too).
 
-set -euo pipefail
-
-STATE_DIR=${STATE_DIR:-"$(pwd)/.state"}
-
-say() { printf '\033[1m[seckill]\033[0m %s\n' "$*"; }
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 as_root() {
   if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else
     say "need root to run: $*"; return 1; fi
 }
 
-apt_updated=0
-apt_install() {
-  # apt_install <command-to-check> <package>...
-  local probe=$1; shift
-  if command -v "$probe" >/dev/null 2>&1; then return 0; fi
-  say "installing $* (missing: $probe)"
-  if ! command -v apt-get >/dev/null; then
-    say "no apt-get here: install $* with your package manager"; return 1
-  fi
-  if [ $apt_updated = 0 ]; then as_root apt-get update -qq; apt_updated=1; fi
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
-}
-
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-
-release_build() {
-  # release_build <package>...: cargo build --release of the packages, then
-  # how long it took (a no-op build when nothing changed is ~1 s).
-  local started=$SECONDS args=()
-  for p in "$@"; do args+=(-p "$p"); done
-  say "cargo build --release --locked ${args[*]}"
-  cargo build --release --locked "${args[@]}"
-  say "release build: $((SECONDS - started)) s"
-}
-
-pg_bin() {
-  # Directory of the newest installed PostgreSQL server binaries.
-  local dir
-  dir=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1 || true)
-  if [ -n "$dir" ] && [ -x "$dir/initdb" ]; then echo "$dir"; return; fi
-  dirname "$(command -v initdb)"
-}
-
 ensure_packages() {
-  apt_install redis-server redis-server redis-tools
-  apt_install psql postgresql-client
-  apt_install python3 python3
-  apt_install chromium chromium # the status page test (app/tests/it/status.rs)
-  apt_install cc gcc # the clock scenarios build a small preload (loadgen/clockshift)
-  if [ -z "$(ls /usr/lib/postgresql/*/bin/initdb 2>/dev/null)" ] && ! command -v initdb >/dev/null; then
-    apt_install /usr/lib/postgresql/15/bin/initdb postgresql
-  fi
-  # The coordination-service locks (issue 16): etcd-client compiles etcd's
-  # .proto files at build time (protoc); the tests and the demo start their
-  # own etcd and ZooKeeper; mysql-get-lock uses MariaDB.
-  apt_install protoc protobuf-compiler
-  [ -f /usr/include/google/protobuf/descriptor.proto ] || apt_install /usr/include/google/protobuf/descriptor.proto libprotobuf-dev
-  apt_install etcd etcd-server
-  apt_install java default-jre-headless
-  [ -f "$ZK_JAR" ] || apt_install "$ZK_JAR" zookeeper
-  apt_install /usr/sbin/mariadbd mariadb-server
-  apt_install mariadb mariadb-client
+  local needs=(redis-server:redis-server redis-cli:redis-tools psql:postgresql-client python3:python3
+    chromium:chromium cc:gcc pg:server:postgresql
+    protoc:protobuf-compiler /usr/include/google/protobuf/descriptor.proto:libprotobuf-dev
+    etcd:etcd-server java:default-jre-headless "$ZK_JAR:zookeeper"
+    /usr/sbin/mariadbd:mariadb-server mariadb:mariadb-client)
+  require_packages "${needs[@]}"
 }
-
-# Debian's ZooKeeper: one jar (its dependencies are named in its manifest);
-# a standalone server runs as `java -cp "$ZK_CLASSPATH" $ZK_MAIN zoo.cfg`.
-ZK_JAR=/usr/share/java/zookeeper.jar
-ZK_CLASSPATH="$ZK_JAR:/usr/share/java/zookeeper-jute.jar"
-ZK_MAIN=org.apache.zookeeper.server.ZooKeeperServerMain
 
 mariadb_answers() { mariadb --connect-timeout=2 -h 127.0.0.1 -P "${2:-3306}" -u "$1" -e 'select 1' >/dev/null 2>&1; }
 
@@ -115,8 +60,6 @@ ensure_mariadb() {
   say "MariaDB: using $MYSQL_TEST_URL"
 }
 
-pg_answers() { pg_isready -q -d "$1" -t 2 >/dev/null 2>&1 && psql "$1" -qAtc 'select 1' >/dev/null 2>&1; }
-
 ensure_postgres() {
   local url=${SECKILL_TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}
   if pg_answers "$url"; then PG_ADMIN_URL=$url; say "PostgreSQL: using $url"; return; fi
@@ -131,41 +74,8 @@ ensure_postgres() {
       if pg_answers "$url"; then PG_ADMIN_URL=$url; say "PostgreSQL: using $url"; return; fi
     fi
   fi
-  start_own_postgres
-}
-
-start_own_postgres() {
-  # A private cluster: trust auth, loopback only, state under $STATE_DIR/pg.
-  local bin dir port owner
-  bin=$(pg_bin); dir="$STATE_DIR/pg"
-  mkdir -p "$STATE_DIR"
-  owner=$(id -un)
-  if [ "$(id -u)" = 0 ]; then owner=postgres; id postgres >/dev/null 2>&1 || useradd -r -m postgres; fi
-  run_pg() { if [ "$owner" = "$(id -un)" ]; then "$@"; else runuser -u "$owner" -- "$@"; fi; }
-  if [ -f "$dir/port" ] && pg_answers "postgres://postgres@127.0.0.1:$(cat "$dir/port")/postgres"; then
-    PG_ADMIN_URL="postgres://postgres@127.0.0.1:$(cat "$dir/port")/postgres"
-    say "PostgreSQL: reusing own cluster at $PG_ADMIN_URL"; return
-  fi
-  if [ ! -f "$dir/data/PG_VERSION" ]; then
-    say "PostgreSQL: creating own cluster in $dir"
-    mkdir -p "$dir/data"; chown -R "$owner" "$dir" 2>/dev/null || true
-    chmod 755 "$STATE_DIR" "$dir" 2>/dev/null || true
-    run_pg "$bin/initdb" -D "$dir/data" -U postgres -A trust >/dev/null
-  fi
-  port=$(free_port)
-  echo "$port" > "$dir/port"
-  run_pg "$bin/pg_ctl" -D "$dir/data" -l "$dir/log" -w -o "-p $port -k /tmp -c listen_addresses=127.0.0.1 -c fsync=on" start >/dev/null
-  PG_ADMIN_URL="postgres://postgres@127.0.0.1:$port/postgres"
-  say "PostgreSQL: own cluster at $PG_ADMIN_URL (stop: $bin/pg_ctl -D $dir/data stop)"
-}
-
-stop_own_postgres() {
-  local dir="$STATE_DIR/pg"
-  [ -f "$dir/data/postmaster.pid" ] || return 0
-  local owner; owner=$(stat -c %U "$dir/data")
-  if [ "$owner" = "$(id -un)" ]; then "$(pg_bin)/pg_ctl" -D "$dir/data" -m fast stop >/dev/null
-  else runuser -u "$owner" -- "$(pg_bin)/pg_ctl" -D "$dir/data" -m fast stop >/dev/null; fi
-  say "stopped own PostgreSQL cluster"
+  own_postgres
+  PG_ADMIN_URL=$OWN_PG_URL
 }
 
 with_database() { echo "${1%/*}/$2"; }

@@ -12,8 +12,11 @@
 #   stack_healthy                     true when every replica of STACK_DIR answers ready
 #
 # Everything lives under STACK_DIR: <name>.pid, <name>.port, <name>.log,
-# pg/ (a private PostgreSQL cluster), etcd/, zookeeper/, mariadb/ (data of
-# the coordination servers), prometheus.yml, prometheus-data/.
+# etcd/, zookeeper/, mariadb/ (data of the coordination servers),
+# prometheus.yml, prometheus-data/. PostgreSQL is the checkout's one private
+# cluster (scripts/lib.sh: own_postgres, shared with `make test` when the
+# machine has no server), in a database of the stack's own; stack_down
+# stops it when no other client uses it.
 # A port once chosen is kept in <name>.port and taken again next time while
 # it is free, so the URLs a person bookmarked stay valid across runs.
 # Processes are stopped only when the pid file's process still runs the
@@ -34,72 +37,13 @@ STACK_TOKEN=${SECKILL_ADMIN_TOKEN:-seckill-demo-admin}
 # SECKILL_BIN_DIR (absolute, or relative to the repo) points at other builds,
 # e.g. target/debug after `make test` built them there (CI's check-panels).
 BIN_DIR=${SECKILL_BIN_DIR:-target/release}
-# Debian's ZooKeeper: one jar; a standalone server is its main class.
-ZK_JAR=/usr/share/java/zookeeper.jar
 [[ "$BIN_DIR" = /* ]] || BIN_DIR="$STACK_ROOT/$BIN_DIR"
 APP_BIN="$BIN_DIR/seckill-app"
 LOADGEN_BIN="$BIN_DIR/seckill-loadgen"
 
-say() { printf '\033[1m[seckill]\033[0m %s\n' "$*"; }
-die() { printf '\033[1;31m[seckill]\033[0m %s\n' "$*" >&2; exit 1; }
+. "$STACK_ROOT/scripts/lib.sh"
 
 # ---------------------------------------------------------------- packages
-
-pg_bindir() {
-  local d
-  d=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1 || true)
-  if [[ -n "$d" && -x "$d/initdb" && -x "$d/pg_ctl" ]]; then echo "$d"; return 0; fi
-  # Other distributions put the server programs on PATH.
-  if command -v pg_ctl >/dev/null && command -v initdb >/dev/null; then dirname "$(command -v pg_ctl)"; return 0; fi
-  return 1
-}
-
-# require_packages <probe:package>...: a probe is a program on PATH, or
-# py:<module> for a Python module. Says which Debian/Ubuntu packages are
-# missing, what they are for and how to install them; as root (or with
-# password-less sudo) installs them, unless SECKILL_NO_INSTALL=1.
-require_packages() {
-  local missing=() probe pkg need
-  for need in "$@"; do
-    probe=${need%:*}; pkg=${need##*:}
-    case $probe in
-      py:*) python3 -c "import ${probe#py:}" >/dev/null 2>&1 || missing+=("$pkg") ;;
-      /*) [[ -e "$probe" ]] || missing+=("$pkg") ;;
-      pg:server) pg_bindir >/dev/null || missing+=("$pkg") ;;
-      *) command -v "$probe" >/dev/null 2>&1 || missing+=("$pkg") ;;
-    esac
-  done
-  [[ ${#missing[@]} -eq 0 ]] && return 0
-  mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
-  say "missing packages: ${missing[*]}"
-  for pkg in "${missing[@]}"; do
-    case $pkg in
-      redis-server) say "  redis-server: the lock store and the five Redlock nodes" ;;
-      redis-tools) say "  redis-tools: redis-cli, to see that each redis-server answers" ;;
-      postgresql) say "  postgresql: initdb and pg_ctl for a private cluster (or set SECKILL_DATABASE_URL to an existing database)" ;;
-      prometheus) say "  prometheus: the Prometheus server and promtool" ;;
-      docker-compose) say "  docker-compose: validates docker-compose.yml (no Docker engine needed)" ;;
-      python3-yaml) say "  python3-yaml: PyYAML for scripts/check_stack.py" ;;
-      etcd-server) say "  etcd-server: etcd, for etcd-lease" ;;
-      zookeeper|default-jre-headless) say "  $pkg: ZooKeeper (and the Java it runs on), for zk-ephemeral-seq" ;;
-      mariadb-server|mariadb-client) say "  $pkg: a private MariaDB, for mysql-get-lock" ;;
-      *) say "  $pkg" ;;
-    esac
-  done
-  say "install them with:  sudo apt-get install -y --no-install-recommends ${missing[*]}"
-  local sudo=()
-  if [[ "${SECKILL_NO_INSTALL:-0}" == 1 ]] || ! command -v apt-get >/dev/null; then
-    die "then run this again"
-  fi
-  if [[ $(id -u) != 0 ]]; then
-    sudo -n true 2>/dev/null || die "then run this again"
-    sudo=(sudo -n)
-  fi
-  say "installing them now (SECKILL_NO_INSTALL=1 only explains)"
-  "${sudo[@]}" apt-get update -qq || true
-  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null \
-    || die "apt-get could not install ${missing[*]}: install them by hand, then run this again"
-}
 
 # stack_require [with-prometheus]: the programs the stack runs.
 stack_require() {
@@ -113,34 +57,12 @@ stack_require() {
 
 stack_build() {
   if [[ "${SECKILL_SKIP_BUILD:-0}" == 1 && -x "$APP_BIN" && -x "$LOADGEN_BIN" ]]; then return 0; fi
-  command -v cargo >/dev/null || die "cargo is missing: install Rust from https://rustup.rs (then run this again)"
-  if [[ -x "$APP_BIN" && -x "$LOADGEN_BIN" ]]; then
-    say "cargo build --release -p seckill-app -p seckill-loadgen (a no-op when nothing changed)"
-  else
-    say "cargo build --release -p seckill-app -p seckill-loadgen (first build: several minutes)"
-  fi
-  local started=$SECONDS
-  (cd "$STACK_ROOT" && cargo build --release -q -p seckill-app -p seckill-loadgen)
-  say "release build: $((SECONDS - started)) s"
+  [[ -x "$APP_BIN" && -x "$LOADGEN_BIN" ]] || say "first release build: several minutes"
+  release_build seckill-app seckill-loadgen 2>&1 | grep -v '^ *Compiling' || true
+  [[ -x "$APP_BIN" && -x "$LOADGEN_BIN" ]] || die "the release build failed"
 }
 
 # ------------------------------------------------------------- processes
-
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-
-port_free() {
-  python3 - "$1" <<'PY' 2>/dev/null
-import socket, sys
-s = socket.socket()
-s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the servers bind
-try:
-    s.bind(("127.0.0.1", int(sys.argv[1])))
-except OSError:
-    sys.exit(1)
-PY
-}
 
 # pick_port <name>: the port of the last run when still free, else a new one.
 pick_port() {
@@ -201,69 +123,26 @@ wait_http() { # wait_http <url> <seconds>
 
 # ------------------------------------------------------------ PostgreSQL
 
-pg_owner() { if [[ $(id -u) == 0 ]]; then echo postgres; else id -un; fi; }
-
-as_pg() {
-  if [[ $(id -u) == 0 ]]; then runuser -u postgres -- "$@"; else "$@"; fi
-}
-
-pg_url() { echo "postgres://postgres@127.0.0.1:$(cat "$STACK_DIR/pg.port")/$1"; }
-
-# Our own cluster under STACK_DIR/pg (trust auth, loopback only): reused
-# when it already runs, started when it exists, created otherwise.
+# The checkout's private cluster (scripts/lib.sh, shared with `make test`
+# when the machine has no PostgreSQL), in a database of this stack's own:
+# `seckill` for the demo, seckill_<folder> for another STACK_DIR
+# (check-panels), created fresh for those.
 stack_postgres() {
   if [[ -n "${SECKILL_DATABASE_URL:-}" ]]; then
     DB_URL=$SECKILL_DATABASE_URL
     say "PostgreSQL: SECKILL_DATABASE_URL (${DB_URL%%@*}@…); the database must exist"
     return 0
   fi
-  local bin data="$STACK_DIR/pg/data" port
-  bin=$(pg_bindir) || die "PostgreSQL server programs are missing: sudo apt-get install -y postgresql"
-  if [[ $(id -u) == 0 ]] && ! id postgres >/dev/null 2>&1; then
-    useradd --system --create-home --home-dir /var/lib/postgresql postgres
+  own_postgres
+  local db=seckill
+  if [[ "$STACK_DIR" != "$STACK_ROOT/.demo" ]]; then
+    db="seckill_$(basename "$STACK_DIR" | tr -c 'a-z0-9\n' _)"
+    psql "$OWN_PG_URL" -qc "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null
   fi
-  mkdir -p "$STACK_DIR/pg"
-  if [[ -f "$data/postmaster.pid" && -f "$STACK_DIR/pg.port" ]] && as_pg "$bin/pg_ctl" -D "$data" status >/dev/null 2>&1 \
-    && "$bin/pg_isready" -q -h 127.0.0.1 -p "$(cat "$STACK_DIR/pg.port")"; then
-    say "PostgreSQL: reusing own cluster on 127.0.0.1:$(cat "$STACK_DIR/pg.port")"
-  else
-    if [[ ! -f "$data/PG_VERSION" ]]; then
-      say "PostgreSQL: creating own cluster in ${data#"$STACK_ROOT"/} ($bin/initdb)"
-      mkdir -p "$data"
-      if [[ $(id -u) == 0 ]]; then
-        # initdb refuses root: the cluster belongs to `postgres`, who must be
-        # able to reach it through the checkout's folders.
-        chown -R postgres: "$STACK_DIR/pg"
-        local d="$STACK_DIR/pg"
-        while [[ "$d" != / ]]; do
-          if ! runuser -u postgres -- test -x "$d"; then chmod o+x "$d"; fi
-          d=$(dirname "$d")
-        done
-      fi
-      as_pg "$bin/initdb" -D "$data" -U postgres -A trust -E UTF8 --no-sync >"$STACK_DIR/pg/initdb.log" 2>&1 \
-        || { tail -5 "$STACK_DIR/pg/initdb.log"; die "initdb failed (log: $STACK_DIR/pg/initdb.log)"; }
-    fi
-    as_pg "$bin/pg_ctl" -D "$data" -m fast stop >/dev/null 2>&1 || true  # a stale half-started one
-    port=$(pick_port pg)
-    # Three replicas x 32 pooled connections plus the load generator's audits.
-    as_pg "$bin/pg_ctl" -D "$data" -l "$STACK_DIR/pg/postgres.log" -w -t 60 \
-      -o "-p $port -k /tmp -c listen_addresses=127.0.0.1 -c max_connections=200" start >/dev/null \
-      || { tail -5 "$STACK_DIR/pg/postgres.log"; die "PostgreSQL did not start (log: $STACK_DIR/pg/postgres.log)"; }
-    say "PostgreSQL: own cluster on 127.0.0.1:$port (log ${STACK_DIR#"$STACK_ROOT"/}/pg/postgres.log)"
+  if [[ -z $(psql "$OWN_PG_URL" -qAtc "select 1 from pg_database where datname = '$db'") ]]; then
+    psql "$OWN_PG_URL" -qc "CREATE DATABASE $db" >/dev/null
   fi
-  local url; url=$(pg_url postgres)
-  if [[ -z $("$bin/psql" "$url" -qAtc "select 1 from pg_database where datname = 'seckill'") ]]; then
-    "$bin/psql" "$url" -qc "CREATE DATABASE seckill" >/dev/null
-  fi
-  DB_URL=$(pg_url seckill)
-}
-
-stop_postgres() {
-  local data="$STACK_DIR/pg/data" bin
-  [[ -f "$data/postmaster.pid" ]] || return 0
-  bin=$(pg_bindir) || return 0
-  as_pg "$bin/pg_ctl" -D "$data" -m fast stop >/dev/null 2>&1 && say "stopped own PostgreSQL cluster"
-  return 0
+  DB_URL="${OWN_PG_URL%/*}/$db"
 }
 
 # ----------------------------------------------------------------- Redis
@@ -552,5 +431,5 @@ stack_down() {
   for name in redis redlock-1 redlock-2 redlock-3 redlock-4 redlock-5; do args+=("$name" redis-server); done
   args+=(etcd etcd zookeeper java mariadb mariadbd)
   stop_pid "${args[@]}"
-  stop_postgres
+  [[ -n "${SECKILL_DATABASE_URL:-}" ]] || stop_own_postgres
 }
