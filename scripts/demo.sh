@@ -83,7 +83,7 @@ case "${1:-up}" in
   stop)
     if [[ ! -d "$STACK_DIR" ]]; then say "nothing to stop (no .demo/)"; exit 0; fi
     stack_down
-    say "demo stopped (state kept in .demo/: the PostgreSQL cluster and ports are reused by the next make demo)"
+    say "demo stopped (state kept: ports in .demo/, the database in the checkout's PostgreSQL cluster; the next make demo reuses both)"
     exit 0 ;;
   urls) print_urls; exit ;;
   check-urls) check_urls; exit ;;
