@@ -1,6 +1,15 @@
 //! Just enough of the Prometheus text format to diff two scrapes of the
 //! service's `/metrics`: counters and histogram buckets, summed over
 //! replicas, then read by metric name and label filter.
+//!
+//! Why not a crate: `prometheus-parse` 0.2 (the parser most crates use)
+//! splits a label set on every `,` and `=` without honouring quotes or
+//! escapes, so a value such as a Redlock node `redis://h:1/?protocol=resp3`
+//! or a fault reason with a comma is dropped or cut; no crate computes
+//! `histogram_quantile` from bucket deltas summed over replicas, which is
+//! the part of this file that matters. The test `reads_the_prometheus_crates_own_output`
+//! holds this parser to what the service's encoder (the `prometheus`
+//! crate) writes, escapes included.
 
 use std::collections::BTreeMap;
 
@@ -186,6 +195,53 @@ seckill_lock_acquire_duration_seconds_bucket{result="acquired",strategy="redlock
 seckill_lock_acquire_duration_seconds_bucket{result="acquired",strategy="redlock",le="0.01"} 90
 seckill_lock_acquire_duration_seconds_bucket{result="acquired",strategy="redlock",le="+Inf"} 100
 "#;
+
+    /// Round trip through the encoder the service uses: every escape the
+    /// text format has (`\\`, `\"`, `\n`) and the `,` / `=` / `{}` a naive
+    /// split would cut on.
+    #[test]
+    fn reads_the_prometheus_crates_own_output() {
+        use prometheus::{Encoder, HistogramOpts, HistogramVec, IntCounterVec, Opts, Registry};
+        let registry = Registry::new();
+        let counter = IntCounterVec::new(
+            Opts::new("seckill_test_total", "Test."),
+            &["node", "reason"],
+        )
+        .expect("counter");
+        let histogram = HistogramVec::new(
+            HistogramOpts::new("seckill_test_seconds", "Test.").buckets(vec![0.001, 0.01]),
+            &["strategy"],
+        )
+        .expect("histogram");
+        registry
+            .register(Box::new(counter.clone()))
+            .expect("register");
+        registry
+            .register(Box::new(histogram.clone()))
+            .expect("register");
+        let node = "redis://:p=w@h:1/?protocol=resp3,x={y}";
+        let reason = "a \"quoted\" back\\slash\nnew line";
+        counter.with_label_values(&[node, reason]).inc_by(7);
+        counter.with_label_values(&["other", "plain"]).inc_by(2);
+        for v in [0.0005, 0.0005, 0.005, 0.02] {
+            histogram.with_label_values(&["redlock"]).observe(v);
+        }
+        let mut text = Vec::new();
+        prometheus::TextEncoder::new()
+            .encode(&registry.gather(), &mut text)
+            .expect("encode");
+        let scrape = Scrape::parse(std::str::from_utf8(&text).expect("utf-8"));
+        assert_eq!(
+            scrape.sum("seckill_test_total", &[("node", node), ("reason", reason)]),
+            7.0
+        );
+        assert_eq!(scrape.sum("seckill_test_total", &[]), 9.0);
+        assert_eq!(scrape.sum("seckill_test_seconds_count", &[]), 4.0);
+        let p50 = scrape
+            .quantile("seckill_test_seconds", &[("strategy", "redlock")], 0.5)
+            .expect("p50");
+        assert!((p50 - 0.001).abs() < 1e-9, "{p50}");
+    }
 
     #[test]
     fn sums_and_diffs_counters() {

@@ -293,35 +293,34 @@ impl Report {
         (head, rows)
     }
 
-    /// A plain-text table for the terminal.
-    pub fn terminal(&self) -> String {
+    /// The results as a comfy-table with `preset`'s borders: strategy and
+    /// verdict left, the figures right.
+    fn table(
+        &self,
+        style: comfy_table::TableStyle,
+        cell: impl Fn(String) -> String,
+    ) -> comfy_table::Table {
         let (head, rows) = self.rows();
-        let mut widths: Vec<usize> = head.iter().map(|h| h.len()).collect();
-        for row in &rows {
-            for (w, cell) in widths.iter_mut().zip(row) {
-                *w = (*w).max(cell.len());
+        let mut table = comfy_table::Table::new();
+        table
+            .load_style(style)
+            .set_header(head.iter().copied())
+            .add_rows(rows.into_iter().map(|row| row.into_iter().map(&cell)));
+        let last = head.len() - 1;
+        for (i, column) in table.column_iter_mut().enumerate() {
+            if i != 0 && i != last {
+                column.set_cell_alignment(comfy_table::CellAlignment::Right);
             }
         }
+        table
+    }
+
+    /// A plain-text table for the terminal.
+    pub fn terminal(&self) -> String {
         let mut out = format!("{}\n", self.header());
-        let line = |cells: Vec<String>| {
-            cells
-                .iter()
-                .zip(&widths)
-                .enumerate()
-                .map(|(i, (c, w))| {
-                    if i == 0 || i + 1 == cells.len() {
-                        format!("{c:<w$}")
-                    } else {
-                        format!("{c:>w$}")
-                    }
-                })
-                .collect::<Vec<_>>()
-                .join("  ")
-        };
-        out.push_str(&line(head.iter().map(|h| (*h).to_owned()).collect()));
-        out.push('\n');
-        for row in rows {
-            out.push_str(line(row).trim_end());
+        // No borders: columns two spaces apart (each cell's padding).
+        for line in self.table(comfy_table::presets::NOTHING, |c| c).lines() {
+            out.push_str(line.strip_prefix(' ').unwrap_or(&line).trim_end());
             out.push('\n');
         }
         for (strategy, batch) in self.batched() {
@@ -341,27 +340,15 @@ impl Report {
 
     /// A GitHub-flavoured Markdown table.
     pub fn markdown(&self) -> String {
-        let (head, rows) = self.rows();
         let mut out = format!("# seckill-loadgen report\n\n{}\n\n", self.header());
-        let _ = writeln!(out, "| {} |", head.join(" | "));
-        let _ = writeln!(
-            out,
-            "|{}|",
-            head.iter()
-                .enumerate()
-                .map(|(i, _)| if i == 0 { "---" } else { "---:" })
-                .collect::<Vec<_>>()
-                .join("|")
-        );
-        for row in rows {
-            let mut row = row;
-            if let Some(v) = row.last_mut() {
-                if v == "VIOLATION" {
-                    *v = "**VIOLATION**".into();
-                }
+        let table = self.table(comfy_table::presets::ASCII_MARKDOWN, |c| {
+            if c == "VIOLATION" {
+                "**VIOLATION**".into()
+            } else {
+                c
             }
-            let _ = writeln!(out, "| {} |", row.join(" | "));
-        }
+        });
+        let _ = writeln!(out, "{table}");
         for (strategy, batch) in self.batched() {
             let _ = writeln!(out, "\n`{strategy}`: {}", batch.line());
         }

@@ -246,7 +246,17 @@ async fn compare_on_two_replicas_matches_the_database() {
         assert!(len > 200, "{} written", path.display());
     }
     let markdown = std::fs::read_to_string(dir.join("report.md")).expect("md");
-    assert!(markdown.contains("| set-nx-px-token |"), "{markdown}");
+    // A GitHub table: header, separator, one row per strategy, all piped.
+    let table: Vec<&str> = markdown.lines().filter(|l| l.starts_with('|')).collect();
+    assert!(table.len() >= 4, "{markdown}");
+    assert!(
+        table[1].starts_with("|--") && table[1].ends_with('|'),
+        "{markdown}"
+    );
+    assert!(
+        table.iter().any(|l| l.starts_with("| set-nx-px-token ")),
+        "{markdown}"
+    );
 
     // Asked to treat `none` as safe, the same lesson is a failure: exit 1.
     let dir2 = out_dir("strict");
