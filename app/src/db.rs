@@ -97,6 +97,12 @@ pub async fn product(pool: &PgPool, id: i64) -> Result<Option<ProductRow>, sqlx:
         .await
 }
 
+/// Name of a product's row in `distributed_locks`, the lock of
+/// `pg-lock-table` (here so [`reset_product`] can clear it).
+pub fn lock_row_name(product_id: i64) -> String {
+    format!("product:{product_id}")
+}
+
 /// Reset one product to `stock`: creates it when missing, deletes its
 /// orders, its `pg-lock-table` row, clears version and fencing token — in
 /// one transaction.
@@ -107,7 +113,7 @@ pub async fn reset_product(pool: &PgPool, id: i64, stock: i64) -> Result<(), sql
         .execute(&mut *tx)
         .await?;
     sqlx::query("DELETE FROM distributed_locks WHERE name = $1")
-        .bind(crate::lock::pg_lock_table::lock_name(id))
+        .bind(lock_row_name(id))
         .execute(&mut *tx)
         .await?;
     sqlx::query(

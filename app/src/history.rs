@@ -237,7 +237,8 @@ impl History {
     pub async fn switch(&self, enabled: bool) -> Result<Option<String>, GrabError> {
         let mut conn = self.inner.conn.clone();
         let run = if enabled {
-            let run = crate::lock::new_token();
+            // A fresh run id, shaped like a lock token.
+            let run = uuid::Uuid::new_v4().simple().to_string();
             redis::cmd("SET")
                 .arg(RUN_KEY)
                 .arg(&run)
@@ -268,7 +269,7 @@ impl History {
 
     /// Refresh every `interval` until `stop` fires.
     pub async fn refresh_loop(self, interval: Duration, stop: tokio::sync::watch::Receiver<bool>) {
-        crate::control::refresh_every("the history run id", interval, stop, move || {
+        crate::redis_client::refresh_every("the history run id", interval, stop, move || {
             let history = self.clone();
             async move { history.refresh().await }
         })

@@ -36,7 +36,7 @@ use tokio::time::{Duration, Instant};
 use futures::future::BoxFuture;
 
 use crate::error::GrabError;
-use crate::lock::{Deps, GrabRequest, Order};
+use crate::strategy::{Deps, GrabRequest, Order};
 
 /// The batch's orders and their audit totals in one statement (one
 /// autocommit transaction). `seckill.tally = 'by-statement'`, local to the

@@ -26,10 +26,10 @@
 use sqlx::{PgConnection, Postgres, Transaction};
 use tokio::time::{sleep, Duration, Instant};
 
-use crate::control::PauseAt;
 use crate::error::GrabError;
+use crate::faults::PauseAt;
 use crate::history::{Entered, History};
-use crate::lock::{GrabContext, GrabRequest, Order};
+use crate::strategy::{GrabContext, GrabRequest, Order};
 
 /// How step 1 reads and step 4 writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -2,6 +2,8 @@
 //! server: database pool and migrations, seed products, Redis, strategies,
 //! the shared control state and its refresher, and the actix-web app with
 //! JSON error handlers. Tests bind port 0 and read [`Application::port`].
+//! The top of the crate: it builds the [`AppState`] of [`crate::state`]
+//! that every route reads, and mounts [`crate::routes`].
 
 use std::net::TcpListener;
 use std::sync::Arc;
@@ -13,30 +15,18 @@ use actix_web::{web, App, HttpRequest, HttpResponse, HttpServer};
 use anyhow::Context;
 
 use crate::configuration::Settings;
-use crate::control::{Control, Faults};
+use crate::control::Control;
 use crate::error::ApiError;
-use crate::lock::{Deps, Strategies};
+use crate::faults::Faults;
+use crate::lock::{redis_lua_stock, redlock};
 use crate::metrics::Metrics;
+use crate::registry::Strategies;
+use crate::state::AppState;
+use crate::strategy::Deps;
 use crate::{db, routes};
 
 /// Largest request body, in bytes.
 pub const MAX_BODY_BYTES: usize = 16 * 1024;
-
-/// What every handler shares.
-#[derive(Debug)]
-pub struct AppState {
-    /// Pool, Redis, metrics and lock timings.
-    pub deps: Deps,
-    /// The readers' own small pool (status page, `/metrics`, readiness,
-    /// audit): answers while grabs hold every connection of `deps.pool`.
-    pub read_pool: sqlx::PgPool,
-    /// Active strategy and faults.
-    pub control: Arc<Control>,
-    /// The settings the service started with.
-    pub settings: Settings,
-    /// The admin token in force (see [`Settings::effective_admin_token`]).
-    pub admin_token: Option<String>,
-}
 
 /// A built, bound server.
 pub struct Application {
@@ -104,10 +94,10 @@ impl Application {
         let nodes: Vec<String> = settings
             .redlock_urls
             .iter()
-            .map(|url| crate::lock::redlock::node_name(url))
+            .map(|url| redlock::node_name(url))
             .collect();
         deps.metrics
-            .init_series(&names, &nodes, &[crate::lock::redis_lua_stock::INFO.name]);
+            .init_series(&names, &nodes, &[redis_lua_stock::INFO.name]);
         if let Err(e) = control.refresh(&deps).await {
             tracing::warn!(error = %e, "redis not reachable at start; using the configured strategy");
         }

@@ -12,16 +12,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use redis::aio::ConnectionManager;
-use seckill_app::control::Faults;
+use seckill_app::faults::Faults;
 use seckill_app::lock::etcd_lease::EtcdLease;
 use seckill_app::lock::mysql_get_lock::MysqlGetLock;
 use seckill_app::lock::redlock::Redlock;
 use seckill_app::lock::set_nx_px_token::SetNxPxToken;
 use seckill_app::lock::watchdog::Watchdog;
 use seckill_app::lock::zk_ephemeral_seq::ZkEphemeralSeq;
-use seckill_app::lock::{Deps, DistributedLock, GrabContext};
+use seckill_app::locking::DistributedLock;
 use seckill_app::metrics::Metrics;
 use seckill_app::redis_client::connection as redis_connection;
+use seckill_app::strategy::{Deps, GrabContext};
 use seckill_testkit::{mysql_test_url, EtcdServer, RedisServer as Server, ZkServer};
 use tokio::time::Instant;
 

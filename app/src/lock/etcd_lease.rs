@@ -16,7 +16,9 @@
 //!   moves the guard's deadline to send time + lease − drift; an answer
 //!   with TTL 0 (the lease expired) marks the guard lost; when etcd cannot
 //!   be reached the deadline simply passes. The section checks both before
-//!   it commits ([`super::LockGuard::check_still_held`]) and aborts.
+//!   it commits
+//!   ([`LockGuard::check_still_held`](crate::locking::LockGuard::check_still_held))
+//!   and aborts.
 //! - Release: stop the keep-alive and revoke the lease (one call: the key
 //!   goes with it, and the next waiter is woken by etcd).
 //! - Fencing: the store revision at which the lock was granted grows with
@@ -45,12 +47,10 @@ use tokio::sync::{oneshot, OnceCell};
 use tokio::time::{sleep, timeout, Instant};
 
 use super::watchdog::drift;
-use super::{
-    lock_key, DistributedLock, GrabContext, Lease, LeaseStatus, LockGuard, Released, Safety,
-    StrategyInfo,
-};
 use crate::error::{unavailable, Dependency, GrabError};
+use crate::locking::{lock_key, DistributedLock, Lease, LeaseStatus, LockGuard, Released};
 use crate::metrics::Metrics;
+use crate::strategy::{GrabContext, Safety, StrategyInfo};
 
 /// Name, seed and guarantee of `etcd-lease`.
 pub const INFO: StrategyInfo = StrategyInfo {

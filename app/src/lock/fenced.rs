@@ -36,10 +36,9 @@ use async_trait::async_trait;
 use redis::Script;
 
 use super::set_nx_px_token::SetNxPxToken;
-use super::{
-    lock_key, new_token, DistributedLock, GrabContext, LockGuard, Released, Safety, StrategyInfo,
-};
 use crate::error::GrabError;
+use crate::locking::{lock_key, new_token, DistributedLock, LockGuard, Released};
+use crate::strategy::{GrabContext, Safety, StrategyInfo};
 
 /// Name, seed and guarantee of `fenced`.
 pub const INFO: StrategyInfo = StrategyInfo {

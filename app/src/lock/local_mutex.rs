@@ -19,8 +19,9 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use tokio::time::{timeout, Instant};
 
-use super::{DistributedLock, GrabContext, LockGuard, Released, Safety, StrategyInfo};
 use crate::error::GrabError;
+use crate::locking::{new_token, DistributedLock, LockGuard, Released};
+use crate::strategy::{GrabContext, Safety, StrategyInfo};
 
 /// Name, seed and guarantee of `local-mutex`.
 pub const INFO: StrategyInfo = StrategyInfo {
@@ -90,7 +91,7 @@ impl DistributedLock for LocalMutex {
 fn local_guard(product_id: i64, held: tokio::sync::OwnedMutexGuard<()>) -> LockGuard {
     LockGuard {
         key: format!("local:product:{product_id}"),
-        token: super::new_token(),
+        token: new_token(),
         fencing_token: None,
         acquired_at: Instant::now(),
         local: Some(held),

@@ -43,11 +43,9 @@ use sqlx::pool::PoolConnection;
 use sqlx::MySql;
 use tokio::time::{timeout, Instant};
 
-use super::{
-    lock_key, new_token, DistributedLock, GrabContext, HeldSession, LockGuard, Released, Safety,
-    StrategyInfo,
-};
 use crate::error::{unavailable, Dependency, GrabError};
+use crate::locking::{lock_key, new_token, DistributedLock, HeldSession, LockGuard, Released};
+use crate::strategy::{GrabContext, Safety, StrategyInfo};
 
 /// Name, seed and guarantee of `mysql-get-lock`.
 pub const INFO: StrategyInfo = StrategyInfo {

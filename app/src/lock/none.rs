@@ -15,9 +15,9 @@
 
 use async_trait::async_trait;
 
-use super::{GrabContext, GrabRequest, Order, Safety, Strategy, StrategyInfo};
 use crate::error::GrabError;
 use crate::section::{self, SectionSpec};
+use crate::strategy::{GrabContext, GrabRequest, Order, Safety, Strategy, StrategyInfo};
 
 /// Name, seed and guarantee of `none`.
 pub const INFO: StrategyInfo = StrategyInfo {

@@ -18,9 +18,9 @@
 use async_trait::async_trait;
 use sqlx::PgConnection;
 
-use super::{GrabContext, GrabRequest, Order, Safety, Strategy, StrategyInfo};
 use crate::error::GrabError;
 use crate::section::{insert_order, refuse_repeat_buyer, simulated_work};
+use crate::strategy::{GrabContext, GrabRequest, Order, Safety, Strategy, StrategyInfo};
 
 /// Name, seed and guarantee of `pg-atomic`.
 pub const INFO: StrategyInfo = StrategyInfo {

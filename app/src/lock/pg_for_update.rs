@@ -17,9 +17,10 @@
 
 use async_trait::async_trait;
 
-use super::{grab_in_transaction, GrabContext, GrabRequest, Order, Safety, Strategy, StrategyInfo};
 use crate::error::GrabError;
+use crate::locking::grab_in_transaction;
 use crate::section::{RowLock, SectionSpec};
+use crate::strategy::{GrabContext, GrabRequest, Order, Safety, Strategy, StrategyInfo};
 
 /// Name, seed and guarantee of `pg-for-update`.
 pub const INFO: StrategyInfo = StrategyInfo {

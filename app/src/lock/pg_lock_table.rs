@@ -18,8 +18,10 @@
 
 use async_trait::async_trait;
 
-use super::{new_token, DistributedLock, GrabContext, LockGuard, Released, Safety, StrategyInfo};
+use crate::db::lock_row_name;
 use crate::error::GrabError;
+use crate::locking::{new_token, DistributedLock, LockGuard, Released};
+use crate::strategy::{GrabContext, Safety, StrategyInfo};
 
 /// Name, seed and guarantee of `pg-lock-table`.
 pub const INFO: StrategyInfo = StrategyInfo {
@@ -28,11 +30,6 @@ pub const INFO: StrategyInfo = StrategyInfo {
     guarantee: "safe while holders live; a dead holder blocks until the sweep",
     safety: Safety::SafeWhileHoldersLive,
 };
-
-/// Row name of a product's lock.
-pub fn lock_name(product_id: i64) -> String {
-    format!("product:{product_id}")
-}
 
 /// INSERT to lock, DELETE to unlock.
 #[derive(Debug, Clone, Copy, Default)]
@@ -49,7 +46,7 @@ impl DistributedLock for PgLockTable {
         cx: GrabContext<'_>,
         product_id: i64,
     ) -> Result<Option<LockGuard>, GrabError> {
-        let name = lock_name(product_id);
+        let name = lock_row_name(product_id);
         let owner = new_token();
         let pool = &cx.deps.pool;
         let inserted = sqlx::query(

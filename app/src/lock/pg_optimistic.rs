@@ -16,9 +16,10 @@
 use async_trait::async_trait;
 use tokio::time::{sleep, Instant};
 
-use super::{jittered, GrabContext, GrabRequest, Order, Safety, Strategy, StrategyInfo};
 use crate::error::GrabError;
+use crate::locking::jittered;
 use crate::section::{self, RowLock, SectionSpec};
+use crate::strategy::{GrabContext, GrabRequest, Order, Safety, Strategy, StrategyInfo};
 
 /// Name, seed and guarantee of `pg-optimistic`.
 pub const INFO: StrategyInfo = StrategyInfo {

@@ -69,10 +69,12 @@ use std::time::Duration;
 use async_trait::async_trait;
 use redis::Script;
 
-use super::{Deps, GrabContext, GrabRequest, Order, Safety, Strategy, StrategyInfo};
 use crate::error::GrabError;
 use crate::order_batch::OrderBatcher;
 use crate::section::{insert_order, simulated_work};
+use crate::strategy::{
+    Deps, GrabContext, GrabRequest, Order, Safety, Strategy, StrategyInfo, STRATEGY_KEY,
+};
 
 /// Name, seed and guarantee of `redis-lua-stock`.
 pub const INFO: StrategyInfo = StrategyInfo {
@@ -475,7 +477,7 @@ pub async fn sync_stock_column(deps: &Deps, product_id: Option<i64>) -> Result<(
             .execute(&mut *tx)
             .await?;
         let (active, stock): (Option<String>, Option<i64>) = redis::cmd("MGET")
-            .arg(crate::control::STRATEGY_KEY)
+            .arg(STRATEGY_KEY)
             .arg(stock_key(id))
             .query_async(&mut conn)
             .await?;

@@ -47,11 +47,10 @@ use redis::aio::ConnectionManager;
 use redis::Script;
 use tokio::time::{timeout, Instant};
 
-use super::{
-    lock_key, new_token, DistributedLock, GrabContext, LockGuard, Released, Safety, StrategyInfo,
-};
 use crate::error::{Dependency, GrabError};
+use crate::locking::{lock_key, new_token, DistributedLock, LockGuard, Released};
 use crate::redis_client::connection as redis_connection;
+use crate::strategy::{GrabContext, Safety, StrategyInfo};
 
 /// Name, seed and guarantee of `redlock`.
 pub const INFO: StrategyInfo = StrategyInfo {

@@ -15,11 +15,9 @@
 
 use async_trait::async_trait;
 
-use super::{
-    release_by_del, try_set_nx_px, DistributedLock, GrabContext, LockGuard, Released, Safety,
-    StrategyInfo,
-};
 use crate::error::GrabError;
+use crate::locking::{release_by_del, try_set_nx_px, DistributedLock, LockGuard, Released};
+use crate::strategy::{GrabContext, Safety, StrategyInfo};
 
 /// Name, seed and guarantee of `set-nx-px`.
 pub const INFO: StrategyInfo = StrategyInfo {

@@ -22,10 +22,9 @@
 use async_trait::async_trait;
 use redis::Script;
 
-use super::{
-    try_set_nx_px, DistributedLock, GrabContext, LockGuard, Released, Safety, StrategyInfo,
-};
 use crate::error::GrabError;
+use crate::locking::{try_set_nx_px, DistributedLock, LockGuard, Released};
+use crate::strategy::{GrabContext, Safety, StrategyInfo};
 
 /// Name, seed and guarantee of `set-nx-px-token`.
 pub const INFO: StrategyInfo = StrategyInfo {

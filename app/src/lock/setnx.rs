@@ -14,11 +14,11 @@
 
 use async_trait::async_trait;
 
-use super::{
-    lock_key, new_token, release_by_del, setnx, DistributedLock, GrabContext, LockGuard, Released,
-    Safety, StrategyInfo,
-};
 use crate::error::GrabError;
+use crate::locking::{
+    lock_key, new_token, release_by_del, setnx, DistributedLock, LockGuard, Released,
+};
+use crate::strategy::{GrabContext, Safety, StrategyInfo};
 
 /// Name, seed and guarantee of `setnx`.
 pub const INFO: StrategyInfo = StrategyInfo {

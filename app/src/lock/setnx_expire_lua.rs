@@ -15,11 +15,9 @@
 use async_trait::async_trait;
 use redis::Script;
 
-use super::{
-    lock_key, new_token, release_by_del, DistributedLock, GrabContext, LockGuard, Released, Safety,
-    StrategyInfo,
-};
 use crate::error::GrabError;
+use crate::locking::{lock_key, new_token, release_by_del, DistributedLock, LockGuard, Released};
+use crate::strategy::{GrabContext, Safety, StrategyInfo};
 
 /// Name, seed and guarantee of `setnx-expire-lua`.
 pub const INFO: StrategyInfo = StrategyInfo {

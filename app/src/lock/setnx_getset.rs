@@ -26,11 +26,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
 
-use super::{
-    lock_key, release_by_del, setnx, DistributedLock, GrabContext, LockGuard, Released, Safety,
-    StrategyInfo,
-};
 use crate::error::GrabError;
+use crate::locking::{lock_key, release_by_del, setnx, DistributedLock, LockGuard, Released};
+use crate::strategy::{GrabContext, Safety, StrategyInfo};
 
 /// Name, seed and guarantee of `setnx-getset`.
 pub const INFO: StrategyInfo = StrategyInfo {

@@ -63,12 +63,12 @@ use redis::Script;
 use tokio::sync::{oneshot, Notify, Semaphore};
 use tokio::time::{sleep, timeout, Instant};
 
-use super::{
-    lock_key, new_token, DistributedLock, GrabContext, Lease, LeaseStatus, LockGuard, Released,
-    Safety, StrategyInfo,
-};
 use crate::error::GrabError;
+use crate::locking::{
+    lock_key, new_token, DistributedLock, Lease, LeaseStatus, LockGuard, Released,
+};
 use crate::metrics::Metrics;
+use crate::strategy::{GrabContext, Safety, StrategyInfo};
 
 /// Name, seed and guarantee of `watchdog`.
 pub const INFO: StrategyInfo = StrategyInfo {

@@ -50,12 +50,10 @@ use tokio::time::{sleep, timeout, Instant};
 use zookeeper_client as zk;
 
 use super::watchdog::drift;
-use super::{
-    new_token, DistributedLock, GrabContext, Lease, LeaseStatus, LockGuard, Released, Safety,
-    StrategyInfo,
-};
 use crate::error::{unavailable, Dependency, GrabError};
+use crate::locking::{new_token, DistributedLock, Lease, LeaseStatus, LockGuard, Released};
 use crate::metrics::Metrics;
+use crate::strategy::{GrabContext, Safety, StrategyInfo};
 
 /// Name, seed and guarantee of `zk-ephemeral-seq`.
 pub const INFO: StrategyInfo = StrategyInfo {

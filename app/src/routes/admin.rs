@@ -9,11 +9,14 @@ use actix_web::{get, post, put, web, FromRequest, HttpRequest, HttpResponse};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use crate::control::FaultsPatch;
 use crate::db;
 use crate::error::{ApiError, GrabError};
-use crate::lock::{lock_key, redis_lua_stock, Safety, STRATEGY_NAMES};
-use crate::startup::AppState;
+use crate::faults::FaultsPatch;
+use crate::lock::{fenced, redis_lua_stock};
+use crate::locking::lock_key;
+use crate::registry::STRATEGY_NAMES;
+use crate::state::AppState;
+use crate::strategy::Safety;
 
 /// Proof that the request carried the admin token.
 #[derive(Debug)]
@@ -166,7 +169,7 @@ pub async fn reset_product(
     let mut conn = state.deps.redis.clone();
     redis::cmd("DEL")
         .arg(lock_key(id))
-        .arg(crate::lock::fenced::fence_key(id))
+        .arg(fenced::fence_key(id))
         .arg(redis_lua_stock::stock_key(id))
         .arg(redis_lua_stock::buyers_key(id))
         .query_async::<()>(&mut conn)

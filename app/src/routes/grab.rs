@@ -13,9 +13,10 @@ use serde::Deserialize;
 use tokio::time::Instant;
 
 use crate::error::{ApiError, GrabError};
-use crate::lock::{GrabContext, GrabRequest, LOCK_WAIT};
+use crate::locking::LOCK_WAIT;
 use crate::order_batch::BATCH_WAIT;
-use crate::startup::AppState;
+use crate::state::AppState;
+use crate::strategy::{GrabContext, GrabRequest};
 
 /// The request body.
 #[derive(Debug, Deserialize)]

@@ -7,7 +7,7 @@ use actix_web::{get, web, HttpResponse};
 use serde_json::json;
 use tokio::time::timeout;
 
-use crate::startup::AppState;
+use crate::state::AppState;
 
 const CHECK_TIMEOUT: Duration = Duration::from_secs(1);
 

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use actix_web::{get, web, HttpResponse};
 
-use crate::lock::STRATEGY_NAMES;
-use crate::startup::AppState;
+use crate::registry::STRATEGY_NAMES;
+use crate::state::AppState;
 
 /// The exposition.
 #[get("/metrics")]

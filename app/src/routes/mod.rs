@@ -13,7 +13,7 @@ pub mod status;
 use crate::db::{self, AuditRow};
 use crate::error::{ApiError, GrabError};
 use crate::lock::redis_lua_stock;
-use crate::startup::AppState;
+use crate::state::AppState;
 
 /// The audit as every reader shows it (`/admin/audit`, `/metrics`, the
 /// status page). Under `redis-lua-stock` the stock column is written

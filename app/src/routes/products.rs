@@ -5,7 +5,7 @@ use serde::Serialize;
 
 use crate::db;
 use crate::error::{ApiError, GrabError};
-use crate::startup::AppState;
+use crate::state::AppState;
 
 /// The product body.
 #[derive(Debug, Serialize)]

@@ -33,7 +33,7 @@ use tokio::time::Instant;
 
 use crate::error::{ApiError, GrabError};
 use crate::metrics::Metrics;
-use crate::startup::AppState;
+use crate::state::AppState;
 
 /// The page, embedded at build time.
 pub const PAGE: &str = include_str!("../../static/status.html");

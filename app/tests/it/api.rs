@@ -215,7 +215,7 @@ async fn strategies_switch_at_run_time_and_unknown_names_are_listed() {
             s["name"].as_str().expect("name")
         })
         .collect();
-    for expected in seckill_app::lock::STRATEGY_NAMES {
+    for expected in seckill_app::registry::STRATEGY_NAMES {
         assert!(names.contains(expected), "{expected} in {names:?}");
     }
 
@@ -689,8 +689,8 @@ async fn the_audit_totals_equal_a_recount_after_races_rollbacks_and_resets() {
 /// a full recount counts them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn batched_orders_fold_into_the_audit_totals_as_a_recount_counts_them() {
-    use seckill_app::lock::GrabRequest;
     use seckill_app::order_batch::OrderBatcher;
+    use seckill_app::strategy::GrabRequest;
 
     let redis = RedisServer::start();
     let db = fresh_database().await;

@@ -19,11 +19,12 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use seckill_app::control::Faults;
 use seckill_app::error::GrabError;
-use seckill_app::lock::{Deps, DistributedLock, GrabContext, Released};
+use seckill_app::faults::Faults;
+use seckill_app::locking::{DistributedLock, Released};
 use seckill_app::metrics::Metrics;
 use seckill_app::redis_client::connection as redis_connection;
+use seckill_app::strategy::{Deps, GrabContext};
 
 /// Dependencies for lock-level runs. The pool is lazy: Redis locks never
 /// touch it; `pg-lock-table` needs a real `database_url`.

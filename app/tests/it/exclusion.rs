@@ -9,8 +9,10 @@ use seckill_app::lock::{
     pg_lock_table::PgLockTable, redlock::Redlock, set_nx_px::SetNxPx,
     set_nx_px_check_del::SetNxPxCheckDel, set_nx_px_token::SetNxPxToken, setnx::Setnx,
     setnx_expire::SetnxExpire, setnx_expire_lua::SetnxExpireLua, setnx_getset::SetnxGetset,
-    watchdog::Watchdog, zk_ephemeral_seq::ZkEphemeralSeq, DistributedLock, GrabContext, Released,
+    watchdog::Watchdog, zk_ephemeral_seq::ZkEphemeralSeq,
 };
+use seckill_app::locking::{DistributedLock, Released};
+use seckill_app::strategy::GrabContext;
 
 use crate::checker::{self, deps, no_faults};
 use crate::harness::{
@@ -245,8 +247,8 @@ async fn a_killed_holder_locks_setnx_forever_and_ttl_locks_recover() {
     // A holder task aborted mid-section, without releasing.
     async fn kill_holder(
         lock: Arc<dyn DistributedLock>,
-        d: Arc<seckill_app::lock::Deps>,
-        faults: seckill_app::control::Faults,
+        d: Arc<seckill_app::strategy::Deps>,
+        faults: seckill_app::faults::Faults,
         kill_after: Duration,
     ) {
         let task = tokio::spawn(async move {
@@ -263,7 +265,7 @@ async fn a_killed_holder_locks_setnx_forever_and_ttl_locks_recover() {
         task.abort();
         let _ = task.await;
     }
-    async fn can_acquire(lock: &dyn DistributedLock, d: &seckill_app::lock::Deps) -> bool {
+    async fn can_acquire(lock: &dyn DistributedLock, d: &seckill_app::strategy::Deps) -> bool {
         let cx = GrabContext {
             deps: d,
             faults: no_faults(),
@@ -820,7 +822,7 @@ async fn fenced_reseeds_a_lost_counter_from_the_database() {
 
 // The coordination-service locks (issue 16): each against a real server.
 
-fn coordination_cx(d: &seckill_app::lock::Deps) -> GrabContext<'_> {
+fn coordination_cx(d: &seckill_app::strategy::Deps) -> GrabContext<'_> {
     GrabContext {
         deps: d,
         faults: no_faults(),
@@ -1019,8 +1021,8 @@ async fn stale_holder_against_the_database(
     freeze: Duration,
     check_revision: bool,
 ) -> (i64, i64) {
-    use seckill_app::lock::GrabRequest;
     use seckill_app::section::{self, SectionSpec};
+    use seckill_app::strategy::GrabRequest;
 
     let redis = RedisServer::start();
     let db = fresh_database().await;

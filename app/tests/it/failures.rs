@@ -150,7 +150,7 @@ async fn a_foreign_client_holding_the_lock_makes_grabs_busy() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_lua_stock_gives_back_a_reservation_whose_confirm_never_came() {
     use seckill_app::lock::redis_lua_stock::{RedisLuaStock, RESERVATION_TIMEOUT};
-    use seckill_app::lock::GrabRequest;
+    use seckill_app::strategy::GrabRequest;
 
     let redis = RedisServer::start();
     let db = fresh_database().await;

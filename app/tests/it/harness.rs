@@ -153,7 +153,7 @@ pub struct TestApp {
     pub address: String,
     pub client: reqwest::Client,
     pub handle: actix_web::dev::ServerHandle,
-    pub state: actix_web::web::Data<seckill_app::startup::AppState>,
+    pub state: actix_web::web::Data<seckill_app::state::AppState>,
 }
 
 impl TestApp {

@@ -1,0 +1,561 @@
+//! Locks: what every external lock implements ([`DistributedLock`]), what
+//! it hands its holder ([`LockGuard`], [`Lease`]), and how a lock wraps the
+//! critical section of [`crate::section`].
+//!
+//! - [`grab_with_lock`] — acquire → section → commit → release (or release
+//!   *before* the commit when the `unlock_before_commit` fault is on), for
+//!   every lock taken around the section; [`lock_strategy!`](crate::lock_strategy)
+//!   turns such a lock into a [`Strategy`](crate::strategy::Strategy).
+//! - [`grab_in_transaction`] — the database locks (`pg-for-update`,
+//!   `pg-advisory`) taken inside the section's own transaction.
+//! - The Redis primitives the seeds share: [`setnx`], [`set_nx_px`],
+//!   [`try_set_nx_px`], [`release_by_del`], [`COMPARE_AND_DELETE`].
+//!
+//! Above [`crate::section`] and [`crate::strategy`]; below the strategy
+//! files of [`crate::lock`], which use it.
+
+use std::fmt;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use rand::Rng;
+use tokio::time::{sleep, Duration, Instant};
+
+use crate::error::GrabError;
+use crate::faults::Faults;
+use crate::section::{self, SectionSpec};
+use crate::strategy::{GrabContext, GrabRequest, Order};
+
+/// A lock taken around the whole critical section.
+#[async_trait]
+pub trait DistributedLock: Send + Sync {
+    /// Stable strategy name (metric label).
+    fn name(&self) -> &'static str;
+
+    /// One attempt: the lock, or `None` when someone else holds it.
+    async fn try_acquire(
+        &self,
+        cx: GrabContext<'_>,
+        product_id: i64,
+    ) -> Result<Option<LockGuard>, GrabError>;
+
+    /// Give the lock back.
+    async fn release(&self, cx: GrabContext<'_>, guard: LockGuard) -> Result<Released, GrabError>;
+
+    /// Attempts with jittered pauses until the wait budget is spent, then
+    /// `busy`. Deadlines use the monotonic clock.
+    async fn acquire(&self, cx: GrabContext<'_>, product_id: i64) -> Result<LockGuard, GrabError> {
+        let deps = cx.deps;
+        let deadline = Instant::now() + deps.lock_wait;
+        let attempts = deps.metrics.lock_attempts.with_label_values(&[self.name()]);
+        let retries = deps.metrics.lock_retries.with_label_values(&[self.name()]);
+        loop {
+            attempts.inc();
+            if let Some(guard) = self.try_acquire(cx, product_id).await? {
+                return Ok(guard);
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(GrabError::Busy(deps.lock_wait));
+            }
+            retries.inc();
+            sleep(jittered(deps.lock_retry).min(deadline - now)).await;
+        }
+    }
+}
+
+/// A lock held by one grab. Releasing it is an explicit `async` call on
+/// its [`DistributedLock`]; dropping it does no network I/O.
+#[derive(Debug)]
+pub struct LockGuard {
+    /// Key of the lock, e.g. `lock:product:1`.
+    pub key: String,
+    /// Unique per acquisition — never a thread id, tasks migrate.
+    pub token: String,
+    /// Monotonic fencing token, for strategies that hand one out.
+    pub fencing_token: Option<i64>,
+    /// When the lock was acquired (monotonic).
+    pub acquired_at: Instant,
+    /// An in-process guard (`local-mutex`); dropping it unlocks.
+    pub local: Option<tokio::sync::OwnedMutexGuard<()>>,
+    /// The instant after which the lock must not be relied on (`redlock`'s
+    /// validity time). Checked before the commit.
+    pub valid_until: Option<Instant>,
+    /// The watchdog's lease: tells the holder when renewal lost the lock or
+    /// its deadline passed; shared by the guards of one owner (re-entries).
+    /// Also the etcd lease and the ZooKeeper session of their locks.
+    pub lease: Option<Lease>,
+    /// A revision the lock service handed out with the lock (etcd's create
+    /// revision, ZooKeeper's sequence number + 1), growing with every holder:
+    /// a fencing token the database checks only when the `check_revision`
+    /// switch is on — off by default, so the pause failure stays visible.
+    pub revision: Option<i64>,
+    /// State the lock lives on, kept until the explicit release (the MariaDB
+    /// session that holds `GET_LOCK`). Dropping it does no I/O of ours.
+    pub session: Option<HeldSession>,
+}
+
+/// Whatever a strategy must keep alive while its lock is held (e.g. a
+/// database connection); the strategy takes it back by downcasting.
+pub struct HeldSession(Box<dyn std::any::Any + Send + Sync>);
+
+impl HeldSession {
+    /// Keep `value` with the guard.
+    pub fn new<T: std::any::Any + Send + Sync>(value: T) -> Self {
+        Self(Box::new(value))
+    }
+
+    /// The value back, when it is a `T`.
+    pub fn take<T: std::any::Any>(self) -> Option<T> {
+        self.0.downcast::<T>().ok().map(|boxed| *boxed)
+    }
+}
+
+impl fmt::Debug for HeldSession {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("HeldSession(..)")
+    }
+}
+
+/// What the renewal task of a lease knows, shared with its holders.
+#[derive(Debug)]
+pub struct LeaseStatus {
+    /// A renewal found the lock gone or not ours.
+    lost: std::sync::atomic::AtomicBool,
+    /// Send time of the last successful acquire or renewal + lease − drift:
+    /// after this instant the key may have expired in Redis, whether or not
+    /// a renewal is under way.
+    deadline: std::sync::Mutex<Instant>,
+}
+
+impl LeaseStatus {
+    /// A fresh status whose lease runs until `deadline`.
+    pub fn new(deadline: Instant) -> Arc<Self> {
+        Arc::new(Self {
+            lost: std::sync::atomic::AtomicBool::new(false),
+            deadline: std::sync::Mutex::new(deadline),
+        })
+    }
+
+    /// Whether a renewal found the lock gone or not ours.
+    pub fn is_lost(&self) -> bool {
+        self.lost.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Mark the lease lost (the holder must abort).
+    pub fn mark_lost(&self) {
+        self.lost.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// The instant after which the lock must not be relied on.
+    pub fn deadline(&self) -> Instant {
+        *self
+            .deadline
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Move the deadline to `deadline` if that is later (a renewal whose
+    /// reply came late never shortens what a newer one granted).
+    pub fn extend_to(&self, deadline: Instant) {
+        let mut current = self
+            .deadline
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if deadline > *current {
+            *current = deadline;
+        }
+    }
+}
+
+/// A renewed lease, shared (cloned) by every guard of one owner. The
+/// renewal task stops when [`Lease::stop_renewing`] is called — when the
+/// last re-entry is released — or when every clone is dropped; it then only
+/// stops renewing (the lock expires on its own; no I/O happens in `Drop`).
+#[derive(Debug, Clone)]
+pub struct Lease {
+    inner: Arc<LeaseInner>,
+}
+
+#[derive(Debug)]
+struct LeaseInner {
+    status: Arc<LeaseStatus>,
+    /// Dropped (taken or with the last clone) to stop the renewal task.
+    stop: std::sync::Mutex<Option<tokio::sync::oneshot::Sender<()>>>,
+}
+
+impl Lease {
+    /// A lease whose renewal task reports into `status` and stops when
+    /// `stop` is dropped.
+    pub fn new(status: Arc<LeaseStatus>, stop: tokio::sync::oneshot::Sender<()>) -> Self {
+        Self {
+            inner: Arc::new(LeaseInner {
+                status,
+                stop: std::sync::Mutex::new(Some(stop)),
+            }),
+        }
+    }
+
+    /// What the renewal task reported.
+    pub fn status(&self) -> &LeaseStatus {
+        &self.inner.status
+    }
+
+    /// Stop the renewal task now, for every guard sharing this lease.
+    pub fn stop_renewing(&self) {
+        drop(
+            self.inner
+                .stop
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .take(),
+        );
+    }
+
+    /// Whether the renewal task was told to stop.
+    pub fn is_stopped(&self) -> bool {
+        self.inner
+            .stop
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .as_ref()
+            .is_none_or(tokio::sync::oneshot::Sender::is_closed)
+    }
+}
+
+impl LockGuard {
+    /// `Err(reason)` when the lock can no longer be trusted: the lease was
+    /// lost, the lease's deadline passed (a renewal is stuck or late — the
+    /// key may have expired in Redis although nobody said so), or the
+    /// validity time has passed.
+    pub fn check_still_held(&self) -> Result<(), &'static str> {
+        if let Some(lease) = &self.lease {
+            if lease.status().is_lost() {
+                return Err("the lock's lease was lost before commit");
+            }
+            if Instant::now() >= lease.status().deadline() {
+                return Err("the lock's lease ran out before commit (no renewal in time)");
+            }
+        }
+        if self
+            .valid_until
+            .is_some_and(|until| Instant::now() >= until)
+        {
+            return Err("the lock's validity time ran out before commit");
+        }
+        Ok(())
+    }
+
+    /// The token the database must check: the strategy's own fencing token
+    /// (`fenced`), or the lock service's revision when `check_revision` is on.
+    pub fn fence(&self, faults: Faults) -> Option<i64> {
+        self.fencing_token
+            .or(self.revision.filter(|_| faults.check_revision))
+    }
+}
+
+impl LockGuard {
+    /// A guard for a remote lock acquired just now.
+    pub fn remote(key: String, token: String) -> Self {
+        Self {
+            key,
+            token,
+            fencing_token: None,
+            acquired_at: Instant::now(),
+            local: None,
+            valid_until: None,
+            lease: None,
+            revision: None,
+            session: None,
+        }
+    }
+}
+
+/// What a release found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Released {
+    /// Our lock was there and is gone now.
+    Released,
+    /// The key held someone else's token, or nothing: we had lost it.
+    NotOwner,
+}
+
+/// A fresh token for one acquisition.
+pub fn new_token() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
+}
+
+/// `base` scaled by a random factor in [0.5, 1.5): contenders that failed
+/// together do not retry together.
+pub fn jittered(base: Duration) -> Duration {
+    base.mul_f64(rand::rng().random_range(0.5..1.5))
+}
+
+tokio::task_local! {
+    /// How long the grab of this task waited for its lock; the grab route
+    /// answers it in a `Server-Timing: lock;dur=<ms>` header, so a client
+    /// measures waits exactly, request by request.
+    pub static LOCK_WAIT: std::cell::Cell<Option<Duration>>;
+}
+
+/// Note this grab's lock wait (outside a grab route's scope: nothing).
+pub fn note_lock_wait(waited: Duration) {
+    let _ = LOCK_WAIT.try_with(|w| w.set(Some(waited)));
+}
+
+/// Acquire → critical section → commit → release (or release → commit when
+/// the `unlock_before_commit` fault is on). Records wait, hold and release
+/// metrics. A release that fails is logged and counted; it cannot undo a
+/// commit, and the lock's TTL (where it has one) cleans up.
+pub async fn grab_with_lock(
+    lock: &dyn DistributedLock,
+    cx: GrabContext<'_>,
+    req: GrabRequest,
+) -> Result<Order, GrabError> {
+    let name = lock.name();
+    let metrics = &cx.deps.metrics;
+    let wait_started = Instant::now();
+    let acquired = lock.acquire(cx, req.product_id).await;
+    note_lock_wait(wait_started.elapsed());
+    let guard = match acquired {
+        Ok(guard) => {
+            metrics
+                .lock_acquire_duration
+                .with_label_values(&[name, "acquired"])
+                .observe(wait_started.elapsed().as_secs_f64());
+            guard
+        }
+        Err(e) => {
+            let result = if matches!(e, GrabError::Busy(_)) {
+                "busy"
+            } else {
+                "error"
+            };
+            metrics
+                .lock_acquire_duration
+                .with_label_values(&[name, result])
+                .observe(wait_started.elapsed().as_secs_f64());
+            return Err(e);
+        }
+    };
+    let spec = SectionSpec::plain(name).with_fence(guard.fence(cx.faults));
+    match section::prepare(cx, req, spec).await {
+        Err(e) => {
+            release_and_record(lock, cx, guard).await;
+            Err(e)
+        }
+        Ok(None) => {
+            release_and_record(lock, cx, guard).await;
+            metrics.fence_rejections.with_label_values(&[name]).inc();
+            Err(GrabError::Rejected(
+                "a newer fencing token reached the database first",
+            ))
+        }
+        Ok(Some(prepared)) if guard.check_still_held().is_err() => {
+            // The watchdog's lease was lost, or Redlock's validity ran out:
+            // abort before commit — the transaction rolls back on drop.
+            let why = guard.check_still_held().err().unwrap_or("lock lost");
+            prepared.abort().await;
+            // A renewal that found the lock gone counted it already; a
+            // deadline that passed unnoticed (a frozen process, a stuck
+            // renewal) or a Redlock validity that ran out is counted here.
+            if !guard.lease.as_ref().is_some_and(|l| l.status().is_lost()) {
+                metrics.lock_lost.with_label_values(&[name]).inc();
+            }
+            release_and_record(lock, cx, guard).await;
+            Err(GrabError::Rejected(why))
+        }
+        Ok(Some(prepared)) if cx.faults.unlock_before_commit => {
+            release_and_record(lock, cx, guard).await;
+            prepared.commit().await
+        }
+        Ok(Some(prepared)) => {
+            let committed = prepared.commit().await;
+            release_and_record(lock, cx, guard).await;
+            committed
+        }
+    }
+}
+
+async fn release_and_record(lock: &dyn DistributedLock, cx: GrabContext<'_>, guard: LockGuard) {
+    let name = lock.name();
+    let metrics = &cx.deps.metrics;
+    metrics
+        .lock_hold_duration
+        .with_label_values(&[name])
+        .observe(guard.acquired_at.elapsed().as_secs_f64());
+    let key = guard.key.clone();
+    let result = match lock.release(cx, guard).await {
+        Ok(Released::Released) => "released",
+        Ok(Released::NotOwner) => {
+            tracing::warn!(strategy = name, %key, "released a lock we no longer owned");
+            "not_owner"
+        }
+        Err(e) => {
+            tracing::warn!(strategy = name, %key, error = %e, "lock release failed");
+            "error"
+        }
+    };
+    metrics
+        .lock_releases
+        .with_label_values(&[name, result])
+        .inc();
+}
+
+/// A database lock taken inside the section's own transaction
+/// (`pg-for-update`, `pg-advisory`): run the section, commit — the commit
+/// releases the lock — and record the wait and hold times.
+pub async fn grab_in_transaction(
+    cx: GrabContext<'_>,
+    req: GrabRequest,
+    spec: SectionSpec,
+) -> Result<Order, GrabError> {
+    let metrics = &cx.deps.metrics;
+    let name = spec.strategy;
+    metrics.lock_attempts.with_label_values(&[name]).inc();
+    let started = Instant::now();
+    let prepared = match section::prepare(cx, req, spec).await {
+        Ok(Some(prepared)) => prepared,
+        Ok(None) => return Err(GrabError::Internal("row lock write matched no row".into())),
+        Err(GrabError::Busy(_)) => {
+            note_lock_wait(started.elapsed());
+            metrics
+                .lock_acquire_duration
+                .with_label_values(&[name, "busy"])
+                .observe(started.elapsed().as_secs_f64());
+            return Err(GrabError::Busy(cx.deps.lock_wait));
+        }
+        Err(e) => return Err(e),
+    };
+    note_lock_wait(prepared.lock_wait);
+    metrics
+        .lock_acquire_duration
+        .with_label_values(&[name, "acquired"])
+        .observe(prepared.lock_wait.as_secs_f64());
+    let locked_at = prepared.locked_at;
+    let committed = prepared.commit().await;
+    metrics
+        .lock_hold_duration
+        .with_label_values(&[name])
+        .observe(locked_at.elapsed().as_secs_f64());
+    committed
+}
+
+/// Implement [`Strategy`] for a [`DistributedLock`] whose `INFO` is in scope:
+/// every external lock runs the same acquire → section → commit → release.
+#[macro_export]
+macro_rules! lock_strategy {
+    ($lock:ty) => {
+        $crate::lock_strategy!($lock, |_: &$lock| None);
+    };
+    // `unavailable`: `|lock: &Lock| -> Option<&'static str>`, the reason a
+    // deployment cannot run it (its server is not configured).
+    ($lock:ty, $unavailable:expr) => {
+        #[async_trait::async_trait]
+        impl $crate::strategy::Strategy for $lock {
+            fn info(&self) -> &'static $crate::strategy::StrategyInfo {
+                &INFO
+            }
+
+            fn unavailable_reason(&self) -> Option<&'static str> {
+                let reason: fn(&$lock) -> Option<&'static str> = $unavailable;
+                reason(self)
+            }
+
+            async fn grab(
+                &self,
+                cx: $crate::strategy::GrabContext<'_>,
+                req: $crate::strategy::GrabRequest,
+            ) -> Result<$crate::strategy::Order, $crate::error::GrabError> {
+                $crate::locking::grab_with_lock(self, cx, req).await
+            }
+        }
+    };
+}
+
+/// Redis key of a product's lock.
+pub fn lock_key(product_id: i64) -> String {
+    format!("lock:product:{product_id}")
+}
+
+/// Release by a plain `DEL`, as seeds v1–v3 do: whoever holds the key now
+/// loses it. `Released` only says that a key was deleted — possibly
+/// someone else's, which is exactly the bug these strategies teach.
+pub async fn release_by_del(cx: GrabContext<'_>, guard: &LockGuard) -> Result<Released, GrabError> {
+    let mut conn = cx.deps.redis.clone();
+    let deleted: i64 = redis::cmd("DEL")
+        .arg(&guard.key)
+        .query_async(&mut conn)
+        .await?;
+    Ok(if deleted == 1 {
+        Released::Released
+    } else {
+        Released::NotOwner
+    })
+}
+
+/// `SET key token NX PX ttl`: the atomic acquire of seed v3 onwards.
+pub async fn set_nx_px(cx: GrabContext<'_>, key: &str, token: &str) -> Result<bool, GrabError> {
+    let mut conn = cx.deps.redis.clone();
+    let set: Option<String> = redis::cmd("SET")
+        .arg(key)
+        .arg(token)
+        .arg("NX")
+        .arg("PX")
+        .arg(cx.deps.lock_ttl.as_millis() as u64)
+        .query_async(&mut conn)
+        .await?;
+    Ok(set.is_some())
+}
+
+/// `SETNX key value`: the acquire of seed v1 and v2 (no expiry).
+pub async fn setnx(cx: GrabContext<'_>, key: &str, value: &str) -> Result<bool, GrabError> {
+    let mut conn = cx.deps.redis.clone();
+    let won: i64 = redis::cmd("SETNX")
+        .arg(key)
+        .arg(value)
+        .query_async(&mut conn)
+        .await?;
+    Ok(won == 1)
+}
+
+/// One `SET lock:product:{id} <fresh token> NX PX ttl` attempt, as a guard.
+///
+/// With `SECKILL_REDIS_WAIT_REPLICAS` > 0 the write must also reach that
+/// many replicas (`WAIT n timeout`) before it counts: a lock that only the
+/// primary knows is lost when a replica is promoted (the `failover`
+/// scenario). Too few acknowledgements: the key is deleted again (if still
+/// ours) and the attempt counts as not acquired.
+pub async fn try_set_nx_px(
+    cx: GrabContext<'_>,
+    product_id: i64,
+) -> Result<Option<LockGuard>, GrabError> {
+    let key = lock_key(product_id);
+    let token = new_token();
+    if !set_nx_px(cx, &key, &token).await? {
+        return Ok(None);
+    }
+    let wanted = cx.deps.redis_wait_replicas;
+    if wanted > 0 {
+        let mut conn = cx.deps.redis.clone();
+        let acked: i64 = redis::cmd("WAIT")
+            .arg(wanted)
+            .arg(cx.deps.redis_wait_timeout.as_millis() as u64)
+            .query_async(&mut conn)
+            .await?;
+        if acked < i64::from(wanted) {
+            tracing::debug!(%key, acked, wanted, "lock write not replicated in time; giving it back");
+            let _: i64 = COMPARE_AND_DELETE
+                .key(&key)
+                .arg(&token)
+                .invoke_async(&mut conn)
+                .await?;
+            return Ok(None);
+        }
+    }
+    Ok(Some(LockGuard::remote(key, token)))
+}
+
+/// The compare-and-delete script of seed v5, loaded once per process.
+pub static COMPARE_AND_DELETE: std::sync::LazyLock<redis::Script> =
+    std::sync::LazyLock::new(|| redis::Script::new(include_str!("lock/compare_and_delete.lua")));

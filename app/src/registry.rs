@@ -1,0 +1,143 @@
+//! The registry: every strategy of this build, by name and in teaching
+//! order. The one module that names each strategy file of [`crate::lock`];
+//! [`crate::control`], [`crate::startup`] and [`crate::routes`] find the
+//! strategies here.
+
+use std::sync::Arc;
+
+use crate::configuration::Settings;
+use crate::lock::{
+    etcd_lease, fenced, local_mutex, mysql_get_lock, none, pg_advisory, pg_atomic, pg_for_update,
+    pg_lock_table, pg_optimistic, redis_lua_stock, redlock, set_nx_px, set_nx_px_check_del,
+    set_nx_px_token, setnx, setnx_expire, setnx_expire_lua, setnx_getset, watchdog,
+    zk_ephemeral_seq,
+};
+use crate::strategy::{Strategy, StrategyInfo};
+
+/// Every strategy name this build offers, in teaching order. These names
+/// are a contract (API, metric labels, loadgen, dashboards). The list is
+/// plain data in [`crate::configuration`] (settings check a name before any
+/// strategy exists); below, it is checked against every strategy's own
+/// `INFO.name` at compile time.
+pub use crate::configuration::STRATEGY_NAMES;
+
+/// Every strategy's [`StrategyInfo`], in teaching order.
+const INFOS: &[&StrategyInfo] = &[
+    &none::INFO,
+    &local_mutex::INFO,
+    &setnx::INFO,
+    &setnx_expire::INFO,
+    &setnx_expire_lua::INFO,
+    &setnx_getset::INFO,
+    &set_nx_px::INFO,
+    &set_nx_px_check_del::INFO,
+    &set_nx_px_token::INFO,
+    &watchdog::INFO,
+    &redlock::INFO,
+    &fenced::INFO,
+    &mysql_get_lock::INFO,
+    &etcd_lease::INFO,
+    &zk_ephemeral_seq::INFO,
+    &pg_lock_table::INFO,
+    &pg_for_update::INFO,
+    &pg_optimistic::INFO,
+    &pg_advisory::INFO,
+    &pg_atomic::INFO,
+    &redis_lua_stock::INFO,
+];
+
+// The names settings accept are exactly the strategies' own, in order.
+const _: () = assert!(
+    names_match(INFOS, STRATEGY_NAMES),
+    "configuration::STRATEGY_NAMES must list registry::INFOS' names in order"
+);
+
+const fn names_match(infos: &[&StrategyInfo], names: &[&str]) -> bool {
+    if infos.len() != names.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < infos.len() {
+        let (a, b) = (infos[i].name.as_bytes(), names[i].as_bytes());
+        if a.len() != b.len() {
+            return false;
+        }
+        let mut j = 0;
+        while j < a.len() {
+            if a[j] != b[j] {
+                return false;
+            }
+            j += 1;
+        }
+        i += 1;
+    }
+    true
+}
+
+/// Every strategy of this build, looked up by name or index.
+#[derive(Debug, Clone)]
+pub struct Strategies {
+    all: Vec<Arc<dyn Strategy>>,
+}
+
+impl Strategies {
+    /// Build every strategy once (Lua scripts are compiled here, Redlock
+    /// nodes and the watchdog's pub/sub listener are set up). Must run
+    /// inside the tokio runtime.
+    pub fn new(settings: &Settings) -> anyhow::Result<Self> {
+        let all: Vec<Arc<dyn Strategy>> = vec![
+            Arc::new(none::NoLock),
+            Arc::new(local_mutex::LocalMutex::default()),
+            Arc::new(setnx::Setnx),
+            Arc::new(setnx_expire::SetnxExpire),
+            Arc::new(setnx_expire_lua::SetnxExpireLua::new()),
+            Arc::new(setnx_getset::SetnxGetset::new(settings.clock_skew_ms)),
+            Arc::new(set_nx_px::SetNxPx),
+            Arc::new(set_nx_px_check_del::SetNxPxCheckDel),
+            Arc::new(set_nx_px_token::SetNxPxToken::new()),
+            Arc::new(watchdog::Watchdog::new(&settings.redis_url)?),
+            Arc::new(redlock::Redlock::new(
+                &settings.redlock_urls,
+                std::time::Duration::from_millis(settings.redlock_node_timeout_ms),
+            )?),
+            Arc::new(fenced::Fenced::new()),
+            Arc::new(mysql_get_lock::MysqlGetLock::new(
+                settings.mysql_url(),
+                settings.database_max_connections,
+            )?),
+            Arc::new(etcd_lease::EtcdLease::new(&settings.etcd_urls())),
+            Arc::new(zk_ephemeral_seq::ZkEphemeralSeq::new(
+                settings.zookeeper_url(),
+            )),
+            Arc::new(pg_lock_table::PgLockTable),
+            Arc::new(pg_for_update::PgForUpdate),
+            Arc::new(pg_optimistic::PgOptimistic),
+            Arc::new(pg_advisory::PgAdvisory),
+            Arc::new(pg_atomic::PgAtomic),
+            Arc::new(redis_lua_stock::RedisLuaStock::new(
+                settings.order_batch_max,
+                settings.order_batch_commits,
+            )),
+        ];
+        debug_assert_eq!(
+            all.iter().map(|s| s.info().name).collect::<Vec<_>>(),
+            STRATEGY_NAMES
+        );
+        Ok(Self { all })
+    }
+
+    /// Index of a strategy by name.
+    pub fn index_of(&self, name: &str) -> Option<usize> {
+        self.all.iter().position(|s| s.info().name == name)
+    }
+
+    /// Strategy at an index (from [`Strategies::index_of`]).
+    pub fn get(&self, index: usize) -> &Arc<dyn Strategy> {
+        &self.all[index.min(self.all.len() - 1)]
+    }
+
+    /// All strategies, in teaching order.
+    pub fn iter(&self) -> impl Iterator<Item = &Arc<dyn Strategy>> {
+        self.all.iter()
+    }
+}
