@@ -4,8 +4,9 @@
 //!
 //! - [`grab_with_lock`] — acquire → section → commit → release (or release
 //!   *before* the commit when the `unlock_before_commit` fault is on), for
-//!   every lock taken around the section; [`lock_strategy!`](crate::lock_strategy)
-//!   turns such a lock into a [`Strategy`](crate::strategy::Strategy).
+//!   every lock taken around the section;
+//!   [`lock_strategy!`](crate::lock_strategy) turns such a lock into a
+//!   [`Strategy`](crate::strategy::Strategy).
 //! - [`grab_in_transaction`] — the database locks (`pg-for-update`,
 //!   `pg-advisory`) taken inside the section's own transaction.
 //! - The Redis primitives the seeds share: [`setnx`], [`set_nx_px`],
@@ -441,8 +442,9 @@ pub async fn grab_in_transaction(
     committed
 }
 
-/// Implement [`Strategy`] for a [`DistributedLock`] whose `INFO` is in scope:
-/// every external lock runs the same acquire → section → commit → release.
+/// Implement [`Strategy`](crate::strategy::Strategy) for a
+/// [`DistributedLock`] whose `INFO` is in scope: every external lock runs
+/// the same acquire → section → commit → release.
 #[macro_export]
 macro_rules! lock_strategy {
     ($lock:ty) => {
