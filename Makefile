@@ -1,6 +1,6 @@
 # seckill-lab — the commands a person types. Each target says what it does.
 SHELL := /bin/bash
-.PHONY: import-graph check-scripts demo demo-stop scenarios test check check-stack check-panels fmt clippy build bench bench-locks bench-audit
+.PHONY: import-graph check-scripts fuzz-api demo demo-stop scenarios test check check-stack check-panels fmt clippy build bench bench-locks bench-audit
 
 ## Run the demo without Docker: own PostgreSQL, Redis, five Redlock nodes,
 ## three replicas, nginx, Prometheus (state in .demo/), then a short
@@ -23,6 +23,11 @@ check-stack:
 ## function is written in two scripts (scripts/check_scripts.py).
 check-scripts:
 	@python3 scripts/check_scripts.py
+
+## schemathesis (PyPI, in .state/venv) against one live replica, driven by
+## its GET /openapi.json: no 5xx, every answer matching the document.
+fuzz-api:
+	@scripts/fuzz_api.sh
 
 ## Every dashboard query against a live Prometheus after a short load (reuses a running demo).
 check-panels:

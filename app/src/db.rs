@@ -130,7 +130,7 @@ pub async fn reset_product(pool: &PgPool, id: i64, stock: i64) -> Result<(), sql
 }
 
 /// The ground truth of one product (DESIGN.md "the audit").
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, utoipa::ToSchema)]
 pub struct AuditRow {
     /// Product id.
     pub product_id: i64,

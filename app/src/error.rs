@@ -132,9 +132,10 @@ pub fn unavailable(dependency: Dependency, e: &dyn std::fmt::Display) -> GrabErr
 }
 
 /// The JSON body of every error answer.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct ErrorBody {
     /// Stable machine-readable code, e.g. `sold_out`.
+    #[schema(example = "sold_out")]
     pub error: &'static str,
     /// Human-readable explanation.
     pub message: String,

@@ -14,7 +14,7 @@ pub const FAULTS_KEY: &str = "seckill:faults";
 /// This pause sleeps the grab's own task only — the process keeps running,
 /// so the watchdog keeps renewing through it. A whole-process freeze
 /// (`SIGSTOP`, renewal tasks included) is the scenario runner's `gc-pause`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum PauseAt {
     /// Before the stock is read: a holder that wakes past its TTL reads
@@ -30,7 +30,7 @@ pub enum PauseAt {
 }
 
 /// Faults a workshop can switch on (`PUT /admin/faults`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Faults {
     /// Simulated work between the read and the write of the critical section.
     pub work_delay_ms: u64,
@@ -76,7 +76,7 @@ impl Faults {
 }
 
 /// A partial update of [`Faults`]; unknown fields are refused.
-#[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FaultsPatch {
     /// New work delay.

@@ -79,7 +79,7 @@ pub struct Entered {
 }
 
 /// Per strategy figures of one run.
-#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq, utoipa::ToSchema)]
 pub struct StrategyHistory {
     /// Strategy name.
     pub strategy: String,
@@ -92,7 +92,7 @@ pub struct StrategyHistory {
 }
 
 /// `GET /admin/history`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct HistoryReport {
     /// Whether a run is being recorded.
     pub enabled: bool,
@@ -106,12 +106,14 @@ pub struct HistoryReport {
     pub strategies: Vec<StrategyHistory>,
     /// Sections inside right now: `{instance}:{n}` → product and entry time.
     pub inside: Vec<Inside>,
-    /// The first overlaps of the run (at most 20), oldest first.
+    /// The first overlaps of the run (at most 20), oldest first: `at_us`
+    /// (arbiter clock), `entered` (member), `inside` (members), `product`.
+    #[schema(value_type = Vec<Object>)]
     pub first_overlaps: Vec<serde_json::Value>,
 }
 
 /// A section inside right now.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct Inside {
     /// `{instance}:{n}`.
     pub member: String,

@@ -31,6 +31,7 @@
 //! 10. [`control`] — the active strategy and workshop faults, shared by all
 //!     replicas through Redis.
 //! 11. [`state`] — what every handler shares; [`routes`] — the HTTP API;
+//!     [`openapi`] — its OpenAPI document, generated from the handlers;
 //!     [`startup`] — wiring; [`telemetry`] — logs.
 
 pub mod configuration;
@@ -42,6 +43,7 @@ pub mod history;
 pub mod lock;
 pub mod locking;
 pub mod metrics;
+pub mod openapi;
 pub mod order_batch;
 pub mod redis_client;
 pub mod registry;

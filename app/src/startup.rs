@@ -156,6 +156,7 @@ impl Application {
                 .service(routes::status::page)
                 .service(routes::status::status)
                 .service(routes::status::status_stream)
+                .service(crate::openapi::openapi_json)
                 .default_service(web::to(not_found))
         })
         .workers(

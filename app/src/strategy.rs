@@ -26,7 +26,7 @@ use crate::metrics::Metrics;
 pub const STRATEGY_KEY: &str = "seckill:strategy";
 
 /// What a strategy promises under contention, for reports and verdicts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Safety {
     /// Expected to oversell or lose updates: that is the lesson.
@@ -66,7 +66,7 @@ pub struct GrabRequest {
 }
 
 /// An order as written; the grab `201` body.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, utoipa::ToSchema)]
 pub struct Order {
     /// `orders.id`.
     pub order_id: i64,

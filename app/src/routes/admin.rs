@@ -7,11 +7,13 @@ use actix_web::dev::Payload;
 use actix_web::http::header;
 use actix_web::{get, post, put, web, FromRequest, HttpRequest, HttpResponse};
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
 use crate::db;
-use crate::error::{ApiError, GrabError};
+use crate::db::AuditRow;
+use crate::error::{ApiError, ErrorBody, GrabError};
+use crate::faults::Faults;
 use crate::faults::FaultsPatch;
+use crate::history::HistoryReport;
 use crate::lock::{fenced, redis_lua_stock};
 use crate::locking::lock_key;
 use crate::registry::STRATEGY_NAMES;
@@ -50,8 +52,8 @@ impl FromRequest for AdminAuth {
 }
 
 /// One entry of `GET /admin/strategies`.
-#[derive(Debug, Serialize)]
-struct StrategyEntry {
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct StrategyEntry {
     name: &'static str,
     guarantee: &'static str,
     available: bool,
@@ -62,7 +64,25 @@ struct StrategyEntry {
     safety: Safety,
 }
 
-fn strategies_body(state: &AppState) -> serde_json::Value {
+/// `GET /admin/strategies`, and the answer of a switch.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct StrategiesBody {
+    /// The active strategy (every replica follows within
+    /// `SECKILL_CONTROL_REFRESH_MS`).
+    active: &'static str,
+    /// Every strategy of this build, in teaching order.
+    strategies: Vec<StrategyEntry>,
+    /// `SECKILL_LOCK_TTL_MS`.
+    lock_ttl_ms: u64,
+    /// `SECKILL_LOCK_WAIT_MS`.
+    lock_wait_ms: u64,
+    /// `SECKILL_REDIS_WAIT_REPLICAS`.
+    redis_wait_replicas: u32,
+    /// This replica's instance id.
+    instance: String,
+}
+
+fn strategies_body(state: &AppState) -> StrategiesBody {
     let entries: Vec<StrategyEntry> = state
         .control
         .strategies()
@@ -79,31 +99,55 @@ fn strategies_body(state: &AppState) -> serde_json::Value {
             }
         })
         .collect();
-    json!({
-        "active": state.control.active().info().name,
-        "strategies": entries,
-        "lock_ttl_ms": state.settings.lock_ttl_ms,
-        "lock_wait_ms": state.settings.lock_wait_ms,
-        "redis_wait_replicas": state.settings.redis_wait_replicas,
-        "instance": state.deps.history.instance(),
-    })
+    StrategiesBody {
+        active: state.control.active().info().name,
+        strategies: entries,
+        lock_ttl_ms: state.settings.lock_ttl_ms,
+        lock_wait_ms: state.settings.lock_wait_ms,
+        redis_wait_replicas: state.settings.redis_wait_replicas,
+        instance: state.deps.history.instance().to_owned(),
+    }
 }
 
 /// The strategies and the active one.
+#[utoipa::path(
+    tag = "admin",
+    security(("admin_token" = [])),
+    responses(
+        (status = 200, description = "Every strategy, whether it can run here, and the active one", body = StrategiesBody),
+        (status = 401, description = "Missing or wrong admin token (`unauthorized`)", body = ErrorBody),
+        (status = 403, description = "No admin token configured (`admin_disabled`)", body = ErrorBody),
+    )
+)]
 #[get("/admin/strategies")]
 pub async fn strategies(_: AdminAuth, state: web::Data<AppState>) -> HttpResponse {
     HttpResponse::Ok().json(strategies_body(&state))
 }
 
 /// `PUT /admin/strategy` body.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SwitchBody {
-    /// Strategy name.
+    /// Strategy name (`GET /admin/strategies` lists them).
+    #[schema(example = "redlock")]
     pub strategy: String,
 }
 
 /// Switch every replica's strategy.
+#[utoipa::path(
+    tag = "admin",
+    security(("admin_token" = [])),
+    request_body = SwitchBody,
+    responses(
+        (status = 200, description = "Switched; the strategies as after the switch", body = StrategiesBody),
+        (status = 400, description = "`unknown_strategy`, `strategy_unavailable` (its server is not configured), or a bad body", body = ErrorBody),
+        (status = 401, description = "Missing or wrong admin token (`unauthorized`)", body = ErrorBody),
+        (status = 403, description = "No admin token configured (`admin_disabled`)", body = ErrorBody),
+        (status = 413, description = "Body over the limit (`payload_too_large`)", body = ErrorBody),
+        (status = 415, description = "Body not sent as application/json (`unsupported_media_type`)", body = ErrorBody),
+        (status = 503, description = "Redis or PostgreSQL is down (`unavailable`); nothing changed", body = ErrorBody),
+    )
+)]
 #[put("/admin/strategy")]
 pub async fn switch_strategy(
     _: AdminAuth,
@@ -140,10 +184,11 @@ pub async fn switch_strategy(
 }
 
 /// `POST /admin/products/{id}/reset` body.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ResetBody {
-    /// New stock (and initial stock).
+    /// New stock (and initial stock), 0..=100,000,000.
+    #[schema(minimum = 0, maximum = 100_000_000, example = 100)]
     pub stock: i64,
 }
 
@@ -151,6 +196,22 @@ pub struct ResetBody {
 pub const MAX_STOCK: i64 = 100_000_000;
 
 /// Reset a product: stock, orders, fence, Redis stock and lock keys.
+#[utoipa::path(
+    tag = "admin",
+    security(("admin_token" = [])),
+    params(("id" = i64, Path, minimum = 1, description = "Product id")),
+    request_body = ResetBody,
+    responses(
+        (status = 200, description = "Reset: the product as it is now", body = crate::routes::products::ProductBody),
+        (status = 400, description = "`invalid_stock`, `invalid_product_id`, or a bad body", body = ErrorBody),
+        (status = 401, description = "Missing or wrong admin token (`unauthorized`)", body = ErrorBody),
+        (status = 403, description = "No admin token configured (`admin_disabled`)", body = ErrorBody),
+        (status = 404, description = "No such product (`not_found`)", body = ErrorBody),
+        (status = 413, description = "Body over the limit (`payload_too_large`)", body = ErrorBody),
+        (status = 415, description = "Body not sent as application/json (`unsupported_media_type`)", body = ErrorBody),
+        (status = 503, description = "Redis or PostgreSQL is down (`unavailable`); nothing changed", body = ErrorBody),
+    )
+)]
 #[post("/admin/products/{id}/reset")]
 pub async fn reset_product(
     _: AdminAuth,
@@ -197,7 +258,8 @@ async fn settle_write_behind(state: &AppState, what: &str) {
 }
 
 /// `GET /admin/audit?recount=true`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct AuditQuery {
     /// Count every order row instead of reading the trigger-kept totals.
@@ -207,6 +269,18 @@ pub struct AuditQuery {
 
 /// The ground truth of every product: from the totals the database keeps
 /// beside the orders, or with `?recount=true` by counting every order.
+#[utoipa::path(
+    tag = "admin",
+    security(("admin_token" = [])),
+    params(AuditQuery),
+    responses(
+        (status = 200, description = "The audit of every product", body = AuditBody),
+        (status = 400, description = "Bad query string (`invalid_query`)", body = ErrorBody),
+        (status = 401, description = "Missing or wrong admin token (`unauthorized`)", body = ErrorBody),
+        (status = 403, description = "No admin token configured (`admin_disabled`)", body = ErrorBody),
+        (status = 503, description = "PostgreSQL is down (`unavailable`)", body = ErrorBody),
+    )
+)]
 #[get("/admin/audit")]
 pub async fn audit(
     _: AdminAuth,
@@ -220,21 +294,58 @@ pub async fn audit(
         db::Count::Tally
     };
     let rows = super::audit_now(&state, count).await?;
-    Ok(HttpResponse::Ok().json(json!({
-        "strategy": state.control.active().info().name,
-        "synchronous_commit": state.settings.synchronous_commit,
-        "counted_by": count.as_str(),
-        "products": rows,
-    })))
+    Ok(HttpResponse::Ok().json(AuditBody {
+        strategy: state.control.active().info().name,
+        synchronous_commit: state.settings.synchronous_commit.clone(),
+        counted_by: count.as_str(),
+        products: rows,
+    }))
+}
+
+/// `GET /admin/audit`: the ground truth (DESIGN.md "the audit").
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct AuditBody {
+    /// The active strategy.
+    strategy: &'static str,
+    /// The orders' `synchronous_commit`.
+    synchronous_commit: String,
+    /// `tally` (the totals the database keeps) or `recount` (every order counted).
+    #[schema(example = "tally")]
+    counted_by: &'static str,
+    /// One row per product.
+    products: Vec<AuditRow>,
 }
 
 /// The faults in force.
+#[utoipa::path(
+    tag = "admin",
+    security(("admin_token" = [])),
+    responses(
+        (status = 200, description = "The faults every replica applies", body = Faults),
+        (status = 401, description = "Missing or wrong admin token (`unauthorized`)", body = ErrorBody),
+        (status = 403, description = "No admin token configured (`admin_disabled`)", body = ErrorBody),
+    )
+)]
 #[get("/admin/faults")]
 pub async fn get_faults(_: AdminAuth, state: web::Data<AppState>) -> HttpResponse {
     HttpResponse::Ok().json(state.control.faults())
 }
 
 /// Change any subset of the faults, for every replica.
+#[utoipa::path(
+    tag = "admin",
+    security(("admin_token" = [])),
+    request_body = FaultsPatch,
+    responses(
+        (status = 200, description = "The faults now in force", body = Faults),
+        (status = 400, description = "`invalid_faults` (a delay over ten minutes, `pause_every` 0) or a bad body", body = ErrorBody),
+        (status = 401, description = "Missing or wrong admin token (`unauthorized`)", body = ErrorBody),
+        (status = 403, description = "No admin token configured (`admin_disabled`)", body = ErrorBody),
+        (status = 413, description = "Body over the limit (`payload_too_large`)", body = ErrorBody),
+        (status = 415, description = "Body not sent as application/json (`unsupported_media_type`)", body = ErrorBody),
+        (status = 503, description = "Redis or PostgreSQL is down (`unavailable`); nothing changed", body = ErrorBody),
+    )
+)]
 #[put("/admin/faults")]
 pub async fn put_faults(
     _: AdminAuth,
@@ -251,6 +362,8 @@ pub async fn put_faults(
     for (name, value) in [
         ("work_delay_ms", patch.work_delay_ms),
         ("pause_ms", patch.pause_ms),
+        ("setnx_expire_gap_ms", patch.setnx_expire_gap_ms),
+        ("release_gap_ms", patch.release_gap_ms),
     ] {
         if value.is_some_and(|v| v > 600_000) {
             return Err(ApiError::bad_request(
@@ -266,7 +379,7 @@ pub async fn put_faults(
 }
 
 /// `PUT /admin/history` body.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HistoryBody {
     /// `true`: start a new run (history on, counts from zero); `false`: off.
@@ -276,6 +389,16 @@ pub struct HistoryBody {
 /// The mutual-exclusion history of the current run, as the arbiter has it
 /// (every replica's sections), plus this replica's own view (`run`,
 /// `instance`, `errors`).
+#[utoipa::path(
+    tag = "admin",
+    security(("admin_token" = [])),
+    responses(
+        (status = 200, description = "The run's history as the arbiter has it", body = HistoryReport),
+        (status = 401, description = "Missing or wrong admin token (`unauthorized`)", body = ErrorBody),
+        (status = 403, description = "No admin token configured (`admin_disabled`)", body = ErrorBody),
+        (status = 503, description = "Redis (the arbiter) is down (`unavailable`)", body = ErrorBody),
+    )
+)]
 #[get("/admin/history")]
 pub async fn get_history(
     _: AdminAuth,
@@ -287,6 +410,20 @@ pub async fn get_history(
 /// Start a new history run, or stop recording (every replica follows
 /// within `SECKILL_CONTROL_REFRESH_MS`; `GET /admin/history` on each says
 /// which run it records).
+#[utoipa::path(
+    tag = "admin",
+    security(("admin_token" = [])),
+    request_body = HistoryBody,
+    responses(
+        (status = 200, description = "The history run now recorded (`run` null when off)", body = HistorySwitched),
+        (status = 400, description = "Bad body", body = ErrorBody),
+        (status = 401, description = "Missing or wrong admin token (`unauthorized`)", body = ErrorBody),
+        (status = 403, description = "No admin token configured (`admin_disabled`)", body = ErrorBody),
+        (status = 413, description = "Body over the limit (`payload_too_large`)", body = ErrorBody),
+        (status = 415, description = "Body not sent as application/json (`unsupported_media_type`)", body = ErrorBody),
+        (status = 503, description = "Redis (the arbiter) is down (`unavailable`)", body = ErrorBody),
+    )
+)]
 #[put("/admin/history")]
 pub async fn put_history(
     _: AdminAuth,
@@ -295,19 +432,46 @@ pub async fn put_history(
 ) -> Result<HttpResponse, ApiError> {
     let run = state.deps.history.switch(body.enabled).await?;
     tracing::info!(?run, "history switched");
-    Ok(HttpResponse::Ok().json(json!({ "enabled": run.is_some(), "run": run })))
+    Ok(HttpResponse::Ok().json(HistorySwitched {
+        enabled: run.is_some(),
+        run,
+    }))
+}
+
+/// `PUT /admin/history` answer.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct HistorySwitched {
+    /// Whether a run is recorded now.
+    enabled: bool,
+    /// Its id.
+    run: Option<String>,
 }
 
 /// `POST /admin/history/forget` body.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ForgetBody {
-    /// Instance id of a replica that died inside a section.
+    /// Instance id of a replica that died inside a section (not blank).
+    #[schema(min_length = 1, pattern = r"\S")]
     pub instance: String,
 }
 
 /// Drop the sections a killed replica left inside (it can never report
 /// their exit), so later entries are not counted as overlaps with a ghost.
+#[utoipa::path(
+    tag = "admin",
+    security(("admin_token" = [])),
+    request_body = ForgetBody,
+    responses(
+        (status = 200, description = "How many sections of that replica were dropped", body = Forgotten),
+        (status = 400, description = "`invalid_instance` (empty) or a bad body", body = ErrorBody),
+        (status = 401, description = "Missing or wrong admin token (`unauthorized`)", body = ErrorBody),
+        (status = 403, description = "No admin token configured (`admin_disabled`)", body = ErrorBody),
+        (status = 413, description = "Body over the limit (`payload_too_large`)", body = ErrorBody),
+        (status = 415, description = "Body not sent as application/json (`unsupported_media_type`)", body = ErrorBody),
+        (status = 503, description = "Redis (the arbiter) is down (`unavailable`)", body = ErrorBody),
+    )
+)]
 #[post("/admin/history/forget")]
 pub async fn forget_history(
     _: AdminAuth,
@@ -321,5 +485,17 @@ pub async fn forget_history(
         ));
     }
     let removed = state.deps.history.forget(&body.instance).await?;
-    Ok(HttpResponse::Ok().json(json!({ "instance": body.instance, "removed": removed })))
+    Ok(HttpResponse::Ok().json(Forgotten {
+        instance: body.into_inner().instance,
+        removed,
+    }))
+}
+
+/// `POST /admin/history/forget` answer.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct Forgotten {
+    /// The replica.
+    instance: String,
+    /// Sections of it that were inside and are dropped now.
+    removed: u64,
 }

@@ -12,20 +12,22 @@ use actix_web::{post, web, HttpResponse, ResponseError};
 use serde::Deserialize;
 use tokio::time::Instant;
 
-use crate::error::{ApiError, GrabError};
+use crate::error::{ApiError, ErrorBody, GrabError};
 use crate::locking::LOCK_WAIT;
 use crate::order_batch::BATCH_WAIT;
 use crate::state::AppState;
-use crate::strategy::{GrabContext, GrabRequest};
+use crate::strategy::{GrabContext, GrabRequest, Order};
 
 /// The request body.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GrabBody {
     /// Buyer, > 0.
+    #[schema(minimum = 1, example = 42)]
     pub user_id: i64,
-    /// Units, 1..=`SECKILL_MAX_QUANTITY`; 1 when absent.
+    /// Units, 1..=`SECKILL_MAX_QUANTITY` (5 by default); 1 when absent.
     #[serde(default = "one")]
+    #[schema(minimum = 1, default = 1)]
     pub quantity: i64,
 }
 
@@ -56,6 +58,21 @@ impl GrabBody {
 }
 
 /// Place one order, or say why not.
+#[utoipa::path(
+    tag = "grab",
+    params(("id" = i64, Path, minimum = 1, description = "Product id")),
+    request_body = GrabBody,
+    responses(
+        (status = 201, description = "Ordered: the order as written (`Server-Timing: lock;dur=…, batch;dur=…` says what it waited for)", body = Order),
+        (status = 400, description = "Bad body or product id (`invalid_user_id`, `invalid_quantity`, `invalid_field`, `malformed_json`, `invalid_product_id`)", body = ErrorBody),
+        (status = 404, description = "No such product (`not_found`)", body = ErrorBody),
+        (status = 409, description = "No order: `sold_out`, `already_purchased`, or `rejected` (a stale lock holder; nothing written)", body = ErrorBody),
+        (status = 413, description = "Body over the limit (`payload_too_large`)", body = ErrorBody),
+        (status = 415, description = "Body not sent as application/json (`unsupported_media_type`)", body = ErrorBody),
+        (status = 429, description = "The lock was not acquired within the wait budget (`busy`); `Retry-After: 1`", body = ErrorBody),
+        (status = 503, description = "A dependency is down (`unavailable`); nothing half-written; `Retry-After: 2`", body = ErrorBody),
+    )
+)]
 #[post("/api/v1/products/{id}/grab")]
 pub async fn grab(
     state: web::Data<AppState>,

@@ -4,20 +4,55 @@
 use std::time::Duration;
 
 use actix_web::{get, web, HttpResponse};
-use serde_json::json;
+use serde::Serialize;
 use tokio::time::timeout;
 
 use crate::state::AppState;
 
 const CHECK_TIMEOUT: Duration = Duration::from_secs(1);
 
+/// `GET /health/live`.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct LiveBody {
+    /// Always `live`.
+    #[schema(example = "live")]
+    pub status: &'static str,
+}
+
+/// `GET /health/ready`.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct ReadyBody {
+    /// `ready`, or `unavailable` (then the answer is a 503).
+    #[schema(example = "ready")]
+    pub status: &'static str,
+    /// Each dependency: `ok`, `unavailable` or `timeout` (1 s).
+    pub checks: ReadyChecks,
+}
+
+/// The dependencies a replica needs to take traffic.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct ReadyChecks {
+    /// PostgreSQL.
+    pub postgres: String,
+    /// Redis.
+    pub redis: String,
+}
+
 /// Liveness.
+#[utoipa::path(tag = "health", responses((status = 200, description = "The process answers", body = LiveBody)))]
 #[get("/health/live")]
 pub async fn live() -> HttpResponse {
-    HttpResponse::Ok().json(json!({ "status": "live" }))
+    HttpResponse::Ok().json(LiveBody { status: "live" })
 }
 
 /// Readiness: PostgreSQL and Redis.
+#[utoipa::path(
+    tag = "health",
+    responses(
+        (status = 200, description = "PostgreSQL and Redis answer", body = ReadyBody),
+        (status = 503, description = "One of them does not", body = ReadyBody),
+    )
+)]
 #[get("/health/ready")]
 pub async fn ready(state: web::Data<AppState>) -> HttpResponse {
     let postgres = timeout(
@@ -48,10 +83,10 @@ pub async fn ready(state: web::Data<AppState>) -> HttpResponse {
         Err(_) => "timeout".to_owned(),
     };
     let all_ok = postgres == "ok" && redis == "ok";
-    let body = json!({
-        "status": if all_ok { "ready" } else { "unavailable" },
-        "checks": { "postgres": postgres, "redis": redis },
-    });
+    let body = ReadyBody {
+        status: if all_ok { "ready" } else { "unavailable" },
+        checks: ReadyChecks { postgres, redis },
+    };
     if all_ok {
         HttpResponse::Ok().json(body)
     } else {

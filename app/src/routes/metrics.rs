@@ -11,6 +11,10 @@ use crate::registry::STRATEGY_NAMES;
 use crate::state::AppState;
 
 /// The exposition.
+#[utoipa::path(
+    tag = "health",
+    responses((status = 200, description = "Prometheus text exposition format 0.0.4", body = String, content_type = "text/plain"))
+)]
 #[get("/metrics")]
 pub async fn metrics(state: web::Data<AppState>) -> HttpResponse {
     let metrics = &state.deps.metrics;

@@ -4,11 +4,11 @@ use actix_web::{get, web, HttpResponse};
 use serde::Serialize;
 
 use crate::db;
-use crate::error::{ApiError, GrabError};
+use crate::error::{ApiError, ErrorBody, GrabError};
 use crate::state::AppState;
 
 /// The product body.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct ProductBody {
     /// Product id.
     pub id: i64,
@@ -38,6 +38,16 @@ pub async fn load(state: &AppState, id: i64) -> Result<ProductBody, ApiError> {
 }
 
 /// One product.
+#[utoipa::path(
+    tag = "products",
+    params(("id" = i64, Path, minimum = 1, description = "Product id")),
+    responses(
+        (status = 200, description = "The product", body = ProductBody),
+        (status = 400, description = "Not a positive integer id (`invalid_product_id`)", body = ErrorBody),
+        (status = 404, description = "No such product (`not_found`)", body = ErrorBody),
+        (status = 503, description = "PostgreSQL is down (`unavailable`)", body = ErrorBody),
+    )
+)]
 #[get("/api/v1/products/{id}")]
 pub async fn product(
     state: web::Data<AppState>,

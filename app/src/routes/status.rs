@@ -31,7 +31,7 @@ use prometheus::core::Collector;
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
-use crate::error::{ApiError, GrabError};
+use crate::error::{ApiError, ErrorBody, GrabError};
 use crate::metrics::Metrics;
 use crate::state::AppState;
 
@@ -54,7 +54,7 @@ const PAGE_CSP: &str = "default-src 'none'; script-src 'unsafe-inline'; \
      base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 /// What the page shows, for one product, as one replica sees it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct StatusBody {
     /// Active strategy of this replica.
     pub strategy: &'static str,
@@ -141,8 +141,10 @@ pub fn grabs_total(metrics: &Metrics) -> u64 {
 }
 
 /// `?product=N`, kept as text so a bad value gets our JSON 400.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct StatusQuery {
+    /// Product id (1 when absent).
     product: Option<String>,
 }
 
@@ -215,6 +217,7 @@ pub async fn read(
 }
 
 /// The page.
+#[utoipa::path(tag = "status", responses((status = 200, description = "The status page (self-contained HTML)", body = String, content_type = "text/html")))]
 #[get("/")]
 pub async fn page() -> HttpResponse {
     HttpResponse::Ok()
@@ -226,6 +229,16 @@ pub async fn page() -> HttpResponse {
 }
 
 /// The status once.
+#[utoipa::path(
+    tag = "status",
+    params(StatusQuery),
+    responses(
+        (status = 200, description = "One product as this replica sees it", body = StatusBody),
+        (status = 400, description = "`product` is not a positive integer (`invalid_product_id`, `invalid_query`)", body = ErrorBody),
+        (status = 404, description = "No such product (`not_found`)", body = ErrorBody),
+        (status = 503, description = "PostgreSQL is down or slow (`unavailable`)", body = ErrorBody),
+    )
+)]
 #[get("/api/v1/status")]
 pub async fn status(
     req: HttpRequest,
@@ -252,6 +265,16 @@ fn frame(event: Option<&str>, json: &str) -> web::Bytes {
 /// The status as Server-Sent Events, every [`STREAM_INTERVAL`], until the
 /// client goes away. A failed read sends an `unavailable` event (the page
 /// marks its numbers stale) and the stream carries on.
+#[utoipa::path(
+    tag = "status",
+    params(StatusQuery),
+    responses(
+        (status = 200, description = "Server-sent events: a `StatusBody` JSON per `data:` line every 500 ms", body = String, content_type = "text/event-stream"),
+        (status = 400, description = "`product` is not a positive integer", body = ErrorBody),
+        (status = 404, description = "No such product (`not_found`)", body = ErrorBody),
+        (status = 503, description = "PostgreSQL is down or slow (`unavailable`)", body = ErrorBody),
+    )
+)]
 #[get("/api/v1/status/stream")]
 pub async fn status_stream(
     req: HttpRequest,

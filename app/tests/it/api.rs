@@ -769,3 +769,45 @@ async fn batched_orders_fold_into_the_audit_totals_as_a_recount_counts_them() {
     assert!((1.0..65.0).contains(&batches), "{batches} batches");
     app.stop().await;
 }
+
+#[tokio::test]
+async fn faults_refuse_delays_over_ten_minutes_and_a_zero_pause_every() {
+    let (_redis, app) = app().await;
+    for field in [
+        "work_delay_ms",
+        "pause_ms",
+        "setnx_expire_gap_ms",
+        "release_gap_ms",
+    ] {
+        let (status, body) = app
+            .admin(
+                Method::PUT,
+                "/admin/faults",
+                Some(json!({ field: 600_001 })),
+            )
+            .await;
+        assert_error(status, &body, 400, "invalid_faults");
+        assert!(
+            body["message"].as_str().unwrap_or("").contains(field),
+            "{body}"
+        );
+        let (status, body) = app
+            .admin(
+                Method::PUT,
+                "/admin/faults",
+                Some(json!({ field: 600_000 })),
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(body[field], 600_000, "{body}");
+    }
+    let (status, body) = app
+        .admin(
+            Method::PUT,
+            "/admin/faults",
+            Some(json!({ "pause_every": 0 })),
+        )
+        .await;
+    assert_error(status, &body, 400, "invalid_faults");
+    app.stop().await;
+}

@@ -9,4 +9,5 @@ mod cli;
 mod concurrency;
 mod exclusion;
 mod failures;
+mod openapi;
 mod status;
