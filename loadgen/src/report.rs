@@ -1,10 +1,15 @@
 //! The side-by-side report: one [`Run`] per strategy, written as a terminal
 //! table, Markdown, JSON (schema in the README, keys of DESIGN.md's "Wire
-//! shapes" kept) and one self-contained HTML page with charts.
+//! shapes" kept) and one self-contained HTML page with charts; also
+//! `scenarios.html` ([`scenarios_html`]). The HTML is written with maud's
+//! `html!`, which escapes every string it interpolates (strategy names, skip
+//! and verdict reasons, overlap members: `&`, `<`, `>`, `"`; attribute values
+//! are always double-quoted, so `'` needs none).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use maud::{html, Markup, PreEscaped, DOCTYPE};
 use serde::Serialize;
 
 use crate::service::AuditRow;
@@ -377,117 +382,92 @@ impl Report {
     /// and p99 latency bars, the table; violations in red. No scripts, no
     /// fetches.
     pub fn html(&self) -> String {
-        let mut out = String::from(
-            "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
-             <title>seckill-loadgen report</title><style>\
-             body{font-family:system-ui,sans-serif;margin:1rem 1.25rem;color:#222;max-width:1240px}\
-             table{border-collapse:collapse;font-size:.8rem}\
-             td,th{border:1px solid #ccc;padding:.2rem .35rem;text-align:right}\
-             td:first-child,th:first-child{text-align:left}\
-             tr.VIOLATION{background:#fdd}tr.expected-unsafe{background:#fff3cd}\
-             .chart{margin:1.25rem 0}.chart svg{max-width:100%;height:auto}\
-             .charts{display:flex;flex-wrap:wrap;gap:.75rem 1.25rem}\
-             .small{margin:0}.small figcaption{font-size:.85rem}\
-             </style></head><body>",
-        );
-        let _ = write!(
-            out,
-            "<h1>seckill-loadgen report</h1><p id=\"workload\">{}</p>",
-            escape(&self.header())
-        );
         let violations = self.violations();
-        if violations.is_empty() {
-            out.push_str("<p id=\"summary\">No strategy classed safe showed a violation.</p>");
-        } else {
-            let _ = write!(
-                out,
-                "<p id=\"summary\" style=\"color:#b00;font-weight:bold\">VIOLATION: {}</p>",
-                escape(
-                    &violations
-                        .iter()
-                        .map(|r| r.strategy.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )
-            );
-        }
-        out.push_str(&self.lesson_chart());
-        out.push_str(&self.stock_charts());
-        out.push_str(&self.bar_chart(
-            "chart-throughput",
-            "Throughput (grabs/s; orders/s darker)",
-            |r| r.grabs_per_sec,
-            Some(|r: &Run| r.orders_per_sec),
-        ));
-        out.push_str(&self.bar_chart("chart-p99", "p99 grab latency (ms)", |r| r.p99_ms, None));
         let (head, rows) = self.rows();
-        out.push_str("<table id=\"results\"><thead><tr>");
-        for h in head {
-            let _ = write!(out, "<th>{}</th>", escape(h));
-        }
-        out.push_str("</tr></thead><tbody>");
-        for (row, run) in rows.iter().zip(&self.runs) {
-            let _ = write!(out, "<tr class=\"{}\">", run.verdict.as_str());
-            for (i, cell) in row.iter().enumerate() {
-                if i == 0 {
-                    let _ = write!(
-                        out,
-                        "<td><a href=\"{}\">{}</a></td>",
-                        escape(&run.goose_report),
-                        escape(cell)
-                    );
-                } else {
-                    let _ = write!(out, "<td>{}</td>", escape(cell));
+        let overlapping: Vec<&Run> = self
+            .runs
+            .iter()
+            .filter(|r| !r.first_overlaps.is_empty())
+            .collect();
+        let mut page = html! {
+            (DOCTYPE)
+            html lang="en" {
+                head {
+                    meta charset="utf-8";
+                    title { "seckill-loadgen report" }
+                    style { (PreEscaped(REPORT_CSS)) }
+                }
+                body {
+                    h1 { "seckill-loadgen report" }
+                    p #workload { (self.header()) }
+                    @if violations.is_empty() {
+                        p #summary { "No strategy classed safe showed a violation." }
+                    } @else {
+                        p #summary style="color:#b00;font-weight:bold" {
+                            "VIOLATION: "
+                            @for (i, run) in violations.iter().enumerate() {
+                                @if i > 0 { ", " }
+                                (run.strategy)
+                            }
+                        }
+                    }
+                    (self.lesson_chart())
+                    (self.stock_charts())
+                    (self.bar_chart(
+                        "chart-throughput",
+                        "Throughput (grabs/s; orders/s darker)",
+                        |r| r.grabs_per_sec,
+                        Some(|r: &Run| r.orders_per_sec),
+                    ))
+                    (self.bar_chart("chart-p99", "p99 grab latency (ms)", |r| r.p99_ms, None))
+                    table #results {
+                        thead { tr { @for h in head { th { (h) } } } }
+                        tbody {
+                            @for (row, run) in rows.iter().zip(&self.runs) {
+                                tr class=(run.verdict.as_str()) {
+                                    @if let Some((strategy, figures)) = row.split_first() {
+                                        td { a href=(run.goose_report) { (strategy) } }
+                                        @for cell in figures { td { (cell) } }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                    @for (strategy, batch) in self.batched() {
+                        p.batch { code { (strategy) } ": " (batch.line()) }
+                    }
+                    @for s in &self.skipped {
+                        p { "Skipped " code { (s.strategy) } ": " (s.reason) }
+                    }
+                    @if !overlapping.is_empty() {
+                        h2 { "First overlaps (--history)" }
+                        p {
+                            "Critical sections that began while another was inside, as the \
+                             history arbiter recorded them: "
+                            code { "replica:section" }
+                            ", the arbiter's clock from the run's first overlap."
+                        }
+                        @for run in overlapping {
+                            h3 { (run.strategy) }
+                            ol { (overlap_timeline(&run.first_overlaps)) }
+                        }
+                    }
+                    p {
+                        "Rows: red = a strategy classed safe broke; yellow = expected to break. \
+                         Each strategy name links to goose's own report of its run."
+                    }
                 }
             }
-            out.push_str("</tr>");
         }
-        out.push_str("</tbody></table>");
-        for (strategy, batch) in self.batched() {
-            let _ = write!(
-                out,
-                "<p class=\"batch\"><code>{}</code>: {}</p>",
-                escape(strategy),
-                escape(&batch.line())
-            );
-        }
-        for s in &self.skipped {
-            let _ = write!(
-                out,
-                "<p>Skipped <code>{}</code>: {}</p>",
-                escape(&s.strategy),
-                escape(&s.reason)
-            );
-        }
-        let mut timelines = String::new();
-        for run in self.runs.iter().filter(|r| !r.first_overlaps.is_empty()) {
-            let _ = write!(
-                timelines,
-                "<h3>{}</h3><ol>{}</ol>",
-                escape(&run.strategy),
-                overlap_timeline(&run.first_overlaps)
-            );
-        }
-        if !timelines.is_empty() {
-            let _ = write!(
-                out,
-                "<h2>First overlaps (--history)</h2><p>Critical sections that began while \
-                 another was inside, as the history arbiter recorded them: \
-                 <code>replica:section</code>, the arbiter's clock from the run's first \
-                 overlap.</p>{timelines}"
-            );
-        }
-        out.push_str(
-            "<p>Rows: red = a strategy classed safe broke; yellow = expected to break. \
-             Each strategy name links to goose's own report of its run.</p></body></html>\n",
-        );
-        out
+        .into_string();
+        page.push('\n');
+        page
     }
 
     /// The headline: what each strategy let through, three bars per row
     /// (each column scaled to its own largest value), an exact run marked
     /// "exact" in green.
-    fn lesson_chart(&self) -> String {
+    fn lesson_chart(&self) -> Markup {
         type Column = (&'static str, fn(&Run) -> i64);
         const COLUMNS: [Column; 3] = [
             ("oversold units", |r| r.oversold),
@@ -499,73 +479,67 @@ impl Report {
         let (label_w, col_w, row_h) = (170.0, 320.0, 22.0);
         let width = label_w + col_w * 3.0 + 20.0;
         let height = 28.0 + row_h * self.runs.len() as f64;
-        let mut svg = format!(
-            "<figure class=\"chart\" id=\"chart-lesson\"><figcaption><b>The lesson</b>: what each \
-             strategy let through (audit of the database after its run; 0 everywhere = exact)\
-             </figcaption><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" \
-             height=\"{height}\" viewBox=\"0 0 {width} {height}\" role=\"img\">"
-        );
-        for (c, (title, _)) in COLUMNS.iter().enumerate() {
-            let _ = write!(
-                svg,
-                "<text x=\"{}\" y=\"14\" font-size=\"13\" font-weight=\"bold\">{title}</text>",
-                label_w + c as f64 * col_w
-            );
-        }
-        for (i, run) in self.runs.iter().enumerate() {
-            let y = 24.0 + i as f64 * row_h;
-            let _ = write!(
-                svg,
-                "<text x=\"{}\" y=\"{}\" text-anchor=\"end\" font-size=\"12\">{}</text>",
-                label_w - 6.0,
-                y + 13.0,
-                escape(&run.strategy)
-            );
-            for (c, ((title, value), max)) in COLUMNS.iter().zip(maxima).enumerate() {
-                let x = label_w + c as f64 * col_w;
-                let v = value(run);
-                if v == 0 {
-                    let _ = write!(
-                        svg,
-                        "<text x=\"{x}\" y=\"{}\" font-size=\"12\" fill=\"#2e7d32\">0 · exact</text>",
-                        y + 13.0
-                    );
-                    continue;
+        html! {
+            figure.chart #chart-lesson {
+                figcaption {
+                    b { "The lesson" }
+                    ": what each strategy let through (audit of the database after its run; \
+                     0 everywhere = exact)"
                 }
-                let w = (v as f64 / max * (col_w - 70.0)).max(2.0);
-                // Something went through: red for a broken promise, orange
-                // otherwise (never the blue of a safe bar).
-                let colour = if run.verdict == Verdict::Violation {
-                    Verdict::Violation.colour()
-                } else {
-                    Verdict::ExpectedUnsafe.colour()
-                };
-                let _ = write!(
-                    svg,
-                    "<rect class=\"lesson-bar\" x=\"{x}\" y=\"{}\" width=\"{w:.1}\" height=\"15\" \
-                     fill=\"{colour}\"><title>{}: {v} {title}</title></rect>\
-                     <text x=\"{:.1}\" y=\"{}\" font-size=\"12\">{v}</text>",
-                    y + 2.0,
-                    escape(&run.strategy),
-                    x + w + 4.0,
-                    y + 13.0
-                );
+                svg xmlns=(SVG_NS) width=(width) height=(height)
+                    viewBox={ "0 0 " (width) " " (height) } role="img" {
+                    @for (c, (title, _)) in COLUMNS.iter().enumerate() {
+                        text x=(label_w + c as f64 * col_w) y="14" font-size="13"
+                            font-weight="bold" {
+                            (title)
+                        }
+                    }
+                    @for (i, run) in self.runs.iter().enumerate() {
+                        @let y = 24.0 + i as f64 * row_h;
+                        text x=(label_w - 6.0) y=(y + 13.0) text-anchor="end" font-size="12" {
+                            (run.strategy)
+                        }
+                        // Something went through: red for a broken promise,
+                        // orange otherwise (never the blue of a safe bar).
+                        @let colour = if run.verdict == Verdict::Violation {
+                            Verdict::Violation.colour()
+                        } else {
+                            Verdict::ExpectedUnsafe.colour()
+                        };
+                        @for (c, ((title, value), max)) in COLUMNS.iter().zip(maxima).enumerate() {
+                            @let x = label_w + c as f64 * col_w;
+                            @let v = value(run);
+                            @if v == 0 {
+                                text x=(x) y=(y + 13.0) font-size="12" fill="#2e7d32" {
+                                    "0 · exact"
+                                }
+                            } @else {
+                                @let w = (v as f64 / max * (col_w - 70.0)).max(2.0);
+                                rect.lesson-bar x=(x) y=(y + 2.0) width=(decimals(w, 1)) height="15"
+                                    fill=(colour) {
+                                    title { (run.strategy) ": " (v) " " (title) }
+                                }
+                                text x=(decimals(x + w + 4.0, 1)) y=(y + 13.0) font-size="12" {
+                                    (v)
+                                }
+                            }
+                        }
+                    }
+                }
             }
         }
-        svg.push_str("</svg></figure>");
-        svg
     }
 
     /// Product 1's stock during each run, one small chart per strategy on
     /// a shared time axis; below zero is shaded red (oversold stock).
-    fn stock_charts(&self) -> String {
+    fn stock_charts(&self) -> Markup {
         let runs: Vec<&Run> = self
             .runs
             .iter()
             .filter(|r| r.stock_over_time.len() >= 2)
             .collect();
         if runs.is_empty() {
-            return String::new();
+            return html! {};
         }
         let (w, h, pad) = (280.0, 110.0, 24.0);
         let t_max = runs
@@ -579,44 +553,51 @@ impl Report {
         let (bottom, top) = (bottom as f64, top as f64);
         let x = |t: f64| pad + t / t_max * (w - pad - 8.0);
         let y = |v: f64| 8.0 + (top - v) / (top - bottom) * (h - 8.0 - 18.0);
-        let mut out = format!(
-            "<figure class=\"chart\" id=\"chart-stock\"><figcaption>Stock of product 1 during \
-             each run (0–{t_max:.1} s, {bottom:.0}–{top:.0} units; sampled every 250 ms, the last \
-             point from the audit)</figcaption><div class=\"charts\">"
-        );
-        for run in runs {
-            let colour = run.verdict.colour();
-            let points: Vec<String> = run
-                .stock_over_time
-                .iter()
-                .map(|&(t, v)| format!("{:.1},{:.1}", x(t), y(v as f64)))
-                .collect();
-            let last = run.stock_over_time.last().map_or(0, |p| p.1);
-            let _ = write!(
-                out,
-                "<figure class=\"small\"><figcaption>{} — ends at {last}</figcaption>\
-                 <svg class=\"stock\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" role=\"img\">\
-                 <rect x=\"{pad}\" y=\"{zero:.1}\" width=\"{pw:.1}\" height=\"{below:.1}\" fill=\"#fdd\"/>\
-                 <line x1=\"{pad}\" x2=\"{right:.1}\" y1=\"{zero:.1}\" y2=\"{zero:.1}\" stroke=\"#999\" stroke-dasharray=\"3 3\"/>\
-                 <text x=\"{}\" y=\"{:.1}\" font-size=\"10\" text-anchor=\"end\">{top:.0}</text>\
-                 <text x=\"{}\" y=\"{:.1}\" font-size=\"10\" text-anchor=\"end\">0</text>\
-                 <text x=\"{right:.1}\" y=\"{}\" font-size=\"10\" text-anchor=\"end\">{t_max:.1} s</text>\
-                 <polyline fill=\"none\" stroke=\"{colour}\" stroke-width=\"2\" points=\"{}\"/></svg></figure>",
-                escape(&run.strategy),
-                pad - 3.0,
-                y(top) + 8.0,
-                pad - 3.0,
-                y(0.0) + 3.0,
-                h - 4.0,
-                points.join(" "),
-                zero = y(0.0),
-                pw = w - pad - 8.0,
-                below = (y(bottom) - y(0.0)).max(0.0),
-                right = w - 8.0,
-            );
+        let zero = decimals(y(0.0), 1);
+        let right = decimals(w - 8.0, 1);
+        html! {
+            figure.chart #chart-stock {
+                figcaption {
+                    "Stock of product 1 during each run (0–" (decimals(t_max, 1)) " s, "
+                    (decimals(bottom, 0)) "–" (decimals(top, 0))
+                    " units; sampled every 250 ms, the last point from the audit)"
+                }
+                div.charts {
+                    @for run in runs {
+                        @let points: Vec<String> = run
+                            .stock_over_time
+                            .iter()
+                            .map(|&(t, v)| format!("{:.1},{:.1}", x(t), y(v as f64)))
+                            .collect();
+                        figure.small {
+                            figcaption {
+                                (run.strategy) " — ends at "
+                                (run.stock_over_time.last().map_or(0, |p| p.1))
+                            }
+                            svg.stock xmlns=(SVG_NS) width=(w) height=(h) role="img" {
+                                // SVG shapes get an end tag (`{}`): maud's `;`
+                                // writes no `/>`, and in an HTML page's SVG a
+                                // bare `<rect>` would hold what follows it.
+                                rect x=(pad) y=(zero) width=(decimals(w - pad - 8.0, 1))
+                                    height=(decimals((y(bottom) - y(0.0)).max(0.0), 1))
+                                    fill="#fdd" {}
+                                line x1=(pad) x2=(right) y1=(zero) y2=(zero) stroke="#999"
+                                    stroke-dasharray="3 3" {}
+                                text x=(pad - 3.0) y=(decimals(y(top) + 8.0, 1)) font-size="10"
+                                    text-anchor="end" { (decimals(top, 0)) }
+                                text x=(pad - 3.0) y=(decimals(y(0.0) + 3.0, 1)) font-size="10"
+                                    text-anchor="end" { "0" }
+                                text x=(right) y=(h - 4.0) font-size="10" text-anchor="end" {
+                                    (decimals(t_max, 1)) " s"
+                                }
+                                polyline fill="none" stroke=(run.verdict.colour()) stroke-width="2"
+                                    points=(points.join(" ")) {}
+                            }
+                        }
+                    }
+                }
+            }
         }
-        out.push_str("</div></figure>");
-        out
     }
 
     fn bar_chart(
@@ -625,7 +606,7 @@ impl Report {
         title: &str,
         value: fn(&Run) -> f64,
         inner: Option<fn(&Run) -> f64>,
-    ) -> String {
+    ) -> Markup {
         let bar_h = 18.0;
         let label_w = 170.0;
         let plot_w = 520.0;
@@ -636,128 +617,351 @@ impl Report {
             .map(value)
             .fold(0.0_f64, f64::max)
             .max(f64::MIN_POSITIVE);
-        let mut svg = format!(
-            "<figure class=\"chart\" id=\"{id}\"><figcaption>{}</figcaption>\
-             <svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{height}\" role=\"img\">",
-            escape(title),
-            label_w + plot_w + 90.0
-        );
-        for (i, run) in self.runs.iter().enumerate() {
-            let y = 10.0 + i as f64 * bar_h * 1.4;
-            let v = value(run);
-            let w = (v / max * plot_w).max(1.0);
-            let color = run.verdict.colour();
-            let _ = write!(
-                svg,
-                "<text x=\"{}\" y=\"{}\" text-anchor=\"end\" font-size=\"12\">{}</text>\
-                 <rect class=\"bar\" x=\"{label_w}\" y=\"{y}\" width=\"{w:.1}\" height=\"{bar_h}\" fill=\"{color}\"><title>{}: {v:.1}</title></rect>",
-                label_w - 6.0,
-                y + bar_h * 0.75,
-                escape(&run.strategy),
-                escape(&run.strategy)
-            );
-            if let Some(inner) = inner {
-                let iw = (inner(run) / max * plot_w).clamp(0.0, w);
-                let _ = write!(
-                    svg,
-                    "<rect x=\"{label_w}\" y=\"{}\" width=\"{iw:.1}\" height=\"{}\" fill=\"#000\" fill-opacity=\"0.35\"/>",
-                    y + bar_h * 0.25,
-                    bar_h * 0.5
-                );
+        html! {
+            figure.chart #(id) {
+                figcaption { (title) }
+                svg xmlns=(SVG_NS) width=(label_w + plot_w + 90.0) height=(height) role="img" {
+                    @for (i, run) in self.runs.iter().enumerate() {
+                        @let y = 10.0 + i as f64 * bar_h * 1.4;
+                        @let v = value(run);
+                        @let w = (v / max * plot_w).max(1.0);
+                        text x=(label_w - 6.0) y=(y + bar_h * 0.75) text-anchor="end"
+                            font-size="12" {
+                            (run.strategy)
+                        }
+                        rect.bar x=(label_w) y=(y) width=(decimals(w, 1)) height=(bar_h)
+                            fill=(run.verdict.colour()) {
+                            title { (run.strategy) ": " (decimals(v, 1)) }
+                        }
+                        @if let Some(inner) = inner {
+                            rect x=(label_w) y=(y + bar_h * 0.25)
+                                width=(decimals((inner(run) / max * plot_w).clamp(0.0, w), 1))
+                                height=(bar_h * 0.5) fill="#000" fill-opacity="0.35" {}
+                        }
+                        text x=(decimals(label_w + w + 4.0, 1)) y=(y + bar_h * 0.75)
+                            font-size="12" {
+                            (decimals(v, 1))
+                        }
+                    }
+                }
             }
-            let _ = write!(
-                svg,
-                "<text x=\"{:.1}\" y=\"{}\" font-size=\"12\">{v:.1}</text>",
-                label_w + w + 4.0,
-                y + bar_h * 0.75
-            );
         }
-        svg.push_str("</svg></figure>");
-        svg
     }
 }
 
-fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
+/// The report page's style sheet.
+const REPORT_CSS: &str = "\
+body{font-family:system-ui,sans-serif;margin:1rem 1.25rem;color:#222;max-width:1240px}\
+table{border-collapse:collapse;font-size:.8rem}\
+td,th{border:1px solid #ccc;padding:.2rem .35rem;text-align:right}\
+td:first-child,th:first-child{text-align:left}\
+tr.VIOLATION{background:#fdd}tr.expected-unsafe{background:#fff3cd}\
+.chart{margin:1.25rem 0}.chart svg{max-width:100%;height:auto}\
+.charts{display:flex;flex-wrap:wrap;gap:.75rem 1.25rem}\
+.small{margin:0}.small figcaption{font-size:.85rem}";
+
+/// The scenarios page's style sheet.
+const SCENARIOS_CSS: &str =
+    "body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}\
+td,th{border:1px solid #ccc;padding:4px 8px}";
+
+/// The SVG namespace, on every chart (the page stands alone).
+const SVG_NS: &str = "http://www.w3.org/2000/svg";
+
+/// `v` with `places` decimals, as the charts write their coordinates.
+fn decimals(v: f64, places: usize) -> String {
+    format!("{v:.places$}")
 }
 
 /// `scenarios.html`: the table, and a timeline of each case's first
 /// overlaps (arbiter time, relative to the case's first overlap).
 pub fn scenarios_html(report: &crate::scenario::ScenarioReport) -> String {
-    let mut rows = String::new();
-    let mut timelines = String::new();
-    for c in &report.scenarios {
-        let colour = match c.verdict {
-            crate::scenario::Verdict::AsExpected => "#2e7d32",
-            crate::scenario::Verdict::Unexpected => "#c62828",
-            crate::scenario::Verdict::Inconclusive => "#9e9e9e",
-        };
-        let mut cells: Vec<String> = c
-            .cells()
-            .iter()
-            .map(|v| format!("<td>{}</td>", escape(v)))
-            .collect();
-        if let Some(verdict) = cells.last_mut() {
-            *verdict = format!(
-                "<td style=\"color:{colour};font-weight:bold\">{}</td>",
-                c.verdict.as_str()
-            );
+    use crate::scenario::Verdict;
+    const HEAD: [&str; 14] = [
+        "scenario",
+        "strategy",
+        "variant",
+        "expected",
+        "overlaps",
+        "max holders",
+        "oversold",
+        "lost updates",
+        "duplicates",
+        "rejected",
+        "busy",
+        "orders",
+        "verdict",
+        "why",
+    ];
+    let colour = |verdict| match verdict {
+        Verdict::AsExpected => "#2e7d32",
+        Verdict::Unexpected => "#c62828",
+        Verdict::Inconclusive => "#9e9e9e",
+    };
+    html! {
+        (DOCTYPE)
+        html {
+            head {
+                meta charset="utf-8";
+                title { "seckill-lab scenarios" }
+                style { (PreEscaped(SCENARIOS_CSS)) }
+            }
+            body {
+                h1 { "Fault scenarios" }
+                p {
+                    (report.scenarios.len()) " cases in " (decimals(report.duration_s, 0)) " s"
+                    @if report.quick { " (--quick)" }
+                    ". Overlaps are counted by the history arbiter (sections that began while \
+                     another was inside); the rest is the database's audit."
+                }
+                // One row a line in the page's source.
+                table {
+                    tr { @for h in HEAD { th { (h) } } }
+                    "\n"
+                    @for c in &report.scenarios {
+                        tr {
+                            // The last cell is the verdict, in its colour.
+                            @if let Some((_, cells)) = c.cells().split_last() {
+                                @for cell in cells { td { (cell) } }
+                                td style={ "color:" (colour(c.verdict)) ";font-weight:bold" } {
+                                    (c.verdict.as_str())
+                                }
+                            }
+                            td { (c.verdict_reason) }
+                        }
+                        "\n"
+                    }
+                }
+                h2 { "First overlaps" }
+                p {
+                    "Member names are " code { "replica:section" } "; times are the arbiter's \
+                     clock from the first overlap of the case."
+                }
+                @for c in report.scenarios.iter().filter(|c| !c.first_overlaps.is_empty()) {
+                    h3 {
+                        (c.name) " · " (c.strategy)
+                        @if let Some(variant) = &c.variant { " · " (variant) }
+                    }
+                    ol { (overlap_timeline(&c.first_overlaps)) }
+                }
+            }
         }
-        rows.push_str(&format!(
-            "<tr>{}<td>{}</td></tr>\n",
-            cells.concat(),
-            escape(&c.verdict_reason)
-        ));
-        if c.first_overlaps.is_empty() {
-            continue;
-        }
-        let items = overlap_timeline(&c.first_overlaps);
-        timelines.push_str(&format!(
-            "<h3>{} · {}{}</h3><ol>{items}</ol>",
-            escape(&c.name),
-            escape(&c.strategy),
-            c.variant
-                .as_deref()
-                .map(|v| format!(" · {}", escape(v)))
-                .unwrap_or_default()
-        ));
     }
-    format!(
-        "<!doctype html><html><head><meta charset=\"utf-8\"><title>seckill-lab scenarios</title>\
-<style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:4px 8px}}</style></head><body>\
-<h1>Fault scenarios</h1><p>{} cases in {:.0} s{}. Overlaps are counted by the history arbiter (sections that began while another was inside); the rest is the database's audit.</p>\
-<table><tr><th>scenario</th><th>strategy</th><th>variant</th><th>expected</th><th>overlaps</th><th>max holders</th><th>oversold</th><th>lost updates</th><th>duplicates</th><th>rejected</th><th>busy</th><th>orders</th><th>verdict</th><th>why</th></tr>\n{rows}</table>\
-<h2>First overlaps</h2><p>Member names are <code>replica:section</code>; times are the arbiter's clock from the first overlap of the case.</p>{timelines}</body></html>",
-        report.scenarios.len(),
-        report.duration_s,
-        if report.quick { " (--quick)" } else { "" },
-    )
+    .into_string()
 }
 
 /// The arbiter's first overlaps as HTML list items: time from the first
 /// one, who entered, who was inside.
-fn overlap_timeline(events: &[serde_json::Value]) -> String {
+fn overlap_timeline(events: &[serde_json::Value]) -> Markup {
     let t0 = events
         .first()
         .and_then(|e| e["at_us"].as_i64())
         .unwrap_or(0);
-    let mut items = String::new();
-    for event in events {
-        let at = event["at_us"].as_i64().unwrap_or(0) - t0;
-        let inside: Vec<String> = event["inside"]
-            .as_array()
-            .map(|a| a.iter().filter_map(|v| v.as_str().map(escape)).collect())
-            .unwrap_or_default();
-        let _ = write!(
-            items,
-            "<li><code>+{:.1} ms</code> <b>{}</b> entered while inside: {}</li>",
-            at as f64 / 1000.0,
-            escape(event["entered"].as_str().unwrap_or("?")),
-            inside.join(", ")
-        );
+    html! {
+        @for event in events {
+            @let at = event["at_us"].as_i64().unwrap_or(0) - t0;
+            @let inside: Vec<&str> = event["inside"]
+                .as_array()
+                .map(|a| a.iter().filter_map(serde_json::Value::as_str).collect())
+                .unwrap_or_default();
+            li {
+                code { "+" (decimals(at as f64 / 1000.0, 1)) " ms" } " "
+                b { (event["entered"].as_str().unwrap_or("?")) }
+                " entered while inside: " (inside.join(", "))
+            }
+        }
     }
-    items
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::scenario::{
+        CaseResult, Expected, Guarantee, Observed, ScenarioReport, Verdict as CaseVerdict,
+    };
+    use crate::workload::{Shape, Workload};
+
+    const HOSTILE: &str = "<script>\"'&";
+    const ESCAPED: &str = "&lt;script&gt;&quot;'&amp;";
+
+    fn run(strategy: &str, verdict: Verdict, oversold: i64) -> Run {
+        Run {
+            strategy: strategy.into(),
+            safety: "safe".into(),
+            guarantee: "exclusion".into(),
+            verdict,
+            violations: verdict == Verdict::Violation,
+            duration_s: 1.0,
+            grabs: 40,
+            grabs_per_sec: 40.0,
+            orders: 20 + oversold,
+            orders_per_sec: 20.0,
+            ordered_units: 20 + oversold,
+            p50_ms: 1.0,
+            p95_ms: 2.0,
+            p99_ms: 3.0,
+            max_ms: 4.0,
+            outcomes: BTreeMap::from([("ordered".to_owned(), 20)]),
+            initial_stock: 20,
+            stock_left: -oversold,
+            oversold,
+            lost_updates: 0,
+            undersold: 0,
+            duplicates: 0,
+            negative_stock: oversold > 0,
+            buyer_p50_ms: 1.0,
+            buyer_p99_ms: 3.0,
+            lock: LockFigures::default(),
+            batch: None,
+            overlaps: Some(1),
+            max_holders: Some(2),
+            first_overlaps: vec![
+                json!({"at_us": 10, "entered": format!("r1:{HOSTILE}"), "inside": [HOSTILE]}),
+            ],
+            expected_to_break: None,
+            stock_over_time: vec![(0.0, 20), (0.5, -oversold)],
+            audit: Vec::new(),
+            goose_report: format!("goose/{HOSTILE}.html"),
+        }
+    }
+
+    #[test]
+    fn html_escapes_every_interpolated_string() {
+        let report = Report {
+            tool: "seckill-loadgen",
+            version: "0",
+            replicas: vec!["http://127.0.0.1:1".into()],
+            synchronous_commit: Some(HOSTILE.into()),
+            faults: None,
+            workload: Workload {
+                shape: Shape::Burst,
+                users: 40,
+                increase_rate: 800.0,
+                run_time: None,
+                max_run_time: Duration::from_secs(30),
+                stock: 20,
+                products: 1,
+                hot_ratio: 1.0,
+                repeat_ratio: 0.0,
+                quantity_min: 1,
+                quantity_max: 1,
+                retry: true,
+                retry_ms: 10,
+                give_up_after: Duration::from_secs(5),
+            },
+            runs: vec![
+                run(HOSTILE, Verdict::Violation, 3),
+                run("pg-atomic", Verdict::Safe, 0),
+            ],
+            skipped: vec![Skipped {
+                strategy: HOSTILE.into(),
+                reason: format!("not built: {HOSTILE}"),
+            }],
+            failed: Vec::new(),
+            interrupted: false,
+        };
+        let page = report.html();
+        assert!(
+            page.starts_with("<!DOCTYPE html><html lang=\"en\">"),
+            "{page}"
+        );
+        assert!(!page.contains("<script"), "no raw <script> tag: {page}");
+        assert!(!page.contains(HOSTILE), "{page}");
+        for (what, escaped) in [
+            ("workload line", format!("synchronous_commit={ESCAPED}")),
+            ("summary", format!("VIOLATION: {ESCAPED}</p>")),
+            (
+                "lesson bar",
+                format!("<title>{ESCAPED}: 3 oversold units</title>"),
+            ),
+            ("bar chart", format!("<title>{ESCAPED}: 40.0</title>")),
+            (
+                "stock chart",
+                format!("<figcaption>{ESCAPED} — ends at -3</figcaption>"),
+            ),
+            (
+                "table link",
+                format!("<a href=\"goose/{ESCAPED}.html\">{ESCAPED}</a>"),
+            ),
+            (
+                "skip reason",
+                format!("<code>{ESCAPED}</code>: not built: {ESCAPED}</p>"),
+            ),
+            ("timeline", format!("<h3>{ESCAPED}</h3>")),
+            (
+                "timeline",
+                format!("<b>r1:{ESCAPED}</b> entered while inside: {ESCAPED}</li>"),
+            ),
+        ] {
+            assert!(page.contains(&escaped), "{what}: {escaped} in {page}");
+        }
+        // The markup the tests and the Chromium check look for is unchanged.
+        for marker in [
+            "<p id=\"workload\">",
+            "<p id=\"summary\" style=\"color:#b00;font-weight:bold\">",
+            "<figure class=\"chart\" id=\"chart-lesson\">",
+            "<figure class=\"chart\" id=\"chart-stock\">",
+            "<figure class=\"chart\" id=\"chart-throughput\">",
+            "<figure class=\"chart\" id=\"chart-p99\">",
+            "<table id=\"results\">",
+            "<tr class=\"VIOLATION\">",
+            "<tr class=\"safe\">",
+            concat!(
+                "<rect class=\"lesson-bar\" x=\"170\" y=\"26\" width=\"250.0\" ",
+                "height=\"15\" fill=\"#d32f2f\">"
+            ),
+            "<svg class=\"stock\" ",
+            "<rect class=\"bar\" ",
+            "0 · exact",
+            "</body></html>\n",
+        ] {
+            assert!(page.contains(marker), "{marker} in {page}");
+        }
+    }
+
+    #[test]
+    fn scenarios_html_escapes_every_interpolated_string() {
+        let case = CaseResult {
+            name: HOSTILE.into(),
+            strategy: format!("redlock{HOSTILE}"),
+            variant: Some(HOSTILE.into()),
+            faults: json!({}),
+            expected: Expected::Breaks,
+            why: String::new(),
+            guarantee: Guarantee::Exclusion,
+            observed: Observed::default(),
+            verdict: CaseVerdict::Unexpected,
+            verdict_reason: format!("because {HOSTILE}"),
+            steps: Vec::new(),
+            first_overlaps: vec![json!({"at_us": 1500, "entered": HOSTILE, "inside": []})],
+            duration_s: 1.0,
+        };
+        let report = ScenarioReport {
+            tool: "seckill-loadgen",
+            version: "0",
+            quick: true,
+            scenarios: vec![case],
+            skipped: Vec::new(),
+            duration_s: 2.4,
+        };
+        let page = scenarios_html(&report);
+        assert!(!page.contains("<script"), "no raw <script> tag: {page}");
+        assert!(!page.contains(HOSTILE), "{page}");
+        for escaped in [
+            format!("<tr><td>{ESCAPED}</td><td>redlock{ESCAPED}</td><td>{ESCAPED}</td>"),
+            format!(
+                "<td style=\"color:#c62828;font-weight:bold\">UNEXPECTED</td>\
+                 <td>because {ESCAPED}</td></tr>\n"
+            ),
+            format!("<h3>{ESCAPED} · redlock{ESCAPED} · {ESCAPED}</h3>"),
+            format!("<li><code>+0.0 ms</code> <b>{ESCAPED}</b> entered while inside: </li>"),
+            "<p>1 cases in 2 s (--quick).".to_owned(),
+        ] {
+            assert!(page.contains(&escaped), "{escaped} in {page}");
+        }
+    }
 }
