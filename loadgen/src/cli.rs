@@ -37,7 +37,8 @@ use crate::workload::{self, Live, Shape, Workload, OUTCOMES};
       Exit codes: 0 ok; 1 a strategy classed safe oversold, lost an update or duplicated an order;\n\
       2 bad usage (a bad flag, --out or --report-file: before any request; unknown strategy/product,\n\
       wrong admin token); 3 service unreachable, a strategy's run failed, or the service failed\n\
-      half or more of a strategy's grabs (503/5xx); 130 interrupted (Ctrl-C)."
+      half or more of a strategy's grabs (503/5xx); 130 interrupted (Ctrl-C). A violation is\n\
+      printed first and wins over 3: it is never hidden behind a failing service."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -401,12 +402,32 @@ pub async fn main() -> ExitCode {
     }
 }
 
-/// Interrupted → 130; a failed strategy or a service failing most grabs →
-/// 3; a violation of a strategy classed safe → 1.
+/// Interrupted → 130; a violation of a strategy classed safe → 1, reported
+/// first and winning over a failing service (a violation is never hidden
+/// behind an error); a failed strategy or a service failing most grabs → 3.
 fn exit_code(report: &Report) -> ExitCode {
+    let (code, lines) = outcome(report);
+    for line in lines {
+        eprintln!("{line}");
+    }
+    ExitCode::from(code)
+}
+
+/// The exit status and the lines that explain it, in the order printed.
+pub(crate) fn outcome(report: &Report) -> (u8, Vec<String>) {
     if report.interrupted {
-        eprintln!("seckill-loadgen: interrupted; the reports hold the runs finished so far");
-        return ExitCode::from(130);
+        return (
+            130,
+            vec!["seckill-loadgen: interrupted; the reports hold the runs finished so far".into()],
+        );
+    }
+    let mut lines = Vec::new();
+    let bad = report.violations();
+    for run in &bad {
+        lines.push(format!(
+            "VIOLATION: {} is classed safe but oversold {}, lost {} updates, duplicated {} orders, overlapped {} sections",
+            run.strategy, run.oversold, run.lost_updates, run.duplicates, run.overlaps.unwrap_or(0)
+        ));
     }
     let failing: Vec<&Run> = report
         .runs
@@ -414,34 +435,27 @@ fn exit_code(report: &Report) -> ExitCode {
         .filter(|r| r.grabs > 0 && r.outcomes.get("error").copied().unwrap_or(0) * 2 >= r.grabs)
         .collect();
     for run in &failing {
-        eprintln!(
+        lines.push(format!(
             "seckill-loadgen: the service failed {} of {} grabs under {} (503/5xx or transport errors): see its log",
             run.outcomes.get("error").copied().unwrap_or(0),
             run.grabs,
             run.strategy
-        );
+        ));
     }
     for failed in &report.failed {
-        eprintln!(
+        lines.push(format!(
             "seckill-loadgen: {} failed: {}",
             failed.strategy, failed.reason
-        );
+        ));
     }
-    if !failing.is_empty() || !report.failed.is_empty() {
-        return ExitCode::from(3);
-    }
-    let bad = report.violations();
-    for run in &bad {
-        eprintln!(
-            "VIOLATION: {} is classed safe but oversold {}, lost {} updates, duplicated {} orders, overlapped {} sections",
-            run.strategy, run.oversold, run.lost_updates, run.duplicates, run.overlaps.unwrap_or(0)
-        );
-    }
-    if bad.is_empty() {
-        ExitCode::SUCCESS
+    let code = if !bad.is_empty() {
+        1
+    } else if !failing.is_empty() || !report.failed.is_empty() {
+        3
     } else {
-        ExitCode::from(1)
-    }
+        0
+    };
+    (code, lines)
 }
 
 async fn probe(urls: Vec<String>, path: &str, users: usize, run_time: Duration) -> ExitCode {

@@ -830,6 +830,57 @@ mod tests {
     }
 
     #[test]
+    fn a_violation_is_reported_first_and_wins_over_a_failing_service() {
+        let mut failing = run("redlock", Verdict::Safe, 0);
+        failing.outcomes.insert("error".into(), 30);
+        let broken = run("set-nx-px", Verdict::Violation, 2);
+        let mut report = report_of(vec![failing.clone(), broken]);
+        let (code, lines) = crate::cli::outcome(&report);
+        assert_eq!(code, 1, "{lines:?}");
+        assert!(lines[0].starts_with("VIOLATION: set-nx-px"), "{lines:?}");
+        assert!(
+            lines[1].contains("failed 30 of 40 grabs under redlock"),
+            "{lines:?}"
+        );
+        report.runs = vec![failing];
+        assert_eq!(crate::cli::outcome(&report).0, 3);
+        report.runs = vec![run("pg-atomic", Verdict::Safe, 0)];
+        assert_eq!(crate::cli::outcome(&report), (0, Vec::new()));
+        report.interrupted = true;
+        assert_eq!(crate::cli::outcome(&report).0, 130);
+    }
+
+    fn report_of(runs: Vec<Run>) -> Report {
+        Report {
+            tool: "seckill-loadgen",
+            version: "0",
+            replicas: vec!["http://127.0.0.1:1".into()],
+            synchronous_commit: None,
+            faults: None,
+            workload: Workload {
+                shape: Shape::Burst,
+                users: 40,
+                increase_rate: 800.0,
+                run_time: None,
+                max_run_time: Duration::from_secs(30),
+                stock: 20,
+                products: 1,
+                hot_ratio: 1.0,
+                repeat_ratio: 0.0,
+                quantity_min: 1,
+                quantity_max: 1,
+                retry: true,
+                retry_ms: 10,
+                give_up_after: Duration::from_secs(5),
+            },
+            runs,
+            skipped: Vec::new(),
+            failed: Vec::new(),
+            interrupted: false,
+        }
+    }
+
+    #[test]
     fn html_escapes_every_interpolated_string() {
         let report = Report {
             tool: "seckill-loadgen",
