@@ -882,39 +882,15 @@ mod tests {
 
     #[test]
     fn html_escapes_every_interpolated_string() {
-        let report = Report {
-            tool: "seckill-loadgen",
-            version: "0",
-            replicas: vec!["http://127.0.0.1:1".into()],
-            synchronous_commit: Some(HOSTILE.into()),
-            faults: None,
-            workload: Workload {
-                shape: Shape::Burst,
-                users: 40,
-                increase_rate: 800.0,
-                run_time: None,
-                max_run_time: Duration::from_secs(30),
-                stock: 20,
-                products: 1,
-                hot_ratio: 1.0,
-                repeat_ratio: 0.0,
-                quantity_min: 1,
-                quantity_max: 1,
-                retry: true,
-                retry_ms: 10,
-                give_up_after: Duration::from_secs(5),
-            },
-            runs: vec![
-                run(HOSTILE, Verdict::Violation, 3),
-                run("pg-atomic", Verdict::Safe, 0),
-            ],
-            skipped: vec![Skipped {
-                strategy: HOSTILE.into(),
-                reason: format!("not built: {HOSTILE}"),
-            }],
-            failed: Vec::new(),
-            interrupted: false,
-        };
+        let mut report = report_of(vec![
+            run(HOSTILE, Verdict::Violation, 3),
+            run("pg-atomic", Verdict::Safe, 0),
+        ]);
+        report.synchronous_commit = Some(HOSTILE.into());
+        report.skipped = vec![Skipped {
+            strategy: HOSTILE.into(),
+            reason: format!("not built: {HOSTILE}"),
+        }];
         let page = report.html();
         assert!(
             page.starts_with("<!DOCTYPE html><html lang=\"en\">"),

@@ -115,8 +115,7 @@ fn strategies_body(state: &AppState) -> StrategiesBody {
     security(("admin_token" = [])),
     responses(
         (status = 200, description = "Every strategy, whether it can run here, and the active one", body = StrategiesBody),
-        (status = 401, description = "Missing or wrong admin token (`unauthorized`)", body = ErrorBody),
-        (status = 403, description = "No admin token configured (`admin_disabled`)", body = ErrorBody),
+        super::AdminDenied,
     )
 )]
 #[get("/admin/strategies")]
@@ -141,10 +140,8 @@ pub struct SwitchBody {
     responses(
         (status = 200, description = "Switched; the strategies as after the switch", body = StrategiesBody),
         (status = 400, description = "`unknown_strategy`, `strategy_unavailable` (its server is not configured), or a bad body", body = ErrorBody),
-        (status = 401, description = "Missing or wrong admin token (`unauthorized`)", body = ErrorBody),
-        (status = 403, description = "No admin token configured (`admin_disabled`)", body = ErrorBody),
-        (status = 413, description = "Body over the limit (`payload_too_large`)", body = ErrorBody),
-        (status = 415, description = "Body not sent as application/json (`unsupported_media_type`)", body = ErrorBody),
+        super::AdminDenied,
+        super::BodyRefused,
         (status = 503, description = "Redis or PostgreSQL is down (`unavailable`); nothing changed", body = ErrorBody),
     )
 )]
@@ -204,11 +201,9 @@ pub const MAX_STOCK: i64 = 100_000_000;
     responses(
         (status = 200, description = "Reset: the product as it is now", body = crate::routes::products::ProductBody),
         (status = 400, description = "`invalid_stock`, `invalid_product_id`, or a bad body", body = ErrorBody),
-        (status = 401, description = "Missing or wrong admin token (`unauthorized`)", body = ErrorBody),
-        (status = 403, description = "No admin token configured (`admin_disabled`)", body = ErrorBody),
+        super::AdminDenied,
         (status = 404, description = "No such product (`not_found`)", body = ErrorBody),
-        (status = 413, description = "Body over the limit (`payload_too_large`)", body = ErrorBody),
-        (status = 415, description = "Body not sent as application/json (`unsupported_media_type`)", body = ErrorBody),
+        super::BodyRefused,
         (status = 503, description = "Redis or PostgreSQL is down (`unavailable`); nothing changed", body = ErrorBody),
     )
 )]
@@ -276,8 +271,7 @@ pub struct AuditQuery {
     responses(
         (status = 200, description = "The audit of every product", body = AuditBody),
         (status = 400, description = "Bad query string (`invalid_query`)", body = ErrorBody),
-        (status = 401, description = "Missing or wrong admin token (`unauthorized`)", body = ErrorBody),
-        (status = 403, description = "No admin token configured (`admin_disabled`)", body = ErrorBody),
+        super::AdminDenied,
         (status = 503, description = "PostgreSQL is down (`unavailable`)", body = ErrorBody),
     )
 )]
@@ -322,8 +316,7 @@ pub struct AuditBody {
     security(("admin_token" = [])),
     responses(
         (status = 200, description = "The faults every replica applies", body = Faults),
-        (status = 401, description = "Missing or wrong admin token (`unauthorized`)", body = ErrorBody),
-        (status = 403, description = "No admin token configured (`admin_disabled`)", body = ErrorBody),
+        super::AdminDenied,
     )
 )]
 #[get("/admin/faults")]
@@ -339,10 +332,8 @@ pub async fn get_faults(_: AdminAuth, state: web::Data<AppState>) -> HttpRespons
     responses(
         (status = 200, description = "The faults now in force", body = Faults),
         (status = 400, description = "`invalid_faults` (a delay over ten minutes, `pause_every` 0) or a bad body", body = ErrorBody),
-        (status = 401, description = "Missing or wrong admin token (`unauthorized`)", body = ErrorBody),
-        (status = 403, description = "No admin token configured (`admin_disabled`)", body = ErrorBody),
-        (status = 413, description = "Body over the limit (`payload_too_large`)", body = ErrorBody),
-        (status = 415, description = "Body not sent as application/json (`unsupported_media_type`)", body = ErrorBody),
+        super::AdminDenied,
+        super::BodyRefused,
         (status = 503, description = "Redis or PostgreSQL is down (`unavailable`); nothing changed", body = ErrorBody),
     )
 )]
@@ -394,8 +385,7 @@ pub struct HistoryBody {
     security(("admin_token" = [])),
     responses(
         (status = 200, description = "The run's history as the arbiter has it", body = HistoryReport),
-        (status = 401, description = "Missing or wrong admin token (`unauthorized`)", body = ErrorBody),
-        (status = 403, description = "No admin token configured (`admin_disabled`)", body = ErrorBody),
+        super::AdminDenied,
         (status = 503, description = "Redis (the arbiter) is down (`unavailable`)", body = ErrorBody),
     )
 )]
@@ -417,10 +407,8 @@ pub async fn get_history(
     responses(
         (status = 200, description = "The history run now recorded (`run` null when off)", body = HistorySwitched),
         (status = 400, description = "Bad body", body = ErrorBody),
-        (status = 401, description = "Missing or wrong admin token (`unauthorized`)", body = ErrorBody),
-        (status = 403, description = "No admin token configured (`admin_disabled`)", body = ErrorBody),
-        (status = 413, description = "Body over the limit (`payload_too_large`)", body = ErrorBody),
-        (status = 415, description = "Body not sent as application/json (`unsupported_media_type`)", body = ErrorBody),
+        super::AdminDenied,
+        super::BodyRefused,
         (status = 503, description = "Redis (the arbiter) is down (`unavailable`)", body = ErrorBody),
     )
 )]
@@ -465,10 +453,8 @@ pub struct ForgetBody {
     responses(
         (status = 200, description = "How many sections of that replica were dropped", body = Forgotten),
         (status = 400, description = "`invalid_instance` (empty) or a bad body", body = ErrorBody),
-        (status = 401, description = "Missing or wrong admin token (`unauthorized`)", body = ErrorBody),
-        (status = 403, description = "No admin token configured (`admin_disabled`)", body = ErrorBody),
-        (status = 413, description = "Body over the limit (`payload_too_large`)", body = ErrorBody),
-        (status = 415, description = "Body not sent as application/json (`unsupported_media_type`)", body = ErrorBody),
+        super::AdminDenied,
+        super::BodyRefused,
         (status = 503, description = "Redis (the arbiter) is down (`unavailable`)", body = ErrorBody),
     )
 )]

@@ -67,8 +67,7 @@ impl GrabBody {
         (status = 400, description = "Bad body or product id (`invalid_user_id`, `invalid_quantity`, `invalid_field`, `malformed_json`, `invalid_product_id`)", body = ErrorBody),
         (status = 404, description = "No such product (`not_found`)", body = ErrorBody),
         (status = 409, description = "No order: `sold_out`, `already_purchased`, or `rejected` (a stale lock holder; nothing written)", body = ErrorBody),
-        (status = 413, description = "Body over the limit (`payload_too_large`)", body = ErrorBody),
-        (status = 415, description = "Body not sent as application/json (`unsupported_media_type`)", body = ErrorBody),
+        super::BodyRefused,
         (status = 429, description = "The lock was not acquired within the wait budget (`busy`); `Retry-After: 1`", body = ErrorBody),
         (status = 503, description = "A dependency is down (`unavailable`); nothing half-written; `Retry-After: 2`", body = ErrorBody),
     )

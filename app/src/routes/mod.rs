@@ -11,7 +11,7 @@ pub mod products;
 pub mod status;
 
 use crate::db::{self, AuditRow};
-use crate::error::{ApiError, GrabError};
+use crate::error::{ApiError, ErrorBody, GrabError};
 use crate::lock::redis_lua_stock;
 use crate::state::AppState;
 
@@ -60,4 +60,27 @@ pub fn product_id(raw: i64) -> Result<i64, ApiError> {
         ));
     }
     Ok(raw)
+}
+
+/// What every admin route answers before its handler runs (OpenAPI).
+#[derive(Debug, utoipa::IntoResponses)]
+pub enum AdminDenied {
+    /// Missing or wrong admin token (`unauthorized`).
+    #[response(status = 401)]
+    Unauthorized(ErrorBody),
+    /// No admin token configured (`admin_disabled`).
+    #[response(status = 403)]
+    Disabled(ErrorBody),
+}
+
+/// What every route taking a JSON body answers before its handler runs
+/// (OpenAPI): the body extractor's refusals.
+#[derive(Debug, utoipa::IntoResponses)]
+pub enum BodyRefused {
+    /// Body over the limit (`payload_too_large`).
+    #[response(status = 413)]
+    TooLarge(ErrorBody),
+    /// Body not sent as application/json (`unsupported_media_type`).
+    #[response(status = 415)]
+    NotJson(ErrorBody),
 }
