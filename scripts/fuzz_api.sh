@@ -22,19 +22,15 @@ STACK_LB=0
 . scripts/stack.sh
 
 stack_require
-require_packages python3:python3
+# Debian ships venv's pip bootstrap (the ensurepip module) in python3-venv.
+require_packages python3:python3 py:ensurepip:python3-venv
 [[ -x "$APP_BIN" ]] || SECKILL_SKIP_BUILD=0 stack_build
 
 VENV="$ROOT/.state/venv"
 if [[ ! -x "$VENV/bin/schemathesis" ]]; then
   say "installing schemathesis from PyPI into ${VENV#"$ROOT"/}"
   rm -rf "$VENV"
-  if ! python3 -m venv "$VENV" >/dev/null 2>&1; then
-    # Debian splits venv's pip bootstrap into python3-venv.
-    rm -rf "$VENV"
-    require_packages "/nonexistent/python3-venv:python3-venv"
-    python3 -m venv "$VENV"
-  fi
+  python3 -m venv "$VENV"
   "$VENV/bin/pip" install -q --disable-pip-version-check 'schemathesis>=4,<5' \
     || die "pip could not install schemathesis (is PyPI reachable?)"
 fi

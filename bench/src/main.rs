@@ -348,12 +348,34 @@ async fn raw_wake_ms(url: &str, conn: &ConnectionManager) -> f64 {
     median(delays)
 }
 
+/// A goal row: ours, its floor (one decimal), their ratio and the verdict.
 fn row(what: &str, ours: f64, floor: f64, unit: &str, goal: &str, pass: bool) {
-    println!(
-        "{what:<46} {ours:>10.1} {floor:>10.1} {unit:<6} {:>6.2}  {goal:<10} {}",
-        ours / floor,
-        if pass { "ok" } else { "MISSED" }
+    let (ours, floor, ratio) = (format!("{ours:.1}"), format!("{floor:.1}"), ours / floor);
+    line(
+        what,
+        &ours,
+        &floor,
+        unit,
+        &format!("{ratio:.2}"),
+        goal,
+        verdict(pass),
     );
+}
+
+/// One line of the first table, every column already formatted; an info
+/// row passes an empty verdict.
+fn line(what: &str, ours: &str, floor: &str, unit: &str, ratio: &str, goal: &str, verdict: &str) {
+    let text =
+        format!("{what:<46} {ours:>10} {floor:>10} {unit:<6} {ratio:>6}  {goal:<10} {verdict}");
+    println!("{}", text.trim_end());
+}
+
+fn verdict(pass: bool) -> &'static str {
+    if pass {
+        "ok"
+    } else {
+        "MISSED"
+    }
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -364,10 +386,7 @@ async fn main() {
     let d = deps(&urls[0], ttl, Duration::from_secs(5));
     let c = cx(&d);
     println!("lock-bench: 5 local redis-server nodes, 2 tokio workers; each ratio is ours / floor from this run\n");
-    println!(
-        "{:<46} {:>10} {:>10} {:<6} {:>6}  {:<10}",
-        "figure", "ours", "floor", "unit", "ratio", "goal"
-    );
+    line("figure", "ours", "floor", "unit", "ratio", "goal", "");
 
     // 1. Token lock vs the two raw commands on the same client.
     let token = SetNxPxToken::new();
@@ -432,12 +451,14 @@ async fn main() {
         ct5 / ct1 <= 1.3,
     );
     let (mt5, mt1) = redlock_five_vs_one(&urls, node_timeout, rounds).await;
-    println!(
-        "{:<46} {mt5:>10.1} {mt1:>10.1} {:<6} {:>6.2}  {:<10}",
+    line(
         "  same, 2-worker multi-thread runtime (info)",
+        &format!("{mt5:.1}"),
+        &format!("{mt1:.1}"),
         "µs/op",
-        mt5 / mt1,
-        "-"
+        &format!("{:.2}", mt5 / mt1),
+        "-",
+        "",
     );
 
     // 3. Against rslock 0.10 on the same five nodes: 50 tasks, 1,000 keys.
@@ -517,9 +538,14 @@ async fn main() {
     let per_lease = renewals / 10.0;
     // No raw Redis counterpart: the schedule (every lease/3) is the
     // design, asserted by the tests; printed here without a verdict.
-    println!(
-        "{:<46} {per_lease:>10.2} {:>10} {:<6} {:>6}  {:<10}",
-        "watchdog renewals per lease period (info)", "-", "n", "-", "every ⅓"
+    line(
+        "watchdog renewals per lease period (info)",
+        &format!("{per_lease:.2}"),
+        "-",
+        "n",
+        "-",
+        "every ⅓",
+        "",
     );
 
     // The wake-up: a waiter blocked on a held lock, the holder releases;
@@ -550,17 +576,14 @@ async fn main() {
     }
     let pubsub_ms = median(delays);
     let raw_ms = raw_wake_ms(&urls[0], &wake_deps.redis).await;
-    println!(
-        "{:<46} {pubsub_ms:>10.2} {raw_ms:>10.2} {:<6} {:>6.2}  {:<10} {}",
+    line(
         "watchdog wake-up after release vs raw pub/sub",
+        &format!("{pubsub_ms:.2}"),
+        &format!("{raw_ms:.2}"),
         "ms",
-        pubsub_ms / raw_ms,
+        &format!("{:.2}", pubsub_ms / raw_ms),
         "<= 2.00",
-        if pubsub_ms <= 2.0 * raw_ms {
-            "ok"
-        } else {
-            "MISSED"
-        }
+        verdict(pubsub_ms <= 2.0 * raw_ms),
     );
 
     // 4b. The contended row: 50 tasks on one key, 2 ms held, the watchdog's
@@ -585,19 +608,14 @@ async fn main() {
         "<= 0.33",
         ours.wait_p99_ms <= floor.wait_p99_ms / 3.0,
     );
-    println!(
-        "{:<46} {:>10.2} {:>10.2} {:<6} {:>6}  {:<10} {}",
+    line(
         "  failed attempts per success (same run)",
-        ours.failed_per_success,
-        floor.failed_per_success,
+        &format!("{:.2}", ours.failed_per_success),
+        &format!("{:.2}", floor.failed_per_success),
         "n",
         "-",
         "ours <= 1",
-        if ours.failed_per_success <= 1.0 {
-            "ok"
-        } else {
-            "MISSED"
-        }
+        verdict(ours.failed_per_success <= 1.0),
     );
 
     // 5. Many keys, 50 tasks: lock ops/s vs redis-benchmark SET NX PX -c 50.

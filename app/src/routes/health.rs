@@ -33,9 +33,9 @@ pub struct ReadyBody {
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct ReadyChecks {
     /// PostgreSQL.
-    pub postgres: String,
+    pub postgres: &'static str,
     /// Redis.
-    pub redis: String,
+    pub redis: &'static str,
 }
 
 /// Liveness.
@@ -61,12 +61,12 @@ pub async fn ready(state: web::Data<AppState>) -> HttpResponse {
     )
     .await;
     let postgres = match postgres {
-        Ok(Ok(_)) => "ok".to_owned(),
+        Ok(Ok(_)) => "ok",
         Ok(Err(e)) => {
             tracing::warn!(error = %e, "readiness: postgres check failed");
-            "unavailable".to_owned()
+            "unavailable"
         }
-        Err(_) => "timeout".to_owned(),
+        Err(_) => "timeout",
     };
     let mut conn = state.deps.redis.clone();
     let redis = timeout(
@@ -75,12 +75,12 @@ pub async fn ready(state: web::Data<AppState>) -> HttpResponse {
     )
     .await;
     let redis = match redis {
-        Ok(Ok(_)) => "ok".to_owned(),
+        Ok(Ok(_)) => "ok",
         Ok(Err(e)) => {
             tracing::warn!(error = %e, "readiness: redis check failed");
-            "unavailable".to_owned()
+            "unavailable"
         }
-        Err(_) => "timeout".to_owned(),
+        Err(_) => "timeout",
     };
     let all_ok = postgres == "ok" && redis == "ok";
     let body = ReadyBody {
