@@ -63,9 +63,10 @@ bench:
 
 ## Lock benchmarks: each figure beside the raw Redis floor of the same run,
 ## etcd, ZooKeeper and MariaDB locks included (what consensus costs here).
+## `make bench-locks SECTIONS="redlock rslock"` runs only those sections.
 bench-locks:
-	@. scripts/services.sh && ensure_packages && ensure_mariadb && \
-	  SECKILL_TEST_MYSQL_URL=$$MYSQL_TEST_URL cargo run --release --locked -p seckill-bench --bin lock-bench
+	@. scripts/services.sh && ensure_packages && ensure_mariadb && ensure_node_redlock && \
+	  SECKILL_TEST_MYSQL_URL=$$MYSQL_TEST_URL cargo run --release --locked -p seckill-bench --bin lock-bench $(SECTIONS)
 
 ## What one scrape costs at 1,000,000 orders (goal < 10 ms) beside the
 ## full recount it replaced and the HTTP / PostgreSQL round-trip floors.

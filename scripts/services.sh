@@ -25,6 +25,20 @@ ensure_packages() {
   require_packages "${needs[@]}"
 }
 
+# ensure_node_redlock: node-redlock 5.0 (pinned in bench/node-redlock's
+# package-lock.json) for lock-bench's comparator rows; without Node.js or
+# the npm registry the bench prints those rows as skipped.
+ensure_node_redlock() {
+  if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+    say "node/npm not installed (apt-get install -y nodejs npm): lock-bench skips the node-redlock rows"
+    return 0
+  fi
+  [ -d bench/node-redlock/node_modules/redlock ] && return 0
+  say "installing node-redlock 5.0 into bench/node-redlock/node_modules (npm ci)"
+  (cd bench/node-redlock && npm ci --no-audit --no-fund --loglevel=error) ||
+    say "npm ci failed: lock-bench skips the node-redlock rows"
+}
+
 mariadb_answers() { mariadb --connect-timeout=2 -h 127.0.0.1 -P "${2:-3306}" -u "$1" -e 'select 1' >/dev/null 2>&1; }
 
 ensure_mariadb() {

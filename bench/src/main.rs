@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::stream::{FuturesUnordered, StreamExt};
 use redis::aio::ConnectionManager;
 use seckill_app::faults::Faults;
 use seckill_app::lock::etcd_lease::EtcdLease;
@@ -23,6 +24,7 @@ use seckill_app::locking::DistributedLock;
 use seckill_app::metrics::Metrics;
 use seckill_app::redis_client::connection as redis_connection;
 use seckill_app::strategy::{Deps, GrabContext};
+use seckill_proxy::Proxy;
 use seckill_testkit::{mysql_test_url, EtcdServer, RedisServer as Server, ZkServer};
 use tokio::time::Instant;
 
@@ -99,21 +101,142 @@ async fn cycle_us(lock: &dyn DistributedLock, d: &Deps, rounds: usize, n: usize)
     median(runs)
 }
 
-/// Sequential acquire+release cycles of Redlock over all of `urls` and
-/// over the first node alone, interleaved round by round on the runtime
-/// this runs on, each client's connections opened there: median µs per
-/// cycle (five nodes, one node).
-async fn redlock_five_vs_one(urls: &[String], node_timeout: Duration, rounds: usize) -> (f64, f64) {
+/// What the Redlock rows measured, in µs per acquire+release cycle
+/// (medians over the rounds) and the medians of each round's own ratios.
+struct FiveVsOne {
+    ours_five: f64,
+    ours_one: f64,
+    bare_five: f64,
+    bare_one: f64,
+    /// Our five-node cycle over the bare quorum cycle on the same nodes.
+    over_bare: f64,
+    /// Our five/one over the bare commands' five/one.
+    scaling: f64,
+    /// Our five/one.
+    five_over_one: f64,
+    /// The bare commands' five/one.
+    bare_five_over_one: f64,
+}
+
+/// Redlock over all of `urls` and over the first node alone, beside the
+/// same cycle in bare commands (`raw_quorum_cycle_us`) on all of them and
+/// on the first, all four on the runtime this runs on (each client's
+/// connections opened there), in `rounds` rounds of `n` sequential
+/// cycles each, their order rotated every round. The ratios are taken
+/// within a round — its four parts run within about half a second, so a
+/// slow spell of the machine moves all of them and not the ratio — and
+/// their median reported.
+async fn redlock_five_vs_one(
+    urls: &[String],
+    node_timeout: Duration,
+    rounds: usize,
+    n: usize,
+) -> FiveVsOne {
     let d = deps(&urls[0], Duration::from_secs(10), Duration::from_secs(5));
     let five = Redlock::new(urls, node_timeout).expect("redlock");
     let one = Redlock::new(&urls[..1], node_timeout).expect("redlock");
-    let mut five_runs = Vec::new();
-    let mut one_runs = Vec::new();
-    for _ in 0..rounds {
-        five_runs.push(cycle_us(&five, &d, 1, 1_000).await);
-        one_runs.push(cycle_us(&one, &d, 1, 1_000).await);
+    let bare: Vec<ConnectionManager> = urls
+        .iter()
+        .map(|url| redis_connection(url).expect("redis"))
+        .collect();
+    let mut runs: [Vec<f64>; 4] = Default::default();
+    let (mut over_bare, mut scaling) = (Vec::new(), Vec::new());
+    let (mut five_over_one, mut bare_five_over_one) = (Vec::new(), Vec::new());
+    for round in 0..rounds {
+        let mut us = [0.0; 4];
+        for k in 0..4 {
+            let which = (round + k) % 4;
+            us[which] = match which {
+                0 => cycle_us(&five, &d, 1, n).await,
+                1 => cycle_us(&one, &d, 1, n).await,
+                2 => raw_quorum_cycle_us(&bare, n).await,
+                _ => raw_quorum_cycle_us(&bare[..1], n).await,
+            };
+        }
+        for (run, us) in runs.iter_mut().zip(us) {
+            run.push(us);
+        }
+        over_bare.push(us[0] / us[2]);
+        five_over_one.push(us[0] / us[1]);
+        bare_five_over_one.push(us[2] / us[3]);
+        scaling.push((us[0] / us[1]) / (us[2] / us[3]));
     }
-    (median(five_runs), median(one_runs))
+    let [ours_five, ours_one, bare_five, bare_one] = runs.map(median);
+    FiveVsOne {
+        ours_five,
+        ours_one,
+        bare_five,
+        bare_one,
+        over_bare: median(over_bare),
+        scaling: median(scaling),
+        five_over_one: median(five_over_one),
+        bare_five_over_one: median(bare_five_over_one),
+    }
+}
+
+/// node-redlock 5.0 over the same nodes, in its own process
+/// (`bench/node-redlock/cycle.js`, installed by `make bench-locks`): the
+/// medians of its five-node and one-node µs per cycle and of its rounds'
+/// five/one ratios, or why it could not run.
+fn node_redlock(urls: &[String], rounds: usize, n: usize) -> Result<[f64; 3], String> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("node-redlock");
+    if !dir.join("node_modules/redlock").is_dir() {
+        return Err("not installed (make bench-locks runs npm ci)".into());
+    }
+    let out = Command::new("node")
+        .arg(dir.join("cycle.js"))
+        .arg(rounds.to_string())
+        .arg(n.to_string())
+        .args(urls)
+        .output()
+        .map_err(|e| format!("node: {e}"))?;
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr).trim().to_owned());
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let figures: Vec<f64> = text
+        .split_whitespace()
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    figures
+        .try_into()
+        .map_err(|_| format!("unexpected output {text:?}"))
+}
+
+/// The bare floor of one Redlock cycle on `conns`: `SET key v NX PX` on
+/// every node at once, on to the release as soon as a majority answered,
+/// then `DEL key` on every node, again waiting for a majority only (the
+/// rest run on in a task); µs per cycle over `n` cycles. No timeouts, no
+/// token, no script: the protocol's round trips and nothing else.
+async fn raw_quorum_cycle_us(conns: &[ConnectionManager], n: usize) -> f64 {
+    let quorum = conns.len() / 2 + 1;
+    per_op_us(1, n, |_| async {
+        let mut sets: FuturesUnordered<_> = conns
+            .iter()
+            .map(|c| {
+                let mut c = c.clone();
+                async move { raw_set_nx(&mut c, "raw:quorum").await }
+            })
+            .collect();
+        for _ in 0..quorum {
+            sets.next().await;
+        }
+        drop(sets);
+        let mut dels: FuturesUnordered<_> = conns
+            .iter()
+            .map(|c| {
+                let mut c = c.clone();
+                async move { raw_del(&mut c, "raw:quorum").await }
+            })
+            .collect();
+        for _ in 0..quorum {
+            dels.next().await;
+        }
+        if !dels.is_empty() {
+            tokio::spawn(async move { while dels.next().await.is_some() {} });
+        }
+    })
+    .await
 }
 
 /// `tasks` tasks taking turns on one product's lock for `window`:
@@ -378,17 +501,75 @@ fn verdict(pass: bool) -> &'static str {
     }
 }
 
+/// Rounds of the Redlock rows on the current-thread runtime (the goals)
+/// and on the multi-thread one (info), and the cycles each of the four
+/// clients runs per round (≈ 0.5 s a round here).
+const REDLOCK_ROUNDS: usize = 21;
+const MT_ROUNDS: usize = 9;
+/// The one-way latency the proxies add to every node's link (tokio's
+/// timers tick in milliseconds: 1–2 ms one way), and the rounds and
+/// cycles of the row measured over them.
+const LINK_DELAY: Duration = Duration::from_millis(1);
+const LINK_ROUNDS: usize = 7;
+const LINK_CYCLES: usize = 50;
+/// Rounds of node-redlock's own five/one loop (its one event loop).
+const NODE_ROUNDS: usize = 9;
+const REDLOCK_CYCLES: usize = 1_000;
+
+/// The sections of the run, in order; `lock-bench redlock rslock` runs
+/// only those two (the token row always runs: it is every later floor).
+const SECTIONS: [&str; 7] = [
+    "token",
+    "redlock",
+    "rslock",
+    "watchdog",
+    "contended",
+    "many",
+    "consensus",
+];
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
+    let only: Vec<String> = std::env::args().skip(1).collect();
+    if let Some(bad) = only.iter().find(|s| !SECTIONS.contains(&s.as_str())) {
+        eprintln!(
+            "lock-bench: unknown section {bad:?}; sections: {}",
+            SECTIONS.join(" ")
+        );
+        std::process::exit(2);
+    }
+    let runs = |section: &str| only.is_empty() || only.iter().any(|s| s == section);
     let nodes: Vec<Server> = (0..5).map(|_| Server::start()).collect();
     let urls: Vec<String> = nodes.iter().map(Server::url).collect();
-    let ttl = Duration::from_secs(10);
-    let d = deps(&urls[0], ttl, Duration::from_secs(5));
-    let c = cx(&d);
     println!("lock-bench: 5 local redis-server nodes, 2 tokio workers; each ratio is ours / floor from this run\n");
     line("figure", "ours", "floor", "unit", "ratio", "goal", "");
+    let floor_set_del = token_row(&urls[0]).await;
+    if runs("redlock") {
+        redlock_rows(&urls).await;
+    }
+    if runs("rslock") {
+        rslock_row(&urls).await;
+    }
+    if runs("watchdog") {
+        watchdog_rows(&urls[0]).await;
+    }
+    if runs("contended") {
+        contended_rows(&urls[0]).await;
+    }
+    if runs("many") {
+        many_keys_row(&urls[1], nodes[1].port).await;
+    }
+    if runs("consensus") {
+        consensus_costs(&urls, floor_set_del).await;
+    }
+    drop(nodes);
+}
 
-    // 1. Token lock vs the two raw commands on the same client.
+/// The token lock vs the two raw commands on the same client; returns the
+/// floor (raw `SET NX PX` + `DEL`, µs per pair).
+async fn token_row(url: &str) -> f64 {
+    let d = deps(url, Duration::from_secs(10), Duration::from_secs(5));
+    let c = cx(&d);
     let token = SetNxPxToken::new();
     let mut raw = d.redis.clone();
     let (rounds, n) = (7, 2_000);
@@ -414,7 +595,6 @@ async fn main() {
         );
     }
     let (ours, floor) = (median(ours_runs), median(raw_runs));
-    let floor_set_del = floor;
     row(
         "set-nx-px-token acquire+release vs SET+DEL",
         ours,
@@ -424,46 +604,155 @@ async fn main() {
         ours / floor <= 1.25,
     );
     let _ = &mut raw;
+    floor
+}
 
-    // 2. Redlock on five nodes vs one node: the goal on one current-thread
-    // runtime, the shape of an actix worker (the handler and the tasks of
-    // the connections it opened on one thread); then the same clients on
-    // this bench's 2-worker runtime, printed beside it.
+/// Redlock on five nodes vs one node: the goal on one current-thread
+/// runtime, the shape of an actix worker (the handler and the tasks of the
+/// connections it opened on one thread); then the same clients on this
+/// bench's 2-worker runtime, printed beside it.
+async fn redlock_rows(urls: &[String]) {
+    let (rounds, n) = (REDLOCK_ROUNDS, REDLOCK_CYCLES);
     let node_timeout = Duration::from_millis(50);
-    let (ct5, ct1) = std::thread::spawn({
-        let urls = urls.clone();
-        move || {
-            tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("current-thread runtime")
-                .block_on(redlock_five_vs_one(&urls, node_timeout, rounds))
-        }
-    })
-    .join()
-    .expect("the current-thread Redlock run");
-    row(
-        "redlock 5 nodes vs 1 node (current-thread rt)",
-        ct5,
-        ct1,
-        "µs/op",
-        "<= 1.30",
-        ct5 / ct1 <= 1.3,
-    );
-    let (mt5, mt1) = redlock_five_vs_one(&urls, node_timeout, rounds).await;
+    let ct = on_current_thread(urls, node_timeout, rounds, n);
     line(
-        "  same, 2-worker multi-thread runtime (info)",
-        &format!("{mt5:.1}"),
-        &format!("{mt1:.1}"),
+        "redlock 5 nodes vs bare SET/DEL quorum (ct rt)",
+        &format!("{:.1}", ct.ours_five),
+        &format!("{:.1}", ct.bare_five),
         "µs/op",
-        &format!("{:.2}", mt5 / mt1),
+        &format!("{:.2}", ct.over_bare),
+        "<= 1.30",
+        verdict(ct.over_bare <= 1.3),
+    );
+    line(
+        "  5/1 nodes: redlock vs bare (same rounds)",
+        &format!("{:.2}", ct.ours_five / ct.ours_one),
+        &format!("{:.2}", ct.bare_five / ct.bare_one),
+        "x",
+        &format!("{:.2}", ct.scaling),
+        "<= 1.15",
+        verdict(ct.scaling <= 1.15),
+    );
+    line(
+        "  1 node: redlock vs bare SET/DEL (info)",
+        &format!("{:.1}", ct.ours_one),
+        &format!("{:.1}", ct.bare_one),
+        "µs/op",
+        &format!("{:.2}", ct.ours_one / ct.bare_one),
+        "-",
+        "",
+    );
+    match node_redlock(urls, NODE_ROUNDS, n) {
+        Ok([five, _one, node_scaling]) => {
+            line(
+                "redlock 5 nodes vs node-redlock 5.0",
+                &format!("{:.1}", ct.ours_five),
+                &format!("{five:.1}"),
+                "µs/op",
+                &format!("{:.2}", ct.ours_five / five),
+                "<= 1.00",
+                verdict(ct.ours_five <= five),
+            );
+            let ours_scaling = ct.ours_five / ct.ours_one;
+            line(
+                "  5/1 nodes: redlock vs node-redlock (info)",
+                &format!("{ours_scaling:.2}"),
+                &format!("{node_scaling:.2}"),
+                "x",
+                &format!("{:.2}", ours_scaling / node_scaling),
+                "-",
+                "",
+            );
+        }
+        Err(why) => line(
+            &format!("redlock vs node-redlock 5.0: skipped, {why}"),
+            "",
+            "",
+            "",
+            "",
+            "",
+            "",
+        ),
+    }
+    let mt = redlock_five_vs_one(urls, node_timeout, MT_ROUNDS, n).await;
+    line(
+        "  5/1 on 2 workers: redlock vs bare (info)",
+        &format!("{:.2}", mt.ours_five / mt.ours_one),
+        &format!("{:.2}", mt.bare_five / mt.bare_one),
+        "x",
+        &format!("{:.2}", mt.scaling),
         "-",
         "",
     );
 
-    // 3. Against rslock 0.10 on the same five nodes: 50 tasks, 1,000 keys.
-    let ours = Arc::new(Redlock::new(&urls, node_timeout).expect("redlock"));
-    let rival = rslock::LockManager::new(urls.clone());
+    // The same nodes behind user-space proxies that delay each direction
+    // by LINK_DELAY: a network's latency, where the quorum waits for the
+    // third-fastest answer and the five servers' CPU hides under it.
+    let proxies = futures::future::try_join_all(urls.iter().map(|url| {
+        let target = url
+            .trim_start_matches("redis://")
+            .trim_end_matches('/')
+            .parse()
+            .expect("a node's host:port");
+        Proxy::start(target)
+    }))
+    .await
+    .expect("proxies");
+    for proxy in &proxies {
+        proxy.set_delay(LINK_DELAY);
+    }
+    let linked: Vec<String> = proxies
+        .iter()
+        .map(|p| format!("redis://127.0.0.1:{}", p.port))
+        .collect();
+    let net = on_current_thread(&linked, node_timeout, LINK_ROUNDS, LINK_CYCLES);
+    line(
+        "redlock 5/1 nodes, 1 ms links (proxy, ct rt)",
+        &format!("{:.1}", net.ours_five),
+        &format!("{:.1}", net.ours_one),
+        "µs/op",
+        &format!("{:.2}", net.five_over_one),
+        "<= 1.30",
+        verdict(net.five_over_one <= 1.3),
+    );
+    line(
+        "  bare SET/DEL quorum 5/1, same links (info)",
+        &format!("{:.1}", net.bare_five),
+        &format!("{:.1}", net.bare_one),
+        "µs/op",
+        &format!("{:.2}", net.bare_five_over_one),
+        "-",
+        "",
+    );
+}
+
+/// `redlock_five_vs_one` on a current-thread runtime of its own thread,
+/// the shape of an actix-web worker.
+fn on_current_thread(
+    urls: &[String],
+    node_timeout: Duration,
+    rounds: usize,
+    n: usize,
+) -> FiveVsOne {
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .expect("current-thread runtime")
+                    .block_on(redlock_five_vs_one(urls, node_timeout, rounds, n))
+            })
+            .join()
+            .expect("the current-thread Redlock run")
+    })
+}
+
+/// Against rslock 0.10 on the same five nodes: 50 tasks, 1,000 keys.
+async fn rslock_row(urls: &[String]) {
+    let (ttl, node_timeout) = (Duration::from_secs(10), Duration::from_millis(50));
+    let ours = Arc::new(Redlock::new(urls, node_timeout).expect("redlock"));
+    let rival = rslock::LockManager::new(urls.to_vec());
     let window = Duration::from_secs(3);
     let our_rate = {
         let done = Arc::new(AtomicU64::new(0));
@@ -521,11 +810,13 @@ async fn main() {
         ">= 1.25",
         our_rate / rival_rate >= 1.25,
     );
+}
 
-    // 4. Watchdog: renewals per lease period, and waking a waiter.
+/// The watchdog: renewals per lease period, and waking a waiter.
+async fn watchdog_rows(url: &str) {
     let lease = Duration::from_millis(300);
-    let wd_deps = deps(&urls[0], lease, Duration::from_secs(5));
-    let wd = Arc::new(Watchdog::new(&urls[0]).expect("watchdog"));
+    let wd_deps = deps(url, lease, Duration::from_secs(5));
+    let wd = Arc::new(Watchdog::new(url).expect("watchdog"));
     tokio::time::sleep(Duration::from_millis(100)).await;
     let g = wd.acquire(cx(&wd_deps), 3).await.expect("acquire");
     tokio::time::sleep(lease * 10).await;
@@ -551,11 +842,7 @@ async fn main() {
     // The wake-up: a waiter blocked on a held lock, the holder releases;
     // from the release call to the waiter holding the lock. Floor: the same
     // hand-over in raw commands on the same node (see `raw_wake_ms`).
-    let wake_deps = Arc::new(deps(
-        &urls[0],
-        Duration::from_secs(10),
-        Duration::from_secs(5),
-    ));
+    let wake_deps = Arc::new(deps(url, Duration::from_secs(10), Duration::from_secs(5)));
     let mut delays = Vec::new();
     for trial in 0..WAKE_TRIALS {
         let product = 100 + trial as i64;
@@ -575,7 +862,7 @@ async fn main() {
         delays.push(woke.duration_since(released).as_secs_f64() * 1e3);
     }
     let pubsub_ms = median(delays);
-    let raw_ms = raw_wake_ms(&urls[0], &wake_deps.redis).await;
+    let raw_ms = raw_wake_ms(url, &wake_deps.redis).await;
     line(
         "watchdog wake-up after release vs raw pub/sub",
         &format!("{pubsub_ms:.2}"),
@@ -585,11 +872,15 @@ async fn main() {
         "<= 2.00",
         verdict(pubsub_ms <= 2.0 * raw_ms),
     );
+}
 
-    // 4b. The contended row: 50 tasks on one key, 2 ms held, the watchdog's
-    // pub/sub wake-up against raw SET NX PX polling every 1–5 ms (jittered),
-    // both measured here, one after the other.
-    let contended_deps = Arc::new(deps(&urls[0], lease, Duration::from_secs(5)));
+/// The contended row: 50 tasks on one key, 2 ms held, the watchdog's
+/// pub/sub wake-up against raw SET NX PX polling every 1–5 ms (jittered),
+/// both measured here, one after the other.
+async fn contended_rows(url: &str) {
+    let lease = Duration::from_millis(300);
+    let wd = Arc::new(Watchdog::new(url).expect("watchdog"));
+    let contended_deps = Arc::new(deps(url, lease, Duration::from_secs(5)));
     let ours = contended_watchdog(wd.clone(), contended_deps.clone()).await;
     let floor = contended_polling(contended_deps).await;
     row(
@@ -617,10 +908,14 @@ async fn main() {
         "ours <= 1",
         verdict(ours.failed_per_success <= 1.0),
     );
+}
 
-    // 5. Many keys, 50 tasks: lock ops/s vs redis-benchmark SET NX PX -c 50.
+/// Many keys, 50 tasks: lock ops/s vs redis-benchmark SET NX PX -c 50 on
+/// the same node.
+async fn many_keys_row(url: &str, port: u16) {
+    let (ttl, window) = (Duration::from_secs(10), Duration::from_secs(3));
     let many = Arc::new(SetNxPxToken::new());
-    let many_deps = Arc::new(deps(&urls[1], ttl, Duration::from_secs(5)));
+    let many_deps = Arc::new(deps(url, ttl, Duration::from_secs(5)));
     let done = Arc::new(AtomicU64::new(0));
     let deadline = Instant::now() + window;
     let tasks: Vec<_> = (0..50)
@@ -646,7 +941,7 @@ async fn main() {
     let bench = Command::new("redis-benchmark")
         .args([
             "-p",
-            &nodes[1].port.to_string(),
+            &port.to_string(),
             "-c",
             "50",
             "-n",
@@ -674,12 +969,6 @@ async fn main() {
         ">= 0.50",
         lock_ops / floor >= 0.5,
     );
-
-    // 6. What consensus costs here: the coordination-service locks beside
-    // the Redis ones, one lock server each (single-node etcd, ZooKeeper and
-    // MariaDB on this machine), against the raw Redis floor of this run.
-    consensus_costs(&urls, floor_set_del).await;
-    drop(nodes);
 }
 
 async fn consensus_costs(urls: &[String], floor_set_del: f64) {

@@ -16,7 +16,6 @@ pub mod cli;
 pub mod expect;
 pub mod procs;
 pub mod prom;
-pub mod proxy;
 pub mod report;
 pub mod scenario;
 pub mod service;

@@ -8,9 +8,9 @@
 //!
 //! 1. Take the start time (monotonic).
 //! 2. `SET lock:product:{id} token NX PX ttl` on every node **in parallel**,
-//!    each request bounded by a per-node timeout far below the TTL
-//!    (`SECKILL_REDLOCK_NODE_TIMEOUT_MS`), so a dead or slow node costs at
-//!    most that.
+//!    all of them bounded by one deadline, the per-node timeout far below
+//!    the TTL (`SECKILL_REDLOCK_NODE_TIMEOUT_MS`) from the start, so a dead
+//!    or slow node costs at most that.
 //! 3. Decide as soon as the outcome is known — a quorum `N/2 + 1` of yes, or
 //!    too many no's for a quorum to remain — without waiting for the rest
 //!    (rslock waits for every node; node-redlock and this one do not).
@@ -46,6 +46,10 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use redis::aio::ConnectionManager;
 use redis::Script;
 use tokio::time::{timeout, Instant};
+
+/// The error kind of `NOSCRIPT`: the node lacks the script (restarted or
+/// flushed since it was loaded).
+const NO_SCRIPT: redis::ErrorKind = redis::ErrorKind::Server(redis::ServerErrorKind::NoScript);
 
 use crate::error::{Dependency, GrabError};
 use crate::locking::{lock_key, new_token, DistributedLock, LockGuard, Released};
@@ -83,9 +87,6 @@ enum Vote {
     Held,
     /// The node answered with an error or could not be reached.
     Failed(String),
-    /// The node did not answer within the per-node timeout (slow, paused,
-    /// or just an overloaded machine): worth another attempt.
-    TimedOut,
 }
 
 /// The `node` label of a Redlock node: its URL without the scheme.
@@ -129,16 +130,29 @@ impl Redlock {
     /// second request, which a dropped future would never send, leaving
     /// the key (granted late, or never released) until its TTL.
     async fn release_everywhere(&self, key: &str, token: &str, ttl: Duration) -> usize {
+        // One EVALSHA for every node; a node that lacks the script answers
+        // NOSCRIPT and gets it loaded, then the same command again.
+        let mut evalsha = redis::cmd("EVALSHA");
+        evalsha
+            .arg(self.release_script.get_hash())
+            .arg(1)
+            .arg(key)
+            .arg(token);
+        let evalsha = Arc::new(evalsha);
         let mut deletions: FuturesUnordered<_> = self
             .nodes
             .iter()
             .map(|node| {
                 let mut conn = node.conn.clone();
-                let script = self.release_script.clone();
-                let (key, token) = (key.to_owned(), token.to_owned());
+                let (script, evalsha) = (self.release_script.clone(), evalsha.clone());
                 async move {
-                    let deleted: Result<i64, _> =
-                        script.key(key).arg(token).invoke_async(&mut conn).await;
+                    let mut deleted = evalsha.query_async::<i64>(&mut conn).await;
+                    if matches!(&deleted, Err(e) if e.kind() == NO_SCRIPT) {
+                        deleted = match script.load_async(&mut conn).await {
+                            Ok(_) => evalsha.query_async(&mut conn).await,
+                            Err(e) => Err(e),
+                        };
+                    }
                     matches!(deleted, Ok(1))
                 }
             })
@@ -190,55 +204,68 @@ impl DistributedLock for Redlock {
         let total = self.nodes.len();
         let quorum = self.quorum();
 
+        // One SET for every node, all sent at once; one deadline for all
+        // of them, the node timeout from the start of the attempt.
+        let mut set = redis::cmd("SET");
+        set.arg(&key)
+            .arg(&token)
+            .arg("NX")
+            .arg("PX")
+            .arg(ttl.as_millis() as u64);
+        let set = &set;
         let mut votes: FuturesUnordered<_> = self
             .nodes
             .iter()
-            .map(|node| {
+            .enumerate()
+            .map(|(index, node)| {
                 let mut conn = node.conn.clone();
-                let (key, token, name) = (key.clone(), token.clone(), node.name.clone());
-                let node_timeout = self.node_timeout;
                 async move {
-                    let mut set = redis::cmd("SET");
-                    set.arg(&key)
-                        .arg(&token)
-                        .arg("NX")
-                        .arg("PX")
-                        .arg(ttl.as_millis() as u64);
-                    let set = set.query_async::<Option<String>>(&mut conn);
-                    let vote = match timeout(node_timeout, set).await {
-                        Ok(Ok(Some(_))) => Vote::Yes,
-                        Ok(Ok(None)) => Vote::Held,
-                        Ok(Err(e)) => Vote::Failed(e.to_string()),
-                        Err(_) => Vote::TimedOut,
+                    let vote = match set.query_async::<Option<String>>(&mut conn).await {
+                        Ok(Some(_)) => Vote::Yes,
+                        Ok(None) => Vote::Held,
+                        Err(e) => Vote::Failed(e.to_string()),
                     };
-                    (name, vote)
+                    (index, vote)
                 }
             })
             .collect();
+        let deadline = tokio::time::sleep_until(started + self.node_timeout);
+        tokio::pin!(deadline);
 
-        let (mut yes, mut held, mut failed, mut timed_out) = (0usize, 0usize, 0usize, 0usize);
-        while let Some((node, vote)) = votes.next().await {
+        let (mut yes, mut held, mut failed) = (0usize, 0usize, 0usize);
+        let mut answered = vec![false; total];
+        let in_time = loop {
+            let (index, vote) = tokio::select! {
+                biased;
+                next = votes.next() => match next {
+                    Some(answer) => answer,
+                    None => break true,
+                },
+                () = &mut deadline => break false,
+            };
+            answered[index] = true;
             match vote {
                 Vote::Yes => yes += 1,
                 Vote::Held => held += 1,
                 Vote::Failed(error) => {
                     failed += 1;
-                    metrics
-                        .redlock_node_errors
-                        .with_label_values(&[&node])
-                        .inc();
+                    let node = &self.nodes[index].name;
+                    metrics.redlock_node_errors.with_label_values(&[node]).inc();
                     tracing::debug!(%node, %error, "redlock node failed");
                 }
-                Vote::TimedOut => {
-                    timed_out += 1;
-                    metrics
-                        .redlock_node_errors
-                        .with_label_values(&[&node])
-                        .inc();
-                }
             }
-            if yes >= quorum || held + failed + timed_out > total - quorum {
-                break; // the outcome is decided
+            if yes >= quorum || held + failed > total - quorum {
+                break true; // the outcome is decided
+            }
+        };
+        if !in_time {
+            // Every node still silent at the deadline timed out (slow,
+            // paused, or an overloaded machine): worth another attempt.
+            for (node, _) in self.nodes.iter().zip(&answered).filter(|(_, a)| !**a) {
+                metrics
+                    .redlock_node_errors
+                    .with_label_values(&[&node.name])
+                    .inc();
             }
         }
         // Late answers are not waited for. A dropped request is either

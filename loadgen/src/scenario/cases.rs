@@ -16,8 +16,8 @@ use super::{
 };
 use crate::expect::{kind, Kind};
 use crate::procs::{self, Clockshift, RedisNode, Replica};
-use crate::proxy::Proxy;
 use crate::service::Service;
+use seckill_proxy::Proxy;
 
 /// Settings of a scenario run (from the command line).
 #[derive(Debug, Clone)]
