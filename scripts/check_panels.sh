@@ -9,7 +9,8 @@
 #      prometheus/alerts.yml loaded;
 #   3. `promtool check metrics` on a live /metrics of a replica;
 #   4. a short `seckill-loadgen compare` over none, set-nx-px-token,
-#      watchdog, redlock and fenced; then (on our own stack, whose lock TTL
+#      watchdog, redlock, fenced and redis-lua-stock (the order batches'
+#      panels); then (on our own stack, whose lock TTL
 #      is 1 s) a pause past the TTL before the write of one grab in three,
 #      over redlock and fenced: the first lost lease and the first fence
 #      rejection, which the panels on them must show (not just a 0 series);
@@ -97,9 +98,9 @@ PYWAIT
 # each counter's first increase.
 wait_scrapes "$(date +%s)" 1
 load_start=$(date +%s)
-say "load: none, set-nx-px-token, watchdog, redlock, fenced over $(replica_urls | tr ',' ' ')"
+say "load: none, set-nx-px-token, watchdog, redlock, fenced, redis-lua-stock over $(replica_urls | tr ',' ' ')"
 SECKILL_ADMIN_TOKEN="$STACK_TOKEN" "$LOADGEN_BIN" compare --url "$(replica_urls)" \
-  --strategies "${CHECK_PANELS_STRATEGIES:-none,set-nx-px-token,watchdog,redlock,fenced}" \
+  --strategies "${CHECK_PANELS_STRATEGIES:-none,set-nx-px-token,watchdog,redlock,fenced,redis-lua-stock}" \
   --stock 40 --users 20 --work-delay-ms 2 --run-time "${CHECK_PANELS_RUN_TIME:-4s}" --out "$STACK_DIR/panels-report" --quiet \
   || die "seckill-loadgen compare failed (exit $?): a violation or a failing service must not pass this check"
 
