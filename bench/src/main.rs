@@ -840,38 +840,64 @@ async fn watchdog_rows(url: &str) {
     );
 
     // The wake-up: a waiter blocked on a held lock, the holder releases;
-    // from the release call to the waiter holding the lock. Floor: the same
-    // hand-over in raw commands on the same node (see `raw_wake_ms`).
+    // from the release call to the waiter holding the lock. The goal row's
+    // waiter is another process's (another Watchdog: its own listener),
+    // woken by the published message; the floor is the same hand-over in
+    // raw commands on the same node (see `raw_wake_ms`). The info row's
+    // waiter shares the holder's process, woken at the release.
     let wake_deps = Arc::new(deps(url, Duration::from_secs(10), Duration::from_secs(5)));
+    let replica = Arc::new(Watchdog::new(url).expect("watchdog"));
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let across = wake_up_ms(&wd, &replica, &wake_deps, 100).await;
+    let within = wake_up_ms(&wd, &wd, &wake_deps, 200).await;
+    let raw_ms = raw_wake_ms(url, &wake_deps.redis).await;
+    line(
+        "watchdog wake-up after release vs raw pub/sub",
+        &format!("{across:.2}"),
+        &format!("{raw_ms:.2}"),
+        "ms",
+        &format!("{:.2}", across / raw_ms),
+        "<= 2.00",
+        verdict(across <= 2.0 * raw_ms),
+    );
+    line(
+        "  waiter in the holder's process (info)",
+        &format!("{within:.2}"),
+        &format!("{raw_ms:.2}"),
+        "ms",
+        &format!("{:.2}", within / raw_ms),
+        "-",
+        "",
+    );
+}
+
+/// Median ms from `holder`'s release to `waiter`'s acquire over the wake
+/// trials, on products `first..`.
+async fn wake_up_ms(
+    holder: &Arc<Watchdog>,
+    waiter: &Arc<Watchdog>,
+    d: &Arc<Deps>,
+    first: i64,
+) -> f64 {
     let mut delays = Vec::new();
     for trial in 0..WAKE_TRIALS {
-        let product = 100 + trial as i64;
-        let holder = wd.acquire(cx(&wake_deps), product).await.expect("holder");
-        let (wd2, d2) = (wd.clone(), wake_deps.clone());
-        let waiter = tokio::spawn(async move {
+        let product = first + trial as i64;
+        let held = holder.acquire(cx(d), product).await.expect("holder");
+        let (waiter, d2) = (waiter.clone(), d.clone());
+        let waiting = tokio::spawn(async move {
             let c = cx(&d2);
-            let g = wd2.acquire(c, product).await.expect("waiter");
+            let g = waiter.acquire(c, product).await.expect("waiter");
             let at = Instant::now();
-            wd2.release(c, g).await.expect("release");
+            waiter.release(c, g).await.expect("release");
             at
         });
         tokio::time::sleep(wake_pause(trial)).await;
         let released = Instant::now();
-        wd.release(cx(&wake_deps), holder).await.expect("release");
-        let woke = waiter.await.expect("waiter");
+        holder.release(cx(d), held).await.expect("release");
+        let woke = waiting.await.expect("waiter");
         delays.push(woke.duration_since(released).as_secs_f64() * 1e3);
     }
-    let pubsub_ms = median(delays);
-    let raw_ms = raw_wake_ms(url, &wake_deps.redis).await;
-    line(
-        "watchdog wake-up after release vs raw pub/sub",
-        &format!("{pubsub_ms:.2}"),
-        &format!("{raw_ms:.2}"),
-        "ms",
-        &format!("{:.2}", pubsub_ms / raw_ms),
-        "<= 2.00",
-        verdict(pubsub_ms <= 2.0 * raw_ms),
-    );
+    median(delays)
 }
 
 /// The contended row: 50 tasks on one key, 2 ms held, the watchdog's

@@ -24,9 +24,11 @@
 //!   that may have expired. An acquire whose reply comes back after its own
 //!   deadline (a slow link) counts as not acquired and is released at once.
 //! - Waiters: one pub/sub listener per process (`PSUBSCRIBE
-//!   unlock:product:*`); the release script publishes
+//!   unlock:product:*`); the release script publishes the releasing owner
 //!   ([`watchdog_unlock.lua`]) and the listener wakes *one* waiter of that
-//!   product per message (no herd: only one can win anyway). A waiter also
+//!   product per message (no herd: only one can win anyway). A release by
+//!   this process wakes its own waiter directly instead, a round trip
+//!   earlier, and its listener skips that message. A waiter also
 //!   retries when the holder's TTL would run out, and at least every
 //!   500 ms, so a lost message costs latency, never the lock.
 //! - Fair within a replica: the waiters of one product in this process
@@ -122,9 +124,14 @@ impl Watchdog {
     pub fn new(redis_url: &str) -> anyhow::Result<Self> {
         let client = redis::Client::open(redis_url)?;
         let waiters: Arc<Mutex<HashMap<String, Arc<Notify>>>> = Arc::default();
-        tokio::spawn(listen_for_releases(client, waiters.clone()));
+        let process_id = new_token();
+        tokio::spawn(listen_for_releases(
+            client,
+            waiters.clone(),
+            format!("{process_id}:"),
+        ));
         Ok(Self {
-            process_id: new_token(),
+            process_id,
             lock_script: Script::new(include_str!("watchdog_lock.lua")),
             renew_script: Arc::new(Script::new(include_str!("watchdog_renew.lua"))),
             unlock_script: Script::new(include_str!("watchdog_unlock.lua")),
@@ -230,7 +237,22 @@ impl Watchdog {
             .invoke_async(&mut conn)
             .await?;
         Ok(match result {
-            1 => Some(Released::Released),
+            1 => {
+                // Our own waiter of this key is woken here, a round trip
+                // before the published message would reach our listener
+                // (which skips releases of this process); other processes'
+                // waiters wake on the message.
+                let local = self
+                    .waiters
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .get(key)
+                    .cloned();
+                if let Some(notify) = local {
+                    notify.notify_one();
+                }
+                Some(Released::Released)
+            }
             0 => None,
             _ => Some(Released::NotOwner),
         })
@@ -321,10 +343,13 @@ async fn renew_until_stopped(
 }
 
 /// The process's one pub/sub connection: wake one waiter of a product per
-/// release published. Reconnects with a pause when Redis goes.
+/// release published by another process (the message carries the
+/// releasing owner; ours start with `own_prefix` and were woken at the
+/// release). Reconnects with a pause when Redis goes.
 async fn listen_for_releases(
     client: redis::Client,
     waiters: Arc<Mutex<HashMap<String, Arc<Notify>>>>,
+    own_prefix: String,
 ) {
     loop {
         match client.get_async_pubsub().await {
@@ -334,6 +359,10 @@ async fn listen_for_releases(
                 } else {
                     let mut messages = pubsub.on_message();
                     while let Some(message) = messages.next().await {
+                        let releaser: String = message.get_payload().unwrap_or_default();
+                        if releaser.starts_with(&own_prefix) {
+                            continue;
+                        }
                         let key = message
                             .get_channel_name()
                             .strip_prefix("unlock:")

@@ -189,38 +189,60 @@ async fn watchdog_signals_a_lost_lease_and_is_reentrant() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_waiter_wakes_on_the_release_message_not_by_polling() {
+    // Two handles are two processes, each with its own pub/sub listener:
+    // the waiter's process learns of the release only from the message.
+    waiter_wakes_at_the_release(false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_in_the_holders_process_wakes_at_the_release() {
+    // One handle: its listener skips its own releases, so a prompt wake-up
+    // came from the release itself, not from the message or polling.
+    waiter_wakes_at_the_release(true).await;
+}
+
+/// A waiter blocks on product 1; the holder releases 650 ms later. The
+/// waiter polls on its own only every 500 ms (the quiet-wait fallback:
+/// at about 0, 500 and 1,000 ms), so without a wake-up it would enter about
+/// 350 ms after the release; a wake-up well below that came from the
+/// release, not from polling.
+async fn waiter_wakes_at_the_release(same_process: bool) {
     let redis = RedisServer::start();
     let d = deps(&redis.url(), NO_DB, MS(30_000), MS(5_000));
     let lock = Arc::new(Watchdog::new(&redis.url()).expect("watchdog"));
-    tokio::time::sleep(MS(100)).await; // the listener subscribes
+    let other = if same_process {
+        lock.clone()
+    } else {
+        Arc::new(Watchdog::new(&redis.url()).expect("watchdog"))
+    };
+    tokio::time::sleep(MS(100)).await; // the listeners subscribe
     let cx = GrabContext {
         deps: &d,
         faults: no_faults(),
         pause: false,
     };
     let holder = lock.acquire(cx, 1).await.expect("acquire");
-    let (waiter_lock, waiter_deps) = (lock.clone(), d.clone());
+    let waiter_deps = d.clone();
     let waiter = tokio::spawn(async move {
         let cx = GrabContext {
             deps: &waiter_deps,
             faults: no_faults(),
             pause: false,
         };
-        let guard = waiter_lock.acquire(cx, 1).await.expect("waiter acquires");
+        let guard = other.acquire(cx, 1).await.expect("waiter acquires");
         let woke = tokio::time::Instant::now();
-        waiter_lock.release(cx, guard).await.expect("release");
+        other.release(cx, guard).await.expect("release");
         woke
     });
-    tokio::time::sleep(MS(300)).await;
+    tokio::time::sleep(MS(650)).await;
     let released = tokio::time::Instant::now();
     lock.release(cx, holder).await.expect("release");
     let woke = waiter.await.expect("waiter");
     let delay = woke - released;
-    eprintln!("waiter woke {delay:?} after the release");
-    // The quiet-wait fallback is 500 ms: a wake-up well below it came from pub/sub.
+    eprintln!("waiter (same process: {same_process}) woke {delay:?} after the release");
     assert!(
-        delay < MS(250),
-        "woken by the message, not the fallback: {delay:?}"
+        delay < MS(200),
+        "woken by the release, not the fallback: {delay:?}"
     );
     let attempts = d
         .metrics
