@@ -239,6 +239,25 @@ async fn raw_quorum_cycle_us(conns: &[ConnectionManager], n: usize) -> f64 {
     .await
 }
 
+/// `tasks` tasks, task `t` running `task(t, deadline)` — a loop until the
+/// deadline `window` from now that returns how many operations it
+/// completed: the operations per second of all of them.
+async fn per_second<F, Fut>(tasks: usize, window: Duration, task: F) -> f64
+where
+    F: Fn(usize, Instant) -> Fut,
+    Fut: std::future::Future<Output = u64> + Send + 'static,
+{
+    let deadline = Instant::now() + window;
+    let all: Vec<_> = (0..tasks)
+        .map(|t| tokio::spawn(task(t, deadline)))
+        .collect();
+    let mut done = 0;
+    for ops in futures::future::join_all(all).await {
+        done += ops.expect("task");
+    }
+    done as f64 / window.as_secs_f64()
+}
+
 /// `tasks` tasks taking turns on one product's lock for `window`:
 /// completed acquire+release cycles (hand-overs) per second.
 async fn contended_rate(
@@ -247,23 +266,20 @@ async fn contended_rate(
     tasks: usize,
     window: Duration,
 ) -> f64 {
-    let done = Arc::new(AtomicU64::new(0));
-    let deadline = Instant::now() + window;
-    let all: Vec<_> = (0..tasks)
-        .map(|_| {
-            let (lock, d, done) = (lock.clone(), d.clone(), done.clone());
-            tokio::spawn(async move {
-                while Instant::now() < deadline {
-                    if let Ok(g) = lock.acquire(cx(&d), 8).await {
-                        lock.release(cx(&d), g).await.expect("release");
-                        done.fetch_add(1, Ordering::Relaxed);
-                    }
+    per_second(tasks, window, |_, deadline| {
+        let (lock, d) = (lock.clone(), d.clone());
+        async move {
+            let mut done = 0;
+            while Instant::now() < deadline {
+                if let Ok(g) = lock.acquire(cx(&d), 8).await {
+                    lock.release(cx(&d), g).await.expect("release");
+                    done += 1;
                 }
-            })
-        })
-        .collect();
-    futures::future::join_all(all).await;
-    done.load(Ordering::Relaxed) as f64 / window.as_secs_f64()
+            }
+            done
+        }
+    })
+    .await
 }
 
 /// The bare lock command every floor here is made of: `SET key v NX PX
@@ -293,23 +309,20 @@ async fn raw_del(conn: &mut ConnectionManager, key: &str) {
 /// The raw Redis floor of a contended lock: `tasks` tasks racing `SET NX
 /// PX` on one key, the winner `DEL`s it; successful cycles per second.
 async fn raw_contended_rate(d: &Deps, tasks: usize, window: Duration) -> f64 {
-    let done = Arc::new(AtomicU64::new(0));
-    let deadline = Instant::now() + window;
-    let all: Vec<_> = (0..tasks)
-        .map(|_| {
-            let (mut conn, done) = (d.redis.clone(), done.clone());
-            tokio::spawn(async move {
-                while Instant::now() < deadline {
-                    if raw_set_nx(&mut conn, "raw:contended").await {
-                        raw_del(&mut conn, "raw:contended").await;
-                        done.fetch_add(1, Ordering::Relaxed);
-                    }
+    per_second(tasks, window, |_, deadline| {
+        let mut conn = d.redis.clone();
+        async move {
+            let mut done = 0;
+            while Instant::now() < deadline {
+                if raw_set_nx(&mut conn, "raw:contended").await {
+                    raw_del(&mut conn, "raw:contended").await;
+                    done += 1;
                 }
-            })
-        })
-        .collect();
-    futures::future::join_all(all).await;
-    done.load(Ordering::Relaxed) as f64 / window.as_secs_f64()
+            }
+            done
+        }
+    })
+    .await
 }
 
 /// What one side of the contended row measured: hand-overs per second,
@@ -487,6 +500,40 @@ fn row(what: &str, ours: f64, floor: f64, unit: &str, goal: &str, pass: bool) {
 
 /// One line of the first table, every column already formatted; an info
 /// row passes an empty verdict.
+/// What a row's ratio must meet; `Info` rows print no verdict.
+#[derive(Debug, Clone, Copy)]
+enum Goal {
+    Info,
+    AtMost(f64),
+}
+
+/// A row whose ratio is its own figure (a median of per-round ratios, or
+/// a ratio of ratios) rather than ours / floor; `decimals` for both
+/// figures.
+fn ratio_row(
+    what: &str,
+    ours: f64,
+    floor: f64,
+    decimals: usize,
+    unit: &str,
+    ratio: f64,
+    goal: Goal,
+) {
+    let (goal, pass) = match goal {
+        Goal::Info => ("-".to_owned(), ""),
+        Goal::AtMost(bound) => (format!("<= {bound:.2}"), verdict(ratio <= bound)),
+    };
+    line(
+        what,
+        &format!("{ours:.decimals$}"),
+        &format!("{floor:.decimals$}"),
+        unit,
+        &format!("{ratio:.2}"),
+        &goal,
+        pass,
+    );
+}
+
 fn line(what: &str, ours: &str, floor: &str, unit: &str, ratio: &str, goal: &str, verdict: &str) {
     let text =
         format!("{what:<46} {ours:>10} {floor:>10} {unit:<6} {ratio:>6}  {goal:<10} {verdict}");
@@ -612,57 +659,28 @@ async fn token_row(url: &str) -> f64 {
 /// connections it opened on one thread); then the same clients on this
 /// bench's 2-worker runtime, printed beside it.
 async fn redlock_rows(urls: &[String]) {
-    let (rounds, n) = (REDLOCK_ROUNDS, REDLOCK_CYCLES);
     let node_timeout = Duration::from_millis(50);
-    let ct = on_current_thread(urls, node_timeout, rounds, n);
-    line(
-        "redlock 5 nodes vs bare SET/DEL quorum (ct rt)",
-        &format!("{:.1}", ct.ours_five),
-        &format!("{:.1}", ct.bare_five),
-        "µs/op",
-        &format!("{:.2}", ct.over_bare),
-        "<= 1.30",
-        verdict(ct.over_bare <= 1.3),
-    );
-    line(
-        "  5/1 nodes: redlock vs bare (same rounds)",
-        &format!("{:.2}", ct.ours_five / ct.ours_one),
-        &format!("{:.2}", ct.bare_five / ct.bare_one),
-        "x",
-        &format!("{:.2}", ct.scaling),
-        "<= 1.15",
-        verdict(ct.scaling <= 1.15),
-    );
-    line(
-        "  1 node: redlock vs bare SET/DEL (info)",
-        &format!("{:.1}", ct.ours_one),
-        &format!("{:.1}", ct.bare_one),
-        "µs/op",
-        &format!("{:.2}", ct.ours_one / ct.bare_one),
-        "-",
-        "",
-    );
-    match node_redlock(urls, NODE_ROUNDS, n) {
-        Ok([five, _one, node_scaling]) => {
-            line(
-                "redlock 5 nodes vs node-redlock 5.0",
-                &format!("{:.1}", ct.ours_five),
-                &format!("{five:.1}"),
-                "µs/op",
-                &format!("{:.2}", ct.ours_five / five),
-                "<= 1.00",
-                verdict(ct.ours_five <= five),
-            );
-            let ours_scaling = ct.ours_five / ct.ours_one;
-            line(
-                "  5/1 nodes: redlock vs node-redlock (info)",
-                &format!("{ours_scaling:.2}"),
-                &format!("{node_scaling:.2}"),
-                "x",
-                &format!("{:.2}", ours_scaling / node_scaling),
-                "-",
-                "",
-            );
+    let ct = on_current_thread(urls, node_timeout, REDLOCK_ROUNDS, REDLOCK_CYCLES);
+    let (ours_5_1, bare_5_1) = (ct.ours_five / ct.ours_one, ct.bare_five / ct.bare_one);
+    #[rustfmt::skip]
+    let rows = [
+        ("redlock 5 nodes vs bare SET/DEL quorum (ct rt)", ct.ours_five, ct.bare_five, 1, "µs/op", ct.over_bare, Goal::AtMost(1.3)),
+        ("  5/1 nodes: redlock vs bare (same rounds)", ours_5_1, bare_5_1, 2, "x", ct.scaling, Goal::AtMost(1.15)),
+        ("  1 node: redlock vs bare SET/DEL (info)", ct.ours_one, ct.bare_one, 1, "µs/op", ct.ours_one / ct.bare_one, Goal::Info),
+    ];
+    for (what, ours, floor, decimals, unit, ratio, goal) in rows {
+        ratio_row(what, ours, floor, decimals, unit, ratio, goal);
+    }
+    match node_redlock(urls, NODE_ROUNDS, REDLOCK_CYCLES) {
+        Ok([five, _one, node_5_1]) => {
+            #[rustfmt::skip]
+            let rows = [
+                ("redlock 5 nodes vs node-redlock 5.0", ct.ours_five, five, 1, "µs/op", ct.ours_five / five, Goal::AtMost(1.0)),
+                ("  5/1 nodes: redlock vs node-redlock (info)", ours_5_1, node_5_1, 2, "x", ours_5_1 / node_5_1, Goal::Info),
+            ];
+            for (what, ours, floor, decimals, unit, ratio, goal) in rows {
+                ratio_row(what, ours, floor, decimals, unit, ratio, goal);
+            }
         }
         Err(why) => line(
             &format!("redlock vs node-redlock 5.0: skipped, {why}"),
@@ -674,15 +692,15 @@ async fn redlock_rows(urls: &[String]) {
             "",
         ),
     }
-    let mt = redlock_five_vs_one(urls, node_timeout, MT_ROUNDS, n).await;
-    line(
+    let mt = redlock_five_vs_one(urls, node_timeout, MT_ROUNDS, REDLOCK_CYCLES).await;
+    ratio_row(
         "  5/1 on 2 workers: redlock vs bare (info)",
-        &format!("{:.2}", mt.ours_five / mt.ours_one),
-        &format!("{:.2}", mt.bare_five / mt.bare_one),
+        mt.ours_five / mt.ours_one,
+        mt.bare_five / mt.bare_one,
+        2,
         "x",
-        &format!("{:.2}", mt.scaling),
-        "-",
-        "",
+        mt.scaling,
+        Goal::Info,
     );
 
     // The same nodes behind user-space proxies that delay each direction
@@ -706,24 +724,14 @@ async fn redlock_rows(urls: &[String]) {
         .map(|p| format!("redis://127.0.0.1:{}", p.port))
         .collect();
     let net = on_current_thread(&linked, node_timeout, LINK_ROUNDS, LINK_CYCLES);
-    line(
-        "redlock 5/1 nodes, 1 ms links (proxy, ct rt)",
-        &format!("{:.1}", net.ours_five),
-        &format!("{:.1}", net.ours_one),
-        "µs/op",
-        &format!("{:.2}", net.five_over_one),
-        "<= 1.30",
-        verdict(net.five_over_one <= 1.3),
-    );
-    line(
-        "  bare SET/DEL quorum 5/1, same links (info)",
-        &format!("{:.1}", net.bare_five),
-        &format!("{:.1}", net.bare_one),
-        "µs/op",
-        &format!("{:.2}", net.bare_five_over_one),
-        "-",
-        "",
-    );
+    #[rustfmt::skip]
+    let rows = [
+        ("redlock 5/1 nodes, 1 ms links (proxy, ct rt)", net.ours_five, net.ours_one, 1, "µs/op", net.five_over_one, Goal::AtMost(1.3)),
+        ("  bare SET/DEL quorum 5/1, same links (info)", net.bare_five, net.bare_one, 1, "µs/op", net.bare_five_over_one, Goal::Info),
+    ];
+    for (what, ours, floor, decimals, unit, ratio, goal) in rows {
+        ratio_row(what, ours, floor, decimals, unit, ratio, goal);
+    }
 }
 
 /// `redlock_five_vs_one` on a current-thread runtime of its own thread,
@@ -754,54 +762,39 @@ async fn rslock_row(urls: &[String]) {
     let ours = Arc::new(Redlock::new(urls, node_timeout).expect("redlock"));
     let rival = rslock::LockManager::new(urls.to_vec());
     let window = Duration::from_secs(3);
-    let our_rate = {
-        let done = Arc::new(AtomicU64::new(0));
-        let d = Arc::new(deps(&urls[0], ttl, Duration::from_secs(5)));
-        let deadline = Instant::now() + window;
-        let tasks: Vec<_> = (0..50)
-            .map(|t| {
-                let (ours, done, d) = (ours.clone(), done.clone(), d.clone());
-                tokio::spawn(async move {
-                    let mut i = t;
-                    while Instant::now() < deadline {
-                        let c = cx(&d);
-                        let g = ours
-                            .acquire(c, 10_000 + (i % 1_000) as i64)
-                            .await
-                            .expect("acquire");
-                        ours.release(c, g).await.expect("release");
-                        done.fetch_add(1, Ordering::Relaxed);
-                        i += 50;
-                    }
-                })
-            })
-            .collect();
-        futures::future::join_all(tasks).await;
-        done.load(Ordering::Relaxed) as f64 / window.as_secs_f64()
-    };
-    let rival_rate = {
-        let done = Arc::new(AtomicU64::new(0));
-        let deadline = Instant::now() + window;
-        let tasks: Vec<_> = (0..50)
-            .map(|t| {
-                let (rival, done) = (rival.clone(), done.clone());
-                tokio::spawn(async move {
-                    let mut i = t;
-                    while Instant::now() < deadline {
-                        let key = format!("rslock:{}", i % 1_000);
-                        if let Ok(lock) = rival.lock(key.as_bytes(), Duration::from_secs(10)).await
-                        {
-                            rival.unlock(&lock).await;
-                            done.fetch_add(1, Ordering::Relaxed);
-                        }
-                        i += 50;
-                    }
-                })
-            })
-            .collect();
-        futures::future::join_all(tasks).await;
-        done.load(Ordering::Relaxed) as f64 / window.as_secs_f64()
-    };
+    let d = Arc::new(deps(&urls[0], ttl, Duration::from_secs(5)));
+    let our_rate = per_second(50, window, |t, deadline| {
+        let (ours, d) = (ours.clone(), d.clone());
+        async move {
+            let (mut i, mut done) = (t, 0);
+            while Instant::now() < deadline {
+                let c = cx(&d);
+                let product = 10_000 + (i % 1_000) as i64;
+                let g = ours.acquire(c, product).await.expect("acquire");
+                ours.release(c, g).await.expect("release");
+                done += 1;
+                i += 50;
+            }
+            done
+        }
+    })
+    .await;
+    let rival_rate = per_second(50, window, |t, deadline| {
+        let rival = rival.clone();
+        async move {
+            let (mut i, mut done) = (t, 0);
+            while Instant::now() < deadline {
+                let key = format!("rslock:{}", i % 1_000);
+                if let Ok(lock) = rival.lock(key.as_bytes(), Duration::from_secs(10)).await {
+                    rival.unlock(&lock).await;
+                    done += 1;
+                }
+                i += 50;
+            }
+            done
+        }
+    })
+    .await;
     row(
         "redlock vs rslock 0.10, 50 tasks, 1k keys",
         our_rate,
@@ -851,23 +844,23 @@ async fn watchdog_rows(url: &str) {
     let across = wake_up_ms(&wd, &replica, &wake_deps, 100).await;
     let within = wake_up_ms(&wd, &wd, &wake_deps, 200).await;
     let raw_ms = raw_wake_ms(url, &wake_deps.redis).await;
-    line(
+    ratio_row(
         "watchdog wake-up after release vs raw pub/sub",
-        &format!("{across:.2}"),
-        &format!("{raw_ms:.2}"),
+        across,
+        raw_ms,
+        2,
         "ms",
-        &format!("{:.2}", across / raw_ms),
-        "<= 2.00",
-        verdict(across <= 2.0 * raw_ms),
+        across / raw_ms,
+        Goal::AtMost(2.0),
     );
-    line(
+    ratio_row(
         "  waiter in the holder's process (info)",
-        &format!("{within:.2}"),
-        &format!("{raw_ms:.2}"),
+        within,
+        raw_ms,
+        2,
         "ms",
-        &format!("{:.2}", within / raw_ms),
-        "-",
-        "",
+        within / raw_ms,
+        Goal::Info,
     );
 }
 
@@ -942,28 +935,22 @@ async fn many_keys_row(url: &str, port: u16) {
     let (ttl, window) = (Duration::from_secs(10), Duration::from_secs(3));
     let many = Arc::new(SetNxPxToken::new());
     let many_deps = Arc::new(deps(url, ttl, Duration::from_secs(5)));
-    let done = Arc::new(AtomicU64::new(0));
-    let deadline = Instant::now() + window;
-    let tasks: Vec<_> = (0..50)
-        .map(|t| {
-            let (many, d, done) = (many.clone(), many_deps.clone(), done.clone());
-            tokio::spawn(async move {
-                let mut i: i64 = t;
-                while Instant::now() < deadline {
-                    let c = cx(&d);
-                    let g = many
-                        .acquire(c, 1_000_000 + i % 10_000)
-                        .await
-                        .expect("acquire");
-                    many.release(c, g).await.expect("release");
-                    done.fetch_add(1, Ordering::Relaxed);
-                    i += 50;
-                }
-            })
-        })
-        .collect();
-    futures::future::join_all(tasks).await;
-    let lock_ops = done.load(Ordering::Relaxed) as f64 / window.as_secs_f64();
+    let lock_ops = per_second(50, window, |t, deadline| {
+        let (many, d) = (many.clone(), many_deps.clone());
+        async move {
+            let (mut i, mut done) = (t as i64, 0);
+            while Instant::now() < deadline {
+                let c = cx(&d);
+                let product = 1_000_000 + i % 10_000;
+                let g = many.acquire(c, product).await.expect("acquire");
+                many.release(c, g).await.expect("release");
+                done += 1;
+                i += 50;
+            }
+            done
+        }
+    })
+    .await;
     let bench = Command::new("redis-benchmark")
         .args([
             "-p",
