@@ -1,6 +1,6 @@
 # seckill-lab — the commands a person types. Each target says what it does.
 SHELL := /bin/bash
-.PHONY: import-graph check-scripts fuzz-api demo demo-stop scenarios test check check-stack check-panels fmt clippy build bench bench-locks bench-audit
+.PHONY: doc import-graph check-scripts fuzz-api demo demo-stop scenarios test check check-stack check-panels fmt clippy build bench bench-locks bench-audit
 
 ## Run the demo without Docker: own PostgreSQL, Redis, five Redlock nodes,
 ## three replicas, nginx, Prometheus (state in .demo/), then a short
@@ -45,13 +45,17 @@ test:
 	@scripts/test.sh
 
 ## What CI checks besides the tests.
-check: fmt clippy
+check: fmt clippy doc
 
 fmt:
 	cargo fmt --all -- --check
 
 clippy:
 	cargo clippy --workspace --all-targets --locked -- -D warnings
+
+## The API docs of every crate; a broken intra-doc link fails it.
+doc:
+	RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked
 
 build:
 	cargo build --workspace --locked

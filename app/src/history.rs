@@ -6,7 +6,7 @@
 //! The arbiter is a Redis server of its own (`SECKILL_HISTORY_URL`; by
 //! default the service's Redis), never one the scenarios break: the scenario
 //! runner starts a dedicated `redis-server` for it. Each entry and exit is
-//! one Lua script ([`history_enter.lua`], [`history_exit.lua`]) stamped with
+//! one Lua script (`history_enter.lua`, `history_exit.lua`) stamped with
 //! the arbiter's own clock (`TIME`), so replicas whose clocks disagree still
 //! agree on the order of events.
 //!

@@ -6,7 +6,7 @@
 //! lock without knowing — a pause, a slow query, an expired TTL. Fencing
 //! makes the *resource* refuse stale holders instead of trusting the lock.
 //!
-//! One script ([`fenced_lock.lua`]) runs `SET lock:product:{id} token NX
+//! One script (`fenced_lock.lua`) runs `SET lock:product:{id} token NX
 //! PX ttl` and, only when it succeeds, `INCR fence:product:{id}`: the lock
 //! and the fencing token are taken in one atomic step, so a holder delayed
 //! between the two (a pause, a slow link) cannot come out with a larger
@@ -18,7 +18,7 @@
 //!
 //! When Redis lost the counter (a restart without persistence, a flush) the
 //! script says so (`fresh`); the holder then reads `products.fence_token`
-//! and raises the counter above it atomically ([`fence_seed.lua`]) before
+//! and raises the counter above it atomically (`fence_seed.lua`) before
 //! taking its token. Without this, every holder after the loss would carry
 //! a token below the row's and be rejected until the counter caught up.
 //!

@@ -2,12 +2,12 @@
 //! order persisted afterwards; the reservation given back on failure.
 //!
 //! **Seed step:** 001 "TCC": *Try* reserves the resource
-//! ([`stock_try.lua`]: check the buyer, check the stock, decrement — one
+//! (`stock_try.lua`: check the buyer, check the stock, decrement — one
 //! atomic script), *Confirm* persists the order (in a batch: one
 //! PostgreSQL statement inserts the orders of many grabs, see
 //! [`crate::order_batch`]; `SECKILL_ORDER_BATCH_MAX=1` inserts each on its
 //! own), *Cancel* gives the reservation back when Confirm fails
-//! ([`stock_cancel.lua`]) — for a failed batch, exactly its grabs'
+//! (`stock_cancel.lua`) — for a failed batch, exactly its grabs'
 //! reservations.
 //!
 //! **Guarantee:** safe, and the throughput ceiling: the only serialised
@@ -29,7 +29,7 @@
 //! **Reservations.** Each try is recorded with its time (Redis's `TIME`,
 //! inside the try script) in `reservations:product:{id}`, a sorted set of
 //! `{user}:{quantity}` scored in ms; the confirm forgets it after the order
-//! committed ([`stock_confirm.lua`], one call per product for a whole
+//! committed (`stock_confirm.lua`, one call per product for a whole
 //! batch), the cancel gives it back. A process
 //! that dies between try and confirm leaves its reservation behind: the
 //! sweep ([`RedisLuaStock::sweep`], run in the background by grabs on
@@ -213,7 +213,7 @@ impl RedisLuaStock {
     }
 
     /// Give back the product's reservations older than `older_than` whose
-    /// order does not exist (see [`sweep_stale_reservations`]); the grabs
+    /// order does not exist (see `sweep_stale_reservations`); the grabs
     /// run this in the background with [`RESERVATION_TIMEOUT`]. Returns how
     /// many were given back.
     pub async fn sweep(
@@ -259,7 +259,7 @@ impl RedisLuaStock {
 }
 
 /// After the orders committed: forget their reservations, one script call
-/// per product ([`stock_confirm.lua`]), or take a unit again where the
+/// per product (`stock_confirm.lua`), or take a unit again where the
 /// sweep gave it back meanwhile. A failure leaves the reservations to the
 /// sweep, which finds the orders and only forgets them.
 async fn forget_reservations(deps: Deps, orders: Vec<GrabRequest>) {

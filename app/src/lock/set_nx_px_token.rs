@@ -3,7 +3,7 @@
 //!
 //! **Seed step:** 004 v5, 000 scheme 5 (方案五: SET EX PX NX + 校验唯一随机值,
 //! 再删除), 002's "原子解锁": a unique value per acquisition, and the release
-//! checks and deletes in one atomic script ([`compare_and_delete.lua`]).
+//! checks and deletes in one atomic script (`compare_and_delete.lua`).
 //!
 //! **Guarantee:** mutual exclusion while the work inside the lock is shorter
 //! than the TTL; a holder never deletes a lock it no longer owns; a crashed

@@ -2,7 +2,7 @@
 //!
 //! **Seed step:** 000 方案三 (使用Lua脚本, 包含SETNX + EXPIRE两条指令):
 //! Redis runs a script atomically, so the crash window of `setnx-expire`
-//! is gone ([`setnx_expire.lua`]).
+//! is gone (`setnx_expire.lua`).
 //!
 //! **Guarantee:** every lock expires after the TTL; mutual exclusion while
 //! the work is shorter than the TTL.

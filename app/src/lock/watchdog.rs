@@ -8,10 +8,10 @@
 //!
 //! - Lock: `lock:product:{id}` is a hash; field = `{process id}:{acquisition
 //!   id}` (never a thread id — tokio tasks migrate between threads); value
-//!   = reentry count ([`watchdog_lock.lua`]). A foreign string key (any
+//!   = reentry count (`watchdog_lock.lua`). A foreign string key (any
 //!   `SET NX PX` client) excludes it, and it excludes them.
 //! - Lease: `SECKILL_LOCK_TTL_MS` (Redisson: 30 s), renewed every lease/3 by
-//!   one task per owner ([`watchdog_renew.lua`]). Re-entries
+//!   one task per owner (`watchdog_renew.lua`). Re-entries
 //!   ([`Watchdog::reenter`]) get their own guard sharing that lease; the
 //!   task renews until the release that brings the count to 0, whichever
 //!   guard that is (or until every guard of the owner is dropped).
@@ -25,7 +25,7 @@
 //!   deadline (a slow link) counts as not acquired and is released at once.
 //! - Waiters: one pub/sub listener per process (`PSUBSCRIBE
 //!   unlock:product:*`); the release script publishes the releasing owner
-//!   ([`watchdog_unlock.lua`]) and the listener wakes *one* waiter of that
+//!   (`watchdog_unlock.lua`) and the listener wakes *one* waiter of that
 //!   product per message (no herd: only one can win anyway). A release by
 //!   this process wakes its own waiter directly instead, a round trip
 //!   earlier, and its listener skips that message. A waiter also
