@@ -169,6 +169,122 @@ impl LeaseStatus {
     }
 }
 
+/// How much earlier than a lease its holder stops trusting it: clock drift
+/// between this process and the lock server, 1% of the lease + 2 ms (as
+/// `redlock`).
+pub fn drift(lease: Duration) -> Duration {
+    lease / 100 + Duration::from_millis(2)
+}
+
+/// The last instant a lease granted (or renewed) by a request sent at
+/// `sent` can be relied on.
+pub fn lease_deadline(sent: Instant, lease: Duration) -> Instant {
+    sent + lease.saturating_sub(drift(lease))
+}
+
+/// What one renewal of a lease came to.
+#[derive(Debug)]
+pub enum Renewal {
+    /// Extended: the lease runs to the renewal's send time + lease − drift.
+    Renewed,
+    /// The lock is gone or not ours (why): the holder must abort.
+    Lost(String),
+    /// The server could not be reached or answered with an error: retried
+    /// until the lease's deadline has passed, then the lease is lost.
+    Failed(String),
+}
+
+/// What every renewal task (the watchdog's, etcd's keep-alive, ZooKeeper's
+/// session check) does with a renewal's outcome: the
+/// `seckill_lock_renewals_total{strategy,result}` and
+/// `seckill_lock_lost_total{strategy}` counters and the [`LeaseStatus`] its
+/// holders check before they commit. The task itself only sends.
+#[derive(Debug)]
+pub struct Renewer {
+    strategy: &'static str,
+    /// The lease in log lines (a key, a lease id, a node path).
+    what: String,
+    lease: Duration,
+    metrics: crate::metrics::Metrics,
+    status: Arc<LeaseStatus>,
+}
+
+impl Renewer {
+    /// The bookkeeping of `strategy`'s lease `what`, renewed every third of
+    /// `lease`.
+    pub fn new(
+        strategy: &'static str,
+        what: String,
+        lease: Duration,
+        metrics: crate::metrics::Metrics,
+        status: Arc<LeaseStatus>,
+    ) -> Self {
+        Self {
+            strategy,
+            what,
+            lease,
+            metrics,
+            status,
+        }
+    }
+
+    /// The lease each renewal asks for.
+    pub fn lease(&self) -> Duration {
+        self.lease
+    }
+
+    /// How long between two renewals: a third of the lease.
+    pub fn period(&self) -> Duration {
+        self.lease / 3
+    }
+
+    /// Wait one period; `false` when `stop` fired (or its sender was
+    /// dropped) first.
+    pub async fn pause(&self, stop: &mut tokio::sync::oneshot::Receiver<()>) -> bool {
+        tokio::select! {
+            _ = stop => false,
+            () = sleep(self.period()) => true,
+        }
+    }
+
+    /// Record what the renewal sent at `sent` came to; `Break` when the
+    /// lease is lost and the task ends.
+    pub fn settle(&self, sent: Instant, renewal: Renewal) -> std::ops::ControlFlow<()> {
+        let renewals = |result: &str| {
+            self.metrics
+                .lock_renewals
+                .with_label_values(&[self.strategy, result])
+                .inc();
+        };
+        let (strategy, lease) = (self.strategy, &self.what);
+        match renewal {
+            Renewal::Renewed => {
+                renewals("renewed");
+                self.status.extend_to(lease_deadline(sent, self.lease));
+                return std::ops::ControlFlow::Continue(());
+            }
+            Renewal::Lost(why) => {
+                renewals("lost");
+                tracing::warn!(strategy, %lease, why, "lease lost; the holder will abort");
+            }
+            Renewal::Failed(error) => {
+                renewals("error");
+                if Instant::now() < self.status.deadline() {
+                    return std::ops::ControlFlow::Continue(());
+                }
+                tracing::warn!(strategy, %lease, error,
+                    "lease ran out while its server was unreachable; the holder will abort");
+            }
+        }
+        self.metrics
+            .lock_lost
+            .with_label_values(&[self.strategy])
+            .inc();
+        self.status.mark_lost();
+        std::ops::ControlFlow::Break(())
+    }
+}
+
 /// A renewed lease, shared (cloned) by every guard of one owner. The
 /// renewal task stops when [`Lease::stop_renewing`] is called — when the
 /// last re-entry is released — or when every clone is dropped; it then only

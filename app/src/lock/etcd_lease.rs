@@ -38,18 +38,18 @@
 //! arrival at PostgreSQL, it writes as a stale holder. The revision fences
 //! it when the database checks it (`check_revision` on).
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use etcd_client::{Client, ConnectOptions, LockOptions};
 use tokio::sync::{oneshot, OnceCell};
-use tokio::time::{sleep, timeout, Instant};
+use tokio::time::{timeout, Instant};
 
-use super::watchdog::drift;
 use crate::error::{unavailable, Dependency, GrabError};
-use crate::locking::{lock_key, DistributedLock, Lease, LeaseStatus, LockGuard, Released};
-use crate::metrics::Metrics;
+use crate::locking::{
+    lease_deadline, lock_key, DistributedLock, Lease, LeaseStatus, LockGuard, Released, Renewal,
+    Renewer,
+};
 use crate::strategy::{GrabContext, Safety, StrategyInfo};
 
 /// Name, seed and guarantee of `etcd-lease`.
@@ -135,14 +135,19 @@ impl EtcdLease {
         };
         let lease_id = granted.id();
         let lease = Duration::from_secs(u64::try_from(granted.ttl()).unwrap_or(1).max(1));
-        let status = LeaseStatus::new(sent + lease.saturating_sub(drift(lease)));
+        let status = LeaseStatus::new(lease_deadline(sent, lease));
         let (stop, stop_rx) = oneshot::channel();
+        let renewer = Renewer::new(
+            INFO.name,
+            format!("{lease_id:x}"),
+            lease,
+            cx.deps.metrics.clone(),
+            status.clone(),
+        );
         tokio::spawn(keep_alive_until_stopped(
             client.clone(),
-            cx.deps.metrics.clone(),
+            renewer,
             lease_id,
-            lease,
-            status.clone(),
             stop_rx,
         ));
         let held = Lease::new(status, stop);
@@ -183,28 +188,18 @@ impl EtcdLease {
     }
 }
 
-/// Keep lease `id` alive every lease/3 until `stop` fires or is dropped.
-/// An answer with TTL 0 (expired) marks it lost; errors are retried (the
-/// stream reopened) until the deadline has passed, then it is marked lost.
+/// Keep lease `id` alive every lease/3 until `stop` fires or is dropped
+/// ([`Renewer`] keeps the books). An answer with TTL 0 (expired) marks it
+/// lost; errors are retried (the stream reopened) until the deadline has
+/// passed, then it is marked lost.
 async fn keep_alive_until_stopped(
     mut client: Client,
-    metrics: Metrics,
+    renewer: Renewer,
     id: i64,
-    lease: Duration,
-    status: Arc<LeaseStatus>,
     mut stop: oneshot::Receiver<()>,
 ) {
-    let renewals = |result: &str| {
-        metrics
-            .lock_renewals
-            .with_label_values(&[INFO.name, result])
-    };
     let mut channel = None;
-    loop {
-        tokio::select! {
-            _ = &mut stop => return,
-            _ = sleep(lease / 3) => {}
-        }
+    while renewer.pause(&mut stop).await {
         let sent = Instant::now();
         let answer = tokio::select! {
             _ = &mut stop => return,
@@ -219,29 +214,16 @@ async fn keep_alive_until_stopped(
                 stream.message().await
             }) => answer,
         };
-        match answer {
-            Ok(Ok(Some(response))) if response.ttl() > 0 => {
-                renewals("renewed").inc();
-                status.extend_to(sent + lease.saturating_sub(drift(lease)));
-            }
-            Ok(Ok(Some(_))) => {
-                renewals("lost").inc();
-                metrics.lock_lost.with_label_values(&[INFO.name]).inc();
-                tracing::warn!(lease = %format!("{id:x}"), "etcd lease expired; holder will abort");
-                status.mark_lost();
-                return;
-            }
+        let renewal = match answer {
+            Ok(Ok(Some(response))) if response.ttl() > 0 => Renewal::Renewed,
+            Ok(Ok(Some(_))) => Renewal::Lost("the lease expired".into()),
             failed => {
-                renewals("error").inc();
                 channel = None;
-                if Instant::now() >= status.deadline() {
-                    metrics.lock_lost.with_label_values(&[INFO.name]).inc();
-                    tracing::warn!(lease = %format!("{id:x}"), answer = ?failed.map(|r| r.map(|_| ())),
-                        "etcd lease ran out while etcd was unreachable");
-                    status.mark_lost();
-                    return;
-                }
+                Renewal::Failed(format!("{:?}", failed.map(|r| r.map(|_| ()))))
             }
+        };
+        if renewer.settle(sent, renewal).is_break() {
+            return;
         }
     }
 }

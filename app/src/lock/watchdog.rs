@@ -67,9 +67,9 @@ use tokio::time::{sleep, timeout, Instant};
 
 use crate::error::GrabError;
 use crate::locking::{
-    lock_key, new_token, DistributedLock, Lease, LeaseStatus, LockGuard, Released,
+    lease_deadline, lock_key, new_token, DistributedLock, Lease, LeaseStatus, LockGuard, Released,
+    Renewal, Renewer,
 };
-use crate::metrics::Metrics;
 use crate::strategy::{GrabContext, Safety, StrategyInfo};
 
 /// Name, seed and guarantee of `watchdog`.
@@ -82,18 +82,6 @@ pub const INFO: StrategyInfo = StrategyInfo {
 
 /// Longest a waiter sleeps without a release message before retrying.
 const MAX_QUIET_WAIT: Duration = Duration::from_millis(500);
-
-/// How much earlier than the lease a holder stops trusting it: clock drift
-/// between this process and Redis, 1% of the lease + 2 ms (as `redlock`).
-pub fn drift(lease: Duration) -> Duration {
-    lease / 100 + Duration::from_millis(2)
-}
-
-/// The last instant a lease granted by a request sent at `sent` can be
-/// relied on.
-fn lease_deadline(sent: Instant, lease: Duration) -> Instant {
-    sent + lease.saturating_sub(drift(lease))
-}
 
 /// The watchdog lock of one process.
 #[derive(Debug)]
@@ -267,14 +255,19 @@ impl Watchdog {
     ) -> LockGuard {
         let status = LeaseStatus::new(deadline);
         let (stop, stop_rx) = oneshot::channel();
+        let renewer = Renewer::new(
+            INFO.name,
+            key.clone(),
+            cx.deps.lock_ttl,
+            cx.deps.metrics.clone(),
+            status.clone(),
+        );
         tokio::spawn(renew_until_stopped(
             cx.deps.redis.clone(),
-            cx.deps.metrics.clone(),
+            renewer,
             self.renew_script.clone(),
             key.clone(),
             owner.clone(),
-            cx.deps.lock_ttl,
-            status.clone(),
             stop_rx,
         ));
         let mut guard = LockGuard::remote(key, owner);
@@ -283,61 +276,35 @@ impl Watchdog {
     }
 }
 
-/// Renew every lease/3 until the lease's stop sender is used or dropped.
-/// A successful renewal moves the deadline to its send time + lease −
-/// drift. A renewal that finds the lock gone marks the lease lost and ends;
-/// one that cannot reach Redis retries until the deadline has passed, then
-/// marks it lost. (A renewal that simply hangs marks nothing — the holders
-/// see the deadline pass on their own.)
-#[allow(clippy::too_many_arguments)]
+/// Renew every lease/3 until the lease's stop sender is used or dropped
+/// ([`Renewer`] keeps the books). A renewal that finds the lock gone marks
+/// the lease lost and ends; one that cannot reach Redis retries until the
+/// deadline has passed, then marks it lost. (A renewal that simply hangs
+/// marks nothing — the holders see the deadline pass on their own.)
 async fn renew_until_stopped(
     mut conn: redis::aio::ConnectionManager,
-    metrics: Metrics,
+    renewer: Renewer,
     script: Arc<Script>,
     key: String,
     owner: String,
-    lease: Duration,
-    status: Arc<LeaseStatus>,
     mut stop: oneshot::Receiver<()>,
 ) {
-    let renewals = |result: &str| {
-        metrics
-            .lock_renewals
-            .with_label_values(&[INFO.name, result])
-    };
-    loop {
-        tokio::select! {
-            _ = &mut stop => return,
-            _ = sleep(lease / 3) => {}
-        }
+    let lease_ms = renewer.lease().as_millis() as u64;
+    while renewer.pause(&mut stop).await {
         let sent = Instant::now();
         let mut invocation = script.key(&key);
-        invocation.arg(lease.as_millis() as u64).arg(&owner);
+        invocation.arg(lease_ms).arg(&owner);
         let renewed: Result<i64, _> = tokio::select! {
             _ = &mut stop => return,
             renewed = invocation.invoke_async(&mut conn) => renewed,
         };
-        match renewed {
-            Ok(1) => {
-                renewals("renewed").inc();
-                status.extend_to(lease_deadline(sent, lease));
-            }
-            Ok(_) => {
-                renewals("lost").inc();
-                metrics.lock_lost.with_label_values(&[INFO.name]).inc();
-                tracing::warn!(%key, "watchdog: lease lost (lock gone or taken); holder will abort");
-                status.mark_lost();
-                return;
-            }
-            Err(e) => {
-                renewals("error").inc();
-                if Instant::now() >= status.deadline() {
-                    metrics.lock_lost.with_label_values(&[INFO.name]).inc();
-                    tracing::warn!(%key, error = %e, "watchdog: lease expired while Redis was unreachable");
-                    status.mark_lost();
-                    return;
-                }
-            }
+        let renewal = match renewed {
+            Ok(1) => Renewal::Renewed,
+            Ok(_) => Renewal::Lost("the lock is gone or taken".into()),
+            Err(e) => Renewal::Failed(e.to_string()),
+        };
+        if renewer.settle(sent, renewal).is_break() {
+            return;
         }
     }
 }

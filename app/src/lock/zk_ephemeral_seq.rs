@@ -41,7 +41,6 @@
 //! as a stale holder. Only a token checked by the database stops it: turn
 //! `check_revision` on and the sequence fences the stale write.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -49,10 +48,11 @@ use tokio::sync::oneshot;
 use tokio::time::{sleep, timeout, Instant};
 use zookeeper_client as zk;
 
-use super::watchdog::drift;
 use crate::error::{unavailable, Dependency, GrabError};
-use crate::locking::{new_token, DistributedLock, Lease, LeaseStatus, LockGuard, Released};
-use crate::metrics::Metrics;
+use crate::locking::{
+    lease_deadline, new_token, DistributedLock, Lease, LeaseStatus, LockGuard, Released, Renewal,
+    Renewer,
+};
 use crate::strategy::{GrabContext, Safety, StrategyInfo};
 
 /// Name, seed and guarantee of `zk-ephemeral-seq`.
@@ -174,13 +174,19 @@ impl ZkEphemeralSeq {
         match self.wait_to_be_lowest(&client, &dir, &ours, deadline).await {
             Ok(Some(checked)) => {
                 let session = client.session_timeout();
-                let status = LeaseStatus::new(checked + session.saturating_sub(drift(session)));
+                let status = LeaseStatus::new(lease_deadline(checked, session));
                 let (stop, stop_rx) = oneshot::channel();
+                let renewer = Renewer::new(
+                    INFO.name,
+                    ours.clone(),
+                    session,
+                    cx.deps.metrics.clone(),
+                    status.clone(),
+                );
                 tokio::spawn(watch_session(
                     client.clone(),
-                    cx.deps.metrics.clone(),
+                    renewer,
                     ours.clone(),
-                    status.clone(),
                     stop_rx,
                 ));
                 let mut guard = LockGuard::remote(ours, token);
@@ -255,74 +261,52 @@ impl ZkEphemeralSeq {
     }
 }
 
-/// Check our node every session/3 until `stop`; extend the deadline on
-/// each sighting, mark the lease lost when the node or the session is gone
-/// or the connection drops.
+/// Check our node every session/3 until `stop` ([`Renewer`] keeps the
+/// books); extend the deadline on each sighting, mark the lease lost when
+/// the node or the session is gone or the connection drops.
 async fn watch_session(
     client: zk::Client,
-    metrics: Metrics,
+    renewer: Renewer,
     node: String,
-    status: Arc<LeaseStatus>,
     mut stop: oneshot::Receiver<()>,
 ) {
-    let session = client.session_timeout();
     let session_id = client.session_id().0;
     let mut states = client.state_watcher();
-    let lost = |why: &str| {
-        metrics.lock_lost.with_label_values(&[INFO.name]).inc();
-        metrics
-            .lock_renewals
-            .with_label_values(&[INFO.name, "lost"])
-            .inc();
-        tracing::warn!(%node, why, "zookeeper lock lost; holder will abort");
-        status.mark_lost();
+    let connected = |state: zk::SessionState| {
+        matches!(
+            state,
+            zk::SessionState::SyncConnected | zk::SessionState::ConnectedReadOnly
+        )
     };
-    if !matches!(
-        states.state(),
-        zk::SessionState::SyncConnected | zk::SessionState::ConnectedReadOnly
-    ) {
-        lost("not connected");
+    if !connected(states.state()) {
+        let _ = renewer.settle(Instant::now(), Renewal::Lost("not connected".into()));
         return;
     }
     loop {
         tokio::select! {
             _ = &mut stop => return,
             state = states.changed() => {
-                if !matches!(state, zk::SessionState::SyncConnected | zk::SessionState::ConnectedReadOnly) {
-                    lost(&format!("session {state:?}"));
+                if !connected(state) {
+                    let _ = renewer.settle(Instant::now(), Renewal::Lost(format!("session {state:?}")));
                     return;
                 }
                 continue;
             }
-            _ = sleep(session / 3) => {}
+            () = sleep(renewer.period()) => {}
         }
         let sent = Instant::now();
         let checked = tokio::select! {
             _ = &mut stop => return,
-            checked = timeout(session, client.check_stat(&node)) => checked,
+            checked = timeout(renewer.lease(), client.check_stat(&node)) => checked,
         };
-        match checked {
-            Ok(Ok(Some(stat))) if stat.ephemeral_owner == session_id => {
-                metrics
-                    .lock_renewals
-                    .with_label_values(&[INFO.name, "renewed"])
-                    .inc();
-                status.extend_to(sent + session.saturating_sub(drift(session)));
-            }
-            Ok(Ok(_)) => {
-                lost("node gone");
-                return;
-            }
-            _ => {
-                metrics
-                    .lock_renewals
-                    .with_label_values(&[INFO.name, "error"])
-                    .inc();
-                if Instant::now() >= status.deadline() {
-                    lost("no answer within the session timeout");
-                    return;
-                }
-            }
+        let renewal = match checked {
+            Ok(Ok(Some(stat))) if stat.ephemeral_owner == session_id => Renewal::Renewed,
+            Ok(Ok(_)) => Renewal::Lost("the node is gone".into()),
+            Ok(Err(e)) => Renewal::Failed(e.to_string()),
+            Err(_) => Renewal::Failed("no answer within the session timeout".into()),
+        };
+        if renewer.settle(sent, renewal).is_break() {
+            return;
         }
     }
 }
