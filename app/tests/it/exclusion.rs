@@ -924,18 +924,37 @@ async fn etcd_lease_excludes_under_contention_and_hands_out_growing_revisions() 
 
 #[tokio::test(flavor = "current_thread")]
 async fn a_frozen_etcd_holder_loses_its_lease_while_it_still_works() {
-    let redis = RedisServer::start();
     let etcd = EtcdServer::start();
     // 1 s asked; etcd grants at least its minimum (2 s on one node).
-    let d = deps(&redis.url(), NO_DB, MS(1_000), MS(5_000));
+    let a_release = frozen_holder_is_overtaken(
+        &EtcdLease::new(&[etcd.url()]),
+        &EtcdLease::new(&[etcd.url()]), // another replica
+        MS(1_000),
+        MS(3_500),
+    )
+    .await;
+    assert_eq!(a_release.expect("release"), Released::NotOwner);
+}
+
+/// A acquires product 1 through `a_lock`; then its whole process freezes
+/// for `freeze` (this runtime's only thread blocks, as under `SIGSTOP` or a
+/// stop-the-world pause): no renewal is sent and the server lets A's lease
+/// go. Woken, A must not trust its lock; B (`b_lock`, another replica)
+/// acquires it with a higher revision — a fence that would stop A's stale
+/// write, if the database checked it — and releases it. Returns how A's
+/// release went.
+async fn frozen_holder_is_overtaken(
+    a_lock: &dyn DistributedLock,
+    b_lock: &dyn DistributedLock,
+    ttl: Duration,
+    freeze: Duration,
+) -> Result<Released, GrabError> {
+    let redis = RedisServer::start();
+    let d = deps(&redis.url(), NO_DB, ttl, MS(5_000));
     let cx = coordination_cx(&d);
-    let a_lock = EtcdLease::new(&[etcd.url()]);
-    let b_lock = EtcdLease::new(&[etcd.url()]); // another replica
     let a = a_lock.acquire(cx, 1).await.expect("A acquires");
     assert!(a.check_still_held().is_ok());
-    // The whole process freezes (this runtime's only thread blocks, as
-    // under SIGSTOP or a stop-the-world pause): no keep-alive is sent.
-    std::thread::sleep(MS(3_500));
+    std::thread::sleep(freeze);
     assert!(
         a.check_still_held().is_err(),
         "woken past its lease, A must not commit"
@@ -943,23 +962,20 @@ async fn a_frozen_etcd_holder_loses_its_lease_while_it_still_works() {
     let b = b_lock
         .acquire(cx, 1)
         .await
-        .expect("B acquires: etcd expired A's lease");
+        .expect("B acquires: the server let A's lease go");
     eprintln!(
-        "etcd-lease after a pause: A (revision {:?}) still working, B (revision {:?}) holds",
-        a.revision, b.revision
+        "{} after a pause: A (revision {:?}) still working, B (revision {:?}) holds",
+        a_lock.name(),
+        a.revision,
+        b.revision
     );
-    assert!(
-        b.revision > a.revision,
-        "B's revision would fence A's stale write — if the database checked it"
-    );
-    assert_eq!(
-        a_lock.release(cx, a).await.expect("release"),
-        Released::NotOwner
-    );
+    assert!(b.revision > a.revision, "B's revision fences A's");
+    let a_release = a_lock.release(cx, a).await;
     assert_eq!(
         b_lock.release(cx, b).await.expect("release"),
         Released::Released
     );
+    a_release
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -997,37 +1013,19 @@ async fn zk_ephemeral_seq_excludes_under_contention_and_withdraws_on_timeout() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn a_frozen_zk_holder_loses_its_session_while_it_still_works() {
-    let redis = RedisServer::start();
     let zk = ZkServer::start();
-    // Session timeout 400 ms (the test server allows 200 ms – 60 s).
-    let d = deps(&redis.url(), NO_DB, MS(400), MS(5_000));
-    let cx = coordination_cx(&d);
-    let a_lock = ZkEphemeralSeq::new(Some(&zk.url()));
-    let b_lock = ZkEphemeralSeq::new(Some(&zk.url())); // another replica
-    let a = a_lock.acquire(cx, 1).await.expect("A acquires");
-    assert!(a.check_still_held().is_ok());
-    // Frozen: no pings, the server expires A's session and its node.
-    std::thread::sleep(MS(1_500));
+    // Session timeout 400 ms (the test server allows 200 ms – 60 s): no
+    // pings while frozen, the server expires A's session and its node.
+    let a_release = frozen_holder_is_overtaken(
+        &ZkEphemeralSeq::new(Some(&zk.url())),
+        &ZkEphemeralSeq::new(Some(&zk.url())), // another replica
+        MS(400),
+        MS(1_500),
+    )
+    .await;
     assert!(
-        a.check_still_held().is_err(),
-        "woken past its session timeout, A must not commit"
-    );
-    let b = b_lock
-        .acquire(cx, 1)
-        .await
-        .expect("B acquires: A's ephemeral node went with its session");
-    eprintln!(
-        "zk-ephemeral-seq after a pause: A (seq {:?}) still working, B (seq {:?}) holds",
-        a.revision, b.revision
-    );
-    assert!(b.revision > a.revision);
-    assert!(
-        !matches!(a_lock.release(cx, a).await, Ok(Released::Released)),
+        !matches!(a_release, Ok(Released::Released)),
         "A's node is gone"
-    );
-    assert_eq!(
-        b_lock.release(cx, b).await.expect("release"),
-        Released::Released
     );
 }
 
