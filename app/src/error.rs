@@ -68,6 +68,25 @@ pub enum GrabError {
     Internal(String),
 }
 
+/// The `outcome` label of a grab that placed its order.
+pub const ORDERED: &str = "ordered";
+
+/// The `outcome` label of a grab for a product that does not exist: not
+/// counted in `seckill_grab_requests_total` (a typo'd id is not a sale).
+pub const NOT_FOUND: &str = "not_found";
+
+/// Every `outcome` of `seckill_grab_requests_total`: [`ORDERED`] and each
+/// [`GrabError::outcome`] but [`NOT_FOUND`] (the metrics create each
+/// series at 0; a test holds the two lists together).
+pub const COUNTED_OUTCOMES: [&str; 6] = [
+    ORDERED,
+    "sold_out",
+    "already_purchased",
+    "busy",
+    "rejected",
+    "error",
+];
+
 impl GrabError {
     /// The `outcome` label of `seckill_grab_requests_total`.
     pub fn outcome(&self) -> &'static str {
@@ -76,7 +95,7 @@ impl GrabError {
             GrabError::AlreadyPurchased => "already_purchased",
             GrabError::Busy(_) => "busy",
             GrabError::Rejected(_) => "rejected",
-            GrabError::NotFound => "not_found",
+            GrabError::NotFound => NOT_FOUND,
             GrabError::Unavailable { .. } | GrabError::Internal(_) => "error",
         }
     }
@@ -266,5 +285,37 @@ impl ResponseError for ApiError {
             _ => {}
         }
         response.json(self.body())
+    }
+}
+
+#[cfg(test)]
+mod outcome_tests {
+    use super::*;
+
+    #[test]
+    fn every_counted_outcome_is_an_error_outcome_or_ordered_and_back() {
+        let errors = [
+            GrabError::SoldOut,
+            GrabError::AlreadyPurchased,
+            GrabError::Busy(Duration::ZERO),
+            GrabError::Rejected("stale"),
+            GrabError::NotFound,
+            GrabError::Unavailable {
+                dependency: Dependency::Redis,
+                detail: String::new(),
+            },
+            GrabError::Internal(String::new()),
+        ];
+        let mut from_errors: Vec<&str> = errors
+            .iter()
+            .map(GrabError::outcome)
+            .filter(|&o| o != NOT_FOUND)
+            .chain([ORDERED])
+            .collect();
+        from_errors.sort_unstable();
+        from_errors.dedup();
+        let mut counted = COUNTED_OUTCOMES.to_vec();
+        counted.sort_unstable();
+        assert_eq!(from_errors, counted);
     }
 }

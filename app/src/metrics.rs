@@ -298,16 +298,8 @@ impl Metrics {
     /// because nothing happened, never because the series does not exist.
     /// `batching` names the strategies that commit orders in batches.
     pub fn init_series(&self, strategies: &[&str], redlock_nodes: &[String], batching: &[&str]) {
-        const OUTCOMES: [&str; 6] = [
-            "ordered",
-            "sold_out",
-            "already_purchased",
-            "busy",
-            "rejected",
-            "error",
-        ];
         for &s in strategies {
-            for outcome in OUTCOMES {
+            for outcome in crate::error::COUNTED_OUTCOMES {
                 self.grab_requests.with_label_values(&[s, outcome]);
             }
             self.grab_duration.with_label_values(&[s]);

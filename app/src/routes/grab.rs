@@ -12,7 +12,7 @@ use actix_web::{post, web, HttpResponse, ResponseError};
 use serde::Deserialize;
 use tokio::time::Instant;
 
-use crate::error::{ApiError, ErrorBody, GrabError};
+use crate::error::{ApiError, ErrorBody, GrabError, NOT_FOUND, ORDERED};
 use crate::locking::LOCK_WAIT;
 use crate::order_batch::BATCH_WAIT;
 use crate::state::AppState;
@@ -113,11 +113,11 @@ pub async fn grab(
         let outcome = match &result {
             Ok(_) => {
                 metrics.orders.with_label_values(&[name]).inc();
-                "ordered"
+                ORDERED
             }
             Err(e) => e.outcome(),
         };
-        if outcome != "not_found" {
+        if outcome != NOT_FOUND {
             metrics
                 .grab_requests
                 .with_label_values(&[name, outcome])
