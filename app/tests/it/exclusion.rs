@@ -1014,13 +1014,14 @@ async fn zk_ephemeral_seq_excludes_under_contention_and_withdraws_on_timeout() {
 #[tokio::test(flavor = "current_thread")]
 async fn a_frozen_zk_holder_loses_its_session_while_it_still_works() {
     let zk = ZkServer::start();
-    // Session timeout 400 ms (the test server allows 200 ms – 60 s): no
+    // Session timeout 1 s (the test server allows 200 ms – 60 s; the
+    // client gives any answer 2/5 of it, which a loaded machine needs): no
     // pings while frozen, the server expires A's session and its node.
     let a_release = frozen_holder_is_overtaken(
         &ZkEphemeralSeq::new(Some(&zk.url())),
         &ZkEphemeralSeq::new(Some(&zk.url())), // another replica
-        MS(400),
-        MS(1_500),
+        MS(1_000),
+        MS(2_500),
     )
     .await;
     assert!(
@@ -1149,11 +1150,15 @@ async fn a_stale_zk_holder_loses_an_update_unless_the_database_checks_the_sequen
             Arc::new(ZkEphemeralSeq::new(Some(&zk.url()))),
         )
     };
+    // Session timeout 1 s: the client allows 2/5 of it (400 ms) for any
+    // answer, which a loaded CI machine's ZooKeeper needs (with 400 ms of
+    // session, 160 ms was once too short to connect).
     let (a, b) = locks();
-    let (stock, orders) = stale_holder_against_the_database(a, b, MS(400), MS(1_500), false).await;
+    let (stock, orders) =
+        stale_holder_against_the_database(a, b, MS(1_000), MS(2_500), false).await;
     assert_eq!((stock, orders), (9, 2), "unchecked sequence: a lost update");
     let (a, b) = locks();
-    let (stock, orders) = stale_holder_against_the_database(a, b, MS(400), MS(1_500), true).await;
+    let (stock, orders) = stale_holder_against_the_database(a, b, MS(1_000), MS(2_500), true).await;
     assert_eq!(
         (stock, orders),
         (8, 2),
