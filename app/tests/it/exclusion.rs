@@ -1011,17 +1011,25 @@ async fn zk_ephemeral_seq_excludes_under_contention_and_withdraws_on_timeout() {
     );
 }
 
+/// The session timeout of the ZooKeeper tests that freeze a holder (the
+/// test server allows 200 ms – 60 s). The client calls a connection lost
+/// when an answer takes 2/5 of it; on a loaded CI machine ZooKeeper once
+/// took more than 160 ms (a 400 ms session) and once more than 400 ms (1 s):
+/// 4 s gives it 1.6 s.
+const ZK_SESSION: Duration = Duration::from_millis(4_000);
+/// A freeze that outlasts the session (the server expires it, with its
+/// ephemeral node, within a tick of the timeout).
+const ZK_FREEZE: Duration = Duration::from_millis(5_500);
+
 #[tokio::test(flavor = "current_thread")]
 async fn a_frozen_zk_holder_loses_its_session_while_it_still_works() {
     let zk = ZkServer::start();
-    // Session timeout 1 s (the test server allows 200 ms – 60 s; the
-    // client gives any answer 2/5 of it, which a loaded machine needs): no
-    // pings while frozen, the server expires A's session and its node.
+    // No pings while frozen: the server expires A's session and its node.
     let a_release = frozen_holder_is_overtaken(
         &ZkEphemeralSeq::new(Some(&zk.url())),
         &ZkEphemeralSeq::new(Some(&zk.url())), // another replica
-        MS(1_000),
-        MS(2_500),
+        ZK_SESSION,
+        ZK_FREEZE,
     )
     .await;
     assert!(
@@ -1097,8 +1105,27 @@ async fn stale_holder_against_the_database(
         b_lock.release(cx, b).await.expect("B releases");
         outcome
     });
-    // B is inside now (waiting on A's row lock); A wakes and commits.
-    tokio::time::sleep(MS(600)).await;
+    // A wakes and commits once B is inside, waiting on A's row lock (read
+    // from PostgreSQL, not guessed from a sleep: on a loaded machine B's
+    // connect and acquire can take a while).
+    let waiting_since = tokio::time::Instant::now();
+    loop {
+        let waiting: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_stat_activity \
+             WHERE datname = current_database() AND wait_event_type = 'Lock'",
+        )
+        .fetch_one(&pool)
+        .await
+        .expect("pg_stat_activity");
+        if waiting > 0 {
+            break;
+        }
+        assert!(
+            waiting_since.elapsed() < MS(15_000),
+            "B never queued behind A's row lock"
+        );
+        tokio::time::sleep(MS(20)).await;
+    }
     a_prepared.commit().await.expect("A's stale commit lands");
     let b_outcome = b.await.expect("B's task").expect("B's section");
     assert_eq!(b_outcome, "committed");
@@ -1150,15 +1177,14 @@ async fn a_stale_zk_holder_loses_an_update_unless_the_database_checks_the_sequen
             Arc::new(ZkEphemeralSeq::new(Some(&zk.url()))),
         )
     };
-    // Session timeout 1 s: the client allows 2/5 of it (400 ms) for any
-    // answer, which a loaded CI machine's ZooKeeper needs (with 400 ms of
-    // session, 160 ms was once too short to connect).
+    // The freeze outlasts the session (see ZK_SESSION).
     let (a, b) = locks();
     let (stock, orders) =
-        stale_holder_against_the_database(a, b, MS(1_000), MS(2_500), false).await;
+        stale_holder_against_the_database(a, b, ZK_SESSION, ZK_FREEZE, false).await;
     assert_eq!((stock, orders), (9, 2), "unchecked sequence: a lost update");
     let (a, b) = locks();
-    let (stock, orders) = stale_holder_against_the_database(a, b, MS(1_000), MS(2_500), true).await;
+    let (stock, orders) =
+        stale_holder_against_the_database(a, b, ZK_SESSION, ZK_FREEZE, true).await;
     assert_eq!(
         (stock, orders),
         (8, 2),
