@@ -1,6 +1,5 @@
 //! `seckill-loadgen`: see `seckill_loadgen` (lib) and `--help`.
 
-#[tokio::main]
-async fn main() -> std::process::ExitCode {
-    seckill_loadgen::main().await
+fn main() -> std::process::ExitCode {
+    seckill_loadgen::main()
 }
