@@ -1,6 +1,6 @@
 # seckill-lab — the commands a person types. Each target says what it does.
 SHELL := /bin/bash
-.PHONY: doc import-graph check-scripts fuzz-api demo demo-stop scenarios test check check-stack check-panels fmt clippy build bench bench-locks bench-audit
+.PHONY: docker-images check-docker doc import-graph check-scripts fuzz-api demo demo-stop scenarios test check check-stack check-panels fmt clippy build bench bench-locks bench-audit
 
 ## Run the demo without Docker: own PostgreSQL, Redis, five Redlock nodes,
 ## three replicas, nginx, Prometheus (state in .demo/), then a short
@@ -11,6 +11,19 @@ demo:
 ## Stop exactly what `make demo` started (pid files under .demo/).
 demo-stop:
 	@scripts/demo.sh stop
+
+## The three images from docker/Dockerfile (multi-stage: the release build
+## runs inside Docker): seckill-lab/app:local, seckill-lab/loadgen:local,
+## seckill-lab/lab:local. Where a base image cannot be pulled, a stand-in of
+## the same tag is made first (docker/standins/make.sh).
+docker-images:
+	@scripts/docker.sh images
+
+## `docker-compose up` for real: the images above, the whole stack healthy,
+## compare over the three replicas, Prometheus targets and dashboard
+## queries, the balancer, then `down -v` leaving nothing of ours behind.
+check-docker:
+	@scripts/docker.sh check
 
 ## Offline checks of the stack: docker-compose structure, promtool config/rules/tests,
 ## dashboard PromQL and Grafana schema (installs prometheus, docker-compose, python3-yaml when missing).

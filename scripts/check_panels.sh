@@ -72,27 +72,7 @@ if ! promtool check metrics <"$STACK_DIR/metrics.txt"; then
 fi
 echo "ok   promtool check metrics ($(grep -c '^seckill_' "$STACK_DIR/metrics.txt") seckill_ samples)"
 
-# Block until Prometheus has scraped every replica at least `count` times
-# since `since` (Unix seconds): readiness read from Prometheus, not a sleep.
-wait_scrapes() { # since count
-  python3 - "$PROM_URL" "$1" "$2" "$STACK_REPLICAS" <<'PYWAIT'
-import json, sys, time, urllib.parse, urllib.request
-prom, since, count, replicas = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-deadline = time.time() + 30
-while time.time() < deadline:
-    window = max(1, int(time.time() - since) + 1)
-    query = f'count_over_time(up{{job="seckill"}}[{window}s])'
-    url = f"{prom}/api/v1/query?" + urllib.parse.urlencode({"query": query})
-    try:
-        result = json.load(urllib.request.urlopen(url, timeout=5))["data"]["result"]
-    except OSError:
-        result = []
-    if len(result) >= replicas and all(float(r["value"][1]) >= count for r in result):
-        sys.exit(0)
-    time.sleep(0.2)
-sys.exit(f"Prometheus did not scrape {replicas} replicas {count} times within 30 s")
-PYWAIT
-}
+wait_scrapes() { prom_wait_scrapes "$PROM_URL" "$1" "$2" "$STACK_REPLICAS"; }
 
 # A first scrape of every replica before the load, so that rate() sees
 # each counter's first increase.

@@ -3,7 +3,7 @@
 
     python3 scripts/check_scripts.py
 
-Every ``scripts/*.sh`` must pass ``bash -n``; a function name defined in two
+Every ``scripts/*.sh``, ``docker/**/*.sh`` and stand-in entry script must pass ``bash -n``; a function name defined in two
 of them (``free_port() {`` in both services.sh and stack.sh, say) fails the
 check: shared helpers live once, in scripts/lib.sh. No script may chmod a
 folder outside the checkout (the private PostgreSQL cluster moves under the
@@ -24,7 +24,11 @@ DEFINITION = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\(\)\s*\{", re.M)
 
 def main() -> int:
     root = Path(__file__).resolve().parent
-    scripts = sorted(root.glob("*.sh"))
+    repo = root.parent
+    # The scripts of `make`, the lab image's entry and the stand-ins' entries.
+    scripts = sorted(root.glob("*.sh")) + sorted((repo / "docker").rglob("*.sh"))
+    scripts += sorted(p for p in (repo / "docker/standins").rglob("*") if p.is_file() and p.read_bytes().startswith(b"#!/bin/sh"))
+    scripts = sorted(set(scripts))
     failures = []
     seen: dict[str, Path] = {}
     for script in scripts:

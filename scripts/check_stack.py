@@ -5,7 +5,11 @@
 
 Checks, each with a message naming the file and the thing at fault:
   * `docker-compose config -q` accepts docker-compose.yml;
-  * every service has an image or a build context whose Dockerfile exists;
+  * every service has an image or a build context whose Dockerfile exists,
+    and a build target that is one of its stages;
+  * .dockerignore leaves every workspace member in the build context;
+  * every image the compose file or docker/Dockerfile pulls has a stand-in
+    in docker/standins/ (Grafana excepted: no Debian package);
   * every bind-mounted host path exists inside the repository, every named
     volume is declared;
   * published host ports are unique and bound to loopback;
@@ -54,7 +58,11 @@ except ImportError:  # pragma: no cover - depends on the machine
 
 ROOT = Path(__file__).resolve().parent.parent
 COMPOSE_FILE = ROOT / "docker-compose.yml"
-APP_DOCKERFILE = "docker/app.Dockerfile"
+APP_DOCKERFILE = "docker/Dockerfile"
+APP_TARGET = "app"
+STANDINS_SCRIPT = "docker/standins/make.sh"
+# Images of ours (built here) and those with no Debian package to stand in.
+NO_STANDIN = ("seckill-lab/", "grafana/")
 # Settings the stack cannot run without (DESIGN.md, "Configuration").
 REQUIRED_APP_ENV = {
     "SECKILL_LISTEN",
@@ -209,7 +217,10 @@ def check_services(compose: dict, fields: set[str]) -> tuple[list[str], dict]:
                 fail(f"service {name}: Dockerfile {rel(dockerfile)} does not exist")
             else:
                 ok(f"service {name}: builds {rel(dockerfile)}")
-            if dockerfile.resolve() == (ROOT / APP_DOCKERFILE).resolve():
+            target = build.get("target")
+            if target and dockerfile.is_file() and target not in dockerfile_stages(dockerfile):
+                fail(f"service {name}: build target {target} is no stage of {rel(dockerfile)}")
+            if dockerfile.resolve() == (ROOT / APP_DOCKERFILE).resolve() and target == APP_TARGET:
                 app_services.append(name)
         elif svc.get("image"):
             ok(f"service {name}: image {svc['image']}")
@@ -281,6 +292,55 @@ def check_services(compose: dict, fields: set[str]) -> tuple[list[str], dict]:
         if listen and not listen.startswith("0.0.0.0:"):
             fail(f"service {name}: SECKILL_LISTEN={listen} is not reachable from other containers")
     return app_services, services
+
+
+def dockerfile_stages(dockerfile: Path) -> set[str]:
+    return set(re.findall(r"(?im)^FROM\s+\S+\s+AS\s+(\S+)", dockerfile.read_text()))
+
+
+def workspace_members() -> list[str]:
+    text = (ROOT / "Cargo.toml").read_text()
+    block = re.search(r"(?ms)^members\s*=\s*\[(.*?)\]", text)
+    return re.findall(r'"([^"]+)"', block.group(1)) if block else []
+
+
+def check_dockerignore() -> None:
+    import fnmatch
+
+    ignore = ROOT / ".dockerignore"
+    patterns = [
+        line.strip().rstrip("/")
+        for line in ignore.read_text().splitlines()
+        if line.strip() and not line.startswith("#") and not line.startswith("!")
+    ]
+    members = workspace_members()
+    if not members:
+        fail("Cargo.toml: no workspace members found")
+    for member in members:
+        for path in (member, f"{member}/Cargo.toml", f"{member}/src"):
+            hits = [p for p in patterns if fnmatch.fnmatch(path, p)]
+            if hits:
+                fail(f".dockerignore: {path} (workspace member {member}) is left out by {hits[0]!r}")
+                break
+        else:
+            ok(f".dockerignore: workspace member {member} is in the build context")
+
+
+def check_standins(compose: dict) -> None:
+    script = (ROOT / STANDINS_SCRIPT).read_text()
+    table = dict(re.findall(r'(?m)^\s*"([^"|\n]+)\|([^"|\n]+)"\s*$', script))
+    images = {svc["image"] for svc in (compose.get("services") or {}).values() if svc.get("image")}
+    images |= set(re.findall(r"(?m)^ARG\s+\w+_IMAGE=(\S+)", (ROOT / APP_DOCKERFILE).read_text()))
+    for image in sorted(images):
+        if image.startswith(NO_STANDIN):
+            continue
+        folder = table.get(image)
+        if folder is None:
+            fail(f"image {image} has no stand-in in {STANDINS_SCRIPT}")
+        elif folder not in ("base", "rust") and not (ROOT / "docker/standins" / folder / "Dockerfile").is_file():
+            fail(f"stand-in of {image}: docker/standins/{folder}/Dockerfile does not exist")
+        else:
+            ok(f"image {image}: stand-in docker/standins/{folder}")
 
 
 def check_env_example(fields: set[str]) -> None:
@@ -491,6 +551,8 @@ def main() -> int:
     if compose:
         app_services, services = check_services(compose, fields)
         check_prometheus_and_lb(app_services)
+        check_standins(compose)
+    check_dockerignore()
     check_env_example(fields)
     exprs, _ = check_grafana(services)
     check_metric_names(exprs)

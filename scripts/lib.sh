@@ -10,6 +10,8 @@
 #   pg_bindir / pg_answers <url>     PostgreSQL's server programs; does a server answer
 #   own_postgres                     the checkout's one private PostgreSQL cluster (OWN_PG_URL)
 #   stop_own_postgres                stop it when no client uses it any more
+#   prom_wait_scrapes <url> ...      Prometheus has scraped every replica N times
+#   docker_build ARGS...             docker build, without the legacy builder's notice
 #   release_build <pkg>...           cargo build --release, and how long it took
 #
 # Every wait below is a readiness check (a query, a ping), never a fixed sleep.
@@ -181,7 +183,41 @@ stop_own_postgres() {
   return 0
 }
 
+# -------------------------------------------------------------- Prometheus
+
+# prom_wait_scrapes <url> <since> <count> <replicas>: block until the
+# Prometheus at <url> has scraped every replica of job `seckill` at least
+# <count> times since <since> (Unix seconds): readiness read from
+# Prometheus, not a sleep.
+prom_wait_scrapes() { # prometheus-url since count replicas
+  python3 - "$1" "$2" "$3" "$4" <<'PYWAIT'
+import json, sys, time, urllib.parse, urllib.request
+prom, since, count, replicas = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+deadline = time.time() + 30
+while time.time() < deadline:
+    window = max(1, int(time.time() - since) + 1)
+    query = f'count_over_time(up{{job="seckill"}}[{window}s])'
+    url = f"{prom}/api/v1/query?" + urllib.parse.urlencode({"query": query})
+    try:
+        result = json.load(urllib.request.urlopen(url, timeout=5))["data"]["result"]
+    except OSError:
+        result = []
+    if len(result) >= replicas and all(float(r["value"][1]) >= count for r in result):
+        sys.exit(0)
+    time.sleep(0.2)
+sys.exit(f"Prometheus did not scrape {replicas} replicas {count} times within 30 s")
+PYWAIT
+}
+
 # --------------------------------------------------------------- building
+
+# docker_build ARGS...: `docker build`, without the legacy builder's
+# deprecation notice (a client >= 23 prints it on every build where buildx
+# is missing, as with Debian's docker.io).
+docker_build() {
+  docker build "$@" 2> >(grep -v -e 'DEPRECATED: The legacy builder' -e 'Install the buildx component' \
+    -e 'docs.docker.com/go/buildx' -e '^ *$' >&2)
+}
 
 release_build() {
   # release_build <package>...: cargo build --release of the packages, then

@@ -25,7 +25,9 @@
 # Variables read: SECKILL_DATABASE_URL (use that database instead of our own
 # cluster), SECKILL_ADMIN_TOKEN, SECKILL_SKIP_BUILD=1, SECKILL_NO_INSTALL=1
 # (only explain what is missing), STACK_REPLICAS (3), STACK_LB (1: nginx in
-# front of the replicas when nginx is installed).
+# front of the replicas when nginx is installed), STACK_BIND (127.0.0.1:
+# the address the balancer and Prometheus listen on; the lab image sets
+# 0.0.0.0 so that a published port reaches them).
 
 set -euo pipefail
 
@@ -33,6 +35,7 @@ STACK_ROOT=${STACK_ROOT:-"$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"}
 STACK_DIR=${STACK_DIR:-"$STACK_ROOT/.demo"}
 STACK_REPLICAS=${STACK_REPLICAS:-3}
 STACK_LB=${STACK_LB:-1}
+STACK_BIND=${STACK_BIND:-127.0.0.1}
 STACK_TOKEN=${SECKILL_ADMIN_TOKEN:-seckill-demo-admin}
 # SECKILL_BIN_DIR (absolute, or relative to the repo) points at other builds,
 # e.g. target/debug after `make test` built them there (CI's check-panels).
@@ -307,7 +310,7 @@ http {
 $servers        keepalive 64;
     }
     server {
-        listen 127.0.0.1:$port;
+        listen $STACK_BIND:$port;
         location = /lb-health { default_type text/plain; return 200 "ok\n"; }
         location / {
             proxy_pass http://seckill;
@@ -374,7 +377,7 @@ EOF
   (
     cd "$STACK_DIR"
     exec setsid prometheus --config.file="$STACK_DIR/$name.yml" --storage.tsdb.path="$STACK_DIR/$name-data" \
-      --storage.tsdb.retention.time=2d --web.listen-address="127.0.0.1:$port" --web.enable-lifecycle \
+      --storage.tsdb.retention.time=2d --web.listen-address="$STACK_BIND:$port" --web.enable-lifecycle \
       </dev/null >"$STACK_DIR/$name.log" 2>&1
   ) &
   echo $! > "$STACK_DIR/$name.pid"

@@ -1,0 +1,330 @@
+#!/usr/bin/env bash
+# The Docker paths of seckill-lab, as a user takes them:
+#
+#   scripts/docker.sh images    `make docker-images`: seckill-lab/{app,loadgen,lab}:local
+#                               from docker/Dockerfile (the release build runs
+#                               inside Docker), with their build times and sizes
+#   scripts/docker.sh check     `make check-docker`: the images above, then
+#                               docker-compose.yml brought up for real, checked,
+#                               and taken down with its volumes
+#   scripts/docker.sh ci        CI's check: the app and loadgen runtime images
+#                               from the binaries CI already built (no second
+#                               compile; BuildKit builds only those stages), then
+#                               the same compose check with fewer strategies
+#
+# A Docker engine is started when none answers (dockerd, as root); Debian's
+# docker.io and docker-compose are installed when missing. Where an image
+# cannot be pulled (no registry answers), docker/standins/make.sh makes a
+# stand-in of the same tag first. Grafana has no stand-in (no Debian
+# package): the live check runs every service but `grafana`, whose
+# provisioning files `make check-stack` checks offline.
+#
+# The check runs as compose project `seckill-check` (containers, network and
+# volumes named seckill-check_*), publishing the stack's own ports 8080 and
+# 9090 (3000 stays free: no Grafana), and on exit — pass, failure or Ctrl-C —
+# takes it down with its volumes and verifies that no container, network or
+# volume of the project is left.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+. scripts/lib.sh
+
+PROJECT=seckill-check
+TOKEN=${SECKILL_ADMIN_TOKEN:-seckill-demo-admin}
+LB=http://127.0.0.1:8080
+PROM=http://127.0.0.1:9090
+COMPOSE=(docker-compose -p "$PROJECT" -f "$ROOT/docker-compose.yml")
+OUT="$ROOT/.state/check-docker"
+
+# ------------------------------------------------------------ the engine
+
+ensure_docker() {
+  require_packages docker:docker.io dockerd:docker.io docker-compose:docker-compose python3:python3 curl:curl
+  if docker info >/dev/null 2>&1; then return 0; fi
+  [[ $(id -u) == 0 ]] || die "no Docker engine answers and we are not root: start dockerd (or add yourself to the docker group)"
+  local log=/var/log/seckill-dockerd.log
+  say "no Docker engine answers: starting dockerd (log $log)"
+  (setsid dockerd </dev/null >"$log" 2>&1 &)
+  for _ in $(seq 1 120); do docker info >/dev/null 2>&1 && return 0; sleep 0.5; done
+  tail -n 20 "$log" >&2 || true
+  die "dockerd did not start (log $log)"
+}
+
+image_size() { docker image inspect -f '{{.Size}}' "$1" | awk '{printf "%.0f MB", $1 / 1e6}'; }
+
+# ---------------------------------------------------------------- images
+
+build_images() {
+  docker/standins/make.sh debian:bookworm-slim rust:1-bookworm
+  local target started
+  for target in app loadgen lab; do
+    started=$SECONDS
+    say "docker build -f docker/Dockerfile --target $target -t seckill-lab/$target:local ."
+    docker_build -q -f docker/Dockerfile --target "$target" -t "seckill-lab/$target:local" . >/dev/null \
+      || die "the $target image did not build: docker build -f docker/Dockerfile --target $target ."
+    say "seckill-lab/$target:local built in $((SECONDS - started)) s, $(image_size "seckill-lab/$target:local")"
+  done
+}
+
+# A docker client that builds with BuildKit (only the stages a target
+# needs): `docker buildx`, or a client older than 23 with DOCKER_BUILDKIT=1
+# (Debian bookworm's docker.io is 20.10).
+buildkit_build() {
+  if docker buildx version >/dev/null 2>&1; then docker buildx build --load "$@"; return; fi
+  local client
+  for client in docker /usr/bin/docker; do
+    command -v "$client" >/dev/null || continue
+    if [[ $("$client" version --format '{{.Client.Version}}' 2>/dev/null) =~ ^(1[0-9]|2[0-2])\. ]]; then
+      DOCKER_BUILDKIT=1 "$client" build "$@"; return
+    fi
+  done
+  die "no docker client builds with BuildKit here: install docker-buildx (or Debian's docker.io)"
+}
+
+build_prebuilt_images() {
+  local bin_dir=$1 started=$SECONDS
+  [[ -x "$bin_dir/seckill-app" && -x "$bin_dir/seckill-loadgen" ]] || die "$bin_dir has no seckill-app and seckill-loadgen: build them first"
+  docker/standins/make.sh debian:bookworm-slim
+  rm -rf .docker-prebuilt && mkdir -p .docker-prebuilt
+  cp "$bin_dir/seckill-app" "$bin_dir/seckill-loadgen" .docker-prebuilt/
+  cc -shared -fPIC -O2 -o .docker-prebuilt/clockshift.so loadgen/clockshift/clockshift.c
+  local target status=0
+  for target in app loadgen; do
+    buildkit_build -q -f docker/Dockerfile --target "$target-prebuilt" -t "seckill-lab/$target:local" . >/dev/null || status=$?
+    [[ $status == 0 ]] || break
+    say "seckill-lab/$target:local from $bin_dir ($(image_size "seckill-lab/$target:local"))"
+  done
+  rm -rf .docker-prebuilt
+  [[ $status == 0 ]] || die "the runtime images did not build from $bin_dir"
+  say "runtime images from prebuilt binaries: $((SECONDS - started)) s"
+}
+
+# ------------------------------------------------------------ the stack
+
+# Every service but Grafana (no image to run here) and the loadgen job.
+stack_services() { "${COMPOSE[@]}" config --services | grep -vx 'grafana\|loadgen'; }
+
+project_leftovers() {
+  local label="label=com.docker.compose.project=$PROJECT"
+  { docker ps -aq --filter "$label"; docker network ls -q --filter "$label"; docker volume ls -q --filter "$label"; } | sort -u
+}
+
+take_down() {
+  say "docker-compose down -v (project $PROJECT)"
+  "${COMPOSE[@]}" --profile load down -v --remove-orphans --timeout 20 >/dev/null 2>&1 || true
+  local left
+  left=$(project_leftovers)
+  if [[ -n "$left" ]]; then
+    say "left behind by down -v (now removed):"; echo "$left"
+    docker rm -f $(docker ps -aq --filter "label=com.docker.compose.project=$PROJECT") >/dev/null 2>&1 || true
+    return 1
+  fi
+  say "nothing of project $PROJECT is left: no container, network or volume"
+}
+
+# wait_healthy <seconds>: every container of the project running and, where
+# it has a health check, healthy.
+wait_healthy() {
+  local deadline=$((SECONDS + $1)) states
+  while ((SECONDS < deadline)); do
+    states=$(docker ps -aq --filter "label=com.docker.compose.project=$PROJECT" \
+      | xargs -r docker inspect -f '{{index .Config.Labels "com.docker.compose.service"}} {{.State.Status}} {{if .State.Health}}{{.State.Health.Status}}{{else}}none{{end}}')
+    if [[ -n "$states" ]] && ! grep -qv ' running \(healthy\|none\)$' <<<"$states"; then
+      say "healthy: $(awk '{print $1}' <<<"$states" | sort | tr '\n' ' ')"
+      return 0
+    fi
+    sleep 1
+  done
+  echo "$states" >&2
+  return 1
+}
+
+admin() { # admin METHOD PATH [JSON] — through the balancer
+  curl -fsS -X "$1" -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' ${3:+-d "$3"} "$LB$2"
+}
+
+in_replica() { # in_replica N PATH — GET from inside replica N's container
+  "${COMPOSE[@]}" exec -T "app-$1" curl -fsS -H "Authorization: Bearer $TOKEN" "http://127.0.0.1:8080$2"
+}
+
+json() { python3 -c "import json, sys; d = json.load(sys.stdin); print($1)"; }
+
+check_shared_state() {
+  local i got
+  admin PUT /admin/strategy '{"strategy": "redlock"}' >/dev/null
+  admin PUT /admin/faults '{"work_delay_ms": 7}' >/dev/null
+  for i in 1 2 3; do
+    got=$(in_replica "$i" /admin/strategies | json 'd["active"]')
+    [[ $got == redlock ]] || die "app-$i's active strategy is $got after PUT /admin/strategy redlock through the balancer"
+    got=$(in_replica "$i" /admin/faults | json 'd["work_delay_ms"]')
+    [[ $got == 7 ]] || die "app-$i's work_delay_ms is $got after PUT /admin/faults through the balancer"
+  done
+  admin PUT /admin/faults '{"work_delay_ms": 0}' >/dev/null
+  admin PUT /admin/strategy '{"strategy": "set-nx-px-token"}' >/dev/null
+  echo "ok   one strategy and one fault set: a switch through the balancer reached app-1, app-2 and app-3"
+}
+
+grabs_of() { # grabs_of N: grab requests replica N has counted
+  in_replica "$1" /metrics | awk '/^seckill_grab_requests_total/ {n += $NF} END {printf "%d\n", n}'
+}
+
+# grab_through_lb COUNT FIRST_USER: grabs through the balancer; every answer
+# must be the API's (201, 409 or 429), never the balancer's 502/503.
+grab_through_lb() {
+  local n=$1 user=$2 code bad=0
+  for _ in $(seq 1 "$n"); do
+    code=$(curl -sS -o /dev/null -w '%{http_code}' --max-time 10 -X POST -H 'Content-Type: application/json' \
+      -d "{\"user_id\": $user}" "$LB/api/v1/products/1/grab" || true)
+    user=$((user + 1))
+    case $code in 201|409|429) ;; *) bad=$((bad + 1)); say "grab through the balancer answered $code" ;; esac
+  done
+  return $bad
+}
+
+check_balancer() {
+  local i before=() after
+  admin POST /admin/products/1/reset '{"stock": 1000}' >/dev/null
+  for i in 1 2 3; do before[i]=$(grabs_of "$i"); done
+  grab_through_lb 60 500000 || die "the balancer answered for the replicas"
+  for i in 1 2 3; do
+    after=$(grabs_of "$i")
+    ((after > before[i])) || die "app-$i got none of 60 grabs through the balancer"
+    echo "ok   balancer: app-$i served $((after - before[i])) of 60 grabs"
+  done
+  say "docker-compose kill app-3: the balancer must leave it out"
+  "${COMPOSE[@]}" kill app-3 >/dev/null 2>&1
+  grab_through_lb 30 600000 || die "with app-3 killed, grabs through the balancer failed"
+  echo "ok   balancer: 30 grabs answered by the API with app-3 killed"
+  "${COMPOSE[@]}" start app-3 >/dev/null 2>&1
+  wait_healthy 120 || die "app-3 did not come back healthy"
+  grab_through_lb 30 700000 || die "after app-3 came back, grabs through the balancer failed"
+  echo "ok   balancer: app-3 back (docker-compose start), 30 more grabs answered"
+}
+
+check_prometheus() {
+  python3 - "$PROM" <<'PY' || die "Prometheus: see above"
+import json, sys, time, urllib.request
+prom = sys.argv[1]
+def get(path):
+    return json.load(urllib.request.urlopen(prom + path, timeout=5))["data"]
+deadline = time.time() + 60
+while True:
+    targets = [t for t in get("/api/v1/targets")["activeTargets"] if t["labels"]["job"] == "seckill"]
+    up = sorted(t["labels"]["instance"] for t in targets if t["health"] == "up")
+    if len(targets) == 3 and len(up) == 3:
+        break
+    if time.time() > deadline:
+        sys.exit(f"Prometheus targets of job seckill: {[(t['labels']['instance'], t['health']) for t in targets]}")
+    time.sleep(1)
+print(f"ok   Prometheus: job seckill has 3 targets, all up: {', '.join(up)}")
+rules = [r for g in get("/api/v1/rules")["groups"] for r in g["rules"]]
+alerts = [r["name"] for r in rules if r["type"] == "alerting"]
+if not alerts:
+    sys.exit("Prometheus loaded no alert rule (prometheus/alerts.yml)")
+print(f"ok   Prometheus: {len(alerts)} alert rules loaded ({', '.join(alerts[:4])}, ...)")
+PY
+}
+
+# run_loadgen DIR [ARGS...]: the compose file's loadgen job as it is
+# defined (its own command unless ARGS are given; reports in its volume),
+# then its /reports copied into DIR on the host.
+run_loadgen() {
+  local dir=$1 name="$PROJECT-loadgen" status=0; shift
+  rm -rf "$dir" && mkdir -p "$dir"
+  docker rm -f "$name" >/dev/null 2>&1 || true
+  "${COMPOSE[@]}" --profile load run --name "$name" loadgen "$@" || status=$?
+  docker cp "$name:/reports/." "$dir/" || status=${status/#0/1}
+  docker rm -f "$name" >/dev/null 2>&1 || true
+  return "$status"
+}
+
+# judge_report DIR: every strategy classed safe exact, `none` broken.
+judge_report() {
+  python3 - "$1/report.json" <<'PY'
+import json, sys
+runs = json.load(open(sys.argv[1]))["runs"]
+bad = []
+for run in runs:
+    name, verdict = run["strategy"], run["verdict"]
+    damage = run["oversold"] + run["lost_updates"] + run["duplicates"]
+    if verdict == "VIOLATION" or (verdict == "safe" and damage):
+        bad.append(f"{name}: classed safe, verdict {verdict}, oversold {run['oversold']}, lost {run['lost_updates']}, dup {run['duplicates']}")
+    if name == "none" and not (run["oversold"] or run["lost_updates"]):
+        bad.append("none: no oversold unit and no lost update: the race did not show")
+    if run["orders"] == 0:
+        bad.append(f"{name}: no order at all")
+names = {r["strategy"] for r in runs}
+if "none" not in names:
+    bad.append("the report has no `none` run")
+for line in bad:
+    print(f"FAIL {line}")
+safe = [r["strategy"] for r in runs if r["verdict"] == "safe"]
+print(f"{'FAIL' if bad else 'ok  '} compare over the three replicas: {len(runs)} strategies; "
+      f"{len(safe)} classed safe, all exact; none oversold "
+      + str(next((r["oversold"] for r in runs if r["strategy"] == "none"), "-")))
+sys.exit(1 if bad else 0)
+PY
+}
+
+check_stack() { # check_stack full|quick
+  local mode=$1 started=$SECONDS services
+  ensure_docker
+  docker/standins/make.sh
+  for image in seckill-lab/app:local seckill-lab/loadgen:local; do
+    docker image inspect "$image" >/dev/null 2>&1 || die "$image is missing: make docker-images"
+  done
+  for port in 8080 9090; do
+    port_free "$port" || die "port $port is taken on 127.0.0.1 (a running demo? make demo-stop): the compose stack publishes it"
+  done
+  mapfile -t services < <(stack_services)
+  trap 'take_down || true' EXIT
+  trap 'exit 130' INT TERM
+  "${COMPOSE[@]}" --profile load down -v --remove-orphans >/dev/null 2>&1 || true
+  say "docker-compose up -d ${services[*]} (grafana left out: no image here)"
+  local up_started=$SECONDS
+  "${COMPOSE[@]}" up -d --no-build "${services[@]}" 2>&1 | grep -v '^Creating\|^Starting' || true
+  wait_healthy 300 || die "the stack did not become healthy in 300 s (docker-compose -p $PROJECT logs)"
+  say "stack healthy in $((SECONDS - up_started)) s"
+
+  check_prometheus
+  check_shared_state
+
+  local strategies=()
+  if [[ $mode == quick ]]; then
+    strategies=(compare --url http://app-1:8080 --url http://app-2:8080 --url http://app-3:8080
+      --strategies none,local-mutex,set-nx-px-token,redlock,zk-ephemeral-seq,etcd-lease,mysql-get-lock,pg-atomic,redis-lua-stock
+      --stock 50 --users 50 --out /reports)
+  fi
+  local load_start
+  load_start=$(date +%s)
+  say "docker-compose --profile load run --rm loadgen ${strategies[*]:-(its own command: compare over app-1, app-2, app-3)}"
+  run_loadgen "$OUT/compare" "${strategies[@]}" || die "the loadgen job failed (exit $?): report in $OUT/compare"
+  judge_report "$OUT/compare" || die "the compare report breaks a promise ($OUT/compare/report.json)"
+
+  prom_wait_scrapes "$PROM" "$(date +%s)" 2 3
+  python3 scripts/check_panels.py --prometheus "$PROM" --since "$load_start" \
+    --instance app-1:8080 --strategy redlock --replicas 3 dashboards/*.json \
+    || die "a dashboard query returned nothing from the compose stack's Prometheus"
+
+  check_balancer
+
+  say "docker-compose down, then up again on the same volumes: nothing kept may break the next demo"
+  "${COMPOSE[@]}" down --timeout 20 >/dev/null 2>&1
+  "${COMPOSE[@]}" up -d --no-build "${services[@]}" >/dev/null 2>&1
+  wait_healthy 300 || die "the stack did not come back healthy after down/up"
+  run_loadgen "$OUT/again" compare --url http://app-1:8080 --url http://app-2:8080 --url http://app-3:8080 \
+    --strategies none,set-nx-px-token --stock 50 --users 50 --out /reports \
+    || die "the loadgen job failed after down/up (report in $OUT/again)"
+  judge_report "$OUT/again" || die "after down/up the compare report breaks a promise"
+
+  trap - EXIT
+  take_down || die "docker-compose down -v left something of project $PROJECT behind"
+  say "check-docker ($mode) passed in $((SECONDS - started)) s"
+}
+
+case "${1:-}" in
+  images) ensure_docker; build_images ;;
+  check) ensure_docker; build_images; check_stack full ;;
+  ci) ensure_docker; build_prebuilt_images "${2:-target/debug}"; check_stack quick ;;
+  *) echo "usage: $0 images|check|ci [BIN_DIR]" >&2; exit 2 ;;
+esac
