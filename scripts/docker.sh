@@ -267,9 +267,11 @@ PY
 }
 
 check_stack() { # check_stack full|quick
-  local mode=$1 started=$SECONDS services
+  local mode=$1 started=$SECONDS services images
   ensure_docker
-  docker/standins/make.sh
+  # The images the services run (ours are built above; Grafana has no stand-in).
+  mapfile -t images < <("${COMPOSE[@]}" config | awk '$1 == "image:" {print $2}' | grep -v '^seckill-lab/\|^grafana/' | sort -u)
+  docker/standins/make.sh "${images[@]}"
   for image in seckill-lab/app:local seckill-lab/loadgen:local; do
     docker image inspect "$image" >/dev/null 2>&1 || die "$image is missing: make docker-images"
   done
