@@ -51,7 +51,10 @@ impl Clockshift {
         if let Some(library) = std::env::var_os("SECKILL_CLOCKSHIFT_LIB") {
             let library = PathBuf::from(library);
             if !library.is_file() {
-                bail!("SECKILL_CLOCKSHIFT_LIB names {}, which is not a file", library.display());
+                bail!(
+                    "SECKILL_CLOCKSHIFT_LIB names {}, which is not a file",
+                    library.display()
+                );
             }
             return Ok(Self { library });
         }
