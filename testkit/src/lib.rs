@@ -404,38 +404,50 @@ pub struct AppProcess {
 impl AppProcess {
     /// Start the app with these `SECKILL_*` settings (the listen address is
     /// chosen here) and wait until `/health/ready` answers 200.
+    ///
+    /// The port is probed free, then bound by the app: another test's
+    /// server can take it in between (the app then exits with "Address
+    /// already in use"). A start that exits is tried again on a new port,
+    /// three times in all; a real start failure fails all three.
     pub fn start(env: &[(&str, String)]) -> Self {
         let bin = std::env::var_os("SECKILL_APP_BIN")
             .map(PathBuf::from)
             .unwrap_or_else(|| workspace_binary("seckill-app", "seckill-app"));
-        let port = free_port();
-        let mut command = Command::new(bin);
-        command
-            .env("SECKILL_LISTEN", format!("127.0.0.1:{port}"))
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit());
-        for (key, value) in env {
-            command.env(key, value);
+        let mut last_exit = None;
+        for _ in 0..3 {
+            let port = free_port();
+            let mut command = Command::new(&bin);
+            command
+                .env("SECKILL_LISTEN", format!("127.0.0.1:{port}"))
+                .env("RUST_LOG", "warn")
+                .stdout(Stdio::null())
+                .stderr(Stdio::inherit());
+            for (key, value) in env {
+                command.env(key, value);
+            }
+            let child = command.spawn().expect("start seckill-app");
+            let mut app = Self {
+                address: format!("http://127.0.0.1:{port}"),
+                child,
+            };
+            match app.wait_ready() {
+                Ok(()) => return app,
+                Err(status) => last_exit = Some(status),
+            }
         }
-        let child = command.spawn().expect("start seckill-app");
-        let mut app = Self {
-            address: format!("http://127.0.0.1:{port}"),
-            child,
-        };
-        app.wait_ready();
-        app
+        panic!("seckill-app exited at start three times, last: {last_exit:?}");
     }
 
-    fn wait_ready(&mut self) {
+    /// Ready (`Ok`), or the exit status of a process that stopped first.
+    fn wait_ready(&mut self) -> Result<(), std::process::ExitStatus> {
         let deadline = Instant::now() + Duration::from_secs(30);
         let addr = self.address.trim_start_matches("http://").to_owned();
         while Instant::now() < deadline {
             if let Ok(Some(status)) = self.child.try_wait() {
-                panic!("seckill-app exited at start: {status}");
+                return Err(status);
             }
             if http_status(&addr, "/health/ready") == Some(200) {
-                return;
+                return Ok(());
             }
             std::thread::sleep(Duration::from_millis(50));
         }
