@@ -215,7 +215,30 @@ async fn waiter_wakes_at_the_release(same_process: bool) {
     } else {
         Arc::new(Watchdog::new(&redis.url()).expect("watchdog"))
     };
-    tokio::time::sleep(MS(100)).await; // the listeners subscribe
+    // Wait until every listener has subscribed, read from the server, not
+    // guessed with a sleep. Not `PUBSUB NUMPAT`: since Redis 7 it counts
+    // unique patterns, so two listeners on one pattern read 1; each
+    // subscribed client shows `psub=1` in `CLIENT LIST TYPE pubsub`.
+    let listeners = if same_process { 1 } else { 2 };
+    let mut conn = redis.conn();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let clients: String = redis::cmd("CLIENT")
+            .arg("LIST")
+            .arg("TYPE")
+            .arg("pubsub")
+            .query(&mut conn)
+            .expect("CLIENT LIST");
+        let subscribed = clients.lines().filter(|l| l.contains(" psub=1 ")).count();
+        if subscribed >= listeners {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{subscribed} of {listeners} watchdog listeners subscribed after 10 s"
+        );
+        tokio::time::sleep(MS(10)).await;
+    }
     let cx = GrabContext {
         deps: &d,
         faults: no_faults(),
