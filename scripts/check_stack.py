@@ -34,6 +34,7 @@ when every check passes, 1 otherwise.
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
 import re
@@ -305,8 +306,6 @@ def workspace_members() -> list[str]:
 
 
 def check_dockerignore() -> None:
-    import fnmatch
-
     ignore = ROOT / ".dockerignore"
     patterns = [
         line.strip().rstrip("/")

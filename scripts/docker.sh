@@ -33,7 +33,10 @@ PROJECT=seckill-check
 TOKEN=${SECKILL_ADMIN_TOKEN:-seckill-demo-admin}
 LB=http://127.0.0.1:8080
 PROM=http://127.0.0.1:9090
+PROJECT_LABEL="label=com.docker.compose.project=$PROJECT"
 COMPOSE=(docker-compose -p "$PROJECT" -f "$ROOT/docker-compose.yml")
+# The loadgen job's --url list: every replica by its compose name.
+REPLICA_URLS=(--url http://app-1:8080 --url http://app-2:8080 --url http://app-3:8080)
 OUT="$ROOT/.state/check-docker"
 
 # ------------------------------------------------------------ the engine
@@ -87,7 +90,6 @@ build_prebuilt_images() {
   docker/standins/make.sh debian:bookworm-slim
   rm -rf .docker-prebuilt && mkdir -p .docker-prebuilt
   cp "$bin_dir/seckill-app" "$bin_dir/seckill-loadgen" .docker-prebuilt/
-  cc -shared -fPIC -O2 -o .docker-prebuilt/clockshift.so loadgen/clockshift/clockshift.c
   local target status=0
   for target in app loadgen; do
     buildkit_build -q -f docker/Dockerfile --target "$target-prebuilt" -t "seckill-lab/$target:local" . >/dev/null || status=$?
@@ -105,8 +107,7 @@ build_prebuilt_images() {
 stack_services() { "${COMPOSE[@]}" config --services | grep -vx 'grafana\|loadgen'; }
 
 project_leftovers() {
-  local label="label=com.docker.compose.project=$PROJECT"
-  { docker ps -aq --filter "$label"; docker network ls -q --filter "$label"; docker volume ls -q --filter "$label"; } | sort -u
+  { docker ps -aq --filter "$PROJECT_LABEL"; docker network ls -q --filter "$PROJECT_LABEL"; docker volume ls -q --filter "$PROJECT_LABEL"; } | sort -u
 }
 
 take_down() {
@@ -116,7 +117,7 @@ take_down() {
   left=$(project_leftovers)
   if [[ -n "$left" ]]; then
     say "left behind by down -v (now removed):"; echo "$left"
-    docker rm -f $(docker ps -aq --filter "label=com.docker.compose.project=$PROJECT") >/dev/null 2>&1 || true
+    docker rm -f $(docker ps -aq --filter "$PROJECT_LABEL") >/dev/null 2>&1 || true
     return 1
   fi
   say "nothing of project $PROJECT is left: no container, network or volume"
@@ -127,7 +128,7 @@ take_down() {
 wait_healthy() {
   local deadline=$((SECONDS + $1)) states
   while ((SECONDS < deadline)); do
-    states=$(docker ps -aq --filter "label=com.docker.compose.project=$PROJECT" \
+    states=$(docker ps -aq --filter "$PROJECT_LABEL" \
       | xargs -r docker inspect -f '{{index .Config.Labels "com.docker.compose.service"}} {{.State.Status}} {{if .State.Health}}{{.State.Health.Status}}{{else}}none{{end}}')
     if [[ -n "$states" ]] && ! grep -qv ' running \(healthy\|none\)$' <<<"$states"; then
       say "healthy: $(awk '{print $1}' <<<"$states" | sort | tr '\n' ' ')"
@@ -233,7 +234,7 @@ run_loadgen() {
   rm -rf "$dir" && mkdir -p "$dir"
   docker rm -f "$name" >/dev/null 2>&1 || true
   "${COMPOSE[@]}" --profile load run --name "$name" loadgen "$@" || status=$?
-  docker cp "$name:/reports/." "$dir/" || status=${status/#0/1}
+  if ! docker cp "$name:/reports/." "$dir/" && [[ $status == 0 ]]; then status=1; fi
   docker rm -f "$name" >/dev/null 2>&1 || true
   return "$status"
 }
@@ -293,13 +294,13 @@ check_stack() { # check_stack full|quick
 
   local strategies=()
   if [[ $mode == quick ]]; then
-    strategies=(compare --url http://app-1:8080 --url http://app-2:8080 --url http://app-3:8080
+    strategies=(compare "${REPLICA_URLS[@]}"
       --strategies none,local-mutex,set-nx-px-token,redlock,zk-ephemeral-seq,etcd-lease,mysql-get-lock,pg-atomic,redis-lua-stock
       --stock 50 --users 50 --out /reports)
   fi
   local load_start
   load_start=$(date +%s)
-  say "docker-compose --profile load run --rm loadgen ${strategies[*]:-(its own command: compare over app-1, app-2, app-3)}"
+  say "docker-compose --profile load run loadgen ${strategies[*]:-(its own command: compare over app-1, app-2, app-3)}"
   run_loadgen "$OUT/compare" "${strategies[@]}" || die "the loadgen job failed (exit $?): report in $OUT/compare"
   judge_report "$OUT/compare" || die "the compare report breaks a promise ($OUT/compare/report.json)"
 
@@ -314,7 +315,7 @@ check_stack() { # check_stack full|quick
   "${COMPOSE[@]}" down --timeout 20 >/dev/null 2>&1
   "${COMPOSE[@]}" up -d --no-build "${services[@]}" >/dev/null 2>&1
   wait_healthy 300 || die "the stack did not come back healthy after down/up"
-  run_loadgen "$OUT/again" compare --url http://app-1:8080 --url http://app-2:8080 --url http://app-3:8080 \
+  run_loadgen "$OUT/again" compare "${REPLICA_URLS[@]}" \
     --strategies none,set-nx-px-token --stock 50 --users 50 --out /reports \
     || die "the loadgen job failed after down/up (report in $OUT/again)"
   judge_report "$OUT/again" || die "after down/up the compare report breaks a promise"
