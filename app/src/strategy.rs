@@ -41,6 +41,45 @@ pub enum Safety {
     Safe,
 }
 
+/// How a strategy is built — its construction class, which decides what
+/// each fault does to it (the load generator's expectations read it from
+/// `GET /admin/strategies`, never from a name table).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Kind {
+    /// No lock at all (`none`).
+    NoLock,
+    /// A lock inside one process (`local-mutex`): other replicas do not see it.
+    ProcessLocal,
+    /// A Redis key that never expires (`setnx`): a dead holder locks for good.
+    NoExpiry,
+    /// A key with a fixed TTL on one Redis (`set-nx-px*`, `setnx-expire*`,
+    /// `setnx-getset`): work or a pause longer than the TTL lets a second
+    /// holder in.
+    Ttl,
+    /// A lease or session kept alive by a background task while the process
+    /// runs (`watchdog`, `etcd-lease`, `zk-ephemeral-seq`): a whole-process
+    /// pause past it loses the lock.
+    Lease,
+    /// A quorum of independent nodes whose validity time is checked before
+    /// the commit (`redlock`).
+    Validity,
+    /// Held by a database session (`mysql-get-lock`): freed when the
+    /// connection closes, not on a timer.
+    Session,
+    /// A TTL lock whose fencing token the database checks (`fenced`): stale
+    /// holders are refused by the data, not by the lock.
+    Fenced,
+    /// A row in a lock table, swept by age (`pg-lock-table`).
+    LockTable,
+    /// A lock held by the section's own transaction (`pg-for-update`,
+    /// `pg-advisory`).
+    InTransaction,
+    /// Not a lock: one atomic operation or a compare-and-set
+    /// (`pg-optimistic`, `pg-atomic`, `redis-lua-stock`).
+    NotALock,
+}
+
 /// The description of a strategy shown by `GET /admin/strategies`.
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct StrategyInfo {
@@ -52,6 +91,8 @@ pub struct StrategyInfo {
     pub guarantee: &'static str,
     /// Its class for verdicts.
     pub safety: Safety,
+    /// How it is built (what each fault does to it).
+    pub kind: Kind,
 }
 
 /// A grab as the strategies see it: validated, in database types.

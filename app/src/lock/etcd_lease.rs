@@ -50,7 +50,7 @@ use crate::locking::{
     lease_deadline, lock_key, DistributedLock, Lease, LeaseStatus, LockGuard, Released, Renewal,
     Renewer,
 };
-use crate::strategy::{GrabContext, Safety, StrategyInfo};
+use crate::strategy::{GrabContext, Kind, Safety, StrategyInfo};
 
 /// Name, seed and guarantee of `etcd-lease`.
 pub const INFO: StrategyInfo = StrategyInfo {
@@ -58,6 +58,7 @@ pub const INFO: StrategyInfo = StrategyInfo {
     seed: "000 etcd / the consensus answer to Redlock: lease + create-revision lock",
     guarantee: "safe while the lease is kept alive; a pause past the lease loses it",
     safety: Safety::SafeWithinTtl,
+    kind: Kind::Lease,
 };
 
 /// Bound of the calls that are not waits (grant, keep-alive, revoke).

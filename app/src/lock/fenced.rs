@@ -38,7 +38,7 @@ use redis::Script;
 use super::set_nx_px_token::SetNxPxToken;
 use crate::error::GrabError;
 use crate::locking::{lock_key, new_token, DistributedLock, LockGuard, Released};
-use crate::strategy::{GrabContext, Safety, StrategyInfo};
+use crate::strategy::{GrabContext, Kind, Safety, StrategyInfo};
 
 /// Name, seed and guarantee of `fenced`.
 pub const INFO: StrategyInfo = StrategyInfo {
@@ -46,6 +46,7 @@ pub const INFO: StrategyInfo = StrategyInfo {
     seed: "beyond v5: token lock + monotonic fencing token checked by the database",
     guarantee: "safe even when the lock is lost: stale holders are rejected",
     safety: Safety::Safe,
+    kind: Kind::Fenced,
 };
 
 /// Redis key of a product's fencing counter.

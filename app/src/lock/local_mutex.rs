@@ -21,7 +21,7 @@ use tokio::time::{timeout, Instant};
 
 use crate::error::GrabError;
 use crate::locking::{new_token, DistributedLock, LockGuard, Released};
-use crate::strategy::{GrabContext, Safety, StrategyInfo};
+use crate::strategy::{GrabContext, Kind, Safety, StrategyInfo};
 
 /// Name, seed and guarantee of `local-mutex`.
 pub const INFO: StrategyInfo = StrategyInfo {
@@ -29,6 +29,7 @@ pub const INFO: StrategyInfo = StrategyInfo {
     seed: "001/003: in-process locks (synchronized, ReentrantLock)",
     guarantee: "safe with one replica, oversells with two or more",
     safety: Safety::SingleReplica,
+    kind: Kind::ProcessLocal,
 };
 
 /// One tokio mutex per product id, created on first use.

@@ -45,7 +45,7 @@ use tokio::time::{timeout, Instant};
 
 use crate::error::{unavailable, Dependency, GrabError};
 use crate::locking::{lock_key, new_token, DistributedLock, HeldSession, LockGuard, Released};
-use crate::strategy::{GrabContext, Safety, StrategyInfo};
+use crate::strategy::{GrabContext, Kind, Safety, StrategyInfo};
 
 /// Name, seed and guarantee of `mysql-get-lock`.
 pub const INFO: StrategyInfo = StrategyInfo {
@@ -53,6 +53,7 @@ pub const INFO: StrategyInfo = StrategyInfo {
     seed: "003 database locks: MariaDB GET_LOCK / RELEASE_LOCK on one session",
     guarantee: "safe while the holding session lives; connection loss frees the lock",
     safety: Safety::SafeWhileHoldersLive,
+    kind: Kind::Session,
 };
 
 /// Extra time the client gives a `GET_LOCK` beyond its server-side timeout

@@ -17,7 +17,7 @@ use async_trait::async_trait;
 
 use crate::error::GrabError;
 use crate::section::{self, SectionSpec};
-use crate::strategy::{GrabContext, GrabRequest, Order, Safety, Strategy, StrategyInfo};
+use crate::strategy::{GrabContext, GrabRequest, Kind, Order, Safety, Strategy, StrategyInfo};
 
 /// Name, seed and guarantee of `none`.
 pub const INFO: StrategyInfo = StrategyInfo {
@@ -25,6 +25,7 @@ pub const INFO: StrategyInfo = StrategyInfo {
     seed: "the naive read-modify-write every seed starts from",
     guarantee: "none: oversells and loses updates under contention",
     safety: Safety::Unsafe,
+    kind: Kind::NoLock,
 };
 
 /// The critical section without any lock.

@@ -18,7 +18,7 @@ use async_trait::async_trait;
 use crate::error::GrabError;
 use crate::locking::grab_in_transaction;
 use crate::section::{RowLock, SectionSpec};
-use crate::strategy::{GrabContext, GrabRequest, Order, Safety, Strategy, StrategyInfo};
+use crate::strategy::{GrabContext, GrabRequest, Kind, Order, Safety, Strategy, StrategyInfo};
 
 /// Name, seed and guarantee of `pg-advisory`.
 pub const INFO: StrategyInfo = StrategyInfo {
@@ -26,6 +26,7 @@ pub const INFO: StrategyInfo = StrategyInfo {
     seed: "003 database locks: PostgreSQL transaction-scoped advisory lock",
     guarantee: "safe; released with the transaction, even when the holder dies",
     safety: Safety::Safe,
+    kind: Kind::InTransaction,
 };
 
 /// `pg_advisory_xact_lock` before the section's read.

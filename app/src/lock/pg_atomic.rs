@@ -20,7 +20,7 @@ use sqlx::PgConnection;
 
 use crate::error::GrabError;
 use crate::section::{insert_order, refuse_repeat_buyer, simulated_work};
-use crate::strategy::{GrabContext, GrabRequest, Order, Safety, Strategy, StrategyInfo};
+use crate::strategy::{GrabContext, GrabRequest, Kind, Order, Safety, Strategy, StrategyInfo};
 
 /// Name, seed and guarantee of `pg-atomic`.
 pub const INFO: StrategyInfo = StrategyInfo {
@@ -28,6 +28,7 @@ pub const INFO: StrategyInfo = StrategyInfo {
     seed: "the database floor: one conditional UPDATE, no lock",
     guarantee: "safe; the row is locked only from UPDATE to COMMIT",
     safety: Safety::Safe,
+    kind: Kind::NotALock,
 };
 
 /// The conditional decrement.

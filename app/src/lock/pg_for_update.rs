@@ -20,7 +20,7 @@ use async_trait::async_trait;
 use crate::error::GrabError;
 use crate::locking::grab_in_transaction;
 use crate::section::{RowLock, SectionSpec};
-use crate::strategy::{GrabContext, GrabRequest, Order, Safety, Strategy, StrategyInfo};
+use crate::strategy::{GrabContext, GrabRequest, Kind, Order, Safety, Strategy, StrategyInfo};
 
 /// Name, seed and guarantee of `pg-for-update`.
 pub const INFO: StrategyInfo = StrategyInfo {
@@ -28,6 +28,7 @@ pub const INFO: StrategyInfo = StrategyInfo {
     seed: "003: exclusive row lock, SELECT ... FOR UPDATE",
     guarantee: "safe; waiters hold pooled connections while they wait",
     safety: Safety::Safe,
+    kind: Kind::InTransaction,
 };
 
 /// `SELECT ... FOR UPDATE` inside the section's transaction.

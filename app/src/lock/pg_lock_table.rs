@@ -21,7 +21,7 @@ use async_trait::async_trait;
 use crate::db::lock_row_name;
 use crate::error::GrabError;
 use crate::locking::{new_token, DistributedLock, LockGuard, Released};
-use crate::strategy::{GrabContext, Safety, StrategyInfo};
+use crate::strategy::{GrabContext, Kind, Safety, StrategyInfo};
 
 /// Name, seed and guarantee of `pg-lock-table`.
 pub const INFO: StrategyInfo = StrategyInfo {
@@ -29,6 +29,7 @@ pub const INFO: StrategyInfo = StrategyInfo {
     seed: "003 scheme 1: unique-index lock table, stale rows swept by age",
     guarantee: "safe while holders live; a dead holder blocks until the sweep",
     safety: Safety::SafeWhileHoldersLive,
+    kind: Kind::LockTable,
 };
 
 /// INSERT to lock, DELETE to unlock.

@@ -19,7 +19,7 @@ use tokio::time::{sleep, Instant};
 use crate::error::GrabError;
 use crate::locking::jittered;
 use crate::section::{self, RowLock, SectionSpec};
-use crate::strategy::{GrabContext, GrabRequest, Order, Safety, Strategy, StrategyInfo};
+use crate::strategy::{GrabContext, GrabRequest, Kind, Order, Safety, Strategy, StrategyInfo};
 
 /// Name, seed and guarantee of `pg-optimistic`.
 pub const INFO: StrategyInfo = StrategyInfo {
@@ -27,6 +27,7 @@ pub const INFO: StrategyInfo = StrategyInfo {
     seed: "003: optimistic lock, version compare-and-set",
     guarantee: "safe; retries (and gives up as busy) under contention",
     safety: Safety::Safe,
+    kind: Kind::NotALock,
 };
 
 /// Versioned read, conditional write, retry.

@@ -73,7 +73,7 @@ use crate::error::GrabError;
 use crate::order_batch::OrderBatcher;
 use crate::section::{insert_order, simulated_work};
 use crate::strategy::{
-    Deps, GrabContext, GrabRequest, Order, Safety, Strategy, StrategyInfo, STRATEGY_KEY,
+    Deps, GrabContext, GrabRequest, Kind, Order, Safety, Strategy, StrategyInfo, STRATEGY_KEY,
 };
 
 /// Name, seed and guarantee of `redis-lua-stock`.
@@ -82,6 +82,7 @@ pub const INFO: StrategyInfo = StrategyInfo {
     seed: "001 TCC: try in Redis (Lua), confirm in the database, cancel on failure",
     guarantee: "safe; the throughput ceiling",
     safety: Safety::Safe,
+    kind: Kind::NotALock,
 };
 
 /// Redis key of a product's stock.

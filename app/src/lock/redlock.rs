@@ -54,7 +54,7 @@ const NO_SCRIPT: redis::ErrorKind = redis::ErrorKind::Server(redis::ServerErrorK
 use crate::error::{Dependency, GrabError};
 use crate::locking::{lock_key, new_token, DistributedLock, LockGuard, Released};
 use crate::redis_client::connection as redis_connection;
-use crate::strategy::{GrabContext, Safety, StrategyInfo};
+use crate::strategy::{GrabContext, Kind, Safety, StrategyInfo};
 
 /// Name, seed and guarantee of `redlock`.
 pub const INFO: StrategyInfo = StrategyInfo {
@@ -63,6 +63,7 @@ pub const INFO: StrategyInfo = StrategyInfo {
     guarantee:
         "tolerates a minority of nodes down; unsafe when a node restarts without persistence",
     safety: Safety::SafeWithinTtl,
+    kind: Kind::Validity,
 };
 
 /// One independent node.

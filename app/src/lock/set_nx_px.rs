@@ -17,7 +17,7 @@ use async_trait::async_trait;
 
 use crate::error::GrabError;
 use crate::locking::{release_by_del, try_set_nx_px, DistributedLock, LockGuard, Released};
-use crate::strategy::{GrabContext, Safety, StrategyInfo};
+use crate::strategy::{GrabContext, Kind, Safety, StrategyInfo};
 
 /// Name, seed and guarantee of `set-nx-px`.
 pub const INFO: StrategyInfo = StrategyInfo {
@@ -25,6 +25,7 @@ pub const INFO: StrategyInfo = StrategyInfo {
     seed: "004 v3 / 000 scheme 4: SET NX PX, unlock by DEL",
     guarantee: "safe while work < TTL; past it, deletes another holder's lock",
     safety: Safety::SafeWithinTtl,
+    kind: Kind::Ttl,
 };
 
 /// SET NX PX + DEL.

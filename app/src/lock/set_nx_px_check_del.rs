@@ -19,7 +19,7 @@ use async_trait::async_trait;
 
 use crate::error::GrabError;
 use crate::locking::{try_set_nx_px, DistributedLock, LockGuard, Released};
-use crate::strategy::{GrabContext, Safety, StrategyInfo};
+use crate::strategy::{GrabContext, Kind, Safety, StrategyInfo};
 
 /// Name, seed and guarantee of `set-nx-px-check-del`.
 pub const INFO: StrategyInfo = StrategyInfo {
@@ -27,6 +27,7 @@ pub const INFO: StrategyInfo = StrategyInfo {
     seed: "004 v4 / 003: unique token, unlock by GET, compare, DEL",
     guarantee: "safe while work < TTL; the check-then-delete race can free another's lock",
     safety: Safety::SafeWithinTtl,
+    kind: Kind::Ttl,
 };
 
 /// SET NX PX + GET/compare/DEL.

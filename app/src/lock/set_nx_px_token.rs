@@ -24,7 +24,7 @@ use redis::Script;
 
 use crate::error::GrabError;
 use crate::locking::{try_set_nx_px, DistributedLock, LockGuard, Released};
-use crate::strategy::{GrabContext, Safety, StrategyInfo};
+use crate::strategy::{GrabContext, Kind, Safety, StrategyInfo};
 
 /// Name, seed and guarantee of `set-nx-px-token`.
 pub const INFO: StrategyInfo = StrategyInfo {
@@ -32,6 +32,7 @@ pub const INFO: StrategyInfo = StrategyInfo {
     seed: "004 v5 / 000 scheme 5: unique token + Lua compare-and-delete",
     guarantee: "safe while the work is shorter than the TTL; never deletes another's lock",
     safety: Safety::SafeWithinTtl,
+    kind: Kind::Ttl,
 };
 
 /// The token lock. The release script is compiled once; redis-rs sends

@@ -18,7 +18,7 @@ use crate::error::GrabError;
 use crate::locking::{
     lock_key, new_token, release_by_del, setnx, DistributedLock, LockGuard, Released,
 };
-use crate::strategy::{GrabContext, Safety, StrategyInfo};
+use crate::strategy::{GrabContext, Kind, Safety, StrategyInfo};
 
 /// Name, seed and guarantee of `setnx`.
 pub const INFO: StrategyInfo = StrategyInfo {
@@ -26,6 +26,7 @@ pub const INFO: StrategyInfo = StrategyInfo {
     seed: "004 v1: SETNX + DEL, no expiry",
     guarantee: "safe until a holder dies; then locked forever (deadlock)",
     safety: Safety::SafeWhileHoldersLive,
+    kind: Kind::NoExpiry,
 };
 
 /// SETNX + DEL.

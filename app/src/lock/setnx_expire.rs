@@ -23,7 +23,7 @@ use crate::error::GrabError;
 use crate::locking::{
     lock_key, new_token, release_by_del, setnx, DistributedLock, LockGuard, Released,
 };
-use crate::strategy::{GrabContext, Safety, StrategyInfo};
+use crate::strategy::{GrabContext, Kind, Safety, StrategyInfo};
 
 /// Name, seed and guarantee of `setnx-expire`.
 pub const INFO: StrategyInfo = StrategyInfo {
@@ -31,6 +31,7 @@ pub const INFO: StrategyInfo = StrategyInfo {
     seed: "004 v2 / 000 scheme 1: SETNX then EXPIRE, two commands",
     guarantee: "safe while the work is shorter than the TTL; blind DEL; a crash between the two commands locks for good",
     safety: Safety::SafeWithinTtl,
+    kind: Kind::Ttl,
 };
 
 /// SETNX, (gap), PEXPIRE, DEL.

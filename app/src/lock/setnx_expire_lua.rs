@@ -17,7 +17,7 @@ use redis::Script;
 
 use crate::error::GrabError;
 use crate::locking::{lock_key, new_token, release_by_del, DistributedLock, LockGuard, Released};
-use crate::strategy::{GrabContext, Safety, StrategyInfo};
+use crate::strategy::{GrabContext, Kind, Safety, StrategyInfo};
 
 /// Name, seed and guarantee of `setnx-expire-lua`.
 pub const INFO: StrategyInfo = StrategyInfo {
@@ -25,6 +25,7 @@ pub const INFO: StrategyInfo = StrategyInfo {
     seed: "000 scheme 3: SETNX + EXPIRE in one Lua script",
     guarantee: "atomic set-up; still deletes another holder's lock after a timeout",
     safety: Safety::SafeWithinTtl,
+    kind: Kind::Ttl,
 };
 
 /// The script-based acquire, compiled once.

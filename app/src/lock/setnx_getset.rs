@@ -28,7 +28,7 @@ use async_trait::async_trait;
 
 use crate::error::GrabError;
 use crate::locking::{lock_key, release_by_del, setnx, DistributedLock, LockGuard, Released};
-use crate::strategy::{GrabContext, Safety, StrategyInfo};
+use crate::strategy::{GrabContext, Kind, Safety, StrategyInfo};
 
 /// Name, seed and guarantee of `setnx-getset`.
 pub const INFO: StrategyInfo = StrategyInfo {
@@ -36,6 +36,7 @@ pub const INFO: StrategyInfo = StrategyInfo {
     seed: "000 scheme 2: value = expiry time, GETSET takeover",
     guarantee: "safe while clocks agree and work < TTL; skew gives two holders",
     safety: Safety::SafeWithinTtl,
+    kind: Kind::Ttl,
 };
 
 /// The clock-based lock, with this replica's skew.

@@ -70,7 +70,7 @@ use crate::locking::{
     lease_deadline, lock_key, new_token, DistributedLock, Lease, LeaseStatus, LockGuard, Released,
     Renewal, Renewer,
 };
-use crate::strategy::{GrabContext, Safety, StrategyInfo};
+use crate::strategy::{GrabContext, Kind, Safety, StrategyInfo};
 
 /// Name, seed and guarantee of `watchdog`.
 pub const INFO: StrategyInfo = StrategyInfo {
@@ -78,6 +78,7 @@ pub const INFO: StrategyInfo = StrategyInfo {
     seed: "004 v5 renewal / 000 scheme 6: Redisson's watchdog lock",
     guarantee: "safe through long work; unsafe across process pauses",
     safety: Safety::Safe,
+    kind: Kind::Lease,
 };
 
 /// Longest a waiter sleeps without a release message before retrying.

@@ -53,7 +53,7 @@ use crate::locking::{
     lease_deadline, new_token, DistributedLock, Lease, LeaseStatus, LockGuard, Released, Renewal,
     Renewer,
 };
-use crate::strategy::{GrabContext, Safety, StrategyInfo};
+use crate::strategy::{GrabContext, Kind, Safety, StrategyInfo};
 
 /// Name, seed and guarantee of `zk-ephemeral-seq`.
 pub const INFO: StrategyInfo = StrategyInfo {
@@ -61,6 +61,7 @@ pub const INFO: StrategyInfo = StrategyInfo {
     seed: "002 / 003 ZooKeeper: ephemeral sequential node, watch the predecessor",
     guarantee: "safe while the session lives; a pause past the session timeout loses it",
     safety: Safety::SafeWithinTtl,
+    kind: Kind::Lease,
 };
 
 /// Bound of connecting and of single requests.

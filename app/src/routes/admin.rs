@@ -18,7 +18,7 @@ use crate::lock::{fenced, redis_lua_stock};
 use crate::locking::lock_key;
 use crate::registry::STRATEGY_NAMES;
 use crate::state::AppState;
-use crate::strategy::Safety;
+use crate::strategy::{Kind, Safety};
 
 /// Proof that the request carried the admin token.
 #[derive(Debug)]
@@ -62,6 +62,8 @@ pub struct StrategyEntry {
     unavailable_reason: Option<&'static str>,
     seed: &'static str,
     safety: Safety,
+    /// How it is built: what each fault does to it.
+    kind: Kind,
 }
 
 /// `GET /admin/strategies`, and the answer of a switch.
@@ -96,6 +98,7 @@ fn strategies_body(state: &AppState) -> StrategiesBody {
                 unavailable_reason: s.unavailable_reason(),
                 seed: info.seed,
                 safety: info.safety,
+                kind: info.kind,
             }
         })
         .collect();

@@ -249,6 +249,52 @@ async fn strategies_switch_at_run_time_and_unknown_names_are_listed() {
 }
 
 #[tokio::test]
+async fn every_listed_strategy_carries_its_kind() {
+    let (_redis, app) = app().await;
+    let (status, body) = app.admin(Method::GET, "/admin/strategies", None).await;
+    assert_eq!(status, 200, "{body}");
+    // The construction class of each strategy, as the load generator's
+    // expectations need it (what each fault does to it).
+    let want = [
+        ("none", "no-lock"),
+        ("local-mutex", "process-local"),
+        ("setnx", "no-expiry"),
+        ("setnx-expire", "ttl"),
+        ("setnx-expire-lua", "ttl"),
+        ("setnx-getset", "ttl"),
+        ("set-nx-px", "ttl"),
+        ("set-nx-px-check-del", "ttl"),
+        ("set-nx-px-token", "ttl"),
+        ("watchdog", "lease"),
+        ("redlock", "validity"),
+        ("fenced", "fenced"),
+        ("mysql-get-lock", "session"),
+        ("etcd-lease", "lease"),
+        ("zk-ephemeral-seq", "lease"),
+        ("pg-lock-table", "lock-table"),
+        ("pg-for-update", "in-transaction"),
+        ("pg-optimistic", "not-a-lock"),
+        ("pg-advisory", "in-transaction"),
+        ("pg-atomic", "not-a-lock"),
+        ("redis-lua-stock", "not-a-lock"),
+    ];
+    let listed: Vec<(&str, &str)> = body["strategies"]
+        .as_array()
+        .expect("list")
+        .iter()
+        .map(|s| {
+            let name = s["name"].as_str().expect("name");
+            let kind = s["kind"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{name} has no kind: {s}"));
+            (name, kind)
+        })
+        .collect();
+    assert_eq!(listed, want, "every strategy, in order, with its kind");
+    assert_eq!(listed.len(), seckill_app::registry::STRATEGY_NAMES.len());
+}
+
+#[tokio::test]
 async fn coordination_locks_without_their_server_are_listed_unavailable() {
     // `app()` configures no MariaDB, etcd or ZooKeeper.
     let (_redis, app) = app().await;

@@ -41,6 +41,23 @@ async fn the_document_covers_every_mounted_route_and_documents_error_bodies() {
         "{doc}"
     );
 
+    // Each strategy's construction class is part of the documented answer.
+    let entry = &doc["components"]["schemas"]["StrategyEntry"];
+    assert!(
+        entry["properties"]["kind"].is_object()
+            && entry["required"]
+                .as_array()
+                .is_some_and(|r| r.iter().any(|f| f == "kind")),
+        "StrategyEntry documents a required kind: {entry}"
+    );
+    assert!(
+        doc["components"]["schemas"]["Kind"]["enum"]
+            .as_array()
+            .is_some_and(|values| values.iter().any(|v| v == "validity")),
+        "the Kind schema lists its values: {}",
+        doc["components"]["schemas"]["Kind"]
+    );
+
     let mut documented = BTreeSet::new();
     for (path, item) in doc["paths"].as_object().expect("paths") {
         for (method, op) in item.as_object().expect("path item") {
