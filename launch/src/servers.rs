@@ -1,0 +1,100 @@
+//! The servers this workspace runs, as [`Launch`]es on given ports: a
+//! `redis-server`, a single-node etcd, a standalone ZooKeeper and the
+//! `seckill-app` binary. Callers add their own flags and environment
+//! (a Redis replica's `--replicaof`, etcd's short heartbeats, a replica's
+//! settings), pair the launch with its [`crate::Ready`] in a
+//! [`crate::Service`], and usually start it with
+//! [`crate::start_on_free_ports`].
+
+use std::path::Path;
+
+use crate::error::LaunchError;
+use crate::process::Launch;
+
+/// Debian's ZooKeeper jar (its manifest names every dependency).
+pub const ZK_JAR: &str = "/usr/share/java/zookeeper.jar";
+
+/// `redis-server` on `127.0.0.1:port` without persistence, working in
+/// `dir` (which must exist), its log in `dir/redis.log`. Ready with
+/// [`crate::Ready::redis`].
+pub fn redis(port: u16, dir: &Path) -> Launch {
+    Launch::new("redis-server", "redis-server")
+        .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+        .args(["--save", "", "--appendonly", "no"])
+        .arg("--dir")
+        .arg(dir)
+        .log(dir.join("redis.log"))
+        .hint("install Debian's redis-server (`make test` does)")
+}
+
+/// A single-node etcd (Debian's `etcd-server`) serving clients on
+/// `127.0.0.1:client_port`, its log in `dir/etcd.log`. Ready with
+/// [`crate::Ready::http`] on `/health`.
+///
+/// Its data lives in `dir/data-<client_port>`: a restart on the same ports
+/// finds its data again, while a start tried again on new ports (see
+/// [`crate::start_on_free_ports`]) does not find a member the failed start
+/// recorded with other peer URLs.
+pub fn etcd(client_port: u16, peer_port: u16, dir: &Path) -> Launch {
+    let client = format!("http://127.0.0.1:{client_port}");
+    let peer = format!("http://127.0.0.1:{peer_port}");
+    Launch::new("etcd", "etcd")
+        .args(["--name", "seckill", "--data-dir"])
+        .arg(dir.join(format!("data-{client_port}")))
+        .args(["--listen-client-urls", &client])
+        .args(["--advertise-client-urls", &client])
+        .args(["--listen-peer-urls", &peer])
+        .args(["--initial-advertise-peer-urls", &peer])
+        .args(["--initial-cluster", &format!("seckill={peer}")])
+        .args(["--log-level", "warn"])
+        .log(dir.join("etcd.log"))
+        .hint("install Debian's etcd-server (`make test` does)")
+}
+
+/// A standalone ZooKeeper (`ZooKeeperServerMain` from Debian's `zookeeper`)
+/// on `127.0.0.1:port`, its `zoo.cfg`, data and log (`zk.log`) in `dir`.
+/// The tick is 100 ms so that sessions may be as short as 200 ms (the
+/// server bounds every session timeout to [2, 600] ticks). Ready with
+/// [`crate::Ready::zookeeper`].
+pub fn zookeeper(port: u16, dir: &Path) -> Result<Launch, LaunchError> {
+    let hint = "install Debian's zookeeper and default-jre-headless (`make test` does)";
+    if !Path::new(ZK_JAR).exists() {
+        return Err(LaunchError::Missing {
+            name: "ZooKeeper".into(),
+            path: ZK_JAR.into(),
+            hint: format!("; {hint}"),
+        });
+    }
+    let config = format!(
+        "tickTime=100\n\
+         dataDir={data}\n\
+         clientPort={port}\n\
+         clientPortAddress=127.0.0.1\n\
+         minSessionTimeout=200\n\
+         maxSessionTimeout=60000\n\
+         admin.enableServer=false\n\
+         4lw.commands.whitelist=ruok,srvr\n",
+        data = dir.join("data").display()
+    );
+    let config_path = dir.join("zoo.cfg");
+    std::fs::write(&config_path, config)
+        .map_err(LaunchError::io(format!("write {}", config_path.display())))?;
+    Ok(Launch::new("ZooKeeper", "java")
+        .args(["-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"])
+        .args(["-Dzookeeper.admin.enableServer=false", "-cp", ZK_JAR])
+        .arg("org.apache.zookeeper.server.ZooKeeperServerMain")
+        .arg(config_path)
+        .log(dir.join("zk.log"))
+        .hint(hint))
+}
+
+/// The `seckill-app` binary listening on `127.0.0.1:port`, logging at
+/// `warn`; the caller adds its `SECKILL_*` settings and where its output
+/// goes. Ready with [`crate::Ready::http`] on `/health/ready` (or
+/// `/health/live`, before its dependencies answer).
+pub fn seckill_app(binary: &Path, port: u16) -> Launch {
+    Launch::new("seckill-app", binary)
+        .env("SECKILL_LISTEN", format!("127.0.0.1:{port}"))
+        .env("RUST_LOG", "warn")
+        .hint("build it: cargo build -p seckill-app")
+}
