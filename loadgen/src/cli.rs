@@ -1,18 +1,15 @@
-//! Command line and the per-strategy loop.
+//! The command line (clap): the flags of `run`, `compare`, `scenario` and
+//! `probe`, checked and handed to the module that does the work.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
-use indicatif::{ProgressBar, ProgressStyle};
-use serde_json::json;
 
-use crate::report::{BatchFigures, LockFigures, Report, Run, Skipped, Verdict};
-use crate::service::{Service, ServiceError, StrategyEntry};
-use crate::workload::{self, Live, Shape, Workload, OUTCOMES};
+use crate::compare::{self, Settings};
+use crate::load::{self, Shape, Workload};
+use crate::scenario::{self, Selection};
 
 /// Load generator for seckill-lab: hammer the flash-sale service under each
 /// lock strategy and compare what holds and what breaks.
@@ -74,7 +71,8 @@ enum Command {
     /// Writes DIR/scenarios.{json,md,html}. Exit 1 on any UNEXPECTED verdict.
     Scenario {
         /// Scenario names, or `all` (see --list).
-        names: Vec<String>,
+        #[arg(value_parser = scenario::selection_parser())]
+        names: Vec<Selection>,
         /// List the scenarios, one a line, its name first.
         #[arg(long)]
         list: bool,
@@ -368,7 +366,7 @@ pub fn main() -> ExitCode {
     }
 }
 
-/// Parse the command line, run, print, write, and map the result to an exit code.
+/// Parse the command line and run the command; its exit code.
 pub async fn run() -> ExitCode {
     let cli = Cli::parse();
     let (strategies, common) = match cli.command {
@@ -379,7 +377,7 @@ pub async fn run() -> ExitCode {
             path,
             users,
             run_time,
-        } => return probe(urls, &path, users, run_time).await,
+        } => return load::probe::main(&urls, &path, users, run_time).await,
         Command::Scenario {
             names,
             list,
@@ -391,7 +389,7 @@ pub async fn run() -> ExitCode {
             quick,
             quiet,
         } => {
-            let options = crate::scenario::Options {
+            let options = scenario::Options {
                 strategies,
                 out,
                 database_url,
@@ -400,510 +398,29 @@ pub async fn run() -> ExitCode {
                 quiet,
                 mysql_url,
             };
-            return crate::scenario::main(&names, list, options).await;
+            return scenario::main(&names, list, options).await;
         }
     };
-    match execute(strategies, &common).await {
-        Ok(report) => {
-            println!("{}", report.terminal());
-            println!("reports: {}", common.out.join("report.html").display());
-            exit_code(&report)
+    let workload = match common.load.workload() {
+        Ok(workload) => workload,
+        Err(message) => {
+            eprintln!("seckill-loadgen: {message}");
+            return ExitCode::from(2);
         }
-        Err(error) => {
-            eprintln!("seckill-loadgen: {error:#}");
-            let code = match error.downcast_ref::<ServiceError>() {
-                Some(ServiceError::Unreachable { .. } | ServiceError::NotSwitched { .. }) => 3,
-                Some(ServiceError::Unexpected { status, .. }) if *status >= 500 => 3,
-                _ => 2,
-            };
-            ExitCode::from(code)
-        }
-    }
-}
-
-/// Interrupted → 130; a violation of a strategy classed safe → 1, reported
-/// first and winning over a failing service (a violation is never hidden
-/// behind an error); a failed strategy or a service failing most grabs → 3.
-fn exit_code(report: &Report) -> ExitCode {
-    let (code, lines) = outcome(report);
-    for line in lines {
-        eprintln!("{line}");
-    }
-    ExitCode::from(code)
-}
-
-/// The exit status and the lines that explain it, in the order printed.
-pub(crate) fn outcome(report: &Report) -> (u8, Vec<String>) {
-    if report.interrupted {
-        return (
-            130,
-            vec!["seckill-loadgen: interrupted; the reports hold the runs finished so far".into()],
-        );
-    }
-    let mut lines = Vec::new();
-    let bad = report.violations();
-    for run in &bad {
-        lines.push(format!(
-            "VIOLATION: {} is classed safe but oversold {}, lost {} updates, duplicated {} orders, overlapped {} sections",
-            run.strategy, run.oversold, run.lost_updates, run.duplicates, run.overlaps.unwrap_or(0)
-        ));
-    }
-    let failing: Vec<&Run> = report
-        .runs
-        .iter()
-        .filter(|r| r.grabs > 0 && r.outcomes.get("error").copied().unwrap_or(0) * 2 >= r.grabs)
-        .collect();
-    for run in &failing {
-        lines.push(format!(
-            "seckill-loadgen: the service failed {} of {} grabs under {} (503/5xx or transport errors): see its log",
-            run.outcomes.get("error").copied().unwrap_or(0),
-            run.grabs,
-            run.strategy
-        ));
-    }
-    for failed in &report.failed {
-        lines.push(format!(
-            "seckill-loadgen: {} failed: {}",
-            failed.strategy, failed.reason
-        ));
-    }
-    let code = if !bad.is_empty() {
-        1
-    } else if !failing.is_empty() || !report.failed.is_empty() {
-        3
-    } else {
-        0
     };
-    (code, lines)
-}
-
-async fn probe(urls: Vec<String>, path: &str, users: usize, run_time: Duration) -> ExitCode {
-    let live = Arc::new(Live::default());
-    if let Err(e) = workload::probe(&urls, path, users, run_time, live.clone()).await {
-        eprintln!("seckill-loadgen: probe failed: {e:#}");
-        return ExitCode::from(3);
-    }
-    let secs = live.elapsed().as_secs_f64().max(1e-3);
-    let ok = live.outcome("ordered");
-    let errors = live.outcome("error");
-    println!(
-        "{}",
-        json!({
-            "path": path,
-            "users": users,
-            "duration_s": secs,
-            "requests": ok + errors,
-            "errors": errors,
-            "requests_per_sec": (ok + errors) as f64 / secs,
-            "p50_ms": live.latency_ms(0.50),
-            "p99_ms": live.latency_ms(0.99),
-        })
-    );
-    if ok == 0 {
-        eprintln!(
-            "seckill-loadgen: no successful answer from {}",
-            urls.join(", ")
-        );
-        return ExitCode::from(3);
-    }
-    ExitCode::SUCCESS
-}
-
-/// One line per strategy as it finishes: above the progress bar on a
-/// terminal, plain on stderr when the bar is hidden (`--quiet`, CI, a pipe).
-fn say(bar: &ProgressBar, line: String) {
-    if bar.is_hidden() {
-        eprintln!("{line}");
-    } else {
-        bar.println(line);
-    }
-}
-
-/// Run `strategies` (empty = all) with `common`'s workload and write the reports.
-async fn execute(strategies: Vec<String>, common: &Common) -> anyhow::Result<Report> {
-    let workload = common.load.workload().map_err(anyhow::Error::msg)?;
-    // Every local mistake before the first request: an --out that cannot be
-    // created fails here (exit 2), not after the runs.
-    let goose_dir = common.out.join("goose");
-    std::fs::create_dir_all(&goose_dir)
-        .with_context(|| format!("create {}", goose_dir.display()))?;
-    let service = Service::new(common.target.urls.clone(), common.admin_token.clone());
-    let listed = service.check().await?;
-    let names: Vec<String> = if strategies.is_empty() {
-        listed.strategies.iter().map(|s| s.name.clone()).collect()
-    } else {
-        strategies
-    };
-    let mut chosen: Vec<StrategyEntry> = Vec::new();
-    let mut skipped = Vec::new();
-    for name in &names {
-        let entry = listed.get(name)?;
-        if entry.available {
-            chosen.push(entry.clone());
-        } else {
-            skipped.push(Skipped {
-                strategy: name.clone(),
-                reason: format!(
-                    "not available on this service: {}",
-                    entry
-                        .unavailable_reason
-                        .as_deref()
-                        .unwrap_or("the service did not say why")
-                ),
-            });
-        }
-    }
-    for product in 1..=workload.products {
-        service.product(&service.urls[0], product).await?;
-    }
-    // A fault set for this run is put back as it was afterwards.
-    let restore_faults = match common.load.work_delay_ms {
-        Some(ms) => {
-            let before = service.faults().await?;
-            service.set_faults(json!({ "work_delay_ms": ms })).await?;
-            Some(json!({ "work_delay_ms": before["work_delay_ms"] }))
-        }
-        None => None,
-    };
-    let bar = if common.quiet {
-        ProgressBar::hidden()
-    } else {
-        ProgressBar::new(chosen.len() as u64)
-    };
-    bar.set_style(
-        ProgressStyle::with_template("{prefix:>18} [{bar:18}] {pos}/{len} {msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar())
-            .progress_chars("=> "),
-    );
-    // The faults the runs ran under (a workshop may have set some).
-    let faults_in_force = service.faults().await.ok();
-    let ttl_ms = listed.lock_ttl_ms;
-    let mut runs = Vec::new();
-    let mut failed = Vec::new();
-    let mut interrupted = false;
-    for entry in &chosen {
-        bar.set_prefix(entry.name.clone());
-        let conditions = (faults_in_force.clone().unwrap_or_default(), ttl_ms);
-        let run = match run_strategy(&service, entry, &workload, common, &bar, &conditions).await {
-            Ok((run, stopped)) => {
-                interrupted = stopped;
-                run
-            }
-            Err(e) => {
-                // One strategy failing (a replica that would not switch, a
-                // 5xx) does not throw the others' results away.
-                say(&bar, format!("{:>18}  failed: {e:#}", entry.name));
-                failed.push(Skipped {
-                    strategy: entry.name.clone(),
-                    reason: format!("{e:#}"),
-                });
-                bar.inc(1);
-                continue;
-            }
-        };
-        say(
-            &bar,
-            format!(
-                "{:>18}  {:>7.0} grabs/s  {:>5} orders  p99 {:>7.1} ms  oversold {}  lost {}{}  {}",
-                run.strategy,
-                run.grabs_per_sec,
-                run.orders,
-                run.p99_ms,
-                run.oversold,
-                run.lost_updates,
-                run.overlaps
-                    .map(|o| format!("  overlaps {o}"))
-                    .unwrap_or_default(),
-                run.verdict.as_str()
-            ),
-        );
-        runs.push(run);
-        bar.inc(1);
-        if interrupted {
-            break;
-        }
-    }
-    bar.finish_and_clear();
-    if let Some(faults) = restore_faults {
-        if let Err(e) = service.set_faults(faults).await {
-            eprintln!("seckill-loadgen: could not restore work_delay_ms: {e}");
-        }
-    }
-
-    let synchronous_commit = service
-        .audit()
-        .await
-        .ok()
-        .and_then(|a| a.synchronous_commit);
-    let report = Report {
-        tool: "seckill-loadgen",
-        version: env!("CARGO_PKG_VERSION"),
-        replicas: service.urls.clone(),
-        synchronous_commit,
-        faults: faults_in_force,
+    let settings = Settings {
+        urls: common.target.urls,
+        admin_token: common.admin_token,
         workload,
-        runs,
-        skipped,
-        failed,
-        interrupted,
+        work_delay_ms: common.load.work_delay_ms,
+        out: common.out,
+        report_files: common.report_file,
+        treat_as_safe: common.treat_as_safe,
+        expect_unsafe: common.expect_unsafe,
+        quiet: common.quiet,
+        history: common.history,
     };
-    write_reports(&report, &common.out, &common.report_file)?;
-    Ok(report)
-}
-
-fn write_reports(report: &Report, out: &Path, extra: &[PathBuf]) -> anyhow::Result<()> {
-    let mut files: Vec<PathBuf> = ["report.json", "report.md", "report.html"]
-        .iter()
-        .map(|name| out.join(name))
-        .collect();
-    files.extend(extra.iter().cloned());
-    for path in files {
-        let text = match path.extension().and_then(|e| e.to_str()) {
-            Some("json") => report.json(),
-            Some("md") => report.markdown(),
-            Some("html" | "htm") => report.html(),
-            _ => anyhow::bail!("--report-file {}: use .html, .json or .md", path.display()),
-        };
-        std::fs::write(&path, text).with_context(|| format!("write {}", path.display()))?;
-    }
-    Ok(())
-}
-
-async fn run_strategy(
-    service: &Service,
-    entry: &StrategyEntry,
-    workload: &Workload,
-    common: &Common,
-    bar: &ProgressBar,
-    conditions: &(serde_json::Value, Option<u64>),
-) -> anyhow::Result<(Run, bool)> {
-    let name = entry.name.as_str();
-    for product in 1..=workload.products {
-        service.reset(product, workload.stock).await?;
-    }
-    service.switch(name, 1).await?;
-    if common.history {
-        service.history_start().await?;
-    }
-    let before = service.scrape().await?;
-
-    let live = Arc::new(Live::default());
-    // Product 1's stock every 250 ms: the progress line, and the report's
-    // stock-over-time chart.
-    let stock_samples = Arc::new(std::sync::Mutex::new(vec![(0.0, workload.stock as i64)]));
-    let ticker = {
-        let live = live.clone();
-        let bar = bar.clone();
-        let service = service.clone();
-        let samples = stock_samples.clone();
-        tokio::spawn(async move {
-            loop {
-                let stock = service
-                    .product(&service.urls[0], 1)
-                    .await
-                    .ok()
-                    .and_then(|p| p["stock"].as_i64());
-                let secs = live.elapsed().as_secs_f64();
-                if let (Some(stock), true) = (stock, secs > 0.0) {
-                    samples
-                        .lock()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner)
-                        .push((secs, stock));
-                }
-                let rate = if secs > 0.0 {
-                    live.grabs() as f64 / secs
-                } else {
-                    0.0
-                };
-                bar.set_message(format!(
-                    "{secs:5.1}s  {rate:7.0} grabs/s  orders {}  stock left {}",
-                    live.outcome("ordered"),
-                    stock.map_or("?".into(), |s| s.to_string())
-                ));
-                tokio::time::sleep(Duration::from_millis(250)).await;
-            }
-        })
-    };
-    let goose_file = format!("goose/{name}.html");
-    let result = workload::run(
-        workload,
-        &service.urls,
-        live.clone(),
-        &common.out.join(&goose_file),
-    )
-    .await;
-    ticker.abort();
-    let (_, interrupted) = result.with_context(|| format!("goose run of {name}"))?;
-
-    let audit = service.audit().await?;
-    let delta = service.scrape().await?.since(&before);
-    let rows: Vec<_> = audit
-        .products
-        .into_iter()
-        .filter(|r| r.product_id >= 1 && (r.product_id as u64) <= workload.products)
-        .collect();
-    let sum = |f: fn(&crate::service::AuditRow) -> i64| rows.iter().map(f).sum::<i64>();
-    let (oversold, duplicates) = (sum(|r| r.oversold), sum(|r| r.duplicates));
-    // Per product: one product's lost updates must not hide behind another's
-    // stock that went missing (negative: undersold).
-    let lost_updates = sum(crate::service::AuditRow::lost);
-    let undersold = sum(crate::service::AuditRow::under);
-    let negative_stock = rows.iter().any(|r| r.negative_stock);
-    let history = if common.history {
-        Some(service.history().await?)
-    } else {
-        None
-    };
-    let mine = history.as_ref().map_or(&serde_json::Value::Null, |h| {
-        crate::service::strategy_history(h, name)
-    });
-    let overlaps = history
-        .as_ref()
-        .map(|_| mine["overlaps"].as_u64().unwrap_or(0));
-    let max_holders = history
-        .as_ref()
-        .map(|_| mine["max_holders"].as_u64().unwrap_or(0));
-    let exclusion_broken =
-        overlaps.unwrap_or(0) > 0 && !crate::expect::guards_data_only(crate::expect::kind(name));
-    let violations = oversold > 0
-        || lost_updates > 0
-        || undersold > 0
-        || duplicates > 0
-        || negative_stock
-        || exclusion_broken;
-    let expected_to_break = crate::expect::breaks_under(name, &conditions.0, conditions.1);
-    let verdict = verdict(
-        entry,
-        service.urls.len(),
-        common,
-        violations,
-        expected_to_break.is_some(),
-    );
-
-    let s = [("strategy", name)];
-    let count = |metric: &str, extra: &[(&str, &str)]| -> u64 {
-        let mut filter = s.to_vec();
-        filter.extend_from_slice(extra);
-        delta.sum(metric, &filter).round().max(0.0) as u64
-    };
-    let lock = LockFigures {
-        attempts: count("seckill_lock_attempts_total", &[]),
-        retries: count("seckill_lock_retries_total", &[]),
-        // Exact, from each grab's `Server-Timing` (a histogram bucket of
-        // the service would only bound it): never above the grabs' p99.
-        acquire_wait_p99_ms: live.lock_wait_ms(0.99),
-        hold_p99_ms: delta
-            .quantile("seckill_lock_hold_duration_seconds", &s, 0.99)
-            .map(|v| v * 1000.0),
-        renewals: count("seckill_lock_renewals_total", &[]),
-        lost: count("seckill_lock_lost_total", &[]),
-        releases_not_owner: count("seckill_lock_releases_total", &[("result", "not_owner")]),
-        fence_rejections: count("seckill_fence_rejections_total", &[]),
-        redlock_quorum_failures: if name == "redlock" {
-            delta
-                .sum("seckill_redlock_quorum_failures_total", &[])
-                .round()
-                .max(0.0) as u64
-        } else {
-            0
-        },
-    };
-    let batches = count("seckill_order_batch_size_count", &[]);
-    let batch = (batches > 0).then(|| BatchFigures {
-        batches,
-        mean_size: delta.sum("seckill_order_batch_size_sum", &s) / batches as f64,
-        p50_size: delta.quantile("seckill_order_batch_size", &s, 0.50),
-        p99_size: delta.quantile("seckill_order_batch_size", &s, 0.99),
-        wait_p50_ms: live.batch_wait_ms(0.50),
-        wait_p99_ms: live.batch_wait_ms(0.99),
-        commit_p99_ms: delta
-            .quantile("seckill_order_batch_commit_seconds", &s, 0.99)
-            .map(|v| v * 1000.0),
-    });
-    let secs = live.elapsed().as_secs_f64().max(1e-3);
-    let orders = sum(|r| r.orders);
-    let mut stock_over_time = std::mem::take(
-        &mut *stock_samples
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner),
-    );
-    if let Some(first) = rows.iter().find(|r| r.product_id == 1) {
-        // The audit's stock closes the line (settled, after the last grab).
-        stock_over_time.push((secs, first.stock));
-    }
-    let run = Run {
-        strategy: name.to_owned(),
-        safety: entry.safety.clone(),
-        guarantee: entry.guarantee.clone(),
-        verdict,
-        violations,
-        duration_s: (secs * 1000.0).round() / 1000.0,
-        grabs: live.grabs(),
-        grabs_per_sec: live.grabs() as f64 / secs,
-        orders,
-        orders_per_sec: orders as f64 / secs,
-        ordered_units: sum(|r| r.ordered_units),
-        p50_ms: live.latency_ms(0.50),
-        p95_ms: live.latency_ms(0.95),
-        p99_ms: live.latency_ms(0.99),
-        max_ms: live.latency_max_ms(),
-        outcomes: OUTCOMES
-            .iter()
-            .map(|o| ((*o).to_owned(), live.outcome(o)))
-            .collect(),
-        initial_stock: sum(|r| r.initial_stock),
-        stock_left: sum(|r| r.stock),
-        oversold,
-        lost_updates,
-        undersold,
-        duplicates,
-        negative_stock,
-        buyer_p50_ms: live.buyer_latency_ms(0.50),
-        buyer_p99_ms: live.buyer_latency_ms(0.99),
-        lock,
-        batch,
-        overlaps,
-        max_holders,
-        first_overlaps: history
-            .as_ref()
-            .and_then(|h| h["first_overlaps"].as_array().cloned())
-            .unwrap_or_default(),
-        expected_to_break,
-        stock_over_time,
-        audit: rows,
-        goose_report: goose_file,
-    };
-    Ok((run, interrupted))
-}
-
-/// Classed safe unless the service says it is unsafe (or single-replica
-/// while several replicas run), or the faults in force aim at its weak
-/// point (see [`crate::expect::breaks_under`]); `--treat-as-safe` /
-/// `--expect-unsafe` override.
-fn verdict(
-    entry: &StrategyEntry,
-    replicas: usize,
-    common: &Common,
-    violations: bool,
-    faults_break_it: bool,
-) -> Verdict {
-    let name = &entry.name;
-    let classed_safe = if common.treat_as_safe.contains(name) {
-        true
-    } else if common.expect_unsafe.contains(name) {
-        false
-    } else {
-        match entry.safety.as_str() {
-            "unsafe" => false,
-            "single-replica" => replicas < 2,
-            _ => !faults_break_it,
-        }
-    };
-    match (classed_safe, violations) {
-        (false, _) => Verdict::ExpectedUnsafe,
-        (true, true) => Verdict::Violation,
-        (true, false) => Verdict::Safe,
-    }
+    compare::main(strategies, &settings).await
 }
 
 #[cfg(test)]

@@ -1,24 +1,40 @@
 //! `seckill-loadgen` — drives concurrent grabs at one or more seckill-app
 //! replicas with [goose], one strategy after another, and reports what each
 //! lock did: throughput, latency, outcomes, lock figures and the database's
-//! verdict on oversells, lost updates and duplicate orders.
+//! verdict on oversells, lost updates, undersold units, duplicate orders
+//! and negative stock — and, with the history, overlapping sections.
 //!
-//! For each strategy: reset the products, switch the strategy and wait until
-//! every replica reports it, scrape `/metrics`, run the goose attack, read
-//! `/admin/audit`, scrape again. See `--help` for the workloads and the
-//! README for the JSON schema.
+//! # A tour, top-down (every import points down this list)
+//! - [`cli`] — the command line (clap only): flags checked, handed on.
+//! - [`compare`] — `run`/`compare`: each strategy's run ([`compare`]'s
+//!   `run.rs`), the loop, the exit status.
+//! - [`scenario`] — `scenario`: the fault scenarios, one file each, the
+//!   lab that owns their processes, their report.
+//! - [`report`] — the side-by-side report: text tables, HTML, SVG charts.
+//! - [`judge`] — the one judge: audit + history → breaches → verdict, for
+//!   every command alike.
+//! - [`expect`] — what a strategy should do under the faults in force,
+//!   from its kind and class as the service states them.
+//! - [`load`] — the workload, the goose attack, the live counters, the
+//!   [`load::Outcome`] of each grab, and `probe`.
+//! - [`api`] — the service client: every answer decoded into its typed
+//!   shape; `/metrics` parsed.
+//! - [`procs`] — the processes a scenario owns (replicas, Redis nodes,
+//!   etcd, ZooKeeper), on the workspace's launcher.
 //!
-//! Exit codes: 0 all good · 1 a strategy classed safe showed a violation ·
-//! 2 bad usage (unknown strategy or product, wrong admin token) · 3 the
-//! service is unreachable or failed mid-run.
+//! Exit codes: 0 all good · 1 a strategy classed safe showed a violation
+//! (`scenario`: a verdict UNEXPECTED) · 2 bad usage (unknown strategy or
+//! product, wrong admin token) · 3 the service is unreachable or failed
+//! mid-run · 130 interrupted.
 
+pub mod api;
 pub mod cli;
+pub mod compare;
 pub mod expect;
+pub mod judge;
+pub mod load;
 pub mod procs;
-pub mod prom;
 pub mod report;
 pub mod scenario;
-pub mod service;
-pub mod workload;
 
 pub use cli::main;

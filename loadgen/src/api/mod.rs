@@ -1,139 +1,20 @@
 //! The service as the load generator sees it: its replicas' public and
-//! admin endpoints (`../shared/DESIGN.md`, "HTTP API"), with every failure
-//! turned into a message a person can act on.
+//! admin endpoints, every answer decoded into its typed shape (a missing or
+//! renamed field fails loudly, never reads as 0), every failure turned into
+//! a message a person can act on.
 
 use std::time::Duration;
 
-use serde::Deserialize;
+use serde::de::{DeserializeOwned, IgnoredAny};
 use serde_json::{json, Value};
 
-use crate::prom::Scrape;
+mod error;
+pub mod metrics;
+mod shapes;
 
-/// What can go wrong talking to the service. Each maps to an exit code.
-#[derive(Debug, thiserror::Error)]
-pub enum ServiceError {
-    /// Nothing answers at a URL (wrong URL, service down).
-    #[error("cannot reach the service at {url}: {reason}. Is it running? (`make demo` starts one; check --url)")]
-    Unreachable { url: String, reason: String },
-    /// The admin token was refused.
-    #[error("the admin token was refused by {url} (HTTP {status}); pass --admin-token or set SECKILL_ADMIN_TOKEN to the service's SECKILL_ADMIN_TOKEN")]
-    Unauthorized { url: String, status: u16 },
-    /// A strategy the service does not know.
-    #[error("unknown strategy {name:?}; the service knows: {known}")]
-    UnknownStrategy { name: String, known: String },
-    /// A product that is not seeded.
-    #[error("product {id} does not exist on {url}; start the service with SECKILL_SEED_PRODUCTS listing it (e.g. 1:100,2:100)")]
-    UnknownProduct { id: u64, url: String },
-    /// Replicas that did not agree on the strategy in time.
-    #[error("replica {url} still runs {seen:?} 10 s after switching to {wanted:?}: do all replicas share one Redis?")]
-    NotSwitched {
-        url: String,
-        seen: String,
-        wanted: String,
-    },
-    /// Any other unexpected answer.
-    #[error("{what} at {url} answered HTTP {status}: {body}")]
-    Unexpected {
-        what: &'static str,
-        url: String,
-        status: u16,
-        body: String,
-    },
-}
-
-/// One strategy as `GET /admin/strategies` lists it.
-#[derive(Debug, Clone, Deserialize)]
-pub struct StrategyEntry {
-    /// Stable name.
-    pub name: String,
-    /// One-line guarantee.
-    #[serde(default)]
-    pub guarantee: String,
-    /// Whether this service can run it (Redlock needs its nodes, …).
-    #[serde(default = "yes")]
-    pub available: bool,
-    /// Why it is not available (the setting it lacks), as the service says.
-    #[serde(default)]
-    pub unavailable_reason: Option<String>,
-    /// Class for verdicts: unsafe, single-replica, safe-within-ttl, …
-    #[serde(default)]
-    pub safety: String,
-}
-
-fn yes() -> bool {
-    true
-}
-
-/// `GET /admin/strategies`.
-#[derive(Debug, Clone, Deserialize)]
-pub struct Strategies {
-    /// The active one.
-    pub active: String,
-    /// Every strategy, in the service's teaching order.
-    pub strategies: Vec<StrategyEntry>,
-    /// TTL of the expiring locks (and the watchdog's lease), when the
-    /// service says.
-    #[serde(default)]
-    pub lock_ttl_ms: Option<u64>,
-}
-
-impl Strategies {
-    /// The entry of `name`, or an error listing the known names.
-    pub fn get(&self, name: &str) -> Result<&StrategyEntry, ServiceError> {
-        self.strategies
-            .iter()
-            .find(|s| s.name == name)
-            .ok_or_else(|| ServiceError::UnknownStrategy {
-                name: name.to_owned(),
-                known: self
-                    .strategies
-                    .iter()
-                    .map(|s| s.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            })
-    }
-}
-
-/// One product's ground truth from `GET /admin/audit`.
-#[derive(Debug, Clone, Default, Deserialize, serde::Serialize, PartialEq, Eq)]
-pub struct AuditRow {
-    pub product_id: i64,
-    pub initial_stock: i64,
-    pub stock: i64,
-    pub orders: i64,
-    pub ordered_units: i64,
-    pub oversold: i64,
-    /// ≥ 0 (a service before `undersold` sent it signed: see [`Self::lost`]).
-    pub lost_updates: i64,
-    /// Units gone from the stock column that no order took.
-    #[serde(default)]
-    pub undersold: i64,
-    pub duplicates: i64,
-    #[serde(default)]
-    pub negative_stock: bool,
-}
-
-impl AuditRow {
-    /// Lost updates, never negative.
-    pub fn lost(&self) -> i64 {
-        self.lost_updates.max(0)
-    }
-
-    /// Undersold units (from the signed `lost_updates` of older services).
-    pub fn under(&self) -> i64 {
-        self.undersold.max((-self.lost_updates).max(0))
-    }
-}
-
-/// `GET /admin/audit`.
-#[derive(Debug, Clone, Deserialize)]
-pub struct Audit {
-    pub strategy: String,
-    #[serde(default)]
-    pub synchronous_commit: Option<String>,
-    pub products: Vec<AuditRow>,
-}
+pub use error::ServiceError;
+pub use metrics::Scrape;
+pub use shapes::*;
 
 /// The replicas of one service.
 #[derive(Debug, Clone)]
@@ -195,21 +76,24 @@ impl Service {
         Ok((status, body))
     }
 
-    async fn admin_json(
+    /// An admin request to `base`, its answer decoded into `T`: an answer
+    /// that does not fit the shape (a field missing or renamed) is an error
+    /// naming the endpoint, never a default.
+    async fn admin<T: DeserializeOwned>(
         &self,
         what: &'static str,
         method: reqwest::Method,
         base: &str,
         path: &str,
         body: Option<Value>,
-    ) -> Result<Value, ServiceError> {
+    ) -> Result<T, ServiceError> {
         let url = format!("{base}{path}");
         let mut request = self.http.request(method, &url).bearer_auth(&self.token);
         if let Some(body) = body {
             request = request.json(&body);
         }
         let (_, text) = self.call(what, request, base).await?;
-        Ok(serde_json::from_str(&text).unwrap_or(Value::Null))
+        decode(what, base, &text)
     }
 
     /// Every replica answers `/health/ready`, and the admin token works.
@@ -228,7 +112,7 @@ impl Service {
     }
 
     /// An admin GET of the first replica, decoded into `T`.
-    async fn admin_get<T: serde::de::DeserializeOwned>(
+    async fn admin_get<T: DeserializeOwned>(
         &self,
         what: &'static str,
         path: &str,
@@ -238,9 +122,9 @@ impl Service {
         // database) leaves dead pooled connections: each fails one statement
         // with 503 "retry later". A read is safe to retry, so do, for a while.
         let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
-        let value = loop {
+        loop {
             match self
-                .admin_json(what, reqwest::Method::GET, base, path, None)
+                .admin(what, reqwest::Method::GET, base, path, None)
                 .await
             {
                 Err(ServiceError::Unexpected { status: 503, .. })
@@ -248,15 +132,9 @@ impl Service {
                 {
                     tokio::time::sleep(Duration::from_millis(250)).await;
                 }
-                other => break other?,
+                other => return other,
             }
-        };
-        serde_json::from_value(value.clone()).map_err(|e| ServiceError::Unexpected {
-            what,
-            url: base.to_owned(),
-            status: 200,
-            body: format!("{e}: {value}"),
-        })
+        }
     }
 
     /// Reset a product to `stock` (orders, fence, Redis keys too).
@@ -264,7 +142,7 @@ impl Service {
         let base = self.first();
         let path = format!("/admin/products/{product}/reset");
         match self
-            .admin_json(
+            .admin::<IgnoredAny>(
                 "reset",
                 reqwest::Method::POST,
                 base,
@@ -284,26 +162,26 @@ impl Service {
     }
 
     /// The faults in force (`GET /admin/faults`).
-    pub async fn faults(&self) -> Result<Value, ServiceError> {
+    pub async fn faults(&self) -> Result<Faults, ServiceError> {
         self.admin_get("GET /admin/faults", "/admin/faults").await
     }
 
-    /// Set the faults every replica applies (`PUT /admin/faults`).
-    pub async fn set_faults(&self, faults: Value) -> Result<(), ServiceError> {
-        self.admin_json(
+    /// Change the faults every replica applies (`PUT /admin/faults`, a
+    /// patch: the keys not named stay as they are); the faults now in force.
+    pub async fn set_faults(&self, patch: Value) -> Result<Faults, ServiceError> {
+        self.admin(
             "PUT /admin/faults",
             reqwest::Method::PUT,
             self.first(),
             "/admin/faults",
-            Some(faults),
+            Some(patch),
         )
         .await
-        .map(|_| ())
     }
 
     /// Switch the strategy, then wait until every replica reports it.
     pub async fn switch(&self, strategy: &str, probe_product: u64) -> Result<(), ServiceError> {
-        self.admin_json(
+        self.admin::<IgnoredAny>(
             "PUT /admin/strategy",
             reqwest::Method::PUT,
             self.first(),
@@ -314,10 +192,7 @@ impl Service {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
         for base in &self.urls {
             loop {
-                let seen = self.product(base, probe_product).await?["strategy"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_owned();
+                let seen = self.product(base, probe_product).await?.strategy;
                 if seen == strategy {
                     break;
                 }
@@ -335,10 +210,10 @@ impl Service {
     }
 
     /// `GET /api/v1/products/{id}` of one replica.
-    pub async fn product(&self, base: &str, id: u64) -> Result<Value, ServiceError> {
+    pub async fn product(&self, base: &str, id: u64) -> Result<Product, ServiceError> {
         let url = format!("{base}/api/v1/products/{id}");
         match self.call("GET product", self.http.get(&url), base).await {
-            Ok((_, text)) => Ok(serde_json::from_str(&text).unwrap_or(Value::Null)),
+            Ok((_, text)) => decode("GET product", base, &text),
             Err(ServiceError::Unexpected { status: 404, .. }) => {
                 Err(ServiceError::UnknownProduct {
                     id,
@@ -357,8 +232,8 @@ impl Service {
     /// Start a new mutual-exclusion history run (`PUT /admin/history`) and
     /// wait until every replica records it. Returns the run id.
     pub async fn history_start(&self) -> Result<String, ServiceError> {
-        let answer = self
-            .admin_json(
+        let switched: HistorySwitched = self
+            .admin(
                 "PUT /admin/history",
                 reqwest::Method::PUT,
                 self.first(),
@@ -366,18 +241,23 @@ impl Service {
                 Some(json!({ "enabled": true })),
             )
             .await?;
-        let run = answer["run"].as_str().unwrap_or_default().to_owned();
+        let run = switched.run.ok_or_else(|| ServiceError::Unexpected {
+            what: "PUT /admin/history",
+            url: self.first().to_owned(),
+            status: 200,
+            body: "the answer names no run although one was started".into(),
+        })?;
         let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
         for base in &self.urls {
             loop {
-                let seen = self.history_of(base).await?;
-                if seen["run"].as_str() == Some(run.as_str()) {
+                let seen = self.history_of(base).await?.run;
+                if seen.as_deref() == Some(run.as_str()) {
                     break;
                 }
                 if tokio::time::Instant::now() > deadline {
                     return Err(ServiceError::NotSwitched {
                         url: base.clone(),
-                        seen: seen["run"].to_string(),
+                        seen: seen.unwrap_or_else(|| "no run".into()),
                         wanted: format!("history run {run}"),
                     });
                 }
@@ -388,8 +268,8 @@ impl Service {
     }
 
     /// `GET /admin/history` of one replica.
-    pub async fn history_of(&self, base: &str) -> Result<Value, ServiceError> {
-        self.admin_json(
+    pub async fn history_of(&self, base: &str) -> Result<History, ServiceError> {
+        self.admin(
             "GET /admin/history",
             reqwest::Method::GET,
             base,
@@ -400,13 +280,13 @@ impl Service {
     }
 
     /// The history as the first replica reads it from the arbiter.
-    pub async fn history(&self) -> Result<Value, ServiceError> {
+    pub async fn history(&self) -> Result<History, ServiceError> {
         self.history_of(self.first()).await
     }
 
     /// Drop the sections a killed replica left inside.
-    pub async fn forget(&self, instance: &str) -> Result<Value, ServiceError> {
-        self.admin_json(
+    pub async fn forget(&self, instance: &str) -> Result<Forgotten, ServiceError> {
+        self.admin(
             "POST /admin/history/forget",
             reqwest::Method::POST,
             self.first(),
@@ -428,6 +308,20 @@ impl Service {
     }
 }
 
+/// `text` decoded into `T`, or an error naming the endpoint and the field.
+fn decode<T: DeserializeOwned>(
+    what: &'static str,
+    base: &str,
+    text: &str,
+) -> Result<T, ServiceError> {
+    serde_json::from_str(text).map_err(|e| ServiceError::Unexpected {
+        what,
+        url: base.to_owned(),
+        status: 200,
+        body: format!("the answer does not fit its shape ({e}): {text}"),
+    })
+}
+
 /// The innermost cause of a transport error, which names the real problem
 /// ("Connection refused", "dns error", …) rather than reqwest's wrapper.
 fn short_reason(error: &reqwest::Error) -> String {
@@ -436,12 +330,4 @@ fn short_reason(error: &reqwest::Error) -> String {
         source = next;
     }
     source.to_string()
-}
-
-/// The counts of `strategy` in a `GET /admin/history` answer (null: none).
-pub fn strategy_history<'a>(history: &'a Value, strategy: &str) -> &'a Value {
-    history["strategies"]
-        .as_array()
-        .and_then(|all| all.iter().find(|s| s["strategy"] == strategy))
-        .unwrap_or(&Value::Null)
 }

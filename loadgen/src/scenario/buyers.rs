@@ -8,9 +8,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde_json::json;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
+
+use crate::load::Outcome;
 
 /// Counts of every answer, and when orders happened.
 #[derive(Debug, Default)]
@@ -33,26 +35,28 @@ pub struct Tally {
 }
 
 impl Tally {
-    pub(crate) fn record(&self, status: u16, body: &Value) {
-        let counter = match (status, body["error"].as_str()) {
-            (201, _) => {
+    /// Count one answer (`status` 0: no answer at all).
+    pub(crate) fn record(&self, status: u16, body: &[u8]) -> Outcome {
+        let outcome = Outcome::of(status, body);
+        let counter = match outcome {
+            Outcome::Ordered => {
                 self.order_times
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner)
                     .push(Instant::now());
                 &self.ordered
             }
-            (409, Some("sold_out")) => &self.sold_out,
-            (409, Some("already_purchased")) => &self.already_purchased,
-            (409, Some("rejected")) => &self.rejected,
-            (429, _) => &self.busy,
-            (503, _) => &self.unavailable,
-            _ => &self.error,
+            Outcome::SoldOut => &self.sold_out,
+            Outcome::AlreadyPurchased => &self.already_purchased,
+            Outcome::Rejected => &self.rejected,
+            Outcome::Busy => &self.busy,
+            Outcome::Error if status == 503 => &self.unavailable,
+            Outcome::Error => &self.error,
         };
         counter.fetch_add(1, Ordering::Relaxed);
+        outcome
     }
 
-    /// The first order answered after `since`.
     pub fn first_order_after(&self, since: Instant) -> Option<Instant> {
         self.order_times
             .lock()
@@ -145,9 +149,8 @@ impl Buyers {
                         match answer {
                             Ok(response) => {
                                 let status = response.status().as_u16();
-                                let body: Value = response.json().await.unwrap_or(Value::Null);
-                                tally.record(status, &body);
-                                if status == 409 && body["error"] == "sold_out" {
+                                let body = response.bytes().await.unwrap_or_default();
+                                if tally.record(status, &body) == Outcome::SoldOut {
                                     tokio::time::sleep(Duration::from_millis(50)).await;
                                 }
                                 if !think.is_zero() {
@@ -155,7 +158,7 @@ impl Buyers {
                                 }
                             }
                             Err(_) => {
-                                tally.record(0, &Value::Null);
+                                tally.record(0, b"");
                                 tokio::time::sleep(Duration::from_millis(20)).await;
                             }
                         }
@@ -194,10 +197,12 @@ pub fn grab_once(
         {
             Ok(response) => {
                 let status = response.status().as_u16();
-                let body: Value = response.json().await.unwrap_or(Value::Null);
+                let body = response.bytes().await.unwrap_or_default();
                 tally.record(status, &body);
             }
-            Err(_) => tally.record(0, &Value::Null),
+            Err(_) => {
+                tally.record(0, b"");
+            }
         }
     })
 }

@@ -1,0 +1,295 @@
+//! `run` and `compare`: the same workload under each strategy, one after
+//! another, judged by [`crate::judge`] and written as one side-by-side
+//! report; the exit status says what a script needs to know.
+//!
+//! For each strategy ([`run::strategy`]): reset the products, switch the
+//! strategy and wait until every replica reports it, scrape `/metrics`,
+//! run the goose attack, read `/admin/audit` (and the history), scrape
+//! again.
+
+mod run;
+mod settings;
+
+pub use settings::Settings;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::json;
+
+use settings::Conditions;
+
+use crate::api::{Service, ServiceError, StrategyEntry};
+use crate::report::{Report, Run, Skipped};
+
+/// `run`/`compare`: run, print, write, and map the result to an exit code.
+pub async fn main(strategies: Vec<String>, settings: &Settings) -> ExitCode {
+    match execute(strategies, settings).await {
+        Ok(report) => {
+            println!("{}", report.terminal());
+            println!("reports: {}", settings.out.join("report.html").display());
+            exit_code(&report)
+        }
+        Err(error) => {
+            eprintln!("seckill-loadgen: {error:#}");
+            let code = match error.downcast_ref::<ServiceError>() {
+                Some(ServiceError::Unreachable { .. } | ServiceError::NotSwitched { .. }) => 3,
+                Some(ServiceError::Unexpected { status, .. }) if *status >= 500 => 3,
+                _ => 2,
+            };
+            ExitCode::from(code)
+        }
+    }
+}
+
+/// Interrupted → 130; a violation of a strategy classed safe → 1, reported
+/// first and winning over a failing service (a violation is never hidden
+/// behind an error); a failed strategy or a service failing most grabs → 3.
+fn exit_code(report: &Report) -> ExitCode {
+    let (code, lines) = outcome(report);
+    for line in lines {
+        eprintln!("{line}");
+    }
+    ExitCode::from(code)
+}
+
+/// The exit status and the lines that explain it, in the order printed.
+pub fn outcome(report: &Report) -> (u8, Vec<String>) {
+    if report.interrupted {
+        return (
+            130,
+            vec!["seckill-loadgen: interrupted; the reports hold the runs finished so far".into()],
+        );
+    }
+    let mut lines = Vec::new();
+    let bad = report.violations();
+    for run in &bad {
+        lines.push(format!(
+            "VIOLATION: {} is classed safe but {}",
+            run.strategy,
+            run.breaches.join(", ")
+        ));
+    }
+    let failing: Vec<&Run> = report
+        .runs
+        .iter()
+        .filter(|r| r.grabs > 0 && r.errors() * 2 >= r.grabs)
+        .collect();
+    for run in &failing {
+        lines.push(format!(
+            "seckill-loadgen: the service failed {} of {} grabs under {} (503/5xx or transport errors): see its log",
+            run.errors(),
+            run.grabs,
+            run.strategy
+        ));
+    }
+    for failed in &report.failed {
+        lines.push(format!(
+            "seckill-loadgen: {} failed: {}",
+            failed.strategy, failed.reason
+        ));
+    }
+    let code = if !bad.is_empty() {
+        1
+    } else if !failing.is_empty() || !report.failed.is_empty() {
+        3
+    } else {
+        0
+    };
+    (code, lines)
+}
+
+/// One line per strategy as it finishes: above the progress bar on a
+/// terminal, plain on stderr when the bar is hidden (`--quiet`, CI, a pipe).
+pub(crate) fn say(bar: &ProgressBar, line: String) {
+    if bar.is_hidden() {
+        eprintln!("{line}");
+    } else {
+        bar.println(line);
+    }
+}
+
+/// Run `strategies` (empty = all) with `settings`' workload and write the reports.
+async fn execute(strategies: Vec<String>, settings: &Settings) -> anyhow::Result<Report> {
+    let workload = settings.workload.clone();
+    // Every local mistake before the first request: an --out that cannot be
+    // created fails here (exit 2), not after the runs.
+    let goose_dir = settings.out.join("goose");
+    std::fs::create_dir_all(&goose_dir)
+        .with_context(|| format!("create {}", goose_dir.display()))?;
+    let service = Service::new(settings.urls.clone(), settings.admin_token.clone());
+    let listed = service.check().await?;
+    let names: Vec<String> = if strategies.is_empty() {
+        listed.strategies.iter().map(|s| s.name.clone()).collect()
+    } else {
+        strategies
+    };
+    let mut chosen: Vec<StrategyEntry> = Vec::new();
+    let mut skipped = Vec::new();
+    for name in &names {
+        let entry = listed.get(name)?;
+        if entry.available {
+            chosen.push(entry.clone());
+        } else {
+            skipped.push(Skipped {
+                strategy: name.clone(),
+                reason: format!(
+                    "not available on this service: {}",
+                    entry
+                        .unavailable_reason
+                        .as_deref()
+                        .unwrap_or("the service did not say why")
+                ),
+            });
+        }
+    }
+    for product in 1..=workload.products {
+        service.product(&service.urls[0], product).await?;
+    }
+    // A fault set for this run is put back as it was afterwards.
+    let restore_faults = match settings.work_delay_ms {
+        Some(ms) => {
+            let before = service.faults().await?;
+            service.set_faults(json!({ "work_delay_ms": ms })).await?;
+            Some(json!({ "work_delay_ms": before.work_delay_ms }))
+        }
+        None => None,
+    };
+    let bar = if settings.quiet {
+        ProgressBar::hidden()
+    } else {
+        ProgressBar::new(chosen.len() as u64)
+    };
+    bar.set_style(
+        ProgressStyle::with_template("{prefix:>18} [{bar:18}] {pos}/{len} {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+    );
+    // The faults the runs ran under (a workshop may have set some).
+    let faults_in_force = service.faults().await.ok();
+    let ttl_ms = listed.lock_ttl_ms;
+    let mut runs = Vec::new();
+    let mut failed = Vec::new();
+    let mut interrupted = false;
+    for entry in &chosen {
+        bar.set_prefix(entry.name.clone());
+        let conditions = Conditions {
+            faults: faults_in_force.clone().unwrap_or_default(),
+            ttl_ms,
+            replicas: service.urls.len(),
+        };
+        let run = match run::strategy(&service, entry, &workload, settings, &bar, &conditions).await
+        {
+            Ok((run, stopped)) => {
+                interrupted = stopped;
+                run
+            }
+            Err(e) => {
+                // One strategy failing (a replica that would not switch, a
+                // 5xx) does not throw the others' results away.
+                say(&bar, format!("{:>18}  failed: {e:#}", entry.name));
+                failed.push(Skipped {
+                    strategy: entry.name.clone(),
+                    reason: format!("{e:#}"),
+                });
+                bar.inc(1);
+                continue;
+            }
+        };
+        say(
+            &bar,
+            format!(
+                "{:>18}  {:>7.0} grabs/s  {:>5} orders  p99 {:>7.1} ms  {}  {}",
+                run.strategy,
+                run.grabs_per_sec,
+                run.orders,
+                run.p99_ms,
+                if run.breaches.is_empty() {
+                    "exact".to_owned()
+                } else {
+                    run.breaches.join(", ")
+                },
+                run.verdict.as_str()
+            ),
+        );
+        runs.push(run);
+        bar.inc(1);
+        if interrupted {
+            break;
+        }
+    }
+    bar.finish_and_clear();
+    if let Some(faults) = restore_faults {
+        if let Err(e) = service.set_faults(faults).await {
+            eprintln!("seckill-loadgen: could not restore work_delay_ms: {e}");
+        }
+    }
+
+    let synchronous_commit = service
+        .audit()
+        .await
+        .ok()
+        .and_then(|a| a.synchronous_commit);
+    let report = Report {
+        tool: "seckill-loadgen",
+        version: env!("CARGO_PKG_VERSION"),
+        replicas: service.urls.clone(),
+        synchronous_commit,
+        faults: faults_in_force,
+        workload,
+        runs,
+        skipped,
+        failed,
+        interrupted,
+    };
+    write_reports(&report, &settings.out, &settings.report_files)?;
+    Ok(report)
+}
+
+pub(crate) fn write_reports(report: &Report, out: &Path, extra: &[PathBuf]) -> anyhow::Result<()> {
+    let mut files: Vec<PathBuf> = ["report.json", "report.md", "report.html"]
+        .iter()
+        .map(|name| out.join(name))
+        .collect();
+    files.extend(extra.iter().cloned());
+    for path in files {
+        let text = match path.extension().and_then(|e| e.to_str()) {
+            Some("json") => report.json(),
+            Some("md") => report.markdown(),
+            Some("html" | "htm") => report.html(),
+            _ => anyhow::bail!("--report-file {}: use .html, .json or .md", path.display()),
+        };
+        std::fs::write(&path, text).with_context(|| format!("write {}", path.display()))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::outcome;
+    use crate::judge::RunVerdict;
+    use crate::report::fixtures::{report_of, run};
+
+    #[test]
+    fn a_violation_is_reported_first_and_wins_over_a_failing_service() {
+        let mut failing = run("redlock", RunVerdict::Safe, 0);
+        failing.outcomes.insert("error".into(), 30);
+        let broken = run("set-nx-px", RunVerdict::Violation, 2);
+        let mut report = report_of(vec![failing.clone(), broken]);
+        let (code, lines) = outcome(&report);
+        assert_eq!(code, 1, "{lines:?}");
+        assert!(lines[0].starts_with("VIOLATION: set-nx-px"), "{lines:?}");
+        assert!(
+            lines[1].contains("failed 30 of 40 grabs under redlock"),
+            "{lines:?}"
+        );
+        report.runs = vec![failing];
+        assert_eq!(outcome(&report).0, 3);
+        report.runs = vec![run("pg-atomic", RunVerdict::Safe, 0)];
+        assert_eq!(outcome(&report), (0, Vec::new()));
+        report.interrupted = true;
+        assert_eq!(outcome(&report).0, 130);
+    }
+}

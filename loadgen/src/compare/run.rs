@@ -1,0 +1,225 @@
+//! One strategy's run of `run`/`compare`: reset, switch, scrape, the goose
+//! attack with a progress line (and product 1's stock sampled for the
+//! chart), then the audit, the history and the lock figures, judged.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use indicatif::ProgressBar;
+
+use super::settings::{Conditions, Settings};
+use crate::api::{AuditRow, Service, StrategyEntry};
+use crate::expect::{self, breaks_under};
+use crate::judge::{Evidence, Guarantee, RunVerdict};
+use crate::load::{self, Live, Outcome, Workload};
+use crate::report::{BatchFigures, LockFigures, Run};
+
+/// One strategy's run under `conditions`; also whether it was
+/// interrupted (Ctrl-C) rather than finished.
+pub(super) async fn strategy(
+    service: &Service,
+    entry: &StrategyEntry,
+    workload: &Workload,
+    settings: &Settings,
+    bar: &ProgressBar,
+    conditions: &Conditions,
+) -> anyhow::Result<(Run, bool)> {
+    let name = entry.name.as_str();
+    for product in 1..=workload.products {
+        service.reset(product, workload.stock).await?;
+    }
+    service.switch(name, 1).await?;
+    if settings.history {
+        service.history_start().await?;
+    }
+    let before = service.scrape().await?;
+
+    let live = Arc::new(Live::default());
+    // Product 1's stock every 250 ms: the progress line, and the report's
+    // stock-over-time chart.
+    let stock_samples = Arc::new(std::sync::Mutex::new(vec![(0.0, workload.stock as i64)]));
+    let ticker = {
+        let live = live.clone();
+        let bar = bar.clone();
+        let service = service.clone();
+        let samples = stock_samples.clone();
+        tokio::spawn(async move {
+            loop {
+                let stock = service
+                    .product(&service.urls[0], 1)
+                    .await
+                    .ok()
+                    .map(|p| p.stock);
+                let secs = live.elapsed().as_secs_f64();
+                if let (Some(stock), true) = (stock, secs > 0.0) {
+                    samples
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .push((secs, stock));
+                }
+                let rate = if secs > 0.0 {
+                    live.grabs() as f64 / secs
+                } else {
+                    0.0
+                };
+                bar.set_message(format!(
+                    "{secs:5.1}s  {rate:7.0} grabs/s  orders {}  stock left {}",
+                    live.outcome(Outcome::Ordered),
+                    stock.map_or("?".into(), |s| s.to_string())
+                ));
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+        })
+    };
+    let goose_file = format!("goose/{name}.html");
+    let result = load::run(
+        workload,
+        &service.urls,
+        live.clone(),
+        &settings.out.join(&goose_file),
+    )
+    .await;
+    ticker.abort();
+    let (_, interrupted) = result.with_context(|| format!("goose run of {name}"))?;
+
+    let audit = service.audit().await?;
+    let delta = service.scrape().await?.since(&before);
+    let rows: Vec<_> = audit
+        .products
+        .into_iter()
+        .filter(|r| r.product_id >= 1 && (r.product_id as u64) <= workload.products)
+        .collect();
+    let history = if settings.history {
+        Some(service.history().await?)
+    } else {
+        None
+    };
+    let mine = history.as_ref().map(|h| h.of(name));
+    let evidence = Evidence::new(&rows, mine.as_ref());
+    let breaches = evidence.breaches(Guarantee::of(entry.kind));
+    let expected_to_break = breaks_under(entry.kind, &conditions.faults, conditions.ttl_ms);
+    let verdict = RunVerdict::of(
+        classed_safe(
+            entry,
+            conditions.replicas,
+            settings,
+            expected_to_break.is_some(),
+        ),
+        &breaches,
+    );
+    let sum = |f: fn(&AuditRow) -> i64| rows.iter().map(f).sum::<i64>();
+
+    let s = [("strategy", name)];
+    let count = |metric: &str, extra: &[(&str, &str)]| -> u64 {
+        let mut filter = s.to_vec();
+        filter.extend_from_slice(extra);
+        delta.sum(metric, &filter).round().max(0.0) as u64
+    };
+    let lock = LockFigures {
+        attempts: count("seckill_lock_attempts_total", &[]),
+        retries: count("seckill_lock_retries_total", &[]),
+        // Exact, from each grab's `Server-Timing` (a histogram bucket of
+        // the service would only bound it): never above the grabs' p99.
+        acquire_wait_p99_ms: live.lock_wait_ms(0.99),
+        hold_p99_ms: delta
+            .quantile("seckill_lock_hold_duration_seconds", &s, 0.99)
+            .map(|v| v * 1000.0),
+        renewals: count("seckill_lock_renewals_total", &[]),
+        lost: count("seckill_lock_lost_total", &[]),
+        releases_not_owner: count("seckill_lock_releases_total", &[("result", "not_owner")]),
+        fence_rejections: count("seckill_fence_rejections_total", &[]),
+        redlock_quorum_failures: if name == "redlock" {
+            delta
+                .sum("seckill_redlock_quorum_failures_total", &[])
+                .round()
+                .max(0.0) as u64
+        } else {
+            0
+        },
+    };
+    let batches = count("seckill_order_batch_size_count", &[]);
+    let batch = (batches > 0).then(|| BatchFigures {
+        batches,
+        mean_size: delta.sum("seckill_order_batch_size_sum", &s) / batches as f64,
+        p50_size: delta.quantile("seckill_order_batch_size", &s, 0.50),
+        p99_size: delta.quantile("seckill_order_batch_size", &s, 0.99),
+        wait_p50_ms: live.batch_wait_ms(0.50),
+        wait_p99_ms: live.batch_wait_ms(0.99),
+        commit_p99_ms: delta
+            .quantile("seckill_order_batch_commit_seconds", &s, 0.99)
+            .map(|v| v * 1000.0),
+    });
+    let secs = live.elapsed().as_secs_f64().max(1e-3);
+    let orders = sum(|r| r.orders);
+    let mut stock_over_time = std::mem::take(
+        &mut *stock_samples
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner),
+    );
+    if let Some(first) = rows.iter().find(|r| r.product_id == 1) {
+        // The audit's stock closes the line (settled, after the last grab).
+        stock_over_time.push((secs, first.stock));
+    }
+    let run = Run {
+        strategy: name.to_owned(),
+        safety: entry.safety,
+        kind: entry.kind,
+        guarantee: entry.guarantee.clone(),
+        verdict,
+        violations: !breaches.is_empty(),
+        breaches: breaches.iter().map(ToString::to_string).collect(),
+        duration_s: (secs * 1000.0).round() / 1000.0,
+        grabs: live.grabs(),
+        grabs_per_sec: live.grabs() as f64 / secs,
+        orders,
+        orders_per_sec: orders as f64 / secs,
+        ordered_units: sum(|r| r.ordered_units),
+        p50_ms: live.latency_ms(0.50),
+        p95_ms: live.latency_ms(0.95),
+        p99_ms: live.latency_ms(0.99),
+        max_ms: live.latency_max_ms(),
+        outcomes: Outcome::ALL
+            .iter()
+            .map(|o| (o.as_str().to_owned(), live.outcome(*o)))
+            .collect(),
+        initial_stock: sum(|r| r.initial_stock),
+        stock_left: sum(|r| r.stock),
+        oversold: evidence.oversold,
+        lost_updates: evidence.lost_updates,
+        undersold: evidence.undersold,
+        duplicates: evidence.duplicates,
+        negative_stock: evidence.negative_stock,
+        buyer_p50_ms: live.buyer_latency_ms(0.50),
+        buyer_p99_ms: live.buyer_latency_ms(0.99),
+        lock,
+        batch,
+        overlaps: evidence.overlaps,
+        max_holders: evidence.max_holders,
+        first_overlaps: history.map(|h| h.first_overlaps).unwrap_or_default(),
+        expected_to_break,
+        stock_over_time,
+        audit: rows,
+        goose_report: goose_file,
+    };
+    Ok((run, interrupted))
+}
+
+/// Classed safe unless the service says it is unsafe (or single-replica
+/// while several replicas run), or the faults in force aim at its weak
+/// point (see [`crate::expect::breaks_under`]); `--treat-as-safe` /
+/// `--expect-unsafe` override.
+fn classed_safe(
+    entry: &StrategyEntry,
+    replicas: usize,
+    settings: &Settings,
+    faults_break_it: bool,
+) -> bool {
+    if settings.treat_as_safe.contains(&entry.name) {
+        true
+    } else if settings.expect_unsafe.contains(&entry.name) {
+        false
+    } else {
+        expect::classed_safe(entry, replicas, faults_break_it)
+    }
+}

@@ -1,0 +1,356 @@
+//! The one judge: what the database's audit and the history arbiter saw,
+//! turned into breaches, and breaches into a verdict — the same checks, the
+//! same way, for `run`, `compare` and `scenario`.
+//!
+//! The checks ([`Evidence::breaches`]): units oversold, lost updates,
+//! units undersold, duplicate orders, a negative stock column, and — for a
+//! strategy that promises mutual exclusion — overlapping critical sections.
+//! A strategy that promises only exact data (the fence, the atomic
+//! operations: [`Guarantee::Data`]) may overlap; its audit must still be
+//! clean.
+//!
+//! Two verdicts read the breaches:
+//! - a run of `run`/`compare` ([`RunVerdict`]): a strategy classed safe
+//!   that shows any breach is a `VIOLATION`; one not classed safe (or aimed
+//!   at by the faults in force) is `expected-unsafe`;
+//! - a scenario case ([`CaseVerdict`]): `as-expected` when the design held
+//!   where it should hold and broke where it should break, `UNEXPECTED`
+//!   otherwise, `inconclusive` when the case could not tell.
+
+use std::fmt;
+
+use serde::Serialize;
+
+use crate::api::{AuditRow, Kind, StrategyHistory};
+
+/// What a strategy promises: no two holders, or only exact data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Guarantee {
+    /// Mutual exclusion: overlaps must be 0 and the audit clean.
+    Exclusion,
+    /// Exact data: the audit must be clean; overlaps are shown, not judged.
+    Data,
+}
+
+impl Guarantee {
+    /// The guarantee of a strategy of `kind`: the fence and the non-locks
+    /// guard the data; every other lock promises exclusion.
+    pub fn of(kind: Kind) -> Self {
+        if matches!(kind, Kind::Fenced | Kind::NotALock) {
+            Guarantee::Data
+        } else {
+            Guarantee::Exclusion
+        }
+    }
+}
+
+/// What a run left behind: the audit of its products, summed (each product
+/// on its own: one product's lost updates never hide behind another's
+/// undersold units), and the arbiter's counts when the history was on.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Evidence {
+    /// Units sold beyond the stock.
+    pub oversold: i64,
+    /// Orders the stock column never saw.
+    pub lost_updates: i64,
+    /// Units gone from the stock column that no order took.
+    pub undersold: i64,
+    /// Users with more than one order.
+    pub duplicates: i64,
+    /// A product's stock column went below zero.
+    pub negative_stock: bool,
+    /// Sections that began while another was inside (`None`: no history).
+    pub overlaps: Option<u64>,
+    /// The most sections inside at once (`None`: no history).
+    pub max_holders: Option<u64>,
+}
+
+impl Evidence {
+    /// The audit rows' figures, and the history's counts if it was on.
+    pub fn new(rows: &[AuditRow], history: Option<&StrategyHistory>) -> Self {
+        let sum = |f: fn(&AuditRow) -> i64| rows.iter().map(f).sum::<i64>();
+        Self {
+            oversold: sum(|r| r.oversold),
+            lost_updates: sum(|r| r.lost_updates.max(0)),
+            undersold: sum(|r| r.undersold.max(0)),
+            duplicates: sum(|r| r.duplicates),
+            negative_stock: rows.iter().any(|r| r.negative_stock),
+            overlaps: history.map(|h| h.overlaps),
+            max_holders: history.map(|h| h.max_holders),
+        }
+    }
+
+    /// Every breach, in the order they are printed.
+    pub fn breaches(&self, guarantee: Guarantee) -> Vec<Breach> {
+        let mut found = Vec::new();
+        if self.oversold > 0 {
+            found.push(Breach::Oversold(self.oversold));
+        }
+        if self.lost_updates > 0 {
+            found.push(Breach::LostUpdates(self.lost_updates));
+        }
+        if self.undersold > 0 {
+            found.push(Breach::Undersold(self.undersold));
+        }
+        if self.duplicates > 0 {
+            found.push(Breach::Duplicates(self.duplicates));
+        }
+        if self.negative_stock {
+            found.push(Breach::NegativeStock);
+        }
+        if let Some(overlaps) = self.overlaps.filter(|n| *n > 0) {
+            if guarantee == Guarantee::Exclusion {
+                found.push(Breach::Overlaps {
+                    overlaps,
+                    max_holders: self.max_holders.unwrap_or(0),
+                });
+            }
+        }
+        found
+    }
+}
+
+/// One way a run broke its strategy's promise.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Breach {
+    /// Units sold beyond the stock.
+    Oversold(i64),
+    /// Orders the stock column never saw.
+    LostUpdates(i64),
+    /// Units gone from the stock column that no order took.
+    Undersold(i64),
+    /// Users with more than one order.
+    Duplicates(i64),
+    /// A stock column below zero.
+    NegativeStock,
+    /// Overlapping critical sections under a lock that promises exclusion.
+    Overlaps { overlaps: u64, max_holders: u64 },
+    /// `crash-holder`: no order after the holder died.
+    Deadlocked,
+}
+
+impl fmt::Display for Breach {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Breach::Oversold(n) => write!(f, "oversold {n}"),
+            Breach::LostUpdates(n) => write!(f, "{n} lost updates"),
+            Breach::Undersold(n) => write!(f, "undersold {n}"),
+            Breach::Duplicates(n) => write!(f, "{n} duplicate orders"),
+            Breach::NegativeStock => f.write_str("negative stock"),
+            Breach::Overlaps {
+                overlaps,
+                max_holders,
+            } => write!(
+                f,
+                "{overlaps} overlapping sections (max {max_holders} holders)"
+            ),
+            Breach::Deadlocked => f.write_str("no order after the holder died: deadlocked"),
+        }
+    }
+}
+
+/// The breaches as one phrase: `oversold 3, 2 lost updates`.
+pub fn list(breaches: &[Breach]) -> String {
+    breaches
+        .iter()
+        .map(Breach::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The verdict of one strategy's run in `run`/`compare`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum RunVerdict {
+    /// Classed safe, and no breach.
+    #[serde(rename = "safe")]
+    Safe,
+    /// Classed safe, yet it breached.
+    #[serde(rename = "VIOLATION")]
+    Violation,
+    /// Not classed safe here (`none`; `local-mutex` on 2+ replicas; a lock
+    /// the faults in force aim at): its breaches are the lesson.
+    #[serde(rename = "expected-unsafe")]
+    ExpectedUnsafe,
+}
+
+impl RunVerdict {
+    /// Judge a run: `classed_safe` is the strategy's class under the
+    /// faults in force (see [`crate::expect`]).
+    pub fn of(classed_safe: bool, breaches: &[Breach]) -> Self {
+        match (classed_safe, breaches.is_empty()) {
+            (false, _) => RunVerdict::ExpectedUnsafe,
+            (true, false) => RunVerdict::Violation,
+            (true, true) => RunVerdict::Safe,
+        }
+    }
+
+    /// As printed.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunVerdict::Safe => "safe",
+            RunVerdict::Violation => "VIOLATION",
+            RunVerdict::ExpectedUnsafe => "expected-unsafe",
+        }
+    }
+}
+
+/// The line printed for a run classed safe that breached.
+pub fn violation_line(strategy: &str, breaches: &[Breach]) -> String {
+    format!(
+        "VIOLATION: {strategy} is classed safe but {}",
+        list(breaches)
+    )
+}
+
+/// What a scenario case expects of its strategy: `holds` or `breaks`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Expected {
+    /// The design's promise survives this fault.
+    Holds,
+    /// This fault is the design's weak point: it should show.
+    Breaks,
+}
+
+impl Expected {
+    /// As written in reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Expected::Holds => "holds",
+            Expected::Breaks => "breaks",
+        }
+    }
+}
+
+/// The verdict of one scenario case.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum CaseVerdict {
+    /// Observed what the design predicts.
+    #[serde(rename = "as-expected")]
+    AsExpected,
+    /// Observed the opposite.
+    #[serde(rename = "UNEXPECTED")]
+    Unexpected,
+    /// No contention, nothing sold, or the fault never landed.
+    #[serde(rename = "inconclusive")]
+    Inconclusive,
+}
+
+impl CaseVerdict {
+    /// Judge a case that could tell (the caller has ruled out the
+    /// inconclusive ones): held where it should hold, broke where it should
+    /// break.
+    pub fn of(expected: Expected, breaches: &[Breach]) -> Self {
+        match (expected, breaches.is_empty()) {
+            (Expected::Holds, true) | (Expected::Breaks, false) => CaseVerdict::AsExpected,
+            _ => CaseVerdict::Unexpected,
+        }
+    }
+
+    /// As written in reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CaseVerdict::AsExpected => "as-expected",
+            CaseVerdict::Unexpected => "UNEXPECTED",
+            CaseVerdict::Inconclusive => "inconclusive",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn one_of_each() -> Vec<(&'static str, Evidence)> {
+        let clean = Evidence {
+            overlaps: Some(0),
+            max_holders: Some(1),
+            ..Evidence::default()
+        };
+        vec![
+            (
+                "oversold 2",
+                Evidence {
+                    oversold: 2,
+                    ..clean
+                },
+            ),
+            (
+                "3 lost updates",
+                Evidence {
+                    lost_updates: 3,
+                    ..clean
+                },
+            ),
+            (
+                "undersold 4",
+                Evidence {
+                    undersold: 4,
+                    ..clean
+                },
+            ),
+            (
+                "5 duplicate orders",
+                Evidence {
+                    duplicates: 5,
+                    ..clean
+                },
+            ),
+            (
+                "negative stock",
+                Evidence {
+                    negative_stock: true,
+                    ..clean
+                },
+            ),
+            (
+                "6 overlapping sections (max 2 holders)",
+                Evidence {
+                    overlaps: Some(6),
+                    max_holders: Some(2),
+                    ..clean
+                },
+            ),
+        ]
+    }
+
+    #[test]
+    fn every_check_is_a_breach_for_runs_and_cases_alike() {
+        for (text, evidence) in one_of_each() {
+            let breaches = evidence.breaches(Guarantee::Exclusion);
+            assert_eq!(list(&breaches), text);
+            assert_eq!(RunVerdict::of(true, &breaches), RunVerdict::Violation);
+            assert_eq!(RunVerdict::of(false, &breaches), RunVerdict::ExpectedUnsafe);
+            assert_eq!(
+                CaseVerdict::of(Expected::Holds, &breaches),
+                CaseVerdict::Unexpected
+            );
+            assert_eq!(
+                CaseVerdict::of(Expected::Breaks, &breaches),
+                CaseVerdict::AsExpected
+            );
+            assert!(violation_line("x", &breaches).ends_with(text));
+        }
+    }
+
+    #[test]
+    fn a_data_guarantee_may_overlap_but_not_miscount() {
+        let overlapping = Evidence {
+            overlaps: Some(3),
+            max_holders: Some(2),
+            ..Evidence::default()
+        };
+        assert!(overlapping.breaches(Guarantee::Data).is_empty());
+        assert_eq!(overlapping.breaches(Guarantee::Exclusion).len(), 1);
+        let exact = Evidence::default();
+        assert_eq!(
+            RunVerdict::of(true, &exact.breaches(Guarantee::Exclusion)),
+            RunVerdict::Safe
+        );
+        assert_eq!(
+            CaseVerdict::of(Expected::Breaks, &exact.breaches(Guarantee::Data)),
+            CaseVerdict::Unexpected
+        );
+    }
+}

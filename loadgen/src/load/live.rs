@@ -1,0 +1,181 @@
+//! The live counters of one run, shared by every goose user: outcomes,
+//! latency histograms (hdrhistogram), the burst gate and the run's clock.
+//! Read by the progress line while the run goes, and by the report after.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use tokio::sync::Notify;
+
+use super::outcome::Outcome;
+
+/// Counters shared by every goose user of one run, read live by the
+/// progress bar and at the end by the report.
+#[derive(Debug)]
+pub struct Live {
+    outcomes: [AtomicU64; 6],
+    ordered_units: AtomicU64,
+    /// Every grab request.
+    latency: Latencies,
+    /// Every buyer, first send to final answer.
+    buyer: Latencies,
+    /// The lock wait of every grab that waited for a lock, exact, as the
+    /// service answers it (`Server-Timing: lock;dur=<ms>`).
+    pub(super) lock_wait: Latencies,
+    /// How long each batched order waited for its batch to start, exact,
+    /// as the service answers it (`Server-Timing: batch;dur=<ms>`).
+    pub(super) batch_wait: Latencies,
+    pub(super) next_user: AtomicU64,
+    pub(super) slot: AtomicU64,
+    pub(super) sold_out: Mutex<HashSet<u64>>,
+    pub(super) gate_arrived: AtomicU64,
+    pub(super) gate_open: AtomicBool,
+    pub(super) gate: Notify,
+    pub(super) started: Mutex<Option<Instant>>,
+    finished: Mutex<Option<Instant>>,
+}
+
+impl Default for Live {
+    fn default() -> Self {
+        Self {
+            outcomes: Default::default(),
+            ordered_units: AtomicU64::new(0),
+            latency: Latencies::default(),
+            buyer: Latencies::default(),
+            lock_wait: Latencies::default(),
+            batch_wait: Latencies::default(),
+            next_user: AtomicU64::new(1),
+            slot: AtomicU64::new(0),
+            sold_out: Mutex::new(HashSet::new()),
+            gate_arrived: AtomicU64::new(0),
+            gate_open: AtomicBool::new(false),
+            gate: Notify::new(),
+            started: Mutex::new(None),
+            finished: Mutex::new(None),
+        }
+    }
+}
+
+impl Live {
+    /// Requests answered so far.
+    pub fn grabs(&self) -> u64 {
+        self.outcomes
+            .iter()
+            .map(|c| c.load(Ordering::Relaxed))
+            .sum()
+    }
+
+    /// Count of one outcome.
+    pub fn outcome(&self, outcome: Outcome) -> u64 {
+        self.outcomes[outcome.index()].load(Ordering::Relaxed)
+    }
+
+    /// Units the service said it sold.
+    pub fn ordered_units(&self) -> u64 {
+        self.ordered_units.load(Ordering::Relaxed)
+    }
+
+    /// Seconds since the first grab was sent.
+    pub fn elapsed(&self) -> Duration {
+        let start = *lock(&self.started);
+        let end = *lock(&self.finished);
+        match (start, end) {
+            (Some(s), Some(e)) => e.duration_since(s),
+            (Some(s), None) => s.elapsed(),
+            _ => Duration::ZERO,
+        }
+    }
+
+    /// Latency quantile (0..1) of every grab request, in milliseconds.
+    pub fn latency_ms(&self, q: f64) -> f64 {
+        self.latency.quantile_ms(q)
+    }
+
+    /// Quantile (0..1) of a buyer's whole wait, from the first (scheduled)
+    /// send to the final answer, busy/rejected retries included, in ms.
+    pub fn buyer_latency_ms(&self, q: f64) -> f64 {
+        self.buyer.quantile_ms(q)
+    }
+
+    /// Quantile (0..1) of the lock waits the service reported, in ms;
+    /// `None` when no grab reported one (no lock, or an older service).
+    pub fn lock_wait_ms(&self, q: f64) -> Option<f64> {
+        let empty = lock(&self.lock_wait.0).is_empty();
+        (!empty).then(|| self.lock_wait.quantile_ms(q))
+    }
+
+    /// Quantile (0..1) of the batch waits the service reported, in ms;
+    /// `None` when no grab reported one (the strategy does not batch).
+    pub fn batch_wait_ms(&self, q: f64) -> Option<f64> {
+        let empty = lock(&self.batch_wait.0).is_empty();
+        (!empty).then(|| self.batch_wait.quantile_ms(q))
+    }
+
+    pub(super) fn record_buyer(&self, took: Duration) {
+        self.buyer.record(took);
+    }
+
+    /// Slowest grab request, in milliseconds.
+    pub fn latency_max_ms(&self) -> f64 {
+        self.latency.max_ms()
+    }
+
+    pub(super) fn record(&self, outcome: Outcome, units: u64, took: Duration) {
+        self.outcomes[outcome.index()].fetch_add(1, Ordering::Relaxed);
+        if outcome == Outcome::Ordered {
+            self.ordered_units.fetch_add(units, Ordering::Relaxed);
+        }
+        self.latency.record(took);
+        *lock(&self.finished) = Some(Instant::now());
+    }
+
+    pub(super) fn mark_started(&self) {
+        lock(&self.started).get_or_insert_with(Instant::now);
+    }
+}
+
+/// A latency histogram in µs (1 µs .. 120 s, 3 significant digits),
+/// shared by the users of one run.
+#[derive(Debug)]
+pub(super) struct Latencies(Mutex<Histogram<u64>>);
+
+impl Default for Latencies {
+    fn default() -> Self {
+        Self(Mutex::new(
+            Histogram::new_with_bounds(1, MAX_US, 3).expect("histogram bounds"),
+        ))
+    }
+}
+
+const MAX_US: u64 = 120_000_000;
+
+impl Latencies {
+    pub(super) fn record(&self, took: Duration) {
+        let us = u64::try_from(took.as_micros())
+            .unwrap_or(u64::MAX)
+            .clamp(1, MAX_US);
+        let _ = lock(&self.0).record(us);
+    }
+
+    /// Quantile (0..1) in milliseconds; 0 when nothing was recorded.
+    fn quantile_ms(&self, q: f64) -> f64 {
+        let h = lock(&self.0);
+        if h.is_empty() {
+            0.0
+        } else {
+            h.value_at_quantile(q) as f64 / 1000.0
+        }
+    }
+
+    fn max_ms(&self) -> f64 {
+        lock(&self.0).max() as f64 / 1000.0
+    }
+}
+
+/// A mutex of the run, poisoned or not (a panicked user loses nothing).
+pub(super) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}

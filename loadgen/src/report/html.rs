@@ -1,0 +1,216 @@
+//! The report as one self-contained HTML page, 1280 pixels wide at most (a
+//! projector), written with maud's `html!`, which escapes every string it
+//! interpolates (strategy names, skip and verdict reasons, overlap members:
+//! `&`, `<`, `>`, `"`; attribute values are always double-quoted, so `'`
+//! needs none). Also the pieces the scenarios' page shares.
+
+use maud::{html, Markup, PreEscaped, DOCTYPE};
+
+use super::{Report, Run};
+use crate::api::Overlap;
+
+impl Report {
+    /// One self-contained HTML page, 1280 pixels wide at most (a
+    /// projector): the lesson (oversold units, lost updates, duplicate
+    /// orders per strategy), product 1's stock over each run, throughput
+    /// and p99 latency bars, the table; violations in red. No scripts, no
+    /// fetches.
+    pub fn html(&self) -> String {
+        let violations = self.violations();
+        let (head, rows) = self.rows();
+        let overlapping: Vec<&Run> = self
+            .runs
+            .iter()
+            .filter(|r| !r.first_overlaps.is_empty())
+            .collect();
+        let mut page = html! {
+            (DOCTYPE)
+            html lang="en" {
+                head {
+                    meta charset="utf-8";
+                    title { "seckill-loadgen report" }
+                    style { (PreEscaped(REPORT_CSS)) }
+                }
+                body {
+                    h1 { "seckill-loadgen report" }
+                    p #workload { (self.header()) }
+                    @if violations.is_empty() {
+                        p #summary { "No strategy classed safe showed a violation." }
+                    } @else {
+                        p #summary style="color:#b00;font-weight:bold" {
+                            "VIOLATION: "
+                            @for (i, run) in violations.iter().enumerate() {
+                                @if i > 0 { ", " }
+                                (run.strategy)
+                            }
+                        }
+                    }
+                    (self.lesson_chart())
+                    (self.stock_charts())
+                    (self.bar_chart(
+                        "chart-throughput",
+                        "Throughput (grabs/s; orders/s darker)",
+                        |r| r.grabs_per_sec,
+                        Some(|r: &Run| r.orders_per_sec),
+                    ))
+                    (self.bar_chart("chart-p99", "p99 grab latency (ms)", |r| r.p99_ms, None))
+                    table #results {
+                        thead { tr { @for h in head { th { (h) } } } }
+                        tbody {
+                            @for (row, run) in rows.iter().zip(&self.runs) {
+                                tr class=(run.verdict.as_str()) {
+                                    @if let Some((strategy, figures)) = row.split_first() {
+                                        td { a href=(run.goose_report) { (strategy) } }
+                                        @for cell in figures { td { (cell) } }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                    @for (strategy, batch) in self.batched() {
+                        p.batch { code { (strategy) } ": " (batch.line()) }
+                    }
+                    @for s in &self.skipped {
+                        p { "Skipped " code { (s.strategy) } ": " (s.reason) }
+                    }
+                    @if !overlapping.is_empty() {
+                        h2 { "First overlaps (--history)" }
+                        p {
+                            "Critical sections that began while another was inside, as the \
+                             history arbiter recorded them: "
+                            code { "replica:section" }
+                            ", the arbiter's clock from the run's first overlap."
+                        }
+                        @for run in overlapping {
+                            h3 { (run.strategy) }
+                            ol { (overlap_timeline(&run.first_overlaps)) }
+                        }
+                    }
+                    p {
+                        "Rows: red = a strategy classed safe broke; yellow = expected to break. \
+                         Each strategy name links to goose's own report of its run."
+                    }
+                }
+            }
+        }
+        .into_string();
+        page.push('\n');
+        page
+    }
+}
+
+/// The report page's style sheet.
+const REPORT_CSS: &str = "\
+body{font-family:system-ui,sans-serif;margin:1rem 1.25rem;color:#222;max-width:1240px}\
+table{border-collapse:collapse;font-size:.8rem}\
+td,th{border:1px solid #ccc;padding:.2rem .35rem;text-align:right}\
+td:first-child,th:first-child{text-align:left}\
+tr.VIOLATION{background:#fdd}tr.expected-unsafe{background:#fff3cd}\
+.chart{margin:1.25rem 0}.chart svg{max-width:100%;height:auto}\
+.charts{display:flex;flex-wrap:wrap;gap:.75rem 1.25rem}\
+.small{margin:0}.small figcaption{font-size:.85rem}";
+
+/// The scenarios page's style sheet.
+pub const SCENARIOS_CSS: &str =
+    "body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}\
+td,th{border:1px solid #ccc;padding:4px 8px}";
+
+/// The SVG namespace, on every chart (the page stands alone).
+pub(super) const SVG_NS: &str = "http://www.w3.org/2000/svg";
+
+/// `v` with `places` decimals, as the charts write their coordinates.
+pub fn decimals(v: f64, places: usize) -> String {
+    format!("{v:.places$}")
+}
+
+/// The arbiter's first overlaps as HTML list items: time from the first
+/// one, who entered, who was inside.
+pub fn overlap_timeline(events: &[Overlap]) -> Markup {
+    let t0 = events.first().map_or(0, |e| e.at_us);
+    html! {
+        @for event in events {
+            li {
+                code { "+" (decimals((event.at_us - t0) as f64 / 1000.0, 1)) " ms" } " "
+                b { (event.entered) }
+                " entered while inside: " (event.inside.join(", "))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::fixtures::{report_of, run, ESCAPED, HOSTILE};
+    use super::super::Skipped;
+    use crate::judge::RunVerdict;
+
+    #[test]
+    fn html_escapes_every_interpolated_string() {
+        let mut report = report_of(vec![
+            run(HOSTILE, RunVerdict::Violation, 3),
+            run("pg-atomic", RunVerdict::Safe, 0),
+        ]);
+        report.synchronous_commit = Some(HOSTILE.into());
+        report.skipped = vec![Skipped {
+            strategy: HOSTILE.into(),
+            reason: format!("not built: {HOSTILE}"),
+        }];
+        let page = report.html();
+        assert!(
+            page.starts_with("<!DOCTYPE html><html lang=\"en\">"),
+            "{page}"
+        );
+        assert!(!page.contains("<script"), "no raw <script> tag: {page}");
+        assert!(!page.contains(HOSTILE), "{page}");
+        for (what, escaped) in [
+            ("workload line", format!("synchronous_commit={ESCAPED}")),
+            ("summary", format!("VIOLATION: {ESCAPED}</p>")),
+            (
+                "lesson bar",
+                format!("<title>{ESCAPED}: 3 oversold units</title>"),
+            ),
+            ("bar chart", format!("<title>{ESCAPED}: 40.0</title>")),
+            (
+                "stock chart",
+                format!("<figcaption>{ESCAPED} — ends at -3</figcaption>"),
+            ),
+            (
+                "table link",
+                format!("<a href=\"goose/{ESCAPED}.html\">{ESCAPED}</a>"),
+            ),
+            (
+                "skip reason",
+                format!("<code>{ESCAPED}</code>: not built: {ESCAPED}</p>"),
+            ),
+            ("timeline", format!("<h3>{ESCAPED}</h3>")),
+            (
+                "timeline",
+                format!("<b>r1:{ESCAPED}</b> entered while inside: {ESCAPED}</li>"),
+            ),
+        ] {
+            assert!(page.contains(&escaped), "{what}: {escaped} in {page}");
+        }
+        // The markup the tests and the Chromium check look for is unchanged.
+        for marker in [
+            "<p id=\"workload\">",
+            "<p id=\"summary\" style=\"color:#b00;font-weight:bold\">",
+            "<figure class=\"chart\" id=\"chart-lesson\">",
+            "<figure class=\"chart\" id=\"chart-stock\">",
+            "<figure class=\"chart\" id=\"chart-throughput\">",
+            "<figure class=\"chart\" id=\"chart-p99\">",
+            "<table id=\"results\">",
+            "<tr class=\"VIOLATION\">",
+            "<tr class=\"safe\">",
+            concat!(
+                "<rect class=\"lesson-bar\" x=\"170\" y=\"26\" width=\"250.0\" ",
+                "height=\"15\" fill=\"#d32f2f\">"
+            ),
+            "<svg class=\"stock\" ",
+            "<rect class=\"bar\" ",
+            "0 · exact",
+            "</body></html>\n",
+        ] {
+            assert!(page.contains(marker), "{marker} in {page}");
+        }
+    }
+}

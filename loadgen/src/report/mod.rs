@@ -1,0 +1,292 @@
+//! The side-by-side report of `run`/`compare`: one [`Run`] per strategy,
+//! written as a terminal table and Markdown ([`tables`]), JSON (schema in
+//! the README, keys of the design's wire shapes kept) and one
+//! self-contained HTML page ([`html`]) with SVG charts ([`charts`]).
+
+mod charts;
+pub mod html;
+mod tables;
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::api::{AuditRow, Faults, Kind, Overlap, Safety};
+use crate::judge::RunVerdict;
+use crate::load::{Outcome, Workload};
+
+/// Lock figures: deltas of the replicas' `/metrics` over the run.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct LockFigures {
+    pub attempts: u64,
+    pub retries: u64,
+    pub acquire_wait_p99_ms: Option<f64>,
+    pub hold_p99_ms: Option<f64>,
+    pub renewals: u64,
+    pub lost: u64,
+    pub releases_not_owner: u64,
+    pub fence_rejections: u64,
+    pub redlock_quorum_failures: u64,
+}
+
+/// How the run's orders were batched (from the service's
+/// `seckill_order_batch_*` histograms, and each grab's exact
+/// `Server-Timing: batch;dur`).
+#[derive(Debug, Clone, Serialize)]
+pub struct BatchFigures {
+    /// Batches committed (or failed) during the run.
+    pub batches: u64,
+    /// Orders per batch, on average.
+    pub mean_size: f64,
+    /// Median and 99th percentile batch size (bucket-interpolated).
+    pub p50_size: Option<f64>,
+    pub p99_size: Option<f64>,
+    /// What batching added to a grab: the time its order waited for its
+    /// batch to start, exact.
+    pub wait_p50_ms: Option<f64>,
+    pub wait_p99_ms: Option<f64>,
+    /// One batch's `INSERT` and commit, 99th percentile (bucket-interpolated).
+    pub commit_p99_ms: Option<f64>,
+}
+
+impl BatchFigures {
+    /// One line: `orders in 812 batches of 7.6 on average (p50 6, p99 15); ...`.
+    pub fn line(&self) -> String {
+        let ms = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.2} ms"));
+        let n = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.0}"));
+        format!(
+            "orders in {} batches of {:.1} on average (p50 {}, p99 {}); wait for a batch p50 {}, p99 {}; commit p99 {}",
+            self.batches,
+            self.mean_size,
+            n(self.p50_size),
+            n(self.p99_size),
+            ms(self.wait_p50_ms),
+            ms(self.wait_p99_ms),
+            ms(self.commit_p99_ms),
+        )
+    }
+}
+
+/// One strategy's run.
+#[derive(Debug, Clone, Serialize)]
+pub struct Run {
+    pub strategy: String,
+    pub safety: Safety,
+    pub kind: Kind,
+    pub guarantee: String,
+    pub verdict: RunVerdict,
+    /// Whether the judge found any breach (classed safe or not).
+    pub violations: bool,
+    /// The breaches, as printed (`oversold 3`, `2 lost updates`, …).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub breaches: Vec<String>,
+    pub duration_s: f64,
+    pub grabs: u64,
+    pub grabs_per_sec: f64,
+    /// Orders in the database (ground truth, all products).
+    pub orders: i64,
+    pub orders_per_sec: f64,
+    pub ordered_units: i64,
+    pub p50_ms: f64,
+    pub p95_ms: f64,
+    pub p99_ms: f64,
+    pub max_ms: f64,
+    pub outcomes: BTreeMap<String, u64>,
+    pub initial_stock: i64,
+    pub stock_left: i64,
+    pub oversold: i64,
+    pub lost_updates: i64,
+    /// Units gone from the stock column with no order for them (a lost
+    /// reservation, a write that went wrong): summed per product, like
+    /// `lost_updates`, never netted against it.
+    pub undersold: i64,
+    pub duplicates: i64,
+    pub negative_stock: bool,
+    /// A buyer's whole wait, first send (or scheduled time) to final answer,
+    /// busy/rejected retries included.
+    pub buyer_p50_ms: f64,
+    pub buyer_p99_ms: f64,
+    pub lock: LockFigures,
+    /// Orders committed in batches (`redis-lua-stock`): sizes and waits;
+    /// absent when the strategy wrote no batch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub batch: Option<BatchFigures>,
+    /// With `--history`: critical sections that began while another was
+    /// inside, across every replica (the arbiter's count).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub overlaps: Option<u64>,
+    /// With `--history`: the most sections inside at once.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_holders: Option<u64>,
+    /// With `--history`: the arbiter's first overlaps.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub first_overlaps: Vec<Overlap>,
+    /// Why the strategy was expected to break under the faults in force.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expected_to_break: Option<String>,
+    /// Product 1's stock during the run: `[seconds since the first grab,
+    /// stock]`, sampled every 250 ms; the last point is the audit's.
+    pub stock_over_time: Vec<(f64, i64)>,
+    pub audit: Vec<AuditRow>,
+    /// goose's own HTML report, relative to the output folder.
+    pub goose_report: String,
+}
+
+/// The whole comparison.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub tool: &'static str,
+    pub version: &'static str,
+    pub replicas: Vec<String>,
+    pub synchronous_commit: Option<String>,
+    /// `GET /admin/faults` while the runs ran (work delay, pauses,
+    /// unlock-before-commit…): a "safe" lock can break under them.
+    pub faults: Option<Faults>,
+    pub workload: Workload,
+    pub runs: Vec<Run>,
+    /// Strategies listed but not run, with the reason.
+    pub skipped: Vec<Skipped>,
+    /// Strategies whose run failed (the reason says why); exit code 3.
+    pub failed: Vec<Skipped>,
+    /// Stopped by Ctrl-C: `runs` holds what finished.
+    pub interrupted: bool,
+}
+
+/// A strategy the service cannot run.
+#[derive(Debug, Clone, Serialize)]
+pub struct Skipped {
+    pub strategy: String,
+    pub reason: String,
+}
+
+impl Run {
+    /// Grabs the service failed (503/5xx) or never answered.
+    pub fn errors(&self) -> u64 {
+        self.outcomes
+            .get(Outcome::Error.as_str())
+            .copied()
+            .unwrap_or(0)
+    }
+}
+
+impl Report {
+    /// Runs classed safe that showed a violation.
+    pub fn violations(&self) -> Vec<&Run> {
+        self.runs
+            .iter()
+            .filter(|r| r.verdict == RunVerdict::Violation)
+            .collect()
+    }
+
+    /// The runs that committed their orders in batches.
+    pub(crate) fn batched(&self) -> impl Iterator<Item = (&str, &BatchFigures)> {
+        self.runs
+            .iter()
+            .filter_map(|r| Some((r.strategy.as_str(), r.batch.as_ref()?)))
+    }
+
+    /// The JSON report.
+    pub fn json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
+    }
+}
+
+/// Runs and reports for the tests of the report and of `compare`.
+#[cfg(test)]
+pub(crate) mod fixtures {
+    use std::collections::BTreeMap;
+    use std::time::Duration;
+
+    use super::{LockFigures, Report, Run};
+    use crate::api::{Kind, Overlap, Safety};
+    use crate::judge::RunVerdict;
+    use crate::load::{Shape, Workload};
+
+    /// Every character HTML must escape.
+    pub const HOSTILE: &str = "<script>\"'&";
+    /// [`HOSTILE`] escaped.
+    pub const ESCAPED: &str = "&lt;script&gt;&quot;'&amp;";
+
+    /// A run of `strategy` with a hostile name in every string a page shows.
+    pub fn run(strategy: &str, verdict: RunVerdict, oversold: i64) -> Run {
+        Run {
+            strategy: strategy.into(),
+            safety: Safety::Safe,
+            kind: Kind::Ttl,
+            guarantee: "exclusion".into(),
+            verdict,
+            violations: oversold > 0,
+            breaches: if oversold > 0 {
+                vec![format!("oversold {oversold}")]
+            } else {
+                Vec::new()
+            },
+            duration_s: 1.0,
+            grabs: 40,
+            grabs_per_sec: 40.0,
+            orders: 20 + oversold,
+            orders_per_sec: 20.0,
+            ordered_units: 20 + oversold,
+            p50_ms: 1.0,
+            p95_ms: 2.0,
+            p99_ms: 3.0,
+            max_ms: 4.0,
+            outcomes: BTreeMap::from([("ordered".to_owned(), 20)]),
+            initial_stock: 20,
+            stock_left: -oversold,
+            oversold,
+            lost_updates: 0,
+            undersold: 0,
+            duplicates: 0,
+            negative_stock: oversold > 0,
+            buyer_p50_ms: 1.0,
+            buyer_p99_ms: 3.0,
+            lock: LockFigures::default(),
+            batch: None,
+            overlaps: Some(1),
+            max_holders: Some(2),
+            first_overlaps: vec![Overlap {
+                at_us: 10,
+                strategy: strategy.into(),
+                entered: format!("r1:{HOSTILE}"),
+                inside: vec![HOSTILE.into()],
+                product: 1,
+            }],
+            expected_to_break: None,
+            stock_over_time: vec![(0.0, 20), (0.5, -oversold)],
+            audit: Vec::new(),
+            goose_report: format!("goose/{HOSTILE}.html"),
+        }
+    }
+
+    /// A report of these runs (a burst of 40 on 20 units).
+    pub fn report_of(runs: Vec<Run>) -> Report {
+        Report {
+            tool: "seckill-loadgen",
+            version: "0",
+            replicas: vec!["http://127.0.0.1:1".into()],
+            synchronous_commit: None,
+            faults: None,
+            workload: Workload {
+                shape: Shape::Burst,
+                users: 40,
+                increase_rate: 800.0,
+                run_time: None,
+                max_run_time: Duration::from_secs(30),
+                stock: 20,
+                products: 1,
+                hot_ratio: 1.0,
+                repeat_ratio: 0.0,
+                quantity_min: 1,
+                quantity_max: 1,
+                retry: true,
+                retry_ms: 10,
+                give_up_after: Duration::from_secs(5),
+            },
+            runs,
+            skipped: Vec::new(),
+            failed: Vec::new(),
+            interrupted: false,
+        }
+    }
+}

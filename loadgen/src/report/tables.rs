@@ -1,0 +1,191 @@
+//! The report as text: the terminal table and the Markdown one (one row
+//! per strategy, the same cells), with the workload line above.
+
+use std::fmt::Write as _;
+
+use super::Report;
+use crate::api::Faults;
+use crate::load::Shape;
+
+impl Report {
+    pub(super) fn header(&self) -> String {
+        let w = &self.workload;
+        let shape = match w.shape {
+            Shape::ClosedLoop => format!("{} closed-loop users", w.users),
+            Shape::Burst => format!("burst of {} users", w.users),
+            Shape::Rate { per_sec } => {
+                format!("{per_sec} grabs/s open rate, {} users", w.users)
+            }
+        };
+        let length = w.run_time.map_or("until sold out".to_owned(), |d| {
+            format!("{} s", d.as_secs())
+        });
+        let faults = self.faults.as_ref().map(faults_on).unwrap_or_default();
+        format!(
+            "{shape}, {length}; stock {} on {} product(s); {} replica(s); synchronous_commit={}; faults: {}",
+            w.stock,
+            w.products,
+            self.replicas.len(),
+            self.synchronous_commit.as_deref().unwrap_or("?"),
+            if faults.is_empty() { "none".to_owned() } else { faults.join(", ") }
+        )
+    }
+
+    /// Rows of the table, shared by the terminal and Markdown forms.
+    pub(super) fn rows(&self) -> (Vec<&'static str>, Vec<Vec<String>>) {
+        let head = vec![
+            "strategy",
+            "grabs/s",
+            "orders/s",
+            "p50 ms",
+            "p95 ms",
+            "p99 ms",
+            "ordered",
+            "sold_out",
+            "already",
+            "busy",
+            "rejected",
+            "error",
+            "wait p99 ms",
+            "retries",
+            "oversold",
+            "lost",
+            "dup",
+            "overlaps",
+            "verdict",
+        ];
+        let rows = self
+            .runs
+            .iter()
+            .map(|r| {
+                let o = |k: &str| r.outcomes.get(k).copied().unwrap_or(0).to_string();
+                vec![
+                    r.strategy.clone(),
+                    format!("{:.0}", r.grabs_per_sec),
+                    format!("{:.0}", r.orders_per_sec),
+                    format!("{:.1}", r.p50_ms),
+                    format!("{:.1}", r.p95_ms),
+                    format!("{:.1}", r.p99_ms),
+                    o("ordered"),
+                    o("sold_out"),
+                    o("already_purchased"),
+                    o("busy"),
+                    o("rejected"),
+                    o("error"),
+                    r.lock
+                        .acquire_wait_p99_ms
+                        .map_or("-".into(), |v| format!("{v:.1}")),
+                    r.lock.retries.to_string(),
+                    r.oversold.to_string(),
+                    r.lost_updates.to_string(),
+                    r.duplicates.to_string(),
+                    r.overlaps.map_or("-".into(), |o| o.to_string()),
+                    r.verdict.as_str().to_owned(),
+                ]
+            })
+            .collect();
+        (head, rows)
+    }
+
+    /// The results as a comfy-table with `preset`'s borders: strategy and
+    /// verdict left, the figures right.
+    fn table(
+        &self,
+        style: comfy_table::TableStyle,
+        cell: impl Fn(String) -> String,
+    ) -> comfy_table::Table {
+        let (head, rows) = self.rows();
+        let mut table = comfy_table::Table::new();
+        table
+            .load_style(style)
+            .set_header(head.iter().copied())
+            .add_rows(rows.into_iter().map(|row| row.into_iter().map(&cell)));
+        let last = head.len() - 1;
+        for (i, column) in table.column_iter_mut().enumerate() {
+            if i != 0 && i != last {
+                column.set_cell_alignment(comfy_table::CellAlignment::Right);
+            }
+        }
+        table
+    }
+
+    /// A plain-text table for the terminal.
+    pub fn terminal(&self) -> String {
+        let mut out = format!("{}\n", self.header());
+        // No borders: columns two spaces apart (each cell's padding).
+        for line in self.table(comfy_table::presets::NOTHING, |c| c).lines() {
+            out.push_str(line.strip_prefix(' ').unwrap_or(&line).trim_end());
+            out.push('\n');
+        }
+        for (strategy, batch) in self.batched() {
+            let _ = writeln!(out, "{strategy}: {}", batch.line());
+        }
+        for s in &self.skipped {
+            let _ = writeln!(out, "skipped {}: {}", s.strategy, s.reason);
+        }
+        for s in &self.failed {
+            let _ = writeln!(out, "FAILED {}: {}", s.strategy, s.reason);
+        }
+        if self.interrupted {
+            out.push_str("interrupted (Ctrl-C): the strategies after the last row did not run\n");
+        }
+        out
+    }
+
+    /// A GitHub-flavoured Markdown table.
+    pub fn markdown(&self) -> String {
+        let mut out = format!("# seckill-loadgen report\n\n{}\n\n", self.header());
+        let table = self.table(comfy_table::presets::ASCII_MARKDOWN, |c| {
+            if c == "VIOLATION" {
+                "**VIOLATION**".into()
+            } else {
+                c
+            }
+        });
+        let _ = writeln!(out, "{table}");
+        for (strategy, batch) in self.batched() {
+            let _ = writeln!(out, "\n`{strategy}`: {}", batch.line());
+        }
+        for s in &self.skipped {
+            let _ = writeln!(out, "\nSkipped `{}`: {}", s.strategy, s.reason);
+        }
+        for s in &self.failed {
+            let _ = writeln!(out, "\n**Failed** `{}`: {}", s.strategy, s.reason);
+        }
+        out.push_str(
+            "\nGrabs/s count every answered request (retries of `busy`/`rejected` included); \
+             orders, oversold, lost and dup come from the database audit; wait p99 and retries \
+             from the replicas' `/metrics`.\n",
+        );
+        out
+    }
+}
+
+/// The faults that are on (non-zero, true), by name, e.g. `work_delay_ms=5`
+/// (`pause_every` only while pausing).
+fn faults_on(f: &Faults) -> Vec<String> {
+    let pausing = f.pause_ms > 0;
+    [
+        ("check_revision", u64::from(f.check_revision), true),
+        ("pause_every", f.pause_every, pausing),
+        ("pause_ms", f.pause_ms, false),
+        ("release_gap_ms", f.release_gap_ms, false),
+        ("setnx_expire_gap_ms", f.setnx_expire_gap_ms, false),
+        (
+            "unlock_before_commit",
+            u64::from(f.unlock_before_commit),
+            true,
+        ),
+        ("work_delay_ms", f.work_delay_ms, false),
+    ]
+    .into_iter()
+    .filter(|(name, value, _)| *value > 0 && (*name != "pause_every" || pausing))
+    .map(|(name, value, flag)| {
+        if flag && name != "pause_every" {
+            format!("{name}=true")
+        } else {
+            format!("{name}={value}")
+        }
+    })
+    .collect()
+}

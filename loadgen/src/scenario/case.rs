@@ -1,0 +1,351 @@
+//! One case's record: what it expected, what was observed, and the verdict
+//! — judged by [`crate::judge`], as `run`/`compare` are, after the checks
+//! only a scenario makes (did its fault land, did anything contend, was
+//! anything sold, was an outage felt, did a crash deadlock).
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::api::Overlap;
+use crate::judge::{self, Breach, CaseVerdict, Evidence, Expected, Guarantee};
+
+/// What a strategy should do under a scenario's fault (`Err`: the scenario
+/// does not apply to it, and why).
+pub type Expectation = Result<(Expected, String), String>;
+
+/// What was observed in one case.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Observed {
+    /// Critical sections that began while another was inside (arbiter).
+    pub overlaps: u64,
+    /// Most sections inside at once.
+    pub max_holders: u64,
+    /// Audit: units sold beyond the stock.
+    pub oversold: i64,
+    /// Audit: orders the stock column never saw.
+    pub lost_updates: i64,
+    /// Audit: users with two orders.
+    pub duplicates: i64,
+    /// Audit: units gone from the stock column without an order.
+    pub undersold: i64,
+    /// Audit: the stock column went below zero.
+    pub negative_stock: bool,
+    /// `409 rejected` answers (lost lease, validity, stale fence).
+    pub rejected: u64,
+    /// `429 busy` answers.
+    pub busy: u64,
+    /// Orders in the database.
+    pub orders: i64,
+    /// `503` answers.
+    pub unavailable: u64,
+    /// Other failed requests (refused connections to a killed replica, …).
+    pub errors: u64,
+    /// Sections the arbiter recorded.
+    pub entries: u64,
+    /// Entries/exits the arbiter missed (must be 0 for a complete history).
+    pub history_errors: u64,
+    /// Failed lock attempts (`seckill_lock_retries_total`).
+    pub lock_retries: u64,
+    /// Mean wait for the lock, ms.
+    pub mean_wait_ms: f64,
+    /// Whether the run showed contention at all.
+    pub contended: bool,
+    /// `crash-holder`: ms from the kill to the next order, if any came.
+    pub recovered_after_ms: Option<u64>,
+}
+
+impl Observed {
+    /// The audit's and the arbiter's figures, as the one judge reads them.
+    pub fn evidence(&self) -> Evidence {
+        Evidence {
+            oversold: self.oversold,
+            lost_updates: self.lost_updates,
+            undersold: self.undersold,
+            duplicates: self.duplicates,
+            negative_stock: self.negative_stock,
+            overlaps: Some(self.overlaps),
+            max_holders: Some(self.max_holders),
+        }
+    }
+}
+
+/// One case: a strategy under one variant of a scenario's fault.
+#[derive(Debug, Clone, Serialize)]
+pub struct CaseResult {
+    /// Scenario name.
+    pub name: String,
+    /// Strategy.
+    pub strategy: String,
+    /// Variant of the fault, when the scenario has several.
+    pub variant: Option<String>,
+    /// The faults in force (what was broken, how long, the TTL).
+    pub faults: Value,
+    /// `holds` or `breaks`.
+    pub expected: Expected,
+    /// Why that is the expectation.
+    pub why: String,
+    /// What "holds" means for this strategy.
+    pub guarantee: Guarantee,
+    /// What happened.
+    pub observed: Observed,
+    /// Judged.
+    pub verdict: CaseVerdict,
+    /// Why the verdict (what broke, or what made it inconclusive).
+    pub verdict_reason: String,
+    /// What the runner did, with timings from the start of the case.
+    pub steps: Vec<String>,
+    /// The arbiter's first overlaps (time, who entered, who was inside).
+    pub first_overlaps: Vec<Overlap>,
+    /// Length of the case, seconds.
+    pub duration_s: f64,
+}
+
+impl CaseResult {
+    /// The table cells of this case, in [`CaseResult::HEAD`]'s order.
+    pub fn cells(&self) -> Vec<String> {
+        let o = &self.observed;
+        vec![
+            self.name.clone(),
+            self.strategy.clone(),
+            self.variant.clone().unwrap_or_else(|| "-".into()),
+            self.expected.as_str().to_owned(),
+            o.overlaps.to_string(),
+            o.max_holders.to_string(),
+            o.oversold.to_string(),
+            o.lost_updates.to_string(),
+            o.undersold.to_string(),
+            o.duplicates.to_string(),
+            if o.negative_stock { "yes" } else { "no" }.to_owned(),
+            o.rejected.to_string(),
+            o.busy.to_string(),
+            o.orders.to_string(),
+            self.verdict.as_str().to_owned(),
+        ]
+    }
+
+    /// The column names of [`CaseResult::cells`].
+    pub const HEAD: [&'static str; 15] = [
+        "scenario",
+        "strategy",
+        "variant",
+        "expected",
+        "overlaps",
+        "max holders",
+        "oversold",
+        "lost updates",
+        "undersold",
+        "duplicates",
+        "negative stock",
+        "rejected",
+        "busy",
+        "orders",
+        "verdict",
+    ];
+}
+
+/// What a scenario adds to the judge: whether its fault landed, whether it
+/// is `crash-holder` (nothing sold after the crash is the finding, not a
+/// reason to doubt) or `dependency-loss` (an outage nobody felt proves
+/// nothing).
+#[derive(Debug, Clone, Copy)]
+pub struct Checks {
+    /// The fault was proven to land.
+    pub fault_landed: bool,
+    /// The case kills the holder and watches for the next order.
+    pub crash: bool,
+    /// The case cuts the dependencies: some request must have failed.
+    pub outage: bool,
+}
+
+/// Judge a case from its observations.
+pub fn judge(
+    checks: Checks,
+    guarantee: Guarantee,
+    expected: Expected,
+    o: &Observed,
+) -> (CaseVerdict, String) {
+    let inconclusive = |why: &str| (CaseVerdict::Inconclusive, why.to_owned());
+    if !checks.fault_landed {
+        return inconclusive("the fault never landed (no holder was caught inside)");
+    }
+    if o.orders == 0 && !checks.crash {
+        return inconclusive("nothing was sold");
+    }
+    if !o.contended {
+        return inconclusive("no contention: no waits, retries, busy answers or overlaps");
+    }
+    if checks.outage && o.unavailable + o.errors == 0 {
+        return inconclusive("no request failed: the outage was not felt");
+    }
+    let mut breaches = o.evidence().breaches(guarantee);
+    if checks.crash && o.recovered_after_ms.is_none() {
+        breaches.push(Breach::Deadlocked);
+    }
+    let reason = if breaches.is_empty() {
+        let mut held = String::from("held: audit exact");
+        if guarantee == Guarantee::Exclusion {
+            held.push_str(", 0 overlaps");
+        } else if o.overlaps > 0 {
+            held.push_str(&format!(
+                " although {} sections overlapped (stale holders refused: {} rejected)",
+                o.overlaps, o.rejected
+            ));
+        }
+        if let Some(ms) = o.recovered_after_ms {
+            held.push_str(&format!(", sold again {ms} ms after the crash"));
+        }
+        held
+    } else {
+        format!("broke: {}", judge::list(&breaches))
+    };
+    (CaseVerdict::of(expected, &breaches), reason)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::AuditRow;
+
+    /// `run`/`compare` read a product's audit row; a scenario its
+    /// `Observed`. The same figures must make the same breaches, and so the
+    /// same verdicts, whichever path they took.
+    #[test]
+    fn scenarios_and_runs_are_held_to_the_same_judge() {
+        let row = AuditRow {
+            product_id: 1,
+            initial_stock: 100,
+            stock: -2,
+            orders: 103,
+            ordered_units: 103,
+            oversold: 2,
+            lost_updates: 1,
+            undersold: 4,
+            duplicates: 3,
+            negative_stock: true,
+        };
+        let counts = crate::api::StrategyHistory {
+            strategy: "x".into(),
+            entries: 90,
+            overlaps: 6,
+            max_holders: 2,
+        };
+        let from_run = Evidence::new(std::slice::from_ref(&row), Some(&counts));
+        let observed = Observed {
+            overlaps: 6,
+            max_holders: 2,
+            oversold: 2,
+            lost_updates: 1,
+            duplicates: 3,
+            undersold: 4,
+            negative_stock: true,
+            orders: 103,
+            contended: true,
+            ..Observed::default()
+        };
+        assert_eq!(observed.evidence(), from_run);
+        let breaches = from_run.breaches(Guarantee::Exclusion);
+        assert_eq!(breaches.len(), 6, "{breaches:?}");
+        let checks = Checks {
+            fault_landed: true,
+            crash: false,
+            outage: false,
+        };
+        let (verdict, reason) = judge(checks, Guarantee::Exclusion, Expected::Holds, &observed);
+        assert_eq!(verdict, CaseVerdict::Unexpected);
+        assert_eq!(reason, format!("broke: {}", judge::list(&breaches)));
+        assert!(
+            crate::judge::violation_line("x", &breaches).ends_with(&judge::list(&breaches)),
+            "the VIOLATION line names every breach"
+        );
+        // Any one of them alone is enough.
+        for only in [
+            Observed {
+                oversold: 1,
+                ..clean()
+            },
+            Observed {
+                lost_updates: 1,
+                ..clean()
+            },
+            Observed {
+                undersold: 1,
+                ..clean()
+            },
+            Observed {
+                duplicates: 1,
+                ..clean()
+            },
+            Observed {
+                negative_stock: true,
+                ..clean()
+            },
+            Observed {
+                overlaps: 1,
+                max_holders: 2,
+                ..clean()
+            },
+        ] {
+            let (verdict, _) = judge(checks, Guarantee::Exclusion, Expected::Holds, &only);
+            assert_eq!(verdict, CaseVerdict::Unexpected, "{only:?}");
+        }
+        let (verdict, _) = judge(checks, Guarantee::Exclusion, Expected::Holds, &clean());
+        assert_eq!(verdict, CaseVerdict::AsExpected);
+    }
+
+    fn clean() -> Observed {
+        Observed {
+            orders: 10,
+            contended: true,
+            max_holders: 1,
+            ..Observed::default()
+        }
+    }
+
+    #[test]
+    fn a_case_that_could_not_tell_is_inconclusive() {
+        let landed = Checks {
+            fault_landed: true,
+            crash: false,
+            outage: false,
+        };
+        let missed = Checks {
+            fault_landed: false,
+            ..landed
+        };
+        let broken = Observed {
+            oversold: 3,
+            ..clean()
+        };
+        for (checks, observed) in [
+            (missed, broken.clone()),
+            (
+                landed,
+                Observed {
+                    orders: 0,
+                    ..broken
+                },
+            ),
+            (
+                landed,
+                Observed {
+                    contended: false,
+                    max_holders: 1,
+                    ..Observed {
+                        oversold: 0,
+                        ..clean()
+                    }
+                },
+            ),
+            (
+                Checks {
+                    outage: true,
+                    ..landed
+                },
+                clean(),
+            ),
+        ] {
+            let (verdict, why) = judge(checks, Guarantee::Exclusion, Expected::Breaks, &observed);
+            assert_eq!(verdict, CaseVerdict::Inconclusive, "{why}");
+        }
+    }
+}

@@ -1,0 +1,50 @@
+//! `clock-skew` — one replica's wall clock runs ahead by more than the TTL
+//! (the clock-shifting preload). `setnx-getset` (seed 004 v3) writes expiry
+//! times from the client's clock, so the fast replica takes over a live
+//! lock; locks whose expiry the server decides do not care.
+
+use serde_json::{json, Value};
+
+use super::case::Expectation;
+use super::lab::Lab;
+use super::world::{arm, steady_load, two_replicas, Case, World};
+use crate::api::StrategyEntry;
+use crate::judge::Expected::{Breaks, Holds};
+use crate::procs;
+
+/// What `strategy` should do when one replica's clock runs ahead.
+pub fn expect(strategy: &StrategyEntry, _variant: &str) -> Expectation {
+    // Seed 004 v3 is the one design that trusts the client's clock.
+    Ok(match strategy.name.as_str() {
+        "setnx-getset" => (
+            Breaks,
+            "a replica whose clock runs ahead takes over a live lock".into(),
+        ),
+        _ => (
+            Holds,
+            "expiry is decided by the server's clock, not the replica's".into(),
+        ),
+    })
+}
+
+/// Run the case: start its world, apply the fault, undo it; the faults
+/// as reported.
+pub async fn run(
+    lab: &mut Lab,
+    world: &mut World,
+    case: &mut Case,
+    strategy: &str,
+) -> anyhow::Result<Value> {
+    let ttl = 1000;
+    let skew: i64 = 1500;
+    let shift = lab.clockshift()?;
+    let file = lab.dir.join("replica-a.clock");
+    procs::set_clock_offset(&file, skew)?;
+    let env: Vec<(String, String)> = shift.env(&file);
+    two_replicas(lab, world, strategy, ttl, env).await?;
+    let service = world.service();
+    arm(&service, strategy, 60, json!({})).await?;
+    case.step(format!("replica a's wall clock runs {skew} ms ahead (clockshift); TTL {ttl} ms, work 60 ms; 8 buyers on both"));
+    steady_load(lab, world, case, 8, 3000).await;
+    Ok(json!({ "clock_skew_ms": skew, "replica": "a", "lock_ttl_ms": ttl }))
+}

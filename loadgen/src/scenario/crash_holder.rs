@@ -1,0 +1,104 @@
+//! `crash-holder` — `kill -9` the replica holding the lock (for
+//! `setnx-expire`: between its SETNX and its EXPIRE); the buyers move to
+//! the survivor. Does anyone ever buy again? A key without a TTL says no
+//! forever; a TTL, lease or session ends with the holder.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use tokio::time::Instant;
+
+use super::buyers;
+use super::case::Expectation;
+use super::lab::{Lab, TOKEN};
+use super::world::{arm, pause, start_buyers, two_replicas, wait_inside, Case, World};
+use crate::api::{Kind, Service, StrategyEntry};
+use crate::judge::Expected::{Breaks, Holds};
+
+/// What `strategy` should do when its holder dies.
+pub fn expect(strategy: &StrategyEntry, _variant: &str) -> Expectation {
+    let (expected, why) = match strategy.kind {
+        Kind::NoExpiry => (Breaks, "nothing ever deletes the dead holder's key"),
+        // Seed 004 v2: the crash window between two commands.
+        Kind::Ttl if strategy.name == "setnx-expire" => (
+            Breaks,
+            "killed between SETNX and EXPIRE: a key without a TTL",
+        ),
+        Kind::LockTable => (Holds, "blocked until a waiter sweeps the row (one TTL)"),
+        _ => (Holds, "the TTL, lease or session ends with the holder"),
+    };
+    Ok((expected, why.into()))
+}
+
+/// Run the case: start its world, apply the fault, undo it; the faults
+/// as reported.
+pub async fn run(
+    lab: &Lab,
+    world: &mut World,
+    case: &mut Case,
+    strategy: &str,
+) -> anyhow::Result<Value> {
+    let ttl = 800;
+    two_replicas(lab, world, strategy, ttl, Vec::new()).await?;
+    let service = world.service();
+    let gap = if strategy == "setnx-expire" { 1500 } else { 0 };
+    arm(
+        &service,
+        strategy,
+        50,
+        json!({ "setnx_expire_gap_ms": gap }),
+    )
+    .await?;
+    let a_url = world.replica("a")?.url();
+    let b_url = world.replica("b")?.url();
+    let targets = buyers::targets(vec![a_url]);
+    let load = start_buyers(lab, case, &targets, 3);
+    case.step(format!(
+        "replicas a, b up (TTL {ttl} ms, work 50 ms); 3 buyers on a only{}",
+        if gap > 0 {
+            format!("; {gap} ms between SETNX and EXPIRE")
+        } else {
+            String::new()
+        }
+    ));
+    let watcher = Service::new(vec![b_url.clone()], TOKEN.into());
+    let redis_port = world.nodes[0].port;
+    let caught = if gap > 0 {
+        // Inside the gap there is no section yet: watch the key itself.
+        let mut conn = world.nodes[0].conn().await?;
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let mut seen = false;
+        while Instant::now() < deadline {
+            let pttl: i64 = redis::cmd("PTTL")
+                .arg("lock:product:1")
+                .query_async(&mut conn)
+                .await?;
+            if pttl == -1 {
+                seen = true;
+                break;
+            }
+            pause(2).await;
+        }
+        seen
+    } else {
+        wait_inside(&watcher, Some("a"), Duration::from_secs(5)).await?
+    };
+    world.replica("a")?.kill();
+    case.crashed_at = Some(Instant::now());
+    case.fault_landed = caught;
+    case.step(if gap > 0 {
+        "kill -9 replica a between its SETNX and its EXPIRE (the key has no TTL)"
+    } else {
+        "kill -9 replica a while it holds the lock"
+    });
+    watcher.forget("a").await?;
+    buyers::retarget(&targets, vec![b_url]);
+    let window = 2 * ttl + 1500;
+    case.step(format!("buyers move to replica b; watching {window} ms for the next order (redis on port {redis_port})"));
+    pause(window).await;
+    load.stop().await;
+    case.step("buyers stopped");
+    Ok(
+        json!({ "killed": "a", "lock_ttl_ms": ttl, "setnx_expire_gap_ms": gap, "watched_ms": window }),
+    )
+}

@@ -1,0 +1,120 @@
+//! `dependency-loss` — Redis killed and restarted empty, then PostgreSQL
+//! (and the strategy's own etcd, ZooKeeper or MariaDB) cut and restored,
+//! mid-run. Grabs answer 503 while a dependency is gone; no order is ever
+//! half-written.
+
+use anyhow::Context as _;
+use serde_json::{json, Value};
+
+use super::buyers;
+use super::case::Expectation;
+use super::lab::{host_port, Lab, Setup};
+use super::world::{arm, duration, pause, start_buyers, start_replicas, Case, World};
+use crate::api::StrategyEntry;
+use crate::judge::Expected::Holds;
+use crate::procs::{self, RedisNode};
+use seckill_proxy::Proxy;
+
+/// Every strategy holds, but one whose stock lives in Redis alone.
+pub fn expect(strategy: &StrategyEntry, _variant: &str) -> Expectation {
+    match strategy.name.as_str() {
+        "redis-lua-stock" => Err("its stock lives in Redis: a Redis without persistence loses it (documented in its header)".into()),
+        _ => Ok((Holds, "a dead dependency answers 503 and rolls back; nothing half-written".into())),
+    }
+}
+
+/// Run the case: start its world, apply the fault, undo it; the faults
+/// as reported.
+pub async fn run(
+    lab: &Lab,
+    world: &mut World,
+    case: &mut Case,
+    strategy: &str,
+) -> anyhow::Result<Value> {
+    let ttl = 2000;
+    let redis = RedisNode::start(&lab.dir, "redis", &[], Vec::new()).await?;
+    let redis_url = redis.url();
+    world.nodes.push(redis);
+    let pg_addr = pg_address(&lab.db_url)?;
+    let pg = Proxy::start(pg_addr).await?;
+    let mut via_proxy = reqwest::Url::parse(&lab.db_url)?;
+    via_proxy
+        .set_port(Some(pg.port))
+        .map_err(|()| anyhow::anyhow!("cannot set the port of the database URL"))?;
+    via_proxy
+        .set_host(Some("127.0.0.1"))
+        .context("database URL host")?;
+    let db = via_proxy.to_string();
+    // The strategy's own server (etcd, ZooKeeper, MariaDB) is cut with PostgreSQL.
+    let coordination_proxy = match lab.coordination_addr(strategy)? {
+        Some(addr) => Some(Proxy::start(addr).await?),
+        None => None,
+    };
+    let coordination = match &coordination_proxy {
+        Some(proxy) => lab.coordination_env(strategy, procs::local(proxy.port))?,
+        None => Vec::new(),
+    };
+    start_replicas(
+        lab,
+        world,
+        [
+            (
+                "a",
+                Setup::new(&redis_url, ttl)
+                    .database(&db)
+                    .extra(coordination.clone()),
+            ),
+            (
+                "b",
+                Setup::new(&redis_url, ttl)
+                    .database(&db)
+                    .extra(coordination),
+            ),
+        ],
+    )
+    .await?;
+    let pg_index = world.proxies.len();
+    world.proxies.push(pg);
+    let also = coordination_proxy.is_some();
+    world.proxies.extend(coordination_proxy);
+    let service = world.service();
+    arm(&service, strategy, 10, json!({})).await?;
+    case.step("replicas a, b up; PostgreSQL reached through a proxy; 8 buyers");
+    let targets = buyers::targets(world.urls());
+    let load = start_buyers(lab, case, &targets, 8);
+    pause(800).await;
+    world.nodes[0].kill();
+    case.step("kill -9 Redis (no persistence)");
+    pause(1000).await;
+    world.nodes[0].restart().await?;
+    case.step("Redis started again, empty");
+    pause(800).await;
+    // PostgreSQL first: a holder inside its section feels it. Cut together,
+    // a lock server whose client rides out short cuts (ZooKeeper) could
+    // hold every buyer in the lock queue for the whole cut, and the pool
+    // replaces the dropped connections before anyone notices.
+    world.proxies[pg_index].set_cut(true);
+    case.step("PostgreSQL cut: connections dropped, new ones refused");
+    if also {
+        pause(300).await;
+        for proxy in &world.proxies[pg_index + 1..] {
+            proxy.set_cut(true);
+        }
+        case.step(format!("{strategy}'s server cut too"));
+        pause(700).await;
+    } else {
+        pause(1000).await;
+    }
+    for proxy in &world.proxies {
+        proxy.set_cut(false);
+    }
+    case.step("reachable again");
+    pause(duration(lab, 1500)).await;
+    load.stop().await;
+    case.step("buyers stopped");
+    Ok(json!({ "redis_down_ms": 1000, "postgres_cut_ms": 1000, "lock_ttl_ms": ttl }))
+}
+
+fn pg_address(url: &str) -> anyhow::Result<std::net::SocketAddr> {
+    host_port(url, 5432)
+}

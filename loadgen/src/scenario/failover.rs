@@ -1,0 +1,158 @@
+//! `failover` — the service's one Redis has a replica (replication delayed
+//! 300 ms by a proxy); the replica is promoted while a lock is held and the
+//! service's link pointed at it. Without `WAIT 1` the lock key has not
+//! reached the replica; with it, the holder entered only once it had. The
+//! fence refuses the promoted replica's stale tokens either way.
+
+use std::time::Duration;
+
+use anyhow::bail;
+use serde_json::{json, Value};
+use tokio::time::Instant;
+
+use super::buyers;
+use super::case::Expectation;
+use super::lab::{Lab, Setup};
+use super::world::{arm, duration, pause, start_buyers, start_replicas, wait_inside, Case, World};
+use crate::api::{Kind, StrategyEntry};
+use crate::judge::Expected::{Breaks, Holds};
+use crate::procs::{self, RedisNode};
+use seckill_proxy::Proxy;
+
+/// Without and with `WAIT 1` after each lock write.
+pub const VARIANTS: &[&str] = &["no-wait", "wait-1"];
+
+/// The single-instance Redis locks only: what each does when the replica
+/// is promoted.
+pub fn expect(strategy: &StrategyEntry, variant: &str) -> Expectation {
+    if matches!(strategy.name.as_str(), "etcd-lease" | "zk-ephemeral-seq") {
+        return Err("this scenario fails over the service's one Redis; etcd and ZooKeeper replicate by consensus".into());
+    }
+    let (expected, why) = match (strategy.kind, variant) {
+        (Kind::Validity | Kind::LockTable | Kind::InTransaction | Kind::NotALock | Kind::Session, _) => {
+            return Err("this scenario fails over the service's one Redis; it applies to the single-instance Redis locks".into())
+        }
+        (Kind::Fenced, _) => (Holds, "the promoted replica's older counter yields stale tokens the database refuses"),
+        (_, "no-wait") => (Breaks, "the lock key had not reached the replica when it was promoted"),
+        // Only the SET NX PX family waits for the replica (WAIT 1).
+        (_, _) if strategy.name.starts_with("set-nx-px") => {
+            (Holds, "WAIT 1: the holder enters only once the replica has the key")
+        }
+        _ => (Breaks, "this lock's writes do not WAIT for the replica"),
+    };
+    Ok((expected, why.into()))
+}
+
+/// Run the case: start its world, apply the fault, undo it; the faults
+/// as reported.
+pub async fn run(
+    lab: &mut Lab,
+    world: &mut World,
+    case: &mut Case,
+    strategy: &str,
+    variant: &str,
+) -> anyhow::Result<Value> {
+    let ttl = 2000;
+    let lag = 300;
+    let primary = RedisNode::start(
+        &lab.dir,
+        "primary",
+        &["--repl-diskless-sync-delay", "0"],
+        Vec::new(),
+    )
+    .await?;
+    let link = Proxy::start(procs::local(primary.port)).await?;
+    link.set_delays(Duration::ZERO, Duration::from_millis(lag));
+    let replica = RedisNode::start(
+        &lab.dir,
+        "replica",
+        &["--replicaof", "127.0.0.1", &link.port.to_string()],
+        Vec::new(),
+    )
+    .await?;
+    let front = Proxy::start(procs::local(primary.port)).await?;
+    let front_url = format!("redis://127.0.0.1:{}", front.port);
+    let extra = if variant == "wait-1" {
+        vec![
+            ("SECKILL_REDIS_WAIT_REPLICAS".to_owned(), "1".to_owned()),
+            (
+                "SECKILL_REDIS_WAIT_TIMEOUT_MS".to_owned(),
+                "1000".to_owned(),
+            ),
+        ]
+    } else {
+        Vec::new()
+    };
+    let mut conn = replica.conn().await?;
+    let synced = Instant::now() + Duration::from_secs(10);
+    loop {
+        let info: String = redis::cmd("INFO")
+            .arg("replication")
+            .query_async(&mut conn)
+            .await?;
+        if info.contains("master_link_status:up") {
+            break;
+        }
+        if Instant::now() > synced {
+            bail!("the replica never synced with the primary");
+        }
+        pause(50).await;
+    }
+    let replica_port = replica.port;
+    world.nodes.push(primary);
+    world.nodes.push(replica);
+    world.proxies.push(link);
+    start_replicas(
+        lab,
+        world,
+        [
+            ("a", Setup::new(&front_url, ttl).extra(extra.clone())),
+            ("b", Setup::new(&front_url, ttl).extra(extra)),
+        ],
+    )
+    .await?;
+    let service = world.service();
+    arm(&service, strategy, 300, json!({})).await?;
+    case.step(format!(
+        "primary + replica (replication delayed {lag} ms by a proxy); both app replicas use the primary through a proxy; TTL {ttl} ms, work 300 ms{}",
+        if variant == "wait-1" { ", WAIT 1 after each lock write" } else { "" }
+    ));
+    let targets = buyers::targets(world.urls());
+    let warm = start_buyers(lab, case, &targets, 6);
+    pause(duration(lab, 1500)).await;
+    warm.stop().await;
+    pause(lag + 300).await;
+    case.step("contended warm-up done; the lock is free and the replica in sync");
+    let holder = buyers::grab_once(
+        &lab.http,
+        &world.replica("a")?.url(),
+        &case.next_user,
+        &case.tally,
+    );
+    let caught = wait_inside(&service, Some("a"), Duration::from_secs(3)).await?;
+    let key_on_replica: i64 = redis::cmd("EXISTS")
+        .arg("lock:product:1")
+        .query_async(&mut conn)
+        .await?;
+    redis::cmd("REPLICAOF")
+        .arg("NO")
+        .arg("ONE")
+        .query_async::<()>(&mut conn)
+        .await?;
+    front.retarget(procs::local(replica_port));
+    case.step(format!(
+        "one grab on a is inside; the replica {} the lock key: promote it (REPLICAOF NO ONE) and point the service's Redis link at it",
+        if key_on_replica == 1 { "already has" } else { "does not have yet" }
+    ));
+    world.proxies.push(front);
+    let rush = start_buyers(lab, case, &buyers::retargeted(world.replica("b")?.url()), 6);
+    case.step("6 buyers rush replica b");
+    let _ = holder.await;
+    pause(duration(lab, 1500)).await;
+    rush.stop().await;
+    case.fault_landed = caught;
+    case.step("buyers stopped");
+    Ok(
+        json!({ "replication_lag_ms": lag, "wait_replicas": if variant == "wait-1" { 1 } else { 0 }, "lock_ttl_ms": ttl }),
+    )
+}

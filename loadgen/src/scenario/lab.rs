@@ -1,0 +1,296 @@
+//! What one scenario run owns for its whole length ([`Lab`]): the
+//! `seckill-app` binary, a database of its own (created at the start,
+//! dropped at the end or on Ctrl-C), the history arbiter's Redis, the
+//! coordination servers (etcd, ZooKeeper) the chosen strategies need, the
+//! clock-shifting preload — and what the service says of each strategy.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context as _;
+
+use crate::api::{Service, StrategyEntry};
+use crate::procs::{self, Clockshift, RedisNode, Replica};
+
+/// Settings of a scenario run (from the command line).
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Strategies to run instead of each scenario's defaults.
+    pub strategies: Vec<String>,
+    /// Report folder.
+    pub out: PathBuf,
+    /// PostgreSQL server (a fresh database is created on it per run).
+    pub database_url: String,
+    /// The `seckill-app` binary.
+    pub app_bin: Option<PathBuf>,
+    /// Shorter runs (CI).
+    pub quick: bool,
+    /// No per-step lines.
+    pub quiet: bool,
+    /// MariaDB for `mysql-get-lock`.
+    pub mysql_url: String,
+}
+
+/// The admin token of every replica a scenario starts.
+pub const TOKEN: &str = "seckill-scenario-admin";
+
+/// What one run owns for its whole length.
+#[derive(Debug)]
+pub struct Lab {
+    pub dir: PathBuf,
+    pub app_bin: PathBuf,
+    pub admin_db: String,
+    pub db_url: String,
+    pub arbiter: RedisNode,
+    pub clockshift: Option<Clockshift>,
+    pub http: reqwest::Client,
+    pub options: Options,
+    pub etcd: Option<procs::Daemon>,
+    pub zookeeper: Option<procs::Daemon>,
+    /// Every strategy as the service lists it (its kind, its class).
+    pub strategies: Vec<StrategyEntry>,
+}
+
+impl Lab {
+    pub async fn new(options: &Options) -> anyhow::Result<Self> {
+        let app_bin = procs::find_app_binary(options.app_bin.as_deref())?;
+        let dir = std::env::temp_dir().join(format!("seckill-scenarios-{}", std::process::id()));
+        std::fs::create_dir_all(&dir)?;
+        let db_name = run_database_name();
+        let admin_db = options.database_url.clone();
+        let mut db_url = reqwest::Url::parse(&admin_db).context("--database-url")?;
+        {
+            use sqlx::Connection as _;
+            let mut conn = sqlx::PgConnection::connect(&admin_db)
+                .await
+                .with_context(|| format!("connect to PostgreSQL at {admin_db} (--database-url)"))?;
+            sqlx::query(&format!("DROP DATABASE IF EXISTS {db_name} WITH (FORCE)"))
+                .execute(&mut conn)
+                .await?;
+            sqlx::query(&format!("CREATE DATABASE {db_name}"))
+                .execute(&mut conn)
+                .await?;
+        }
+        db_url.set_path(&format!("/{db_name}"));
+        let arbiter = RedisNode::start(&dir, "arbiter", &[], Vec::new()).await?;
+        Ok(Self {
+            dir,
+            app_bin,
+            admin_db,
+            db_url: db_url.to_string(),
+            arbiter,
+            clockshift: None,
+            http: reqwest::Client::builder()
+                .timeout(Duration::from_secs(20))
+                .pool_max_idle_per_host(64)
+                .build()?,
+            options: options.clone(),
+            etcd: None,
+            zookeeper: None,
+            strategies: Vec::new(),
+        })
+    }
+
+    /// Ask one replica of this build what each strategy is (`GET
+    /// /admin/strategies`): the one source of a strategy's kind.
+    pub async fn read_strategies(&mut self) -> anyhow::Result<()> {
+        let setup = Setup::new(&self.arbiter.url(), 1000);
+        let env = self.env(&setup);
+        let replica = Replica::start(&self.app_bin, &self.dir, "probe", env).await?;
+        let listed = Service::new(vec![replica.url()], TOKEN.into())
+            .strategies()
+            .await
+            .context("GET /admin/strategies of a replica of this build")?;
+        self.strategies = listed.strategies;
+        Ok(())
+    }
+
+    /// The service's entry of `strategy`, or an error naming the known ones.
+    pub fn strategy(&self, strategy: &str) -> anyhow::Result<&StrategyEntry> {
+        self.strategies
+            .iter()
+            .find(|s| s.name == strategy)
+            .with_context(|| {
+                let known: Vec<&str> = self.strategies.iter().map(|s| s.name.as_str()).collect();
+                format!(
+                    "unknown strategy {strategy:?}; the service knows: {}",
+                    known.join(", ")
+                )
+            })
+    }
+
+    /// Start the coordination servers the chosen strategies need.
+    pub async fn start_coordination(&mut self, strategies: &[String]) -> anyhow::Result<()> {
+        if self.etcd.is_none() && strategies.iter().any(|s| s == "etcd-lease") {
+            self.etcd = Some(procs::Daemon::etcd(&self.dir).await?);
+        }
+        if self.zookeeper.is_none() && strategies.iter().any(|s| s == "zk-ephemeral-seq") {
+            self.zookeeper = Some(procs::Daemon::zookeeper(&self.dir).await?);
+        }
+        Ok(())
+    }
+
+    /// Where `strategy`'s coordination server listens, if it has one.
+    pub fn coordination_addr(
+        &self,
+        strategy: &str,
+    ) -> anyhow::Result<Option<std::net::SocketAddr>> {
+        Ok(match strategy {
+            "etcd-lease" => self.etcd.as_ref().map(|d| procs::local(d.port)),
+            "zk-ephemeral-seq" => self.zookeeper.as_ref().map(|d| procs::local(d.port)),
+            "mysql-get-lock" => Some(host_port(&self.options.mysql_url, 3306)?),
+            _ => None,
+        })
+    }
+
+    /// The replica settings that point `strategy` at its server, at `addr`
+    /// (the server itself, or a proxy in front of it).
+    pub fn coordination_env(
+        &self,
+        strategy: &str,
+        addr: std::net::SocketAddr,
+    ) -> anyhow::Result<Vec<(String, String)>> {
+        Ok(match strategy {
+            "etcd-lease" => vec![("SECKILL_ETCD_URLS".into(), format!("http://{addr}"))],
+            "zk-ephemeral-seq" => vec![("SECKILL_ZOOKEEPER_URL".into(), addr.to_string())],
+            "mysql-get-lock" => {
+                let mut url =
+                    reqwest::Url::parse(&self.options.mysql_url).context("--mysql-url")?;
+                url.set_host(Some(&addr.ip().to_string()))
+                    .context("--mysql-url host")?;
+                url.set_port(Some(addr.port()))
+                    .map_err(|()| anyhow::anyhow!("--mysql-url port"))?;
+                vec![("SECKILL_MYSQL_URL".into(), url.to_string())]
+            }
+            _ => Vec::new(),
+        })
+    }
+
+    /// [`Lab::coordination_env`] for the server itself.
+    pub fn coordination(&self, strategy: &str) -> anyhow::Result<Vec<(String, String)>> {
+        match self.coordination_addr(strategy)? {
+            Some(addr) => self.coordination_env(strategy, addr),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    pub fn clockshift(&mut self) -> anyhow::Result<Clockshift> {
+        if self.clockshift.is_none() {
+            self.clockshift = Some(Clockshift::build(&self.dir)?);
+        }
+        self.clockshift.clone().context("clockshift")
+    }
+
+    pub async fn drop_database(&self) {
+        use sqlx::Connection as _;
+        let name = self
+            .db_url
+            .rsplit('/')
+            .next()
+            .unwrap_or_default()
+            .to_owned();
+        if let Ok(mut conn) = sqlx::PgConnection::connect(&self.admin_db).await {
+            let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+                .execute(&mut conn)
+                .await;
+        }
+    }
+
+    /// The environment of one replica.
+    pub fn env(&self, setup: &Setup) -> Vec<(String, String)> {
+        let mut env: Vec<(String, String)> = vec![
+            (
+                "SECKILL_DATABASE_URL".into(),
+                setup
+                    .database_url
+                    .clone()
+                    .unwrap_or_else(|| self.db_url.clone()),
+            ),
+            ("SECKILL_REDIS_URL".into(), setup.redis_url.clone()),
+            ("SECKILL_HISTORY_URL".into(), self.arbiter.url()),
+            ("SECKILL_ADMIN_TOKEN".into(), TOKEN.into()),
+            ("SECKILL_LOCK_TTL_MS".into(), setup.ttl_ms.to_string()),
+            ("SECKILL_LOCK_WAIT_MS".into(), "3000".into()),
+            ("SECKILL_SEED_PRODUCTS".into(), "1:100".into()),
+            ("SECKILL_CONTROL_REFRESH_MS".into(), "100".into()),
+            ("SECKILL_SYNCHRONOUS_COMMIT".into(), "off".into()),
+            ("SECKILL_DATABASE_MAX_CONNECTIONS".into(), "12".into()),
+            ("SECKILL_DATABASE_ACQUIRE_TIMEOUT_MS".into(), "1000".into()),
+        ];
+        if !setup.redlock_urls.is_empty() {
+            env.push(("SECKILL_REDLOCK_URLS".into(), setup.redlock_urls.join(",")));
+        }
+        env.extend(setup.extra.iter().cloned());
+        env
+    }
+}
+
+/// This run's database (one per `seckill-loadgen` process).
+fn run_database_name() -> String {
+    format!("seckill_scenarios_{}", std::process::id())
+}
+
+/// Drop this run's database (at the end, or after Ctrl-C).
+pub async fn drop_run_database(admin_url: &str) {
+    use sqlx::Connection as _;
+    if let Ok(mut conn) = sqlx::PgConnection::connect(admin_url).await {
+        let sql = format!(
+            "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+            run_database_name()
+        );
+        let _ = sqlx::query(&sql).execute(&mut conn).await;
+    }
+}
+
+/// `host:port` of a URL as a socket address (the proxies need an IP).
+pub fn host_port(url: &str, default_port: u16) -> anyhow::Result<std::net::SocketAddr> {
+    let parsed = reqwest::Url::parse(url).with_context(|| format!("not a URL: {url}"))?;
+    let host = match parsed.host_str().unwrap_or("127.0.0.1") {
+        "localhost" => "127.0.0.1",
+        other => other,
+    };
+    format!("{host}:{}", parsed.port().unwrap_or(default_port))
+        .parse()
+        .with_context(|| format!("the host of {url} must be an IP address"))
+}
+
+/// How one replica of a case is wired.
+#[derive(Debug)]
+pub struct Setup {
+    pub redis_url: String,
+    pub redlock_urls: Vec<String>,
+    pub database_url: Option<String>,
+    pub ttl_ms: u64,
+    pub extra: Vec<(String, String)>,
+}
+
+impl Setup {
+    /// Service Redis at `redis_url`, locks of `ttl_ms`.
+    pub fn new(redis_url: &str, ttl_ms: u64) -> Self {
+        Self {
+            redis_url: redis_url.to_owned(),
+            redlock_urls: Vec::new(),
+            database_url: None,
+            ttl_ms,
+            extra: Vec::new(),
+        }
+    }
+
+    /// Redlock nodes.
+    pub fn redlock(mut self, urls: Vec<String>) -> Self {
+        self.redlock_urls = urls;
+        self
+    }
+
+    /// A database URL other than the lab's (a proxy in front of it).
+    pub fn database(mut self, url: &str) -> Self {
+        self.database_url = Some(url.to_owned());
+        self
+    }
+
+    /// More environment.
+    pub fn extra(mut self, env: Vec<(String, String)>) -> Self {
+        self.extra = env;
+        self
+    }
+}

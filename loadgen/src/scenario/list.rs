@@ -1,0 +1,200 @@
+//! The scenarios, in workshop order: a clap `ValueEnum`, each variant
+//! naming its file — what it does in one line, the strategies it runs by
+//! default, its variants, what each strategy should do under it, and the
+//! fault script itself.
+
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+use clap::ValueEnum;
+use serde_json::Value;
+
+use super::case::Expectation;
+use super::lab::Lab;
+use super::world::{Case, World};
+use super::{
+    clock_jump, clock_skew, crash_holder, dependency_loss, failover, gc_pause, redlock_restart,
+    slow_network, unlock_before_commit,
+};
+use crate::api::{Kind, StrategyEntry};
+use crate::judge::Expected;
+
+/// One scenario (`seckill-loadgen scenario NAME`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Scenario {
+    GcPause,
+    SlowNetwork,
+    ClockJump,
+    RedlockRestart,
+    Failover,
+    CrashHolder,
+    ClockSkew,
+    UnlockBeforeCommit,
+    DependencyLoss,
+}
+
+/// What the command line named: every scenario, or one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Selection {
+    /// `all`.
+    All,
+    /// One scenario by name.
+    One(Scenario),
+}
+
+/// The parser of a scenario name or `all`: an unknown name is refused by
+/// clap with the list of known ones (exit 2).
+pub fn selection_parser() -> impl TypedValueParser<Value = Selection> {
+    let names = std::iter::once(PossibleValue::new("all")).chain(
+        Scenario::value_variants()
+            .iter()
+            .map(|s| PossibleValue::new(s.name())),
+    );
+    PossibleValuesParser::new(names).map(|name| {
+        Scenario::value_variants()
+            .iter()
+            .find(|s| s.name() == name)
+            .map_or(Selection::All, |s| Selection::One(*s))
+    })
+}
+
+impl Scenario {
+    /// Stable name (reports, `--list`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Scenario::GcPause => "gc-pause",
+            Scenario::SlowNetwork => "slow-network",
+            Scenario::ClockJump => "clock-jump",
+            Scenario::RedlockRestart => "redlock-restart",
+            Scenario::Failover => "failover",
+            Scenario::CrashHolder => "crash-holder",
+            Scenario::ClockSkew => "clock-skew",
+            Scenario::UnlockBeforeCommit => "unlock-before-commit",
+            Scenario::DependencyLoss => "dependency-loss",
+        }
+    }
+
+    /// What it does, in one line.
+    pub fn summary(self) -> &'static str {
+        match self {
+            Scenario::GcPause => "SIGSTOP a replica while it holds the lock, for 2.5x the TTL/lease (Kleppmann's process pause)",
+            Scenario::SlowNetwork => "one replica's replies from Redis delayed 1.5x the TTL by a proxy (Kleppmann's delayed packets)",
+            Scenario::ClockJump => "Redlock, replicas partitioned to nodes {1,2,3} / {3,4,5}; node 3's clock jumps past the TTL (Kleppmann's clock jump)",
+            Scenario::RedlockRestart => "Redlock, same partition; node 3 crashes and restarts without persistence, after a delay, or with appendfsync always",
+            Scenario::Failover => "Redis primary + replica (replication delayed 300 ms); the replica is promoted while a lock is held, with and without WAIT 1",
+            Scenario::CrashHolder => "kill -9 the replica holding the lock (setnx-expire: between SETNX and EXPIRE); do the others ever buy again?",
+            Scenario::ClockSkew => "one replica's wall clock runs ahead by more than the TTL (setnx-getset trusts client clocks)",
+            Scenario::UnlockBeforeCommit => "the unlock_before_commit fault: release the lock, then commit",
+            Scenario::DependencyLoss => "Redis killed and restarted, then PostgreSQL (and etcd/ZooKeeper/MariaDB) cut and restored, mid-run: 503s, never a half-written order",
+        }
+    }
+
+    /// The strategies it runs unless `--strategies` says otherwise.
+    pub fn strategies(self) -> &'static [&'static str] {
+        match self {
+            Scenario::GcPause => &[
+                "set-nx-px-token",
+                "watchdog",
+                "redlock",
+                "fenced",
+                "etcd-lease",
+                "zk-ephemeral-seq",
+                "mysql-get-lock",
+                "pg-for-update",
+            ],
+            Scenario::SlowNetwork => &["set-nx-px-token", "watchdog", "redlock", "fenced"],
+            Scenario::ClockJump | Scenario::RedlockRestart => &["redlock"],
+            Scenario::Failover => &["set-nx-px-token", "fenced"],
+            Scenario::CrashHolder => &[
+                "setnx",
+                "setnx-expire",
+                "pg-lock-table",
+                "set-nx-px-token",
+                "watchdog",
+            ],
+            Scenario::ClockSkew => &["setnx-getset", "set-nx-px-token"],
+            Scenario::UnlockBeforeCommit => &[
+                "setnx",
+                "setnx-expire",
+                "setnx-expire-lua",
+                "setnx-getset",
+                "set-nx-px",
+                "set-nx-px-check-del",
+                "set-nx-px-token",
+                "watchdog",
+                "redlock",
+                "pg-lock-table",
+                "fenced",
+                "etcd-lease",
+                "zk-ephemeral-seq",
+                "mysql-get-lock",
+                "pg-for-update",
+                "pg-advisory",
+            ],
+            Scenario::DependencyLoss => &[
+                "set-nx-px-token",
+                "pg-for-update",
+                "fenced",
+                "etcd-lease",
+                "zk-ephemeral-seq",
+                "mysql-get-lock",
+            ],
+        }
+    }
+
+    /// The variants it runs for each strategy (`""`: just one).
+    pub fn variants(self) -> &'static [&'static str] {
+        match self {
+            Scenario::ClockJump => clock_jump::VARIANTS,
+            Scenario::RedlockRestart => redlock_restart::VARIANTS,
+            Scenario::Failover => failover::VARIANTS,
+            _ => &[""],
+        }
+    }
+
+    /// What `strategy` should do under this scenario's `variant`. A
+    /// strategy whose lock no two replicas share breaks under any of them.
+    pub fn expect(self, strategy: &StrategyEntry, variant: &str) -> Expectation {
+        if matches!(strategy.kind, Kind::NoLock | Kind::ProcessLocal) {
+            return Ok((
+                Expected::Breaks,
+                "no lock shared by the two replicas".into(),
+            ));
+        }
+        match self {
+            Scenario::GcPause => gc_pause::expect(strategy, variant),
+            Scenario::SlowNetwork => slow_network::expect(strategy, variant),
+            Scenario::ClockJump => clock_jump::expect(strategy, variant),
+            Scenario::RedlockRestart => redlock_restart::expect(strategy, variant),
+            Scenario::Failover => failover::expect(strategy, variant),
+            Scenario::CrashHolder => crash_holder::expect(strategy, variant),
+            Scenario::ClockSkew => clock_skew::expect(strategy, variant),
+            Scenario::UnlockBeforeCommit => unlock_before_commit::expect(strategy, variant),
+            Scenario::DependencyLoss => dependency_loss::expect(strategy, variant),
+        }
+    }
+
+    /// Run one case of it: its world, its fault; the faults as reported.
+    pub async fn run(
+        self,
+        lab: &mut Lab,
+        world: &mut World,
+        case: &mut Case,
+        strategy: &str,
+        variant: &str,
+    ) -> anyhow::Result<Value> {
+        match self {
+            Scenario::GcPause => gc_pause::run(lab, world, case, strategy).await,
+            Scenario::SlowNetwork => slow_network::run(lab, world, case, strategy).await,
+            Scenario::ClockJump => clock_jump::run(lab, world, case, strategy, variant).await,
+            Scenario::RedlockRestart => {
+                redlock_restart::run(lab, world, case, strategy, variant).await
+            }
+            Scenario::Failover => failover::run(lab, world, case, strategy, variant).await,
+            Scenario::CrashHolder => crash_holder::run(lab, world, case, strategy).await,
+            Scenario::ClockSkew => clock_skew::run(lab, world, case, strategy).await,
+            Scenario::UnlockBeforeCommit => {
+                unlock_before_commit::run(lab, world, case, strategy).await
+            }
+            Scenario::DependencyLoss => dependency_loss::run(lab, world, case, strategy).await,
+        }
+    }
+}

@@ -1,0 +1,85 @@
+//! `redlock-restart` — Kleppmann's restart without fsync: the same
+//! partitioned five-node Redlock as `clock-jump`; node 3 is killed while a
+//! lock is held and comes back empty (its vote is given twice), after a
+//! delay longer than the TTL (every lock it knew has expired anyway), or
+//! with `appendfsync always` (it comes back with its keys).
+
+use serde_json::{json, Value};
+
+use super::buyers;
+use super::case::Expectation;
+use super::lab::Lab;
+use super::world::{arm, partitioned_redlock, pause, start_buyers, wait_inside, Case, World};
+use crate::api::{Kind, StrategyEntry};
+use crate::judge::Expected::{Breaks, Holds};
+use std::time::Duration;
+
+/// How node 3 comes back.
+pub const VARIANTS: &[&str] = &["restart", "delayed-restart", "appendfsync-always"];
+
+/// Redlock only: what it should do when node 3 restarts each way.
+pub fn expect(strategy: &StrategyEntry, variant: &str) -> Expectation {
+    if strategy.kind != Kind::Validity {
+        return Err("this scenario breaks Redlock's nodes; run it with redlock".into());
+    }
+    let (expected, why) = match variant {
+        "restart" => (Breaks, "node 3 comes back empty: its vote is given twice"),
+        "delayed-restart" => (
+            Holds,
+            "node 3 stays down longer than the TTL; every lock it knew has expired",
+        ),
+        _ => (Holds, "appendfsync always: node 3 comes back with its keys"),
+    };
+    Ok((expected, why.into()))
+}
+
+/// Run the case: start its world, apply the fault, undo it; the faults
+/// as reported.
+pub async fn run(
+    lab: &mut Lab,
+    world: &mut World,
+    case: &mut Case,
+    strategy: &str,
+    variant: &str,
+) -> anyhow::Result<Value> {
+    let ttl = 1500;
+    let aof: &[&str] = if variant == "appendfsync-always" {
+        &["--appendonly", "yes", "--appendfsync", "always"]
+    } else {
+        &[]
+    };
+    partitioned_redlock(lab, world, ttl, aof, Vec::new()).await?;
+    let service = world.service();
+    arm(&service, strategy, 300, json!({})).await?;
+    case.step(format!("5 Redlock nodes; a reaches nodes 1,2,3 and b nodes 3,4,5 (other links cut); TTL {ttl} ms, work 300 ms{}", if aof.is_empty() { "" } else { "; node 3: appendonly yes, appendfsync always" }));
+    let targets = buyers::targets(world.urls());
+    let load = start_buyers(lab, case, &targets, 6);
+    pause(400).await;
+    let restarts = if lab.options.quick { 4 } else { 5 };
+    let mut landed = 0;
+    for _ in 0..restarts {
+        if !wait_inside(&service, None, Duration::from_secs(3)).await? {
+            continue;
+        }
+        let node = &mut world.nodes[3];
+        node.kill();
+        if variant == "delayed-restart" {
+            case.step(format!(
+                "kill -9 node 3 while a lock is held; restart it after {} ms (> TTL)",
+                ttl + 300
+            ));
+            pause(ttl + 300).await;
+        } else {
+            case.step("kill -9 node 3 while a lock is held; restart it at once");
+        }
+        world.nodes[3].restart().await?;
+        landed += 1;
+        pause(500).await;
+    }
+    load.stop().await;
+    case.fault_landed = landed > 0;
+    case.step("buyers stopped");
+    Ok(
+        json!({ "partition": "a: nodes 1,2,3; b: nodes 3,4,5", "node3_restarts": landed, "restart": variant, "lock_ttl_ms": ttl }),
+    )
+}

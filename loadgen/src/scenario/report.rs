@@ -1,0 +1,226 @@
+//! `scenarios.{json,md,html}`: every case's row — the terminal table
+//! printed at the end, the Markdown table, and the HTML page with a
+//! timeline of each case's first overlaps (arbiter time, relative to the
+//! case's first overlap).
+
+use std::fmt::Write as _;
+
+use maud::{html, PreEscaped, DOCTYPE};
+use serde::Serialize;
+
+use super::case::CaseResult;
+use crate::judge::CaseVerdict;
+use crate::report::html::{decimals, overlap_timeline, SCENARIOS_CSS};
+
+/// `scenarios.json`.
+#[derive(Debug, Serialize)]
+pub struct ScenarioReport {
+    /// Tool.
+    pub tool: &'static str,
+    /// Version.
+    pub version: &'static str,
+    /// `--quick` was used.
+    pub quick: bool,
+    /// Every case run.
+    pub scenarios: Vec<CaseResult>,
+    /// Strategies a scenario does not apply to, with the reason.
+    pub skipped: Vec<Skipped>,
+    /// Wall time of the whole run, seconds.
+    pub duration_s: f64,
+}
+
+/// A strategy a scenario does not apply to.
+#[derive(Debug, Clone, Serialize)]
+pub struct Skipped {
+    /// Scenario.
+    pub name: String,
+    /// Strategy.
+    pub strategy: String,
+    /// Why not.
+    pub reason: String,
+}
+
+/// Column widths of the terminal table (the verdict, last, is not padded).
+const WIDTHS: [usize; 14] = [20, 16, 20, 7, 8, 5, 5, 5, 5, 4, 4, 5, 5, 6];
+
+impl ScenarioReport {
+    /// How many verdicts are `UNEXPECTED`.
+    pub fn unexpected(&self) -> usize {
+        self.scenarios
+            .iter()
+            .filter(|c| c.verdict == CaseVerdict::Unexpected)
+            .count()
+    }
+
+    /// The terminal table.
+    pub fn terminal(&self) -> String {
+        let line = |cells: &[String]| {
+            let mut out = String::new();
+            for (i, cell) in cells.iter().enumerate() {
+                match WIDTHS.get(i) {
+                    // Names left-aligned, figures right-aligned.
+                    Some(&w) if i < 4 => {
+                        let _ = write!(out, "{cell:<w$} ");
+                    }
+                    Some(&w) => {
+                        let _ = write!(out, "{cell:>w$} ");
+                    }
+                    None => {
+                        let _ = write!(out, " {cell}");
+                    }
+                }
+            }
+            out.push('\n');
+            out
+        };
+        let head: Vec<String> = [
+            "scenario", "strategy", "variant", "expect", "overlaps", "max", "over", "lost",
+            "under", "dup", "neg", "rej", "busy", "orders", "verdict",
+        ]
+        .iter()
+        .map(|h| (*h).to_owned())
+        .collect();
+        let mut out = line(&head);
+        for c in &self.scenarios {
+            out.push_str(&line(&c.cells()));
+        }
+        out
+    }
+
+    /// `scenarios.md`.
+    pub fn markdown(&self) -> String {
+        let mut out = format!("| {} |\n|", CaseResult::HEAD.join(" | "));
+        for (i, _) in CaseResult::HEAD.iter().enumerate() {
+            out.push_str(if (4..14).contains(&i) {
+                "---:|"
+            } else {
+                "---|"
+            });
+        }
+        out.push('\n');
+        for c in &self.scenarios {
+            let _ = writeln!(out, "| {} |", c.cells().join(" | "));
+        }
+        out
+    }
+
+    /// `scenarios.html`: the table, and a timeline of each case's first
+    /// overlaps.
+    pub fn html(&self) -> String {
+        let report = self;
+        let colour = |verdict| match verdict {
+            CaseVerdict::AsExpected => "#2e7d32",
+            CaseVerdict::Unexpected => "#c62828",
+            CaseVerdict::Inconclusive => "#9e9e9e",
+        };
+        html! {
+            (DOCTYPE)
+            html {
+                head {
+                    meta charset="utf-8";
+                    title { "seckill-lab scenarios" }
+                    style { (PreEscaped(SCENARIOS_CSS)) }
+                }
+                body {
+                    h1 { "Fault scenarios" }
+                    p {
+                        (report.scenarios.len()) " cases in " (decimals(report.duration_s, 0)) " s"
+                        @if report.quick { " (--quick)" }
+                        ". Overlaps are counted by the history arbiter (sections that began while \
+                         another was inside); the rest is the database's audit."
+                    }
+                    // One row a line in the page's source.
+                    table {
+                        tr { @for h in CaseResult::HEAD { th { (h) } } th { "why" } }
+                        "\n"
+                        @for c in &report.scenarios {
+                            tr {
+                                // The last cell is the verdict, in its colour.
+                                @if let Some((_, cells)) = c.cells().split_last() {
+                                    @for cell in cells { td { (cell) } }
+                                    td style={ "color:" (colour(c.verdict)) ";font-weight:bold" } {
+                                        (c.verdict.as_str())
+                                    }
+                                }
+                                td { (c.verdict_reason) }
+                            }
+                            "\n"
+                        }
+                    }
+                    h2 { "First overlaps" }
+                    p {
+                        "Member names are " code { "replica:section" } "; times are the arbiter's \
+                         clock from the first overlap of the case."
+                    }
+                    @for c in report.scenarios.iter().filter(|c| !c.first_overlaps.is_empty()) {
+                        h3 {
+                            (c.name) " · " (c.strategy)
+                            @if let Some(variant) = &c.variant { " · " (variant) }
+                        }
+                        ol { (overlap_timeline(&c.first_overlaps)) }
+                    }
+                }
+            }
+        }
+        .into_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::api::Overlap;
+    use crate::judge::{Expected, Guarantee};
+    use crate::report::fixtures::{ESCAPED, HOSTILE};
+    use crate::scenario::case::Observed;
+
+    #[test]
+    fn scenarios_html_escapes_every_interpolated_string() {
+        let case = CaseResult {
+            name: HOSTILE.into(),
+            strategy: format!("redlock{HOSTILE}"),
+            variant: Some(HOSTILE.into()),
+            faults: json!({}),
+            expected: Expected::Breaks,
+            why: String::new(),
+            guarantee: Guarantee::Exclusion,
+            observed: Observed::default(),
+            verdict: CaseVerdict::Unexpected,
+            verdict_reason: format!("because {HOSTILE}"),
+            steps: Vec::new(),
+            first_overlaps: vec![Overlap {
+                at_us: 1500,
+                strategy: "redlock".into(),
+                entered: HOSTILE.into(),
+                inside: Vec::new(),
+                product: 1,
+            }],
+            duration_s: 1.0,
+        };
+        let report = ScenarioReport {
+            tool: "seckill-loadgen",
+            version: "0",
+            quick: true,
+            scenarios: vec![case],
+            skipped: Vec::new(),
+            duration_s: 2.4,
+        };
+        let page = report.html();
+        assert!(!page.contains("<script"), "no raw <script> tag: {page}");
+        assert!(!page.contains(HOSTILE), "{page}");
+        for escaped in [
+            format!("<tr><td>{ESCAPED}</td><td>redlock{ESCAPED}</td><td>{ESCAPED}</td>"),
+            format!(
+                "<td style=\"color:#c62828;font-weight:bold\">UNEXPECTED</td>\
+                 <td>because {ESCAPED}</td></tr>\n"
+            ),
+            format!("<h3>{ESCAPED} · redlock{ESCAPED} · {ESCAPED}</h3>"),
+            format!("<li><code>+0.0 ms</code> <b>{ESCAPED}</b> entered while inside: </li>"),
+            "<p>1 cases in 2 s (--quick).".to_owned(),
+        ] {
+            assert!(page.contains(&escaped), "{escaped} in {page}");
+        }
+    }
+}

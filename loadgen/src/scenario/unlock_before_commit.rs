@@ -1,0 +1,59 @@
+//! `unlock-before-commit` — the classic bug, as the `unlock_before_commit`
+//! fault: release the lock, then commit. The next holder reads before the
+//! previous one committed, unless the lock is the transaction's own or the
+//! fence makes the next holder wait for the row.
+
+use serde_json::{json, Value};
+
+use super::case::Expectation;
+use super::lab::Lab;
+use super::world::{arm, steady_load, two_replicas, Case, World};
+use crate::api::{Kind, StrategyEntry};
+use crate::judge::Expected::{Breaks, Holds};
+
+/// What `strategy` should do when it unlocks before it commits.
+pub fn expect(strategy: &StrategyEntry, _variant: &str) -> Expectation {
+    let (expected, why) = match strategy.kind {
+        Kind::Fenced => (
+            Holds,
+            "the next holder's fence registration waits for the row the committing one still locks",
+        ),
+        Kind::InTransaction => (
+            Holds,
+            "the lock is the transaction's: it cannot be released before the commit",
+        ),
+        Kind::NotALock => (Holds, "no lock to release"),
+        _ => (
+            Breaks,
+            "the next holder reads before the previous one committed",
+        ),
+    };
+    Ok((expected, why.into()))
+}
+
+/// Run the case: start its world, apply the fault, undo it; the faults
+/// as reported.
+pub async fn run(
+    lab: &Lab,
+    world: &mut World,
+    case: &mut Case,
+    strategy: &str,
+) -> anyhow::Result<Value> {
+    let ttl = 5000;
+    two_replicas(lab, world, strategy, ttl, Vec::new()).await?;
+    let service = world.service();
+    arm(
+        &service,
+        strategy,
+        5,
+        json!({ "unlock_before_commit": true }),
+    )
+    .await?;
+    case.step("PUT /admin/faults {\"unlock_before_commit\": true}; 12 buyers on replicas a, b");
+    steady_load(lab, world, case, 12, 3000).await;
+    service
+        .set_faults(json!({ "unlock_before_commit": false }))
+        .await?;
+    case.step("fault undone");
+    Ok(json!({ "unlock_before_commit": true, "work_delay_ms": 5 }))
+}
