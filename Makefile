@@ -92,7 +92,8 @@ bench-audit:
 	  cargo build --release --locked -p seckill-app -p seckill-bench && \
 	  SECKILL_TEST_DATABASE_URL=$$PG_ADMIN_URL SECKILL_APP_BIN=target/release/seckill-app target/release/audit-bench
 
-## The import graph of app/src, module by module; fails on an import circle
+## The import graph of the service, the load generator and the benchmarks,
+## module by module; fails on an import circle in any of them
 ## (scripts/import_graph.py --strict: the modules must stay layered).
 import-graph:
-	@python3 scripts/import_graph.py app/src --strict
+	@for crate in app/src loadgen/src bench/src; do echo "== $$crate"; python3 scripts/import_graph.py $$crate --strict || exit 1; done

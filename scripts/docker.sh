@@ -247,9 +247,10 @@ runs = json.load(open(sys.argv[1]))["runs"]
 bad = []
 for run in runs:
     name, verdict = run["strategy"], run["verdict"]
-    damage = run["oversold"] + run["lost_updates"] + run["duplicates"]
+    damage = (run["oversold"] + run["lost_updates"] + run["undersold"] + run["duplicates"]
+              + int(run["negative_stock"]))
     if verdict == "VIOLATION" or (verdict == "safe" and damage):
-        bad.append(f"{name}: classed safe, verdict {verdict}, oversold {run['oversold']}, lost {run['lost_updates']}, dup {run['duplicates']}")
+        bad.append(f"{name}: classed safe, verdict {verdict}, oversold {run['oversold']}, lost {run['lost_updates']}, undersold {run['undersold']}, dup {run['duplicates']}, negative stock {run['negative_stock']}")
     if name == "none" and not (run["oversold"] or run["lost_updates"]):
         bad.append("none: no oversold unit and no lost update: the race did not show")
     if run["orders"] == 0:

@@ -50,7 +50,9 @@ impl Report {
             "retries",
             "oversold",
             "lost",
+            "under",
             "dup",
+            "neg",
             "overlaps",
             "verdict",
         ];
@@ -78,7 +80,9 @@ impl Report {
                     r.lock.retries.to_string(),
                     r.oversold.to_string(),
                     r.lost_updates.to_string(),
+                    r.undersold.to_string(),
                     r.duplicates.to_string(),
+                    if r.negative_stock { "yes" } else { "no" }.to_owned(),
                     r.overlaps.map_or("-".into(), |o| o.to_string()),
                     r.verdict.as_str().to_owned(),
                 ]
@@ -154,7 +158,7 @@ impl Report {
         }
         out.push_str(
             "\nGrabs/s count every answered request (retries of `busy`/`rejected` included); \
-             orders, oversold, lost and dup come from the database audit; wait p99 and retries \
+             orders, oversold, lost, under(sold), dup and neg(ative stock) come from the database audit; wait p99 and retries \
              from the replicas' `/metrics`.\n",
         );
         out
