@@ -1,39 +1,35 @@
-//! The processes a scenario owns: `redis-server`s and `seckill-app`
-//! replicas on free loopback ports, started from the installed/built
-//! binaries, frozen (`SIGSTOP`/`SIGCONT`), killed (`SIGKILL`) and restarted
-//! on purpose — and always stopped when the scenario ends, fails or is
-//! interrupted (every handle kills its process on drop).
+//! The processes a scenario owns: `redis-server`s, `seckill-app`
+//! replicas, an etcd and a ZooKeeper on free loopback ports, started from
+//! the installed/built binaries, frozen (`SIGSTOP`/`SIGCONT`), killed
+//! (`SIGKILL`) and restarted on purpose — and always stopped when the
+//! scenario ends, fails or is interrupted (every handle kills its process
+//! group on drop).
+//!
+//! Starting, readiness, signals and the port race are `seckill-launch`'s
+//! (its async waits, so the runtime keeps serving a scenario's load while a
+//! node restarts); what stays here is what a scenario names: which server,
+//! with which flags, under which name in its report.
 
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::Duration;
+use std::process::Command;
 
 use anyhow::{bail, Context as _};
-use tokio::time::{sleep, Instant};
+use seckill_launch::{servers, start_on_free_ports_async, Ready, Service};
 
 /// A free TCP port on 127.0.0.1 (bound once, then released).
 pub fn free_port() -> anyhow::Result<u16> {
-    let listener = TcpListener::bind("127.0.0.1:0").context("bind a free port")?;
-    Ok(listener.local_addr()?.port())
+    Ok(seckill_launch::free_port()?)
 }
 
 /// `127.0.0.1:port`.
 pub fn local(port: u16) -> SocketAddr {
-    SocketAddr::from(([127, 0, 0, 1], port))
+    seckill_launch::local(port)
 }
 
-/// Send `signal` (`STOP`, `CONT`, `KILL`) to `pid` through kill(1).
+/// Send `signal` (`STOP`, `CONT`, `KILL`, as `kill(1)` names them) to `pid`.
 pub fn signal(pid: u32, signal: &str) -> anyhow::Result<()> {
-    let status = Command::new("kill")
-        .arg(format!("-{signal}"))
-        .arg(pid.to_string())
-        .status()
-        .context("run kill(1)")?;
-    if !status.success() {
-        bail!("kill -{signal} {pid} failed");
-    }
-    Ok(())
+    Ok(seckill_launch::send_signal(pid, signal)?)
 }
 
 /// The clock-shifting preload (`clockshift.c`), built once per run with
@@ -94,15 +90,12 @@ pub struct RedisNode {
     pub name: String,
     /// Its port.
     pub port: u16,
-    args: Vec<String>,
-    env: Vec<(String, String)>,
-    dir: PathBuf,
-    child: Option<Child>,
+    service: Service,
 }
 
 impl RedisNode {
     /// Start `redis-server` on a free port, without persistence unless
-    /// `args` say otherwise, with its files in `dir/name`.
+    /// `args` say otherwise, with its files (and `redis.log`) in `dir/name`.
     pub async fn start(
         dir: &Path,
         name: &str,
@@ -111,16 +104,19 @@ impl RedisNode {
     ) -> anyhow::Result<Self> {
         let dir = dir.join(name);
         std::fs::create_dir_all(&dir)?;
-        let mut node = Self {
+        let ([port], service) = start_on_free_ports_async(|[port]| {
+            let launch = servers::redis(port, &dir)
+                .name(format!("redis node {name}"))
+                .args(args)
+                .envs(env.iter().cloned());
+            Ok(Service::new(launch, Ready::redis(port)))
+        })
+        .await?;
+        Ok(Self {
             name: name.to_owned(),
-            port: free_port()?,
-            args: args.iter().map(|a| (*a).to_owned()).collect(),
-            env,
-            dir,
-            child: None,
-        };
-        node.spawn().await?;
-        Ok(node)
+            port,
+            service,
+        })
     }
 
     /// `redis://127.0.0.1:port`.
@@ -130,43 +126,18 @@ impl RedisNode {
 
     /// The process id, while running.
     pub fn pid(&self) -> Option<u32> {
-        self.child.as_ref().map(Child::id)
-    }
-
-    async fn spawn(&mut self) -> anyhow::Result<()> {
-        let mut command = Command::new("redis-server");
-        command
-            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no"])
-            .arg("--dir")
-            .arg(&self.dir)
-            .args(["--logfile", "redis.log"])
-            .args(&self.args)
-            .envs(self.env.iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
-        let child = command
-            .spawn()
-            .context("start redis-server (Debian package redis-server)")?;
-        self.child = Some(child);
-        wait_for_redis(&self.url(), Duration::from_secs(5))
-            .await
-            .with_context(|| format!("redis node {} did not start", self.name))
+        self.service.pid()
     }
 
     /// `kill -9`: no shutdown, no save — a crash.
     pub fn kill(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
+        self.service.kill();
     }
 
     /// Start again on the same port (after [`RedisNode::kill`]).
     pub async fn restart(&mut self) -> anyhow::Result<()> {
         self.kill();
-        self.spawn().await
+        Ok(self.service.start_async().await?)
     }
 
     /// A connection for commands the scenario sends itself.
@@ -177,28 +148,6 @@ impl RedisNode {
     }
 }
 
-impl Drop for RedisNode {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
-async fn wait_for_redis(url: &str, within: Duration) -> anyhow::Result<()> {
-    let deadline = Instant::now() + within;
-    let client = redis::Client::open(url)?;
-    loop {
-        let ping = async {
-            let mut conn = client.get_multiplexed_async_connection().await?;
-            redis::cmd("PING").query_async::<String>(&mut conn).await
-        };
-        match tokio::time::timeout(Duration::from_millis(500), ping).await {
-            Ok(Ok(_)) => return Ok(()),
-            _ if Instant::now() > deadline => bail!("no PONG from {url}"),
-            _ => sleep(Duration::from_millis(20)).await,
-        }
-    }
-}
-
 /// A `seckill-app` replica this run started.
 #[derive(Debug)]
 pub struct Replica {
@@ -206,33 +155,36 @@ pub struct Replica {
     pub name: String,
     /// HTTP port.
     pub port: u16,
-    env: Vec<(String, String)>,
-    binary: PathBuf,
-    log: PathBuf,
-    child: Option<Child>,
-    frozen: bool,
+    service: Service,
 }
 
 impl Replica {
-    /// Start `binary` with `env` (plus its listen address and instance id)
-    /// and wait until it answers `/health/live`.
+    /// Start `binary` with `env` only (plus `PATH`, its listen address and
+    /// instance id), its output in `dir/replica-<name>.log`, and wait until
+    /// it answers `/health/live`.
     pub async fn start(
         binary: &Path,
         dir: &Path,
         name: &str,
         env: Vec<(String, String)>,
     ) -> anyhow::Result<Self> {
-        let mut replica = Self {
+        let path = std::env::var("PATH").unwrap_or_default();
+        let ([port], service) = start_on_free_ports_async(|[port]| {
+            let launch = servers::seckill_app(binary, port)
+                .name(format!("replica {name}"))
+                .clean_env()
+                .env("PATH", &path)
+                .env("SECKILL_INSTANCE_ID", name)
+                .envs(env.iter().cloned())
+                .log(dir.join(format!("replica-{name}.log")));
+            Ok(Service::new(launch, Ready::http(port, "/health/live")))
+        })
+        .await?;
+        Ok(Self {
             name: name.to_owned(),
-            port: free_port()?,
-            env,
-            binary: binary.to_owned(),
-            log: dir.join(format!("replica-{name}.log")),
-            child: None,
-            frozen: false,
-        };
-        replica.spawn().await?;
-        Ok(replica)
+            port,
+            service,
+        })
     }
 
     /// `http://127.0.0.1:port`.
@@ -240,98 +192,26 @@ impl Replica {
         format!("http://127.0.0.1:{}", self.port)
     }
 
-    async fn spawn(&mut self) -> anyhow::Result<()> {
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.log)?;
-        let child = Command::new(&self.binary)
-            .env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env("RUST_LOG", "warn")
-            .env("SECKILL_LISTEN", format!("127.0.0.1:{}", self.port))
-            .env("SECKILL_INSTANCE_ID", &self.name)
-            .envs(self.env.iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::null())
-            .stdout(log.try_clone()?)
-            .stderr(log)
-            .spawn()
-            .with_context(|| format!("start {}", self.binary.display()))?;
-        self.child = Some(child);
-        let http = reqwest::Client::new();
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let live = http
-                .get(format!("{}/health/live", self.url()))
-                .timeout(Duration::from_millis(500))
-                .send()
-                .await;
-            if matches!(&live, Ok(r) if r.status().is_success()) {
-                return Ok(());
-            }
-            if let Some(child) = self.child.as_mut() {
-                if let Ok(Some(status)) = child.try_wait() {
-                    bail!(
-                        "replica {} exited at start ({status}); see {}",
-                        self.name,
-                        self.log.display()
-                    );
-                }
-            }
-            if Instant::now() > deadline {
-                bail!(
-                    "replica {} not live after 30 s; see {}",
-                    self.name,
-                    self.log.display()
-                );
-            }
-            sleep(Duration::from_millis(50)).await;
-        }
-    }
-
-    fn pid(&self) -> anyhow::Result<u32> {
-        self.child
-            .as_ref()
-            .map(Child::id)
-            .context("replica is not running")
-    }
-
     /// `SIGSTOP`: every thread stops — request handlers, lease renewals,
     /// validity timers — as in a stop-the-world GC or a frozen VM.
     pub fn freeze(&mut self) -> anyhow::Result<()> {
-        signal(self.pid()?, "STOP")?;
-        self.frozen = true;
-        Ok(())
+        Ok(self.service.freeze()?)
     }
 
     /// `SIGCONT`: it carries on where it stopped, unaware of the gap.
     pub fn thaw(&mut self) -> anyhow::Result<()> {
-        if self.frozen {
-            signal(self.pid()?, "CONT")?;
-            self.frozen = false;
-        }
-        Ok(())
+        Ok(self.service.thaw()?)
     }
 
     /// `kill -9` mid-whatever: no release, no rollback from the process
     /// (PostgreSQL rolls back its open transaction when the socket closes).
     pub fn kill(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-        self.frozen = false;
+        self.service.kill();
     }
 
     /// Whether it is running (not killed).
     pub fn running(&self) -> bool {
-        self.child.is_some()
-    }
-}
-
-impl Drop for Replica {
-    fn drop(&mut self) {
-        self.kill();
+        self.service.is_running()
     }
 }
 
@@ -372,122 +252,52 @@ pub struct Daemon {
     pub name: String,
     /// Client port.
     pub port: u16,
-    child: Child,
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+    service: Service,
 }
 
 impl Daemon {
     /// A single-node etcd (Debian's `etcd-server`) on free ports, with
-    /// short heartbeats so leases may be as short as one second.
+    /// short heartbeats so leases may be as short as one second; its data
+    /// and log in `dir/etcd`.
     pub async fn etcd(dir: &Path) -> anyhow::Result<Self> {
         let dir = dir.join("etcd");
         std::fs::create_dir_all(&dir)?;
-        let port = free_port()?;
-        let client = format!("http://127.0.0.1:{port}");
-        let peer = format!("http://127.0.0.1:{}", free_port()?);
-        let child = Command::new("etcd")
-            .args(["--name", "scenario", "--data-dir"])
-            .arg(dir.join("data"))
-            .args([
-                "--listen-client-urls",
-                &client,
-                "--advertise-client-urls",
-                &client,
-            ])
-            .args([
-                "--listen-peer-urls",
-                &peer,
-                "--initial-advertise-peer-urls",
-                &peer,
-            ])
-            .args(["--initial-cluster", &format!("scenario={peer}")])
-            .args(["--heartbeat-interval", "20", "--election-timeout", "200"])
-            .args(["--log-level", "warn"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(dir.join("etcd.log"))?)
-            .spawn()
-            .context("start etcd (Debian package etcd-server)")?;
-        let daemon = Self {
+        let ([port, _peer], service) = start_on_free_ports_async(|[client, peer]| {
+            let launch = servers::etcd(client, peer, &dir)
+                .args(["--heartbeat-interval", "20"])
+                .args(["--election-timeout", "200"]);
+            Ok(Service::new(launch, Ready::http(client, "/health")))
+        })
+        .await?;
+        Ok(Self {
             name: "etcd".into(),
             port,
-            child,
-        };
-        let http = reqwest::Client::new();
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let health = http
-                .get(format!("{client}/health"))
-                .timeout(Duration::from_millis(500))
-                .send()
-                .await;
-            if matches!(&health, Ok(r) if r.status().is_success()) {
-                return Ok(daemon);
-            }
-            if Instant::now() > deadline {
-                bail!("etcd not healthy after 30 s; see {}", dir.display());
-            }
-            sleep(Duration::from_millis(50)).await;
-        }
+            service,
+        })
     }
 
     /// A standalone ZooKeeper (Debian's `zookeeper`) on a free port, tick
-    /// 100 ms so sessions may be as short as 200 ms.
+    /// 100 ms so sessions may be as short as 200 ms; its files in
+    /// `dir/zookeeper`.
     pub async fn zookeeper(dir: &Path) -> anyhow::Result<Self> {
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
         let dir = dir.join("zookeeper");
         std::fs::create_dir_all(&dir)?;
-        let port = free_port()?;
-        let config = format!(
-            "tickTime=100\ndataDir={}\nclientPort={port}\nclientPortAddress=127.0.0.1\n\
-             minSessionTimeout=200\nmaxSessionTimeout=60000\nadmin.enableServer=false\n\
-             4lw.commands.whitelist=srvr\n",
-            dir.join("data").display()
-        );
-        std::fs::write(dir.join("zoo.cfg"), config)?;
-        let child = Command::new("java")
-            .args(["-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"])
-            .args([
-                "-Dzookeeper.admin.enableServer=false",
-                "-cp",
-                "/usr/share/java/zookeeper.jar",
-            ])
-            .arg("org.apache.zookeeper.server.ZooKeeperServerMain")
-            .arg(dir.join("zoo.cfg"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(dir.join("zk.log"))?)
-            .spawn()
-            .context("start ZooKeeper (Debian packages zookeeper, default-jre-headless)")?;
-        let daemon = Self {
+        let ([port], service) = start_on_free_ports_async(|[port]| {
+            Ok(Service::new(
+                servers::zookeeper(port, &dir)?,
+                Ready::zookeeper(port),
+            ))
+        })
+        .await?;
+        Ok(Self {
             name: "zookeeper".into(),
             port,
-            child,
-        };
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            let srvr = async {
-                let mut stream = tokio::net::TcpStream::connect(local(port)).await?;
-                stream.write_all(b"srvr").await?;
-                let mut answer = String::new();
-                stream.read_to_string(&mut answer).await?;
-                std::io::Result::Ok(answer)
-            };
-            if let Ok(Ok(answer)) = tokio::time::timeout(Duration::from_secs(2), srvr).await {
-                if answer.contains("Mode:") {
-                    return Ok(daemon);
-                }
-            }
-            if Instant::now() > deadline {
-                bail!("ZooKeeper not serving after 60 s; see {}", dir.display());
-            }
-            sleep(Duration::from_millis(100)).await;
-        }
+            service,
+        })
+    }
+
+    /// The process id, while running.
+    pub fn pid(&self) -> Option<u32> {
+        self.service.pid()
     }
 }
