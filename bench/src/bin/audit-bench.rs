@@ -8,11 +8,13 @@
 //! Orders are loaded with `INSERT … SELECT generate_series` in chunks, so
 //! they pass through the same triggers a grab's INSERT does.
 
-use std::time::{Duration, Instant};
+use std::future::Future;
+use std::time::Duration;
 
+use seckill_bench::stats::quantile;
+use seckill_bench::timing::each_ms;
 use seckill_testkit::{fresh_database, AppProcess, RedisServer};
-
-mod stats;
+use tokio::time::Instant;
 
 const ORDERS: i64 = 1_000_000;
 /// Rows per INSERT: the row trigger's tally row gathers one version per row
@@ -20,22 +22,19 @@ const ORDERS: i64 = 1_000_000;
 const CHUNK: i64 = 1_000;
 const SCRAPES: usize = 200;
 
-/// Median and p99 of `n` timed runs of `op`, in milliseconds.
-async fn time_ms<F, Fut>(n: usize, mut op: F) -> (f64, f64)
+/// Median and p99 of `n` timed runs of `op`, in milliseconds (NaN for
+/// none).
+async fn time_ms<F, Fut>(n: usize, op: F) -> (f64, f64)
 where
     F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = ()>,
+    Fut: Future<Output = ()>,
 {
-    let mut ms = Vec::with_capacity(n);
-    for _ in 0..n {
-        let start = Instant::now();
-        op().await;
-        ms.push(start.elapsed().as_secs_f64() * 1e3);
-    }
-    ms.sort_by(f64::total_cmp);
-    (stats::quantile(&ms, 0.5), stats::quantile(&ms, 0.99))
+    let ms = each_ms(n, op).await;
+    let at = |q| quantile(&ms, q).unwrap_or(f64::NAN);
+    (at(0.5), at(0.99))
 }
 
+/// One row of the table: what was requested, its p50 and p99 in ms.
 fn line(what: &str, (p50, p99): (f64, f64)) {
     println!("{what:<58} {p50:>9.2} {p99:>9.2}");
 }
