@@ -22,6 +22,6 @@ mod servers;
 pub use browser::{chromium, Image};
 pub use database::{admin_database_url, fresh_database, mysql_test_url};
 pub use servers::{
-    free_port, signal_process, workspace_binary, AppProcess, EtcdServer, RedisServer, ZkServer,
-    ZK_JAR,
+    free_port, signal_process, workspace_binary, AppProcess, Etcd, EtcdServer, Redis, RedisServer,
+    Server, ServerKind, ZkServer, ZooKeeper, ZK_JAR,
 };

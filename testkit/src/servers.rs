@@ -5,9 +5,13 @@
 //! its own that is killed with everything it started when the handle is
 //! dropped, or when the test binary is interrupted.
 //!
-//! This is the blocking face of the launcher: a start that fails panics
-//! with the launcher's message (the program, and the end of its log).
+//! The three servers are one generic [`Server`], told apart by a
+//! [`ServerKind`] (command line, readiness, URL); [`RedisServer`],
+//! [`EtcdServer`] and [`ZkServer`] name them. This is the blocking face of
+//! the launcher: a start that fails panics with the launcher's message (the
+//! program, and the end of its log).
 
+use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -55,81 +59,117 @@ fn private_dir(kind: &str) -> PathBuf {
     dir
 }
 
-/// A started service and its private folder: both gone on drop.
+/// What tells one server of a test from another: its command line and
+/// readiness on a port, and how clients name it. Implemented by [`Redis`],
+/// [`Etcd`] and [`ZooKeeper`].
+pub trait ServerKind {
+    /// Its private folder's prefix, e.g. `redis`.
+    const KIND: &'static str;
+    /// The service on `port`, its files in `dir`.
+    fn service(port: u16, dir: &Path) -> Result<Service, LaunchError>;
+    /// What a client connects to, e.g. `redis://127.0.0.1:6379`.
+    fn url(port: u16) -> String;
+}
+
+/// A server owned by one test: on a free port (a start that loses it to
+/// another test's server is tried again on a new one), its files in a
+/// private folder, killed — with whatever it started — and its folder
+/// removed on drop. Named through [`RedisServer`], [`EtcdServer`] and
+/// [`ZkServer`].
 #[derive(Debug)]
-struct Owned {
+pub struct Server<K> {
+    pub port: u16,
     service: Service,
     dir: PathBuf,
+    kind: PhantomData<K>,
 }
 
-impl Owned {
-    /// Start on free ports, its files in a new private folder `kind-…`.
-    fn start<const N: usize>(
-        kind: &str,
-        mut service_on: impl FnMut([u16; N], &Path) -> Result<Service, LaunchError>,
-    ) -> ([u16; N], Self) {
-        let dir = private_dir(kind);
-        let (ports, service) = start(|ports| service_on(ports, &dir));
-        (ports, Self { service, dir })
+impl<K: ServerKind> Server<K> {
+    /// Start and wait until it serves.
+    pub fn start() -> Self {
+        let dir = private_dir(K::KIND);
+        let ([port], service) = start(|[port]| K::service(port, &dir));
+        Self {
+            port,
+            service,
+            dir,
+            kind: PhantomData,
+        }
     }
 
-    fn pid(&self) -> u32 {
+    /// What a client connects to (`SECKILL_REDIS_URL`, `SECKILL_ETCD_URLS`,
+    /// `SECKILL_ZOOKEEPER_URL`).
+    pub fn url(&self) -> String {
+        K::url(self.port)
+    }
+
+    /// Start again on the same port and data, and wait until it serves.
+    pub fn restart(&mut self) {
+        or_panic(self.service.start());
+    }
+
+    /// Kill the server (SIGKILL to its process group: like a crash); its
+    /// data stays.
+    pub fn stop(&mut self) {
+        self.service.kill();
+    }
+
+    /// Process id of the server (its group's leader).
+    pub fn pid(&self) -> u32 {
         self.service.pid().expect("running")
     }
+
+    /// `SIGSTOP` to its process group: it stops answering, its sockets
+    /// stay open.
+    pub fn freeze(&mut self) {
+        or_panic(self.service.freeze());
+    }
+
+    /// `SIGCONT` after [`Server::freeze`].
+    pub fn thaw(&mut self) {
+        or_panic(self.service.thaw());
+    }
 }
 
-impl Drop for Owned {
+impl<K> Drop for Server<K> {
     fn drop(&mut self) {
         self.service.kill();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
-/// A `redis-server` owned by one test.
+/// A `redis-server` owned by one test, without persistence; ready once it
+/// answers `PING`.
+pub type RedisServer = Server<Redis>;
+
+/// A single-node `etcd` owned by one test: free client and peer ports, its
+/// own data dir; ready once `/health` answers 200.
+pub type EtcdServer = Server<Etcd>;
+
+/// A standalone ZooKeeper owned by one test: `ZooKeeperServerMain` on a
+/// free port with its own `zoo.cfg` and data dir, the JVM killed with
+/// whatever it started. The tick is 100 ms so sessions may be as short as
+/// 200 ms (the server bounds every session timeout to [2, 600] ticks);
+/// ready once `srvr` answers with a mode.
+pub type ZkServer = Server<ZooKeeper>;
+
+/// [`RedisServer`]'s kind.
 #[derive(Debug)]
-pub struct RedisServer {
-    pub port: u16,
-    server: Owned,
+pub enum Redis {}
+
+impl ServerKind for Redis {
+    const KIND: &'static str = "redis";
+
+    fn service(port: u16, dir: &Path) -> Result<Service, LaunchError> {
+        Ok(Service::new(servers::redis(port, dir), Ready::redis(port)))
+    }
+
+    fn url(port: u16) -> String {
+        format!("redis://127.0.0.1:{port}")
+    }
 }
 
-impl RedisServer {
-    /// Start on a free port (no persistence) and wait until it answers PING.
-    pub fn start() -> Self {
-        let ([port], server) = Owned::start("redis", |[port], dir| {
-            Ok(Service::new(servers::redis(port, dir), Ready::redis(port)))
-        });
-        Self { port, server }
-    }
-
-    pub fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}", self.port)
-    }
-
-    /// Start again on the same port and wait until it answers PING.
-    pub fn restart(&mut self) {
-        or_panic(self.server.service.start());
-    }
-
-    /// Kill the server (SIGKILL: like a crash).
-    pub fn stop(&mut self) {
-        self.server.service.kill();
-    }
-
-    /// Process id.
-    pub fn pid(&self) -> u32 {
-        self.server.pid()
-    }
-
-    /// `SIGSTOP`: it stops answering, its sockets stay open.
-    pub fn freeze(&mut self) {
-        or_panic(self.server.service.freeze());
-    }
-
-    /// `SIGCONT` after [`RedisServer::freeze`].
-    pub fn thaw(&mut self) {
-        or_panic(self.server.service.thaw());
-    }
-
+impl Server<Redis> {
     /// A blocking connection for assertions and for playing "another client".
     pub fn conn(&self) -> redis::Connection {
         redis::Client::open(self.url())
@@ -138,87 +178,42 @@ impl RedisServer {
     }
 }
 
-/// A single-node `etcd` owned by one test: free client and peer ports, its
-/// own data dir, killed on drop.
+/// [`EtcdServer`]'s kind.
 #[derive(Debug)]
-pub struct EtcdServer {
-    pub port: u16,
-    server: Owned,
-}
+pub enum Etcd {}
 
-impl EtcdServer {
-    /// Start and wait until `/health` answers 200.
-    pub fn start() -> Self {
-        let ([port, _peer], server) = Owned::start("etcd", |[client, peer], dir| {
-            Ok(Service::new(
-                servers::etcd(client, peer, dir),
-                Ready::http(client, "/health"),
-            ))
-        });
-        Self { port, server }
+impl ServerKind for Etcd {
+    const KIND: &'static str = "etcd";
+
+    fn service(port: u16, dir: &Path) -> Result<Service, LaunchError> {
+        let peer = seckill_launch::free_port()?;
+        Ok(Service::new(
+            servers::etcd(port, peer, dir),
+            Ready::http(port, "/health"),
+        ))
     }
 
-    /// The client URL (`SECKILL_ETCD_URLS`).
-    pub fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
-    }
-
-    /// Process id, to pause it (`SIGSTOP`) in a test.
-    pub fn pid(&self) -> u32 {
-        self.server.pid()
-    }
-
-    /// Start (again) on the same ports and data dir.
-    pub fn restart(&mut self) {
-        or_panic(self.server.service.start());
-    }
-
-    /// Kill the server (SIGKILL: like a crash); its data stays.
-    pub fn stop(&mut self) {
-        self.server.service.kill();
+    fn url(port: u16) -> String {
+        format!("http://127.0.0.1:{port}")
     }
 }
 
-/// A standalone ZooKeeper owned by one test: `ZooKeeperServerMain` on a
-/// free port with its own `zoo.cfg` and data dir, killed on drop — the JVM
-/// with whatever it started. The tick is 100 ms so sessions may be as short
-/// as 200 ms (the server bounds every session timeout to [2, 600] ticks).
+/// [`ZkServer`]'s kind.
 #[derive(Debug)]
-pub struct ZkServer {
-    pub port: u16,
-    server: Owned,
-}
+pub enum ZooKeeper {}
 
-impl ZkServer {
-    /// Start and wait until it serves (`srvr` answers with a mode).
-    pub fn start() -> Self {
-        let ([port], server) = Owned::start("zk", |[port], dir| {
-            Ok(Service::new(
-                servers::zookeeper(port, dir)?,
-                Ready::zookeeper(port),
-            ))
-        });
-        Self { port, server }
+impl ServerKind for ZooKeeper {
+    const KIND: &'static str = "zk";
+
+    fn service(port: u16, dir: &Path) -> Result<Service, LaunchError> {
+        Ok(Service::new(
+            servers::zookeeper(port, dir)?,
+            Ready::zookeeper(port),
+        ))
     }
 
-    /// The connect string (`SECKILL_ZOOKEEPER_URL`).
-    pub fn url(&self) -> String {
-        format!("127.0.0.1:{}", self.port)
-    }
-
-    /// Process id, to pause it (`SIGSTOP`) in a test.
-    pub fn pid(&self) -> u32 {
-        self.server.pid()
-    }
-
-    /// Start (again) on the same port and data dir.
-    pub fn restart(&mut self) {
-        or_panic(self.server.service.start());
-    }
-
-    /// Kill the server (SIGKILL); its data stays.
-    pub fn stop(&mut self) {
-        self.server.service.kill();
+    fn url(port: u16) -> String {
+        format!("127.0.0.1:{port}")
     }
 }
 
