@@ -17,10 +17,8 @@ use serde_json::{json, Value};
 
 use super::buyers;
 use super::case::Expectation;
-use super::lab::Lab;
 use super::world::{
-    arm, duration, overlaps_so_far, partitioned_redlock, pause, start_buyers, wait_inside, Case,
-    World,
+    arm, duration, overlaps_so_far, partitioned_redlock, pause, start_buyers, wait_inside, CaseRun,
 };
 use crate::api::{Kind, StrategyEntry};
 use crate::judge::Expected::{Breaks, Holds};
@@ -46,15 +44,10 @@ pub fn expect(strategy: &StrategyEntry, variant: &str) -> Expectation {
     })
 }
 
-/// Run the case: start its world, apply the fault, undo it; the faults
-/// as reported.
-pub async fn run(
-    lab: &mut Lab,
-    world: &mut World,
-    case: &mut Case,
-    strategy: &str,
-    variant: &str,
-) -> anyhow::Result<Value> {
+/// Jump node 3's clock while a lock is held (the `partition` variant:
+/// no jump, the control run). The faults, as reported.
+pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
+    let (lab, world, case, strategy, variant) = cx.parts();
     let ttl = 1500;
     let shift = lab.clockshift()?;
     let offset_file = lab.dir.join("node3.clock");

@@ -6,8 +6,7 @@
 use serde_json::{json, Value};
 
 use super::case::Expectation;
-use super::lab::Lab;
-use super::world::{arm, steady_load, two_replicas, Case, World};
+use super::world::{arm, steady_load, two_replicas, CaseRun};
 use crate::api::StrategyEntry;
 use crate::judge::Expected::{Breaks, Holds};
 use crate::procs;
@@ -27,14 +26,9 @@ pub fn expect(strategy: &StrategyEntry, _variant: &str) -> Expectation {
     })
 }
 
-/// Run the case: start its world, apply the fault, undo it; the faults
-/// as reported.
-pub async fn run(
-    lab: &mut Lab,
-    world: &mut World,
-    case: &mut Case,
-    strategy: &str,
-) -> anyhow::Result<Value> {
+/// Run the load with replica a's clock ahead by more than the TTL. The faults, as reported.
+pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
+    let (lab, world, case, strategy, _) = cx.parts();
     let ttl = 1000;
     let skew: i64 = 1500;
     let shift = lab.clockshift()?;

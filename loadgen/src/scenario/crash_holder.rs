@@ -10,8 +10,8 @@ use tokio::time::Instant;
 
 use super::buyers;
 use super::case::Expectation;
-use super::lab::{Lab, TOKEN};
-use super::world::{arm, pause, start_buyers, two_replicas, wait_inside, Case, World};
+use super::lab::TOKEN;
+use super::world::{arm, pause, start_buyers, two_replicas, wait_inside, CaseRun};
 use crate::api::{Kind, Service, StrategyEntry};
 use crate::judge::Expected::{Breaks, Holds};
 
@@ -30,14 +30,10 @@ pub fn expect(strategy: &StrategyEntry, _variant: &str) -> Expectation {
     Ok((expected, why.into()))
 }
 
-/// Run the case: start its world, apply the fault, undo it; the faults
-/// as reported.
-pub async fn run(
-    lab: &Lab,
-    world: &mut World,
-    case: &mut Case,
-    strategy: &str,
-) -> anyhow::Result<Value> {
+/// Kill replica a while it holds the lock; watch replica b for the next
+/// order. The faults, as reported.
+pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
+    let (lab, world, case, strategy, _) = cx.parts();
     let ttl = 800;
     two_replicas(lab, world, strategy, ttl, Vec::new()).await?;
     let service = world.service();

@@ -8,8 +8,8 @@ use serde_json::{json, Value};
 
 use super::buyers;
 use super::case::Expectation;
-use super::lab::{host_port, Lab, Setup};
-use super::world::{arm, duration, pause, start_buyers, start_replicas, Case, World};
+use super::lab::{host_port, Setup};
+use super::world::{arm, duration, pause, start_buyers, start_replicas, CaseRun};
 use crate::api::StrategyEntry;
 use crate::judge::Expected::Holds;
 use crate::procs::{self, RedisNode};
@@ -23,14 +23,9 @@ pub fn expect(strategy: &StrategyEntry, _variant: &str) -> Expectation {
     }
 }
 
-/// Run the case: start its world, apply the fault, undo it; the faults
-/// as reported.
-pub async fn run(
-    lab: &Lab,
-    world: &mut World,
-    case: &mut Case,
-    strategy: &str,
-) -> anyhow::Result<Value> {
+/// Kill Redis, then cut PostgreSQL (and the lock server) under load. The faults, as reported.
+pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
+    let (lab, world, case, strategy, _) = cx.parts();
     let ttl = 2000;
     let redis = RedisNode::start(&lab.dir, "redis", &[], Vec::new()).await?;
     let redis_url = redis.url();

@@ -12,8 +12,8 @@ use tokio::time::Instant;
 
 use super::buyers;
 use super::case::Expectation;
-use super::lab::{Lab, Setup};
-use super::world::{arm, duration, pause, start_buyers, start_replicas, wait_inside, Case, World};
+use super::lab::Setup;
+use super::world::{arm, duration, pause, start_buyers, start_replicas, wait_inside, CaseRun};
 use crate::api::{Kind, StrategyEntry};
 use crate::judge::Expected::{Breaks, Holds};
 use crate::procs::{self, RedisNode};
@@ -43,15 +43,10 @@ pub fn expect(strategy: &StrategyEntry, variant: &str) -> Expectation {
     Ok((expected, why.into()))
 }
 
-/// Run the case: start its world, apply the fault, undo it; the faults
-/// as reported.
-pub async fn run(
-    lab: &mut Lab,
-    world: &mut World,
-    case: &mut Case,
-    strategy: &str,
-    variant: &str,
-) -> anyhow::Result<Value> {
+/// Promote the replica while one grab on replica a is inside, then rush
+/// replica b. The faults, as reported.
+pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
+    let (lab, world, case, strategy, variant) = cx.parts();
     let ttl = 2000;
     let lag = 300;
     let primary = RedisNode::start(

@@ -10,10 +10,8 @@ use serde_json::{json, Value};
 
 use super::buyers;
 use super::case::Expectation;
-use super::lab::{Lab, TOKEN};
-use super::world::{
-    arm, overlaps_so_far, pause, start_buyers, two_replicas, wait_inside, Case, World,
-};
+use super::lab::TOKEN;
+use super::world::{arm, overlaps_so_far, pause, start_buyers, two_replicas, wait_inside, CaseRun};
 use crate::api::{Kind, Service, StrategyEntry};
 use crate::judge::Expected::{Breaks, Holds};
 
@@ -42,14 +40,10 @@ pub fn expect(strategy: &StrategyEntry, _variant: &str) -> Expectation {
     Ok((expected, why.into()))
 }
 
-/// Run the case: start its world, apply the fault, undo it; the faults
-/// as reported.
-pub async fn run(
-    lab: &Lab,
-    world: &mut World,
-    case: &mut Case,
-    strategy: &str,
-) -> anyhow::Result<Value> {
+/// Freeze replica a inside its section, up to four times, until the
+/// history shows an overlap. The faults, as reported.
+pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
+    let (lab, world, case, strategy, _) = cx.parts();
     // etcd grants leases in whole seconds: its lock lives at least one.
     let ttl = if strategy == "etcd-lease" { 1000 } else { 400 };
     let freeze = ttl * 5 / 2;

@@ -8,8 +8,7 @@ use clap::ValueEnum;
 use serde_json::Value;
 
 use super::case::Expectation;
-use super::lab::Lab;
-use super::world::{Case, World};
+use super::world::CaseRun;
 use super::{
     clock_jump, clock_skew, crash_holder, dependency_loss, failover, gc_pause, redlock_restart,
     slow_network, unlock_before_commit,
@@ -173,28 +172,17 @@ impl Scenario {
     }
 
     /// Run one case of it: its world, its fault; the faults as reported.
-    pub async fn run(
-        self,
-        lab: &mut Lab,
-        world: &mut World,
-        case: &mut Case,
-        strategy: &str,
-        variant: &str,
-    ) -> anyhow::Result<Value> {
+    pub async fn run(self, cx: CaseRun<'_>) -> anyhow::Result<Value> {
         match self {
-            Scenario::GcPause => gc_pause::run(lab, world, case, strategy).await,
-            Scenario::SlowNetwork => slow_network::run(lab, world, case, strategy).await,
-            Scenario::ClockJump => clock_jump::run(lab, world, case, strategy, variant).await,
-            Scenario::RedlockRestart => {
-                redlock_restart::run(lab, world, case, strategy, variant).await
-            }
-            Scenario::Failover => failover::run(lab, world, case, strategy, variant).await,
-            Scenario::CrashHolder => crash_holder::run(lab, world, case, strategy).await,
-            Scenario::ClockSkew => clock_skew::run(lab, world, case, strategy).await,
-            Scenario::UnlockBeforeCommit => {
-                unlock_before_commit::run(lab, world, case, strategy).await
-            }
-            Scenario::DependencyLoss => dependency_loss::run(lab, world, case, strategy).await,
+            Scenario::GcPause => gc_pause::run(cx).await,
+            Scenario::SlowNetwork => slow_network::run(cx).await,
+            Scenario::ClockJump => clock_jump::run(cx).await,
+            Scenario::RedlockRestart => redlock_restart::run(cx).await,
+            Scenario::Failover => failover::run(cx).await,
+            Scenario::CrashHolder => crash_holder::run(cx).await,
+            Scenario::ClockSkew => clock_skew::run(cx).await,
+            Scenario::UnlockBeforeCommit => unlock_before_commit::run(cx).await,
+            Scenario::DependencyLoss => dependency_loss::run(cx).await,
         }
     }
 }

@@ -8,8 +8,7 @@ use serde_json::{json, Value};
 
 use super::buyers;
 use super::case::Expectation;
-use super::lab::Lab;
-use super::world::{arm, partitioned_redlock, pause, start_buyers, wait_inside, Case, World};
+use super::world::{arm, partitioned_redlock, pause, start_buyers, wait_inside, CaseRun};
 use crate::api::{Kind, StrategyEntry};
 use crate::judge::Expected::{Breaks, Holds};
 use std::time::Duration;
@@ -33,15 +32,9 @@ pub fn expect(strategy: &StrategyEntry, variant: &str) -> Expectation {
     Ok((expected, why.into()))
 }
 
-/// Run the case: start its world, apply the fault, undo it; the faults
-/// as reported.
-pub async fn run(
-    lab: &mut Lab,
-    world: &mut World,
-    case: &mut Case,
-    strategy: &str,
-    variant: &str,
-) -> anyhow::Result<Value> {
+/// Kill node 3 while a lock is held and bring it back as `variant` says. The faults, as reported.
+pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
+    let (lab, world, case, strategy, variant) = cx.parts();
     let ttl = 1500;
     let aof: &[&str] = if variant == "appendfsync-always" {
         &["--appendonly", "yes", "--appendfsync", "always"]

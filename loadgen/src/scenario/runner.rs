@@ -10,7 +10,7 @@ use super::case::{judge, CaseResult, Checks, Observed};
 use super::lab::{Lab, Options};
 use super::list::Scenario;
 use super::report::{ScenarioReport, Skipped};
-use super::world::{Case, World};
+use super::world::{Case, CaseRun, World};
 use crate::api::{History, StrategyEntry};
 use crate::judge::{Expected, Guarantee};
 
@@ -121,7 +121,13 @@ async fn run_case(
     let mut case = Case::new(lab.options.quiet);
     let mut world = World::default();
     let faults = scenario
-        .run(lab, &mut world, &mut case, strategy, variant)
+        .run(CaseRun {
+            lab,
+            world: &mut world,
+            case: &mut case,
+            strategy,
+            variant,
+        })
         .await?;
     let (observed, history) = observe(&world, &case, strategy).await?;
     let guarantee = Guarantee::of(entry.kind);

@@ -10,8 +10,8 @@ use serde_json::{json, Value};
 
 use super::buyers::{self, Buyers};
 use super::case::Expectation;
-use super::lab::{Lab, Setup};
-use super::world::{arm, duration, pause, start_buyers, start_replicas, Case, World};
+use super::lab::Setup;
+use super::world::{arm, duration, pause, start_buyers, start_replicas, CaseRun};
 use crate::api::{Kind, StrategyEntry};
 use crate::judge::Expected::{Breaks, Holds};
 use crate::procs::{self, RedisNode};
@@ -41,14 +41,10 @@ pub fn expect(strategy: &StrategyEntry, _variant: &str) -> Expectation {
     Ok((expected, why.into()))
 }
 
-/// Run the case: start its world, apply the fault, undo it; the faults
-/// as reported.
-pub async fn run(
-    lab: &Lab,
-    world: &mut World,
-    case: &mut Case,
-    strategy: &str,
-) -> anyhow::Result<Value> {
+/// Delay every reply from Redis to replica a past the TTL while buyers
+/// press on both replicas. The faults, as reported.
+pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
+    let (lab, world, case, strategy, _) = cx.parts();
     let ttl = 400;
     let delay = ttl * 3 / 2;
     let redis = RedisNode::start(&lab.dir, "redis", &[], Vec::new()).await?;

@@ -6,8 +6,7 @@
 use serde_json::{json, Value};
 
 use super::case::Expectation;
-use super::lab::Lab;
-use super::world::{arm, steady_load, two_replicas, Case, World};
+use super::world::{arm, steady_load, two_replicas, CaseRun};
 use crate::api::{Kind, StrategyEntry};
 use crate::judge::Expected::{Breaks, Holds};
 
@@ -31,14 +30,9 @@ pub fn expect(strategy: &StrategyEntry, _variant: &str) -> Expectation {
     Ok((expected, why.into()))
 }
 
-/// Run the case: start its world, apply the fault, undo it; the faults
-/// as reported.
-pub async fn run(
-    lab: &Lab,
-    world: &mut World,
-    case: &mut Case,
-    strategy: &str,
-) -> anyhow::Result<Value> {
+/// Run the load with `unlock_before_commit` on; switch it off after. The faults, as reported.
+pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
+    let (lab, world, case, strategy, _) = cx.parts();
     let ttl = 5000;
     two_replicas(lab, world, strategy, ttl, Vec::new()).await?;
     let service = world.service();

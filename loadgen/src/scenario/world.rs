@@ -56,6 +56,29 @@ impl Case {
     }
 }
 
+/// One case being run, as each scenario's `run` takes it: the lab, the
+/// case's world and log, the strategy and the variant of the fault.
+#[derive(Debug)]
+pub struct CaseRun<'a> {
+    /// What the whole run owns.
+    pub lab: &'a mut Lab,
+    /// What this case starts.
+    pub world: &'a mut World,
+    /// Its clock, steps and load.
+    pub case: &'a mut Case,
+    /// The strategy under test.
+    pub strategy: &'a str,
+    /// The variant of the fault (`""`: the scenario has one).
+    pub variant: &'a str,
+}
+
+impl<'a> CaseRun<'a> {
+    /// Its parts, to be named at the top of a scenario's `run`.
+    pub fn parts(self) -> (&'a mut Lab, &'a mut World, &'a mut Case, &'a str, &'a str) {
+        (self.lab, self.world, self.case, self.strategy, self.variant)
+    }
+}
+
 /// What a case's world consists of; dropped (everything stopped) at its end.
 #[derive(Debug, Default)]
 pub struct World {
