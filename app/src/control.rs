@@ -17,7 +17,7 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use crate::error::GrabError;
-use crate::faults::{Faults, FAULTS_KEY};
+use crate::faults::{read_stored, Faults, FAULTS_KEY};
 use crate::redis_client::refresh_every;
 use crate::registry::Strategies;
 use crate::strategy::{Deps, Strategy, STRATEGY_KEY};
@@ -125,7 +125,7 @@ impl Control {
             }
             found
         });
-        let faults = faults.and_then(|json| match serde_json::from_str(&json) {
+        let faults = faults.and_then(|json| match read_stored(&json, self.faults()) {
             Ok(f) => Some(f),
             Err(e) => {
                 tracing::warn!(error = %e, "unreadable faults in Redis; keeping the current ones");

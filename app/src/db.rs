@@ -11,7 +11,6 @@
 use std::str::FromStr;
 use std::time::Duration;
 
-use serde::Serialize;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::PgPool;
 
@@ -129,72 +128,45 @@ pub async fn reset_product(pool: &PgPool, id: i64, stock: i64) -> Result<(), sql
     tx.commit().await
 }
 
-/// The ground truth of one product (DESIGN.md "the audit").
-#[derive(Debug, Clone, Serialize, PartialEq, Eq, utoipa::ToSchema)]
-pub struct AuditRow {
-    /// Product id.
-    pub product_id: i64,
-    /// Stock at the last reset.
-    pub initial_stock: i64,
-    /// Stock column now.
-    pub stock: i64,
-    /// Number of order rows.
-    pub orders: i64,
-    /// Sum of their quantities.
-    pub ordered_units: i64,
-    /// `max(0, ordered_units − initial_stock)`.
-    pub oversold: i64,
-    /// `max(0, ordered_units − (initial_stock − stock))`: ordered units the
-    /// stock column never saw. Never negative: a product's lost updates
-    /// cannot cancel against another's missing stock.
-    pub lost_updates: i64,
-    /// `max(0, (initial_stock − stock) − ordered_units)`: units gone from
-    /// the stock column that no order took (a decrement whose order was
-    /// rolled back without giving the stock back).
-    pub undersold: i64,
-    /// Users holding more than one order for the product.
-    pub duplicates: i64,
-    /// `stock < 0`.
-    pub negative_stock: bool,
+/// The ground truth of one product (DESIGN.md "the audit"): a wire type,
+/// shared with the load generator (`GET /admin/audit`).
+pub use seckill_wire::audit::AuditRow;
+
+/// `row` judged against `stock` read elsewhere — the Redis stock of
+/// `redis-lua-stock`, whose column is written behind.
+pub fn with_stock(row: &AuditRow, stock: i64) -> AuditRow {
+    judge(
+        row.product_id,
+        row.initial_stock,
+        stock,
+        row.orders,
+        row.ordered_units,
+        row.duplicates,
+    )
 }
 
-impl AuditRow {
-    /// The same row judged against `stock` read elsewhere — the Redis stock
-    /// of `redis-lua-stock`, whose column is written behind.
-    pub fn with_stock(self, stock: i64) -> Self {
-        Self::judge(
-            self.product_id,
-            self.initial_stock,
-            stock,
-            self.orders,
-            self.ordered_units,
-            self.duplicates,
-        )
-    }
-
-    /// The row of these counts, with oversold, lost updates, undersold and
-    /// negative stock derived from them (DESIGN.md "the audit").
-    fn judge(
-        product_id: i64,
-        initial_stock: i64,
-        stock: i64,
-        orders: i64,
-        ordered_units: i64,
-        duplicates: i64,
-    ) -> Self {
-        let taken = initial_stock - stock;
-        Self {
-            product_id,
-            initial_stock,
-            stock,
-            orders,
-            ordered_units,
-            oversold: (ordered_units - initial_stock).max(0),
-            lost_updates: (ordered_units - taken).max(0),
-            undersold: (taken - ordered_units).max(0),
-            duplicates,
-            negative_stock: stock < 0,
-        }
+/// The row of these counts, with oversold, lost updates, undersold and
+/// negative stock derived from them (DESIGN.md "the audit").
+fn judge(
+    product_id: i64,
+    initial_stock: i64,
+    stock: i64,
+    orders: i64,
+    ordered_units: i64,
+    duplicates: i64,
+) -> AuditRow {
+    let taken = initial_stock - stock;
+    AuditRow {
+        product_id,
+        initial_stock,
+        stock,
+        orders,
+        ordered_units,
+        oversold: (ordered_units - initial_stock).max(0),
+        lost_updates: (ordered_units - taken).max(0),
+        undersold: (taken - ordered_units).max(0),
+        duplicates,
+        negative_stock: stock < 0,
     }
 }
 
@@ -253,7 +225,7 @@ pub async fn audit(pool: &PgPool, count: Count) -> Result<Vec<AuditRow>, sqlx::E
     Ok(rows
         .into_iter()
         .map(|(id, initial, stock, orders, units, duplicates)| {
-            AuditRow::judge(id, initial, stock, orders, units, duplicates)
+            judge(id, initial, stock, orders, units, duplicates)
         })
         .collect())
 }

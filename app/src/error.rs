@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use actix_web::http::{header, StatusCode};
 use actix_web::{HttpResponse, ResponseError};
-use serde::Serialize;
 
 /// A backing service a request depends on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -150,15 +149,9 @@ pub fn unavailable(dependency: Dependency, e: &dyn std::fmt::Display) -> GrabErr
     }
 }
 
-/// The JSON body of every error answer.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct ErrorBody {
-    /// Stable machine-readable code, e.g. `sold_out`.
-    #[schema(example = "sold_out")]
-    pub error: &'static str,
-    /// Human-readable explanation.
-    pub message: String,
-}
+/// The JSON body of every error answer, `{"error": code, "message": text}`:
+/// a wire type, shared with the load generator.
+pub use seckill_wire::error::ErrorBody;
 
 /// What a client sees when a request fails.
 #[derive(Debug, thiserror::Error)]
@@ -239,7 +232,10 @@ impl ApiError {
                 GrabError::Internal(_) => ("internal", "internal error".into()),
             },
         };
-        ErrorBody { error, message }
+        ErrorBody {
+            error: error.into(),
+            message,
+        }
     }
 }
 

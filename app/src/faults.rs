@@ -4,126 +4,47 @@
 //! [`GrabContext`](crate::strategy::GrabContext), which the critical
 //! section and the locks read.
 
-use serde::{Deserialize, Serialize};
+/// The faults in force, where the pause stalls, and a partial update:
+/// wire types, shared with the load generator (`GET`/`PUT /admin/faults`).
+pub use seckill_wire::faults::{Faults, FaultsPatch, PauseAt};
 
 /// Redis key of the faults (JSON of [`Faults`]).
 pub const FAULTS_KEY: &str = "seckill:faults";
 
-/// Where inside the critical section the in-process pause (`pause_ms`) stalls.
-///
-/// This pause sleeps the grab's own task only — the process keeps running,
-/// so the watchdog keeps renewing through it. A whole-process freeze
-/// (`SIGSTOP`, renewal tasks included) is the scenario runner's `gc-pause`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, utoipa::ToSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum PauseAt {
-    /// Before the stock is read: a holder that wakes past its TTL reads
-    /// fresh stock, so it overlaps without losing an update.
-    #[default]
-    BeforeRead,
-    /// Between the read and the write: the holder wakes and writes the
-    /// stale value it read — the lost update of every TTL-lock seed.
-    BeforeWrite,
-    /// After the lock's last check (lease, validity), just before the
-    /// commit: no check before commit can help; only fencing does.
-    BeforeCommit,
-}
-
-/// Faults a workshop can switch on (`PUT /admin/faults`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
-pub struct Faults {
-    /// Simulated work between the read and the write of the critical section.
-    pub work_delay_ms: u64,
-    /// An extra stall inside the critical section (a GC or VM pause), taken
-    /// by one grab in `pause_every`.
-    pub pause_ms: u64,
-    /// Which grabs take the pause: every n-th grab on each replica (1 = all).
-    pub pause_every: u64,
-    /// Where the pause stalls the section.
-    #[serde(default)]
-    pub pause_at: PauseAt,
-    /// Release the lock *before* committing — the classic bug.
-    pub unlock_before_commit: bool,
-    /// A pause between `SETNX` and `PEXPIRE` of `setnx-expire` (widens the
-    /// crash window of seed 004 v2).
-    #[serde(default)]
-    pub setnx_expire_gap_ms: u64,
-    /// A pause between the check and the delete of `set-nx-px-check-del`
-    /// (widens the race of seed 004 v4).
-    #[serde(default)]
-    pub release_gap_ms: u64,
-    /// Not a fault but its cure: the database checks the revision the lock
-    /// service handed out (etcd's create revision, ZooKeeper's sequence) as
-    /// a fencing token, exactly as `fenced` checks its counter.
-    #[serde(default)]
-    pub check_revision: bool,
-}
-
-impl Faults {
-    /// The faults of a fresh deployment.
-    pub fn with_work_delay(work_delay_ms: u64) -> Self {
-        Self {
-            work_delay_ms,
-            pause_ms: 0,
-            pause_every: 1,
-            pause_at: PauseAt::BeforeRead,
-            unlock_before_commit: false,
-            setnx_expire_gap_ms: 0,
-            release_gap_ms: 0,
-            check_revision: false,
+/// The faults stored in Redis, read over `current`: a field the writer did
+/// not know (a replica of an older build, before the field existed) keeps
+/// this replica's value, and a field this build does not know is ignored.
+/// The answers stay strict ([`Faults`] has no defaults); only what replicas
+/// share among themselves is read leniently, so a rolling upgrade never
+/// leaves a replica stuck on its old faults.
+pub fn read_stored(json: &str, current: Faults) -> Result<Faults, serde_json::Error> {
+    let stored: serde_json::Map<String, serde_json::Value> = serde_json::from_str(json)?;
+    let mut merged = match serde_json::to_value(current)? {
+        serde_json::Value::Object(fields) => fields,
+        _ => serde_json::Map::new(),
+    };
+    for (field, value) in stored {
+        if merged.contains_key(&field) {
+            merged.insert(field, value);
         }
     }
+    serde_json::from_value(serde_json::Value::Object(merged))
 }
 
-/// A partial update of [`Faults`]; unknown fields are refused.
-#[derive(Debug, Clone, Copy, Default, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct FaultsPatch {
-    /// New work delay.
-    pub work_delay_ms: Option<u64>,
-    /// New pause.
-    pub pause_ms: Option<u64>,
-    /// New pause frequency (≥ 1).
-    pub pause_every: Option<u64>,
-    /// New pause position.
-    pub pause_at: Option<PauseAt>,
-    /// New unlock-before-commit switch.
-    pub unlock_before_commit: Option<bool>,
-    /// New SETNX/EXPIRE gap.
-    pub setnx_expire_gap_ms: Option<u64>,
-    /// New check/delete gap.
-    pub release_gap_ms: Option<u64>,
-    /// Whether the database checks the lock service's revision.
-    pub check_revision: Option<bool>,
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-impl FaultsPatch {
-    /// Apply to `faults`.
-    pub fn apply(self, mut faults: Faults) -> Faults {
-        if let Some(v) = self.work_delay_ms {
-            faults.work_delay_ms = v;
-        }
-        if let Some(v) = self.pause_ms {
-            faults.pause_ms = v;
-        }
-        if let Some(v) = self.pause_every {
-            faults.pause_every = v;
-        }
-        if let Some(v) = self.pause_at {
-            faults.pause_at = v;
-        }
-        if let Some(v) = self.unlock_before_commit {
-            faults.unlock_before_commit = v;
-        }
-        if let Some(v) = self.setnx_expire_gap_ms {
-            faults.setnx_expire_gap_ms = v;
-        }
-        if let Some(v) = self.release_gap_ms {
-            faults.release_gap_ms = v;
-        }
-        if let Some(v) = self.check_revision {
-            faults.check_revision = v;
-        }
-        faults
+    #[test]
+    fn stored_faults_missing_a_field_keep_the_current_value() {
+        let mut current = Faults::with_work_delay(3);
+        current.check_revision = true;
+        let stored = r#"{"work_delay_ms": 9, "pause_ms": 0, "pause_every": 1,
+                         "unlock_before_commit": true, "from_the_future": 1}"#;
+        let read = read_stored(stored, current).expect("readable");
+        assert_eq!(read.work_delay_ms, 9);
+        assert!(read.unlock_before_commit);
+        assert!(read.check_revision, "absent: kept");
+        assert!(read_stored(r#"{"work_delay_ms": "x"}"#, current).is_err());
     }
 }

@@ -41,7 +41,6 @@ use std::time::Duration;
 
 use redis::aio::ConnectionManager;
 use redis::Script;
-use serde::Serialize;
 
 use crate::error::GrabError;
 use crate::metrics::Metrics;
@@ -78,52 +77,9 @@ pub struct Entered {
     member: String,
 }
 
-/// Per strategy figures of one run.
-#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq, utoipa::ToSchema)]
-pub struct StrategyHistory {
-    /// Strategy name.
-    pub strategy: String,
-    /// Sections recorded.
-    pub entries: u64,
-    /// Sections that began while another was inside.
-    pub overlaps: u64,
-    /// Most sections inside at once.
-    pub max_holders: u64,
-}
-
-/// `GET /admin/history`.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-pub struct HistoryReport {
-    /// Whether a run is being recorded.
-    pub enabled: bool,
-    /// The run id, when enabled.
-    pub run: Option<String>,
-    /// This replica's instance id (`SECKILL_INSTANCE_ID`).
-    pub instance: String,
-    /// Arbiter calls of *this replica* that failed since it started.
-    pub errors: u64,
-    /// Figures per strategy.
-    pub strategies: Vec<StrategyHistory>,
-    /// Sections inside right now: `{instance}:{n}` → product and entry time.
-    pub inside: Vec<Inside>,
-    /// The first overlaps of the run (at most 20), oldest first: `at_us`
-    /// (arbiter clock), `entered` (member), `inside` (members), `product`.
-    #[schema(value_type = Vec<Object>)]
-    pub first_overlaps: Vec<serde_json::Value>,
-}
-
-/// A section inside right now.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-pub struct Inside {
-    /// `{instance}:{n}`.
-    pub member: String,
-    /// Replica.
-    pub instance: String,
-    /// Product.
-    pub product: i64,
-    /// Entry time on the arbiter's clock, microseconds since the epoch.
-    pub since_us: i64,
-}
+/// What `GET /admin/history` answers: wire types, shared with the load
+/// generator.
+pub use seckill_wire::history::{HistoryReport, Inside, OverlapEvent, StrategyHistory};
 
 fn keys(run: &str) -> (String, String, String) {
     (
@@ -366,10 +322,14 @@ impl History {
             .arg(-1)
             .query_async(&mut conn)
             .await?;
-        report.first_overlaps = events
-            .iter()
-            .filter_map(|e| serde_json::from_str(e).ok())
-            .collect();
+        for event in events {
+            match serde_json::from_str::<OverlapEvent>(&event) {
+                Ok(event) => report.first_overlaps.push(event),
+                // Written by another build of `history_enter.lua`: still an
+                // overlap (the counts have it), only its detail is lost.
+                Err(e) => tracing::warn!(%event, error = %e, "history: unreadable overlap event"),
+            }
+        }
         Ok(report)
     }
 }

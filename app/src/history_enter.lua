@@ -16,9 +16,12 @@ redis.call('HINCRBY', KEYS[2], s .. '|entries', 1)
 if holders > 1 then
   redis.call('HINCRBY', KEYS[2], s .. '|overlaps', 1)
   if redis.call('LLEN', KEYS[3]) < 20 then
-    redis.call('RPUSH', KEYS[3], cjson.encode({
-      at_us = now_us, strategy = s, product = tonumber(ARGV[3]),
-      entered = ARGV[1], inside = others }))
+    -- cjson writes numbers with 14 significant digits (1.7956143307258e+15
+    -- for a time in µs): at_us is written by hand, as an exact integer.
+    local rest = cjson.encode({ strategy = s, product = tonumber(ARGV[3]),
+      entered = ARGV[1], inside = others })
+    redis.call('RPUSH', KEYS[3],
+      '{"at_us":' .. string.format('%.0f', now_us) .. ',' .. string.sub(rest, 2))
     redis.call('EXPIRE', KEYS[3], ARGV[4])
   end
 end

@@ -30,7 +30,9 @@
 //!    order.
 //! 10. [`control`] — the active strategy and workshop faults, shared by all
 //!     replicas through Redis.
-//! 11. [`state`] — what every handler shares; [`routes`] — the HTTP API;
+//! 11. [`state`] — what every handler shares; [`routes`] — the HTTP API,
+//!     whose request and answer bodies are the `seckill_wire` crate's types
+//!     (shared with the load generator, which decodes the same structs);
 //!     [`openapi`] — its OpenAPI document, generated from the handlers;
 //!     [`startup`] — wiring; [`telemetry`] — logs.
 

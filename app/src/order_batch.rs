@@ -253,7 +253,7 @@ impl Writer {
                     product_id: p.req.product_id,
                     user_id: p.req.user_id,
                     quantity: p.req.quantity,
-                    strategy: self.strategy,
+                    strategy: self.strategy.into(),
                     fence_token: None,
                 }),
                 None => Err(GrabError::Internal(

@@ -380,7 +380,7 @@ pub async fn insert_order(
         product_id: req.product_id,
         user_id: req.user_id,
         quantity: req.quantity,
-        strategy,
+        strategy: strategy.into(),
         fence_token,
     })
 }

@@ -15,6 +15,15 @@ use async_trait::async_trait;
 use serde::Serialize;
 use tokio::time::Duration;
 
+/// What a strategy promises ([`Safety`]) and how it is built ([`Kind`]),
+/// as `GET /admin/strategies` shows them: wire types, shared with the load
+/// generator.
+pub use seckill_wire::strategies::{Kind, Safety};
+
+/// An order as written; the grab `201` body (a wire type: the load
+/// generator decodes the same struct).
+pub use seckill_wire::grab::Order;
+
 use crate::error::GrabError;
 use crate::faults::Faults;
 use crate::history::History;
@@ -24,61 +33,6 @@ use crate::metrics::Metrics;
 /// written by [`crate::control`], read by `redis-lua-stock` to learn
 /// whether it is still the one in force.
 pub const STRATEGY_KEY: &str = "seckill:strategy";
-
-/// What a strategy promises under contention, for reports and verdicts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum Safety {
-    /// Expected to oversell or lose updates: that is the lesson.
-    Unsafe,
-    /// Safe with one replica only.
-    SingleReplica,
-    /// Safe until a holder dies: then locked for good (or until a sweep).
-    SafeWhileHoldersLive,
-    /// Safe while the work fits in the lock's TTL.
-    SafeWithinTtl,
-    /// Safe under the conditions this lab produces.
-    Safe,
-}
-
-/// How a strategy is built — its construction class, which decides what
-/// each fault does to it (the load generator's expectations read it from
-/// `GET /admin/strategies`, never from a name table).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum Kind {
-    /// No lock at all (`none`).
-    NoLock,
-    /// A lock inside one process (`local-mutex`): other replicas do not see it.
-    ProcessLocal,
-    /// A Redis key that never expires (`setnx`): a dead holder locks for good.
-    NoExpiry,
-    /// A key with a fixed TTL on one Redis (`set-nx-px*`, `setnx-expire*`,
-    /// `setnx-getset`): work or a pause longer than the TTL lets a second
-    /// holder in.
-    Ttl,
-    /// A lease or session kept alive by a background task while the process
-    /// runs (`watchdog`, `etcd-lease`, `zk-ephemeral-seq`): a whole-process
-    /// pause past it loses the lock.
-    Lease,
-    /// A quorum of independent nodes whose validity time is checked before
-    /// the commit (`redlock`).
-    Validity,
-    /// Held by a database session (`mysql-get-lock`): freed when the
-    /// connection closes, not on a timer.
-    Session,
-    /// A TTL lock whose fencing token the database checks (`fenced`): stale
-    /// holders are refused by the data, not by the lock.
-    Fenced,
-    /// A row in a lock table, swept by age (`pg-lock-table`).
-    LockTable,
-    /// A lock held by the section's own transaction (`pg-for-update`,
-    /// `pg-advisory`).
-    InTransaction,
-    /// Not a lock: one atomic operation or a compare-and-set
-    /// (`pg-optimistic`, `pg-atomic`, `redis-lua-stock`).
-    NotALock,
-}
 
 /// The description of a strategy shown by `GET /admin/strategies`.
 #[derive(Debug, Clone, Copy, Serialize)]
@@ -104,23 +58,6 @@ pub struct GrabRequest {
     pub user_id: i64,
     /// Units.
     pub quantity: i32,
-}
-
-/// An order as written; the grab `201` body.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq, utoipa::ToSchema)]
-pub struct Order {
-    /// `orders.id`.
-    pub order_id: i64,
-    /// Product bought.
-    pub product_id: i64,
-    /// Buyer.
-    pub user_id: i64,
-    /// Units.
-    pub quantity: i32,
-    /// Strategy that wrote it.
-    pub strategy: &'static str,
-    /// Fencing token the write carried, for `fenced`.
-    pub fence_token: Option<i64>,
 }
 
 /// The process-wide dependencies every strategy uses.

@@ -2,3 +2,39 @@
 //! (which writes them) and the load generator (which reads them): a field
 //! renamed on one side is a compile error on the other, and a field missing
 //! from an answer fails decoding loudly instead of reading as 0.
+//!
+//! One module per subject, each naming the endpoints its types travel on:
+//!
+//! - [`strategies`] — `GET /admin/strategies`, `PUT /admin/strategy`: every
+//!   strategy with its [`Safety`](strategies::Safety) and
+//!   [`Kind`](strategies::Kind).
+//! - [`audit`] — `GET /admin/audit`: the ground truth per product.
+//! - [`faults`] — `GET`/`PUT /admin/faults`: the workshop faults and a
+//!   partial update of them.
+//! - [`history`] — `GET`/`PUT /admin/history`, `POST /admin/history/forget`:
+//!   the mutual-exclusion history.
+//! - [`products`] — `GET /api/v1/products/{id}`, `POST
+//!   /admin/products/{id}/reset`.
+//! - [`grab`] — `POST /api/v1/products/{id}/grab`: the request and the
+//!   `201` order.
+//! - [`status`] — `GET /api/v1/status` (and each event of its stream).
+//! - [`error`] — the body of every error answer.
+//!
+//! Rules every type here keeps:
+//! - A field the service always sends has no `#[serde(default)]`: a body
+//!   without it does not decode.
+//! - A field the service may leave out is an `Option` skipped when `None`;
+//!   a field it always sends but may set to `null` is an `Option` that must
+//!   still be present ([`nullable`]).
+//! - Under the `openapi` feature every type is a `utoipa::ToSchema`, so the
+//!   service's OpenAPI document is generated from these very types.
+
+pub mod audit;
+pub mod error;
+pub mod faults;
+pub mod grab;
+pub mod history;
+pub mod nullable;
+pub mod products;
+pub mod status;
+pub mod strategies;

@@ -6,19 +6,20 @@ use std::future::{ready, Ready};
 use actix_web::dev::Payload;
 use actix_web::http::header;
 use actix_web::{get, post, put, web, FromRequest, HttpRequest, HttpResponse};
-use serde::{Deserialize, Serialize};
+use seckill_wire::audit::AuditBody;
+use seckill_wire::history::{ForgetBody, Forgotten, HistorySwitch, HistorySwitched};
+use seckill_wire::products::{ProductBody, ResetBody};
+use seckill_wire::strategies::{StrategiesBody, StrategyEntry, SwitchBody};
+use serde::Deserialize;
 
 use crate::db;
-use crate::db::AuditRow;
 use crate::error::{ApiError, ErrorBody, GrabError};
-use crate::faults::Faults;
-use crate::faults::FaultsPatch;
+use crate::faults::{Faults, FaultsPatch};
 use crate::history::HistoryReport;
 use crate::lock::{fenced, redis_lua_stock};
 use crate::locking::lock_key;
 use crate::registry::STRATEGY_NAMES;
 use crate::state::AppState;
-use crate::strategy::{Kind, Safety};
 
 /// Proof that the request carried the admin token.
 #[derive(Debug)]
@@ -51,39 +52,6 @@ impl FromRequest for AdminAuth {
     }
 }
 
-/// One entry of `GET /admin/strategies`.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct StrategyEntry {
-    name: &'static str,
-    guarantee: &'static str,
-    available: bool,
-    /// Why `available` is false: the setting that is missing.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    unavailable_reason: Option<&'static str>,
-    seed: &'static str,
-    safety: Safety,
-    /// How it is built: what each fault does to it.
-    kind: Kind,
-}
-
-/// `GET /admin/strategies`, and the answer of a switch.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct StrategiesBody {
-    /// The active strategy (every replica follows within
-    /// `SECKILL_CONTROL_REFRESH_MS`).
-    active: &'static str,
-    /// Every strategy of this build, in teaching order.
-    strategies: Vec<StrategyEntry>,
-    /// `SECKILL_LOCK_TTL_MS`.
-    lock_ttl_ms: u64,
-    /// `SECKILL_LOCK_WAIT_MS`.
-    lock_wait_ms: u64,
-    /// `SECKILL_REDIS_WAIT_REPLICAS`.
-    redis_wait_replicas: u32,
-    /// This replica's instance id.
-    instance: String,
-}
-
 fn strategies_body(state: &AppState) -> StrategiesBody {
     let entries: Vec<StrategyEntry> = state
         .control
@@ -92,18 +60,18 @@ fn strategies_body(state: &AppState) -> StrategiesBody {
         .map(|s| {
             let info = s.info();
             StrategyEntry {
-                name: info.name,
-                guarantee: info.guarantee,
+                name: info.name.to_owned(),
+                guarantee: info.guarantee.to_owned(),
                 available: s.available(),
-                unavailable_reason: s.unavailable_reason(),
-                seed: info.seed,
+                unavailable_reason: s.unavailable_reason().map(str::to_owned),
+                seed: info.seed.to_owned(),
                 safety: info.safety,
                 kind: info.kind,
             }
         })
         .collect();
     StrategiesBody {
-        active: state.control.active().info().name,
+        active: state.control.active().info().name.to_owned(),
         strategies: entries,
         lock_ttl_ms: state.settings.lock_ttl_ms,
         lock_wait_ms: state.settings.lock_wait_ms,
@@ -124,15 +92,6 @@ fn strategies_body(state: &AppState) -> StrategiesBody {
 #[get("/admin/strategies")]
 pub async fn strategies(_: AdminAuth, state: web::Data<AppState>) -> HttpResponse {
     HttpResponse::Ok().json(strategies_body(&state))
-}
-
-/// `PUT /admin/strategy` body.
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct SwitchBody {
-    /// Strategy name (`GET /admin/strategies` lists them).
-    #[schema(example = "redlock")]
-    pub strategy: String,
 }
 
 /// Switch every replica's strategy.
@@ -183,15 +142,6 @@ pub async fn switch_strategy(
     Ok(HttpResponse::Ok().json(strategies_body(&state)))
 }
 
-/// `POST /admin/products/{id}/reset` body.
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ResetBody {
-    /// New stock (and initial stock), 0..=100,000,000.
-    #[schema(minimum = 0, maximum = 100_000_000, example = 100)]
-    pub stock: i64,
-}
-
 /// Largest stock a reset accepts.
 pub const MAX_STOCK: i64 = 100_000_000;
 
@@ -202,7 +152,7 @@ pub const MAX_STOCK: i64 = 100_000_000;
     params(("id" = i64, Path, minimum = 1, description = "Product id")),
     request_body = ResetBody,
     responses(
-        (status = 200, description = "Reset: the product as it is now", body = crate::routes::products::ProductBody),
+        (status = 200, description = "Reset: the product as it is now", body = ProductBody),
         (status = 400, description = "`invalid_stock`, `invalid_product_id`, or a bad body", body = ErrorBody),
         super::AdminDenied,
         (status = 404, description = "No such product (`not_found`)", body = ErrorBody),
@@ -292,25 +242,11 @@ pub async fn audit(
     };
     let rows = super::audit_now(&state, count).await?;
     Ok(HttpResponse::Ok().json(AuditBody {
-        strategy: state.control.active().info().name,
+        strategy: state.control.active().info().name.to_owned(),
         synchronous_commit: state.settings.synchronous_commit.clone(),
-        counted_by: count.as_str(),
+        counted_by: count.as_str().to_owned(),
         products: rows,
     }))
-}
-
-/// `GET /admin/audit`: the ground truth (DESIGN.md "the audit").
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct AuditBody {
-    /// The active strategy.
-    strategy: &'static str,
-    /// The orders' `synchronous_commit`.
-    synchronous_commit: String,
-    /// `tally` (the totals the database keeps) or `recount` (every order counted).
-    #[schema(example = "tally")]
-    counted_by: &'static str,
-    /// One row per product.
-    products: Vec<AuditRow>,
 }
 
 /// The faults in force.
@@ -372,14 +308,6 @@ pub async fn put_faults(
     Ok(HttpResponse::Ok().json(faults))
 }
 
-/// `PUT /admin/history` body.
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct HistoryBody {
-    /// `true`: start a new run (history on, counts from zero); `false`: off.
-    pub enabled: bool,
-}
-
 /// The mutual-exclusion history of the current run, as the arbiter has it
 /// (every replica's sections), plus this replica's own view (`run`,
 /// `instance`, `errors`).
@@ -406,7 +334,7 @@ pub async fn get_history(
 #[utoipa::path(
     tag = "admin",
     security(("admin_token" = [])),
-    request_body = HistoryBody,
+    request_body = HistorySwitch,
     responses(
         (status = 200, description = "The history run now recorded (`run` null when off)", body = HistorySwitched),
         (status = 400, description = "Bad body", body = ErrorBody),
@@ -419,7 +347,7 @@ pub async fn get_history(
 pub async fn put_history(
     _: AdminAuth,
     state: web::Data<AppState>,
-    body: web::Json<HistoryBody>,
+    body: web::Json<HistorySwitch>,
 ) -> Result<HttpResponse, ApiError> {
     let run = state.deps.history.switch(body.enabled).await?;
     tracing::info!(?run, "history switched");
@@ -427,24 +355,6 @@ pub async fn put_history(
         enabled: run.is_some(),
         run,
     }))
-}
-
-/// `PUT /admin/history` answer.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct HistorySwitched {
-    /// Whether a run is recorded now.
-    enabled: bool,
-    /// Its id.
-    run: Option<String>,
-}
-
-/// `POST /admin/history/forget` body.
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ForgetBody {
-    /// Instance id of a replica that died inside a section (not blank).
-    #[schema(min_length = 1, pattern = r"\S")]
-    pub instance: String,
 }
 
 /// Drop the sections a killed replica left inside (it can never report
@@ -478,13 +388,4 @@ pub async fn forget_history(
         instance: body.into_inner().instance,
         removed,
     }))
-}
-
-/// `POST /admin/history/forget` answer.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct Forgotten {
-    /// The replica.
-    instance: String,
-    /// Sections of it that were inside and are dropped now.
-    removed: u64,
 }

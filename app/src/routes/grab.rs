@@ -9,7 +9,6 @@ use std::cell::Cell;
 
 use actix_web::http::header::{HeaderName, HeaderValue};
 use actix_web::{post, web, HttpResponse, ResponseError};
-use serde::Deserialize;
 use tokio::time::Instant;
 
 use crate::error::{ApiError, ErrorBody, GrabError, NOT_FOUND, ORDERED};
@@ -18,43 +17,28 @@ use crate::order_batch::BATCH_WAIT;
 use crate::state::AppState;
 use crate::strategy::{GrabContext, GrabRequest, Order};
 
-/// The request body.
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct GrabBody {
-    /// Buyer, > 0.
-    #[schema(minimum = 1, example = 42)]
-    pub user_id: i64,
-    /// Units, 1..=`SECKILL_MAX_QUANTITY` (5 by default); 1 when absent.
-    #[serde(default = "one")]
-    #[schema(minimum = 1, default = 1)]
-    pub quantity: i64,
-}
+/// The request body: a wire type, shared with the load generator.
+pub use seckill_wire::grab::GrabBody;
 
-fn one() -> i64 {
-    1
-}
-
-impl GrabBody {
-    fn validate(&self, product_id: i64, max_quantity: u32) -> Result<GrabRequest, ApiError> {
-        if self.user_id <= 0 {
-            return Err(ApiError::bad_request(
-                "invalid_user_id",
-                "user_id must be a positive integer",
-            ));
-        }
-        if self.quantity < 1 || self.quantity > i64::from(max_quantity) {
-            return Err(ApiError::bad_request(
-                "invalid_quantity",
-                format!("quantity must be between 1 and {max_quantity}"),
-            ));
-        }
-        Ok(GrabRequest {
-            product_id,
-            user_id: self.user_id,
-            quantity: i32::try_from(self.quantity).unwrap_or(i32::MAX),
-        })
+/// The grab of `body` on `product_id`, or a 400 saying what to fix.
+fn validate(body: &GrabBody, product_id: i64, max_quantity: u32) -> Result<GrabRequest, ApiError> {
+    if body.user_id <= 0 {
+        return Err(ApiError::bad_request(
+            "invalid_user_id",
+            "user_id must be a positive integer",
+        ));
     }
+    if body.quantity < 1 || body.quantity > i64::from(max_quantity) {
+        return Err(ApiError::bad_request(
+            "invalid_quantity",
+            format!("quantity must be between 1 and {max_quantity}"),
+        ));
+    }
+    Ok(GrabRequest {
+        product_id,
+        user_id: body.user_id,
+        quantity: i32::try_from(body.quantity).unwrap_or(i32::MAX),
+    })
 }
 
 /// Place one order, or say why not.
@@ -79,7 +63,7 @@ pub async fn grab(
     body: web::Json<GrabBody>,
 ) -> Result<HttpResponse, ApiError> {
     let product_id = super::product_id(id.into_inner())?;
-    let req = body.validate(product_id, state.settings.max_quantity)?;
+    let req = validate(&body, product_id, state.settings.max_quantity)?;
     let state = state.into_inner();
     let finished = tokio::spawn(async move {
         let strategy = state.control.active().clone();

@@ -45,7 +45,7 @@ pub async fn audit_now(state: &AppState, count: db::Count) -> Result<Vec<AuditRo
         .into_iter()
         .zip(stocks)
         .map(|(row, stock)| match stock {
-            Some(stock) => row.with_stock(stock),
+            Some(stock) => db::with_stock(&row, stock),
             None => row,
         })
         .collect())

@@ -1,26 +1,13 @@
 //! `GET /api/v1/products/{id}` — stock, initial stock, active strategy.
 
 use actix_web::{get, web, HttpResponse};
-use serde::Serialize;
 
 use crate::db;
 use crate::error::{ApiError, ErrorBody, GrabError};
 use crate::state::AppState;
 
-/// The product body.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct ProductBody {
-    /// Product id.
-    pub id: i64,
-    /// Display name.
-    pub name: String,
-    /// Stock column.
-    pub stock: i64,
-    /// Stock at the last reset.
-    pub initial_stock: i64,
-    /// Active strategy of this replica.
-    pub strategy: &'static str,
-}
+/// The product body: a wire type, shared with the load generator.
+pub use seckill_wire::products::ProductBody;
 
 /// Read one product.
 pub async fn load(state: &AppState, id: i64) -> Result<ProductBody, ApiError> {
@@ -33,7 +20,7 @@ pub async fn load(state: &AppState, id: i64) -> Result<ProductBody, ApiError> {
         name: row.name,
         stock: row.stock,
         initial_stock: row.initial_stock,
-        strategy: state.control.active().info().name,
+        strategy: state.control.active().info().name.to_owned(),
     })
 }
 

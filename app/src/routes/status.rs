@@ -28,7 +28,7 @@ use actix_web::http::header;
 use actix_web::{get, web, HttpRequest, HttpResponse};
 
 use prometheus::core::Collector;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use tokio::time::Instant;
 
 use crate::error::{ApiError, ErrorBody, GrabError};
@@ -53,38 +53,9 @@ const PAGE_CSP: &str = "default-src 'none'; script-src 'unsafe-inline'; \
      style-src 'unsafe-inline'; connect-src 'self'; img-src 'self' data:; \
      base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
-/// What the page shows, for one product, as one replica sees it.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-pub struct StatusBody {
-    /// Active strategy of this replica.
-    pub strategy: &'static str,
-    /// The strategy's promise, in one line.
-    pub guarantee: &'static str,
-    /// Product shown.
-    pub product_id: i64,
-    /// Stock column now (negative when a broken strategy oversold).
-    pub stock: i64,
-    /// Stock at the last reset.
-    pub initial_stock: i64,
-    /// Order rows.
-    pub orders: i64,
-    /// Units in those orders.
-    pub ordered_units: i64,
-    /// Units ordered beyond the initial stock.
-    pub oversold: i64,
-    /// Ordered units the stock column never saw (≥ 0).
-    pub lost_updates: i64,
-    /// Units gone from the stock column that no order took (≥ 0).
-    pub undersold: i64,
-    /// Users holding more than one order.
-    pub duplicates: i64,
-    /// This replica's grab requests since it started, every outcome.
-    pub grabs_total: u64,
-    /// This replica's grab requests per second, over the last samples.
-    pub grabs_per_sec: f64,
-    /// Which replica answered (`host:port`).
-    pub replica: String,
-}
+/// What the page shows, for one product, as one replica sees it: a wire
+/// type, shared with the load generator.
+pub use seckill_wire::status::StatusBody;
 
 /// Samples of this replica's grab counter, for a rate. Shared by every
 /// worker (registered once as app data), so the one-shot endpoint and every
@@ -199,8 +170,8 @@ pub async fn read(
     let total = grabs_total(&state.deps.metrics);
     let info = state.control.active().info();
     Ok(StatusBody {
-        strategy: info.name,
-        guarantee: info.guarantee,
+        strategy: info.name.to_owned(),
+        guarantee: info.guarantee.to_owned(),
         product_id,
         stock: row.stock,
         initial_stock: row.initial_stock,

@@ -857,3 +857,109 @@ async fn faults_refuse_delays_over_ten_minutes_and_a_zero_pause_every() {
     assert_error(status, &body, 400, "invalid_faults");
     app.stop().await;
 }
+
+/// Decode an answer into its wire type: the service writes exactly what the
+/// load generator reads.
+fn decode<T: serde::de::DeserializeOwned>(what: &str, body: &Value) -> T {
+    serde_json::from_value(body.clone())
+        .unwrap_or_else(|e| panic!("{what} does not decode into its wire type: {e}: {body}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_answer_decodes_into_its_wire_type() {
+    use seckill_wire::{audit, error, faults, grab, history, products, strategies};
+
+    let (_redis, app) = app().await;
+    let (status, body) = app.admin(Method::GET, "/admin/strategies", None).await;
+    assert_eq!(status, 200);
+    let listed: strategies::StrategiesBody = decode("strategies", &body);
+    assert_eq!(
+        listed.get("fenced").map(|s| s.kind),
+        Some(strategies::Kind::Fenced)
+    );
+    assert_eq!(serde_json::to_value(&listed).expect("encodes"), body);
+
+    let (status, body) = app
+        .admin(
+            Method::PUT,
+            "/admin/faults",
+            Some(json!({ "work_delay_ms": 20 })),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let set: faults::Faults = decode("faults", &body);
+    assert_eq!(set.work_delay_ms, 20);
+    let (_, body) = app
+        .admin(
+            Method::PUT,
+            "/admin/history",
+            Some(json!({ "enabled": true })),
+        )
+        .await;
+    let switched: history::HistorySwitched = decode("history switch", &body);
+    let run = switched.run.expect("a run id");
+
+    // `none` under contention: sections overlap, the arbiter records them.
+    app.switch("none").await;
+    let grabs: Vec<_> = (1..=8)
+        .map(|user| {
+            let client = app.client.clone();
+            let url = format!("{}/api/v1/products/1/grab", app.address);
+            tokio::spawn(async move {
+                let response = client
+                    .post(url)
+                    .json(&json!({ "user_id": user }))
+                    .send()
+                    .await
+                    .expect("sent");
+                (
+                    response.status().as_u16(),
+                    response.json::<Value>().await.expect("json"),
+                )
+            })
+        })
+        .collect();
+    for grab in grabs {
+        let (status, body) = grab.await.expect("grab task");
+        assert_eq!(status, 201, "{body}");
+        let order: grab::Order = decode("order", &body);
+        assert_eq!((order.strategy.as_ref(), order.fence_token), ("none", None));
+    }
+    let (_, body) = app.admin(Method::GET, "/admin/history", None).await;
+    let report: history::HistoryReport = decode("history", &body);
+    assert_eq!(report.run.as_deref(), Some(run.as_str()));
+    let none = report.of("none");
+    assert_eq!(none.entries, 8, "{body}");
+    assert!(none.overlaps > 0, "eight grabs at once overlap: {body}");
+    let first = report.first_overlaps.first().expect("an overlap event");
+    assert!(
+        body["first_overlaps"][0]["at_us"].is_i64() && first.at_us > 1_600_000_000_000_000,
+        "at_us is an exact integer of µs: {body}"
+    );
+    assert!(!first.inside.is_empty() && first.product == 1, "{body}");
+
+    let (_, body) = app.get("/api/v1/products/1").await;
+    let product: products::ProductBody = decode("product", &body);
+    let (_, body) = app.admin(Method::GET, "/admin/audit", None).await;
+    let audited: audit::AuditBody = decode("audit", &body);
+    let row = audited.product(1).expect("product 1 audited");
+    assert_eq!((row.stock, row.orders), (product.stock, 8));
+
+    let (status, body) = app.grab(1, 1, 1).await;
+    assert_eq!(status, 409, "{body}");
+    let refused: error::ErrorBody = decode("error", &body);
+    assert_eq!(refused.error, "already_purchased");
+
+    let (_, body) = app
+        .admin(
+            Method::POST,
+            "/admin/history/forget",
+            Some(json!({ "instance": "gone" })),
+        )
+        .await;
+    let forgotten: history::Forgotten = decode("forget", &body);
+    assert_eq!(
+        (forgotten.instance.as_str(), forgotten.removed),
+        ("gone", 0)
+    );
+}

@@ -1,0 +1,133 @@
+//! `GET`/`PUT /admin/faults`: the workshop faults every replica applies
+//! ([`Faults`]), and a partial update of them ([`FaultsPatch`]).
+
+use serde::{Deserialize, Serialize};
+
+/// Where inside the critical section the in-process pause (`pause_ms`) stalls.
+///
+/// This pause sleeps the grab's own task only — the process keeps running,
+/// so the watchdog keeps renewing through it. A whole-process freeze
+/// (`SIGSTOP`, renewal tasks included) is the scenario runner's `gc-pause`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "kebab-case")]
+pub enum PauseAt {
+    /// Before the stock is read: a holder that wakes past its TTL reads
+    /// fresh stock, so it overlaps without losing an update.
+    #[default]
+    BeforeRead,
+    /// Between the read and the write: the holder wakes and writes the
+    /// stale value it read — the lost update of every TTL-lock seed.
+    BeforeWrite,
+    /// After the lock's last check (lease, validity), just before the
+    /// commit: no check before commit can help; only fencing does.
+    BeforeCommit,
+}
+
+/// The faults in force (`GET /admin/faults`, the answer of `PUT`). Every
+/// field is always sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Faults {
+    /// Simulated work between the read and the write of the critical section.
+    pub work_delay_ms: u64,
+    /// An extra stall inside the critical section (a GC or VM pause), taken
+    /// by one grab in `pause_every`.
+    pub pause_ms: u64,
+    /// Which grabs take the pause: every n-th grab on each replica (1 = all).
+    pub pause_every: u64,
+    /// Where the pause stalls the section.
+    pub pause_at: PauseAt,
+    /// Release the lock *before* committing — the classic bug.
+    pub unlock_before_commit: bool,
+    /// A pause between `SETNX` and `PEXPIRE` of `setnx-expire` (widens the
+    /// crash window of seed 004 v2).
+    pub setnx_expire_gap_ms: u64,
+    /// A pause between the check and the delete of `set-nx-px-check-del`
+    /// (widens the race of seed 004 v4).
+    pub release_gap_ms: u64,
+    /// Not a fault but its cure: the database checks the revision the lock
+    /// service handed out (etcd's create revision, ZooKeeper's sequence) as
+    /// a fencing token, exactly as `fenced` checks its counter.
+    pub check_revision: bool,
+}
+
+impl Faults {
+    /// No fault, with `work_delay_ms` of simulated work: the faults of a
+    /// fresh deployment.
+    pub fn with_work_delay(work_delay_ms: u64) -> Self {
+        Self {
+            work_delay_ms,
+            pause_ms: 0,
+            pause_every: 1,
+            pause_at: PauseAt::BeforeRead,
+            unlock_before_commit: false,
+            setnx_expire_gap_ms: 0,
+            release_gap_ms: 0,
+            check_revision: false,
+        }
+    }
+}
+
+/// `PUT /admin/faults` body: any subset of [`Faults`]; unknown fields are
+/// refused.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct FaultsPatch {
+    /// New work delay.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub work_delay_ms: Option<u64>,
+    /// New pause.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pause_ms: Option<u64>,
+    /// New pause frequency (≥ 1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pause_every: Option<u64>,
+    /// New pause position.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pause_at: Option<PauseAt>,
+    /// New unlock-before-commit switch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unlock_before_commit: Option<bool>,
+    /// New SETNX/EXPIRE gap.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub setnx_expire_gap_ms: Option<u64>,
+    /// New check/delete gap.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub release_gap_ms: Option<u64>,
+    /// Whether the database checks the lock service's revision.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub check_revision: Option<bool>,
+}
+
+impl FaultsPatch {
+    /// `faults` with every field this patch sets replaced.
+    pub fn apply(self, mut faults: Faults) -> Faults {
+        if let Some(v) = self.work_delay_ms {
+            faults.work_delay_ms = v;
+        }
+        if let Some(v) = self.pause_ms {
+            faults.pause_ms = v;
+        }
+        if let Some(v) = self.pause_every {
+            faults.pause_every = v;
+        }
+        if let Some(v) = self.pause_at {
+            faults.pause_at = v;
+        }
+        if let Some(v) = self.unlock_before_commit {
+            faults.unlock_before_commit = v;
+        }
+        if let Some(v) = self.setnx_expire_gap_ms {
+            faults.setnx_expire_gap_ms = v;
+        }
+        if let Some(v) = self.release_gap_ms {
+            faults.release_gap_ms = v;
+        }
+        if let Some(v) = self.check_revision {
+            faults.check_revision = v;
+        }
+        faults
+    }
+}

@@ -1,0 +1,38 @@
+//! `GET /api/v1/status?product=N`, and each `data:` event of
+//! `GET /api/v1/status/stream`: what the status page shows.
+
+use serde::{Deserialize, Serialize};
+
+/// What the page shows, for one product, as one replica sees it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct StatusBody {
+    /// Active strategy of this replica.
+    pub strategy: String,
+    /// The strategy's promise, in one line.
+    pub guarantee: String,
+    /// Product shown.
+    pub product_id: i64,
+    /// Stock column now (negative when a broken strategy oversold).
+    pub stock: i64,
+    /// Stock at the last reset.
+    pub initial_stock: i64,
+    /// Order rows.
+    pub orders: i64,
+    /// Units in those orders.
+    pub ordered_units: i64,
+    /// Units ordered beyond the initial stock.
+    pub oversold: i64,
+    /// Ordered units the stock column never saw (≥ 0).
+    pub lost_updates: i64,
+    /// Units gone from the stock column that no order took (≥ 0).
+    pub undersold: i64,
+    /// Users holding more than one order.
+    pub duplicates: i64,
+    /// This replica's grab requests since it started, every outcome.
+    pub grabs_total: u64,
+    /// This replica's grab requests per second, over the last samples.
+    pub grabs_per_sec: f64,
+    /// Which replica answered (`host:port`).
+    pub replica: String,
+}
