@@ -64,7 +64,10 @@ pub struct Settings {
     pub database_url: String,
     /// Upper bound of the PostgreSQL connection pool.
     pub database_max_connections: u32,
-    /// How long a request waits for a pooled connection before it answers 503.
+    /// How long a request waits for a pooled connection. Then a grab answers
+    /// `busy` (429) when every connection is taken and the server answers
+    /// (a pool starved by the lock's own waiters), `unavailable` (503) when
+    /// the server does not.
     pub database_acquire_timeout_ms: u64,
     /// The session's `synchronous_commit` (`on`, `off`, `local`,
     /// `remote_write`, `remote_apply`). `off` takes the commit's fsync out of

@@ -52,6 +52,55 @@ pub fn read_pool(settings: &Settings) -> Result<PgPool, sqlx::Error> {
         .connect_lazy_with(options))
 }
 
+/// Whether every connection `pool` may open is open and taken: its size is
+/// at the maximum and none is idle. Read right after a pool timeout, this
+/// is what a pool starved by its own users looks like (a server that does
+/// not answer can look the same — connections being opened count in the
+/// size — so [`ServerWitness`] asks the server too).
+pub fn pool_exhausted(pool: &PgPool) -> bool {
+    pool.size() >= pool.options().get_max_connections() && pool.num_idle() == 0
+}
+
+/// How long [`ServerWitness`] waits for the server's answer.
+pub const WITNESS_TIMEOUT: Duration = Duration::from_millis(500);
+
+/// How long one verdict of [`ServerWitness`] stands: a burst of pool
+/// timeouts asks the server once, not once each.
+pub const WITNESS_FRESH: Duration = Duration::from_millis(250);
+
+/// Whether the PostgreSQL server answers, asked through another pool than
+/// the starved one (the readers' pool): a pool timeout while the server
+/// answers is contention, not an outage.
+#[derive(Debug, Default)]
+pub struct ServerWitness {
+    last: std::sync::Mutex<Option<(tokio::time::Instant, bool)>>,
+}
+
+impl ServerWitness {
+    /// Whether the server answered `SELECT 1` on `pool` within
+    /// [`WITNESS_TIMEOUT`] (a verdict younger than [`WITNESS_FRESH`] is
+    /// reused).
+    pub async fn server_answers(&self, pool: &PgPool) -> bool {
+        let fresh = *self
+            .last
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((at, answered)) = fresh.filter(|(at, _)| at.elapsed() < WITNESS_FRESH) {
+            tracing::trace!(?at, answered, "server witness: fresh verdict reused");
+            return answered;
+        }
+        let answered = tokio::time::timeout(WITNESS_TIMEOUT, sqlx::query("SELECT 1").execute(pool))
+            .await
+            .is_ok_and(|result| result.is_ok());
+        *self
+            .last
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) =
+            Some((tokio::time::Instant::now(), answered));
+        answered
+    }
+}
+
 /// Apply the embedded migrations (concurrent replicas serialise on
 /// sqlx's advisory lock).
 pub async fn migrate(pool: &PgPool) -> Result<(), sqlx::migrate::MigrateError> {

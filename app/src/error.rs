@@ -62,6 +62,25 @@ pub enum GrabError {
         /// The underlying error text (logged, never returned).
         detail: String,
     },
+    /// No pooled PostgreSQL connection came free within
+    /// `SECKILL_DATABASE_ACQUIRE_TIMEOUT_MS`. Two causes look alike here:
+    /// contention (every connection is held by grabs waiting for a lock,
+    /// the server answering all along) and a server that does not answer
+    /// (sqlx retries a refused connect until the same timeout). Only a
+    /// caller that can ask the server tells them apart — the grab route,
+    /// through [`crate::db::pool_exhausted`] and
+    /// [`crate::db::ServerWitness`] — turning it into
+    /// [`GrabError::PoolStarved`] or [`GrabError::Unavailable`]. Left
+    /// unjudged it answers as a database that is unavailable (503).
+    #[error("no pooled postgres connection within the acquire timeout")]
+    PoolTimedOut,
+    /// A pool timeout judged to be contention: every pooled connection was
+    /// open and taken while the server answered — a pool starved by the
+    /// lock's own waiters. Answered `busy` (429, `Retry-After`) like a lock
+    /// wait that ran out, and counted apart in
+    /// `seckill_db_pool_starved_total{strategy}`.
+    #[error("every pooled postgres connection is taken; the server answers")]
+    PoolStarved,
     /// A bug or an unexpected answer; the detail is for the log only.
     #[error("internal error: {0}")]
     Internal(String),
@@ -92,16 +111,19 @@ impl GrabError {
         match self {
             GrabError::SoldOut => "sold_out",
             GrabError::AlreadyPurchased => "already_purchased",
-            GrabError::Busy(_) => "busy",
+            GrabError::Busy(_) | GrabError::PoolStarved => "busy",
             GrabError::Rejected(_) => "rejected",
             GrabError::NotFound => NOT_FOUND,
-            GrabError::Unavailable { .. } | GrabError::Internal(_) => "error",
+            GrabError::Unavailable { .. } | GrabError::PoolTimedOut | GrabError::Internal(_) => {
+                "error"
+            }
         }
     }
 }
 
 /// Classify a database error: lock timeouts are `busy`, lost connections
-/// are `unavailable`, anything else is a bug.
+/// are `unavailable`, a pool timeout is left for the caller to judge
+/// ([`GrabError::PoolTimedOut`]), anything else is a bug.
 impl From<sqlx::Error> for GrabError {
     fn from(e: sqlx::Error) -> Self {
         use sqlx::Error as E;
@@ -118,7 +140,8 @@ impl From<sqlx::Error> for GrabError {
                 // connection exception / operator intervention (shutdown).
                 unavailable(Dependency::Postgres, &e)
             }
-            E::Io(_) | E::Tls(_) | E::PoolTimedOut | E::PoolClosed | E::WorkerCrashed => {
+            E::PoolTimedOut => GrabError::PoolTimedOut,
+            E::Io(_) | E::Tls(_) | E::PoolClosed | E::WorkerCrashed => {
                 unavailable(Dependency::Postgres, &e)
             }
             E::Protocol(_) => unavailable(Dependency::Postgres, &e),
@@ -223,11 +246,23 @@ impl ApiError {
                     "busy",
                     "the lock was not acquired within the wait budget; retry later".into(),
                 ),
+                GrabError::PoolStarved => (
+                    "busy",
+                    "every database connection is taken by grabs waiting for the lock; retry later"
+                        .into(),
+                ),
                 GrabError::Rejected(why) => ("rejected", format!("nothing was written: {why}")),
                 GrabError::NotFound => ("not_found", "product not found".into()),
                 GrabError::Unavailable { dependency, .. } => (
                     "unavailable",
                     format!("{} is unavailable; retry later", dependency.as_str()),
+                ),
+                GrabError::PoolTimedOut => (
+                    "unavailable",
+                    format!(
+                        "{} is unavailable; retry later",
+                        Dependency::Postgres.as_str()
+                    ),
                 ),
                 GrabError::Internal(_) => ("internal", "internal error".into()),
             },
@@ -252,9 +287,11 @@ impl ResponseError for ApiError {
                 GrabError::SoldOut | GrabError::AlreadyPurchased | GrabError::Rejected(_) => {
                     StatusCode::CONFLICT
                 }
-                GrabError::Busy(_) => StatusCode::TOO_MANY_REQUESTS,
+                GrabError::Busy(_) | GrabError::PoolStarved => StatusCode::TOO_MANY_REQUESTS,
                 GrabError::NotFound => StatusCode::NOT_FOUND,
-                GrabError::Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
+                GrabError::Unavailable { .. } | GrabError::PoolTimedOut => {
+                    StatusCode::SERVICE_UNAVAILABLE
+                }
                 GrabError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
             },
         }
@@ -265,6 +302,12 @@ impl ResponseError for ApiError {
             ApiError::Grab(GrabError::Unavailable { dependency, detail }) => {
                 tracing::warn!(dependency = dependency.as_str(), %detail, "dependency unavailable");
             }
+            ApiError::Grab(GrabError::PoolTimedOut) => {
+                tracing::warn!(
+                    dependency = Dependency::Postgres.as_str(),
+                    "no pooled connection within the acquire timeout"
+                );
+            }
             ApiError::Grab(GrabError::Internal(detail)) => {
                 tracing::error!(%detail, "internal error");
             }
@@ -272,10 +315,10 @@ impl ResponseError for ApiError {
         }
         let mut response = HttpResponse::build(self.status_code());
         match self {
-            ApiError::Grab(GrabError::Busy(_)) => {
+            ApiError::Grab(GrabError::Busy(_) | GrabError::PoolStarved) => {
                 response.insert_header((header::RETRY_AFTER, "1"));
             }
-            ApiError::Grab(GrabError::Unavailable { .. }) => {
+            ApiError::Grab(GrabError::Unavailable { .. } | GrabError::PoolTimedOut) => {
                 response.insert_header((header::RETRY_AFTER, "2"));
             }
             _ => {}
@@ -300,6 +343,8 @@ mod outcome_tests {
                 dependency: Dependency::Redis,
                 detail: String::new(),
             },
+            GrabError::PoolTimedOut,
+            GrabError::PoolStarved,
             GrabError::Internal(String::new()),
         ];
         let mut from_errors: Vec<&str> = errors

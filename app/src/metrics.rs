@@ -49,6 +49,14 @@ pub struct Metrics {
     pub redlock_node_errors: IntCounterVec,
     /// `seckill_fence_rejections_total{strategy}`.
     pub fence_rejections: IntCounterVec,
+    /// `seckill_db_pool_starved_total{strategy}` — grabs answered `busy`
+    /// because no pooled PostgreSQL connection came free in time while the
+    /// server answered: the pool starved by the lock's own waiters
+    /// (`pg-for-update`, `pg-advisory` hold a connection while they wait).
+    /// These grabs are also in `seckill_grab_requests_total{outcome="busy"}`;
+    /// this counter tells them from lock waits that ran out. A pool timeout
+    /// with the server silent is an `error` (503), not counted here.
+    pub db_pool_starved: IntCounterVec,
     /// `seckill_stock_remaining{product}`.
     pub stock_remaining: GaugeVec,
     /// `seckill_oversold_units{product}`.
@@ -218,6 +226,12 @@ impl Metrics {
                 "Redlock per-node errors",
                 &["node"],
             ),
+            db_pool_starved: counter(
+                &r,
+                "seckill_db_pool_starved_total",
+                "Grabs answered busy: every pooled database connection was taken while the server answered",
+                &["strategy"],
+            ),
             fence_rejections: counter(
                 &r,
                 "seckill_fence_rejections_total",
@@ -317,6 +331,7 @@ impl Metrics {
                 self.lock_releases.with_label_values(&[s, result]);
             }
             self.fence_rejections.with_label_values(&[s]);
+            self.db_pool_starved.with_label_values(&[s]);
             self.orders.with_label_values(&[s]);
         }
         for node in redlock_nodes {

@@ -122,6 +122,7 @@ impl Application {
         let state = web::Data::new(AppState {
             deps,
             read_pool,
+            witness: db::ServerWitness::default(),
             control,
             settings,
             admin_token,

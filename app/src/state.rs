@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use crate::configuration::Settings;
 use crate::control::Control;
+use crate::db::ServerWitness;
 use crate::strategy::Deps;
 
 /// What every handler shares.
@@ -15,6 +16,9 @@ pub struct AppState {
     /// The readers' own small pool (status page, `/metrics`, readiness,
     /// audit): answers while grabs hold every connection of `deps.pool`.
     pub read_pool: sqlx::PgPool,
+    /// Asks the server (through `read_pool`) whether it answers, when a
+    /// grab found no pooled connection: contention or an outage.
+    pub witness: ServerWitness,
     /// Active strategy and faults.
     pub control: Arc<Control>,
     /// The settings the service started with.

@@ -11,7 +11,8 @@ use actix_web::http::header::{HeaderName, HeaderValue};
 use actix_web::{post, web, HttpResponse, ResponseError};
 use tokio::time::Instant;
 
-use crate::error::{ApiError, ErrorBody, GrabError, NOT_FOUND, ORDERED};
+use crate::db;
+use crate::error::{ApiError, Dependency, ErrorBody, GrabError, NOT_FOUND, ORDERED};
 use crate::locking::LOCK_WAIT;
 use crate::order_batch::BATCH_WAIT;
 use crate::state::AppState;
@@ -52,7 +53,7 @@ fn validate(body: &GrabBody, product_id: i64, max_quantity: u32) -> Result<GrabR
         (status = 404, description = "No such product (`not_found`)", body = ErrorBody),
         (status = 409, description = "No order: `sold_out`, `already_purchased`, or `rejected` (a stale lock holder; nothing written)", body = ErrorBody),
         super::BodyRefused,
-        (status = 429, description = "The lock was not acquired within the wait budget (`busy`); `Retry-After: 1`", body = ErrorBody),
+        (status = 429, description = "The lock was not acquired within the wait budget, or every database connection was taken by grabs waiting for it while the database answered (`busy`); `Retry-After: 1`", body = ErrorBody),
         (status = 503, description = "A dependency is down (`unavailable`); nothing half-written; `Retry-After: 2`", body = ErrorBody),
     )
 )]
@@ -89,6 +90,10 @@ pub async fn grab(
             )
             .await;
         let name = strategy.info().name;
+        let result = match result {
+            Err(GrabError::PoolTimedOut) => Err(judge_pool_timeout(&state, name).await),
+            other => other,
+        };
         let metrics = &state.deps.metrics;
         metrics
             .grab_duration
@@ -131,6 +136,33 @@ pub async fn grab(
         }
     }
     Ok(response)
+}
+
+/// A grab found no pooled connection within the acquire timeout: was the
+/// pool starved by the grabs holding it (every connection open and taken,
+/// the server answering through the readers' pool) — then `busy`, counted
+/// in `seckill_db_pool_starved_total` — or does the server not answer —
+/// then `unavailable`, as before.
+async fn judge_pool_timeout(state: &AppState, strategy: &'static str) -> GrabError {
+    let exhausted = db::pool_exhausted(&state.deps.pool);
+    if exhausted && state.witness.server_answers(&state.read_pool).await {
+        state
+            .deps
+            .metrics
+            .db_pool_starved
+            .with_label_values(&[strategy])
+            .inc();
+        return GrabError::PoolStarved;
+    }
+    let detail = if exhausted {
+        "every pooled connection taken, and the server did not answer"
+    } else {
+        "no pooled connection could be opened within the acquire timeout"
+    };
+    GrabError::Unavailable {
+        dependency: Dependency::Postgres,
+        detail: detail.into(),
+    }
 }
 
 /// What a grab waited for, as far as it waited.

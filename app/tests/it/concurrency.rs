@@ -6,8 +6,8 @@
 use serde_json::Value;
 
 use crate::harness::{
-    fresh_database, hammer, mysql_test_url, AppOptions, EtcdServer, Outcomes, RedisServer, TestApp,
-    ZkServer,
+    fresh_database, grab_once_each, hammer, mysql_test_url, AppOptions, EtcdServer, Outcomes,
+    RedisServer, TestApp, ZkServer,
 };
 
 const STOCK: i64 = 50;
@@ -412,5 +412,92 @@ async fn redis_lua_stock_batches_orders_and_a_failed_batch_gives_back_exactly_it
         .unwrap_or_default()
         .to_owned();
     assert!(timing.starts_with("batch;dur="), "Server-Timing: {timing}");
+    app.stop().await;
+}
+
+/// A pool starved by the lock's own waiters is contention, not a dead
+/// database. Two pooled connections, `pg-advisory` with 2 s of work inside
+/// the lock, four buyers at once: two get a connection (one holds the
+/// advisory lock, the other waits for it on its connection); the other two
+/// find no connection within the 500 ms acquire timeout while the server
+/// answers — `429 busy` with `Retry-After`, counted apart from lock waits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pool_starved_by_lock_waiters_answers_busy_and_the_sale_stays_exact() {
+    let redis = RedisServer::start();
+    let db = fresh_database().await;
+    let mut options = AppOptions::new(&db, &redis.url())
+        .strategy("pg-advisory")
+        .work_delay_ms(2_000);
+    options.database_max_connections = 2;
+    options.database_acquire_timeout_ms = 500;
+    let app = TestApp::spawn(options).await;
+    app.reset(1, 10).await;
+    // The readers' pool (the server's witness) has a connection open.
+    assert_eq!(app.audit(1).await["orders"], 0);
+
+    let answers = grab_once_each(&app, 1, 1..5).await;
+    let mut seen: Vec<(u16, &str, Option<&str>)> = answers
+        .iter()
+        .map(|a| (a.status, a.code.as_str(), a.retry_after.as_deref()))
+        .collect();
+    seen.sort_unstable();
+    assert_eq!(
+        seen,
+        [
+            (201, "", None),
+            (201, "", None),
+            (429, "busy", Some("1")),
+            (429, "busy", Some("1")),
+        ],
+        "{answers:?}"
+    );
+    let metrics = &app.state.deps.metrics;
+    assert_eq!(
+        metrics
+            .db_pool_starved
+            .with_label_values(&["pg-advisory"])
+            .get(),
+        2
+    );
+    assert_eq!(
+        metrics
+            .grab_requests
+            .with_label_values(&["pg-advisory", "busy"])
+            .get(),
+        2
+    );
+    assert_eq!(
+        metrics
+            .grab_requests
+            .with_label_values(&["pg-advisory", "error"])
+            .get(),
+        0
+    );
+    let audit = app.audit(1).await;
+    assert_eq!(
+        (audit["orders"].as_i64(), audit["stock"].as_i64()),
+        (Some(2), Some(8)),
+        "{audit}"
+    );
+    assert_eq!(violations(&audit), 0, "{audit}");
+
+    // Busy means "retry later": the two that were turned away get in now.
+    let busy: Vec<i64> = answers
+        .iter()
+        .zip(1..)
+        .filter(|(a, _)| a.status == 429)
+        .map(|(_, user)| user)
+        .collect();
+    for user in busy {
+        let (status, body) = app.grab(1, user, 1).await;
+        assert_eq!(status, 201, "user {user} retried: {body}");
+    }
+    let audit = app.audit(1).await;
+    assert_eq!(
+        (audit["orders"].as_i64(), audit["stock"].as_i64()),
+        (Some(4), Some(6)),
+        "{audit}"
+    );
+    assert_eq!(violations(&audit), 0, "{audit}");
     app.stop().await;
 }

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use crate::harness::{fresh_database, AppOptions, PgProxy, RedisServer, TestApp};
+use crate::harness::{fresh_database, grab_once_each, AppOptions, PgProxy, RedisServer, TestApp};
 
 async fn eventually_status(app: &TestApp, product: i64, user: i64, want: u16) -> serde_json::Value {
     let mut last = serde_json::Value::Null;
@@ -104,6 +104,58 @@ async fn postgres_unreachable_is_a_503_and_recovers() {
     assert_eq!(audit["orders"], 2, "{audit}");
     assert_eq!(audit["stock"], 8, "{audit}");
     assert_eq!(audit["lost_updates"], 0, "{audit}");
+    app.stop().await;
+}
+
+/// A pool timeout with a server that does not answer stays `503
+/// unavailable`: PostgreSQL's connections hang unanswered (a proxy that
+/// accepts and never forwards), so sqlx's connects wait out the acquire
+/// timeout just as a starved pool's waiters do — but the server witness
+/// gets no answer either. Nothing is counted as pool starvation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pool_timeout_with_a_silent_server_is_a_503_not_busy() {
+    let redis = RedisServer::start();
+    let db = fresh_database().await;
+    let proxy = PgProxy::start(&db).await;
+    let mut options = AppOptions::new(&proxy.url_for(&db), &redis.url()).strategy("pg-advisory");
+    options.database_max_connections = 2;
+    options.database_acquire_timeout_ms = 500;
+    let app = TestApp::spawn(options).await;
+    app.reset(1, 10).await;
+    assert_eq!(app.grab(1, 1, 1).await.0, 201);
+
+    proxy.go_silent();
+    let mut answers = grab_once_each(&app, 1, 2..6).await;
+    answers.extend(grab_once_each(&app, 1, 6..10).await);
+    for answer in &answers {
+        assert_eq!(
+            (
+                answer.status,
+                answer.code.as_str(),
+                answer.retry_after.as_deref()
+            ),
+            (503, "unavailable", Some("2")),
+            "{answers:?}"
+        );
+    }
+    assert!(
+        answers.iter().any(|a| a.took >= Duration::from_millis(500)),
+        "some grabs waited out the acquire timeout (the pool-timeout path): {answers:?}"
+    );
+    let metrics = &app.state.deps.metrics;
+    assert_eq!(
+        metrics
+            .db_pool_starved
+            .with_label_values(&["pg-advisory"])
+            .get(),
+        0
+    );
+
+    proxy.restore();
+    eventually_status(&app, 1, 20, 201).await;
+    let audit = app.audit(1).await;
+    assert_eq!(audit["orders"], 2, "{audit}");
+    assert_eq!(audit["stock"], 8, "{audit}");
     app.stop().await;
 }
 

@@ -25,11 +25,14 @@ use tokio::task::JoinHandle;
 
 pub use seckill_testkit::{fresh_database, mysql_test_url, EtcdServer, RedisServer, ZkServer};
 
-/// A TCP proxy in front of PostgreSQL that can cut every connection.
+/// A TCP proxy in front of PostgreSQL that can cut every connection, or
+/// hold new ones open without an answer (a server that does not answer).
 #[derive(Debug, Clone)]
 pub struct PgProxy {
     pub port: u16,
     cut: Arc<AtomicBool>,
+    silent: Arc<AtomicBool>,
+    held: Arc<Mutex<Vec<TcpStream>>>,
     links: Arc<Mutex<Vec<JoinHandle<()>>>>,
 }
 
@@ -55,6 +58,8 @@ impl PgProxy {
         let proxy = Self {
             port,
             cut: Arc::new(AtomicBool::new(false)),
+            silent: Arc::new(AtomicBool::new(false)),
+            held: Arc::new(Mutex::new(Vec::new())),
             links: Arc::new(Mutex::new(Vec::new())),
         };
         let accept = proxy.clone();
@@ -62,6 +67,10 @@ impl PgProxy {
             while let Ok((mut inbound, _)) = listener.accept().await {
                 if accept.cut.load(Ordering::SeqCst) {
                     let _ = inbound.shutdown().await;
+                    continue;
+                }
+                if accept.silent.load(Ordering::SeqCst) {
+                    accept.held.lock().expect("held").push(inbound);
                     continue;
                 }
                 let target = target.clone();
@@ -91,9 +100,21 @@ impl PgProxy {
         }
     }
 
-    /// Accept connections again.
+    /// Drop every connection; accept new ones but never answer them: a
+    /// connect waits until the client gives up, as with a server that is
+    /// frozen or behind a network that drops everything.
+    pub fn go_silent(&self) {
+        self.silent.store(true, Ordering::SeqCst);
+        for link in self.links.lock().expect("links").drain(..) {
+            link.abort();
+        }
+    }
+
+    /// Accept and forward connections again.
     pub fn restore(&self) {
         self.cut.store(false, Ordering::SeqCst);
+        self.silent.store(false, Ordering::SeqCst);
+        self.held.lock().expect("held").clear();
     }
 }
 
@@ -113,6 +134,8 @@ pub struct AppOptions {
     pub zookeeper_url: Option<String>,
     pub order_batch_max: usize,
     pub order_batch_commits: usize,
+    pub database_max_connections: u32,
+    pub database_acquire_timeout_ms: u64,
 }
 
 impl AppOptions {
@@ -131,6 +154,8 @@ impl AppOptions {
             zookeeper_url: None,
             order_batch_max: Settings::default().order_batch_max,
             order_batch_commits: Settings::default().order_batch_commits,
+            database_max_connections: Settings::default().database_max_connections,
+            database_acquire_timeout_ms: 1_500,
         }
     }
 
@@ -173,7 +198,8 @@ impl TestApp {
             zookeeper_url: options.zookeeper_url,
             order_batch_max: options.order_batch_max,
             order_batch_commits: options.order_batch_commits,
-            database_acquire_timeout_ms: 1_500,
+            database_max_connections: options.database_max_connections,
+            database_acquire_timeout_ms: options.database_acquire_timeout_ms,
             seed_products: options.seed.into(),
             control_refresh_ms: 50,
             ..Settings::default()
@@ -315,7 +341,9 @@ pub type Outcomes = BTreeMap<String, u64>;
 /// `users` distinct buyers (ids `first_user..`) grab `product` once each,
 /// all at once, spread round-robin over `apps`. A `busy` (429) answer is
 /// retried after a short pause, as a real client would, until a final
-/// answer or 20 s.
+/// answer or 60 s — longer than a lock's TTL (10 s in tests), so a lock
+/// left behind by a holder whose release failed on a saturated host (a
+/// Redis reply past its 2 s timeout) has expired before a buyer gives up.
 pub async fn hammer(apps: &[&TestApp], product: i64, first_user: i64, users: i64) -> Outcomes {
     let mut tasks = Vec::new();
     for (i, user) in (first_user..first_user + users).enumerate() {
@@ -323,7 +351,7 @@ pub async fn hammer(apps: &[&TestApp], product: i64, first_user: i64, users: i64
         let client = app.client.clone();
         let url = format!("{}/api/v1/products/{product}/grab", app.address);
         tasks.push(tokio::spawn(async move {
-            let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
             loop {
                 let response = client
                     .post(&url)
@@ -339,10 +367,13 @@ pub async fn hammer(apps: &[&TestApp], product: i64, first_user: i64, users: i64
                     tokio::time::sleep(Duration::from_millis(5)).await;
                     continue;
                 }
-                return if code.is_empty() {
-                    status.to_string()
-                } else {
-                    format!("{status} {code}")
+                return match (code, body["message"].as_str()) {
+                    ("", _) => status.to_string(),
+                    // Which dependency failed, for the failure message.
+                    (code, Some(message)) if status == 503 => {
+                        format!("{status} {code} ({message})")
+                    }
+                    (code, _) => format!("{status} {code}"),
                 };
             }
         }));
@@ -352,4 +383,58 @@ pub async fn hammer(apps: &[&TestApp], product: i64, first_user: i64, users: i64
         *outcomes.entry(task.await.expect("task")).or_default() += 1;
     }
     outcomes
+}
+
+/// One grab's answer as a client saw it.
+#[derive(Debug, Clone)]
+pub struct Answer {
+    /// HTTP status.
+    pub status: u16,
+    /// The error code (`busy`, `unavailable`, …); empty for a `201`.
+    pub code: String,
+    /// The `Retry-After` header, if any.
+    pub retry_after: Option<String>,
+    /// How long the answer took.
+    pub took: Duration,
+}
+
+/// Users `users` grab `product` once each, all at once, without retrying:
+/// every answer, in user order.
+pub async fn grab_once_each(
+    app: &TestApp,
+    product: i64,
+    users: std::ops::Range<i64>,
+) -> Vec<Answer> {
+    let grabs: Vec<_> = users
+        .map(|user| {
+            let client = app.client.clone();
+            let url = format!("{}/api/v1/products/{product}/grab", app.address);
+            tokio::spawn(async move {
+                let started = tokio::time::Instant::now();
+                let response = client
+                    .post(&url)
+                    .json(&json!({ "user_id": user, "quantity": 1 }))
+                    .send()
+                    .await
+                    .expect("request sent");
+                let retry_after = response
+                    .headers()
+                    .get("retry-after")
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned);
+                let (status, body) = read(response).await;
+                Answer {
+                    status,
+                    code: body["error"].as_str().unwrap_or_default().to_owned(),
+                    retry_after,
+                    took: started.elapsed(),
+                }
+            })
+        })
+        .collect();
+    let mut answers = Vec::new();
+    for grab in grabs {
+        answers.push(grab.await.expect("grab task"));
+    }
+    answers
 }
