@@ -55,7 +55,7 @@ mod tests {
         let pause = Faults {
             pause_ms: 500,
             work_delay_ms: 2,
-            ..Faults::default()
+            ..Faults::with_work_delay(0)
         };
         assert!(breaks_under(Kind::Ttl, &pause, 300).is_some());
         assert!(breaks_under(Kind::Validity, &pause, 300).is_some());
@@ -66,7 +66,7 @@ mod tests {
         assert!(breaks_under(Kind::Ttl, &pause, 30_000).is_none());
         let early = Faults {
             unlock_before_commit: true,
-            ..Faults::default()
+            ..Faults::with_work_delay(0)
         };
         assert!(breaks_under(Kind::Lease, &early, 30_000).is_some());
         assert!(breaks_under(Kind::InTransaction, &early, 30_000).is_none());

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use serde::de::{DeserializeOwned, IgnoredAny};
-use serde_json::{json, Value};
+use serde::Serialize;
 
 mod error;
 pub mod metrics;
@@ -79,25 +79,25 @@ impl Service {
     /// An admin request to `base`, its answer decoded into `T`: an answer
     /// that does not fit the shape (a field missing or renamed) is an error
     /// naming the endpoint, never a default.
-    async fn admin<T: DeserializeOwned>(
+    async fn admin<T: DeserializeOwned, B: Serialize + Sync>(
         &self,
         what: &'static str,
         method: reqwest::Method,
         base: &str,
         path: &str,
-        body: Option<Value>,
+        body: Option<&B>,
     ) -> Result<T, ServiceError> {
         let url = format!("{base}{path}");
         let mut request = self.http.request(method, &url).bearer_auth(&self.token);
         if let Some(body) = body {
-            request = request.json(&body);
+            request = request.json(body);
         }
         let (_, text) = self.call(what, request, base).await?;
         decode(what, base, &text)
     }
 
     /// Every replica answers `/health/ready`, and the admin token works.
-    pub async fn check(&self) -> Result<Strategies, ServiceError> {
+    pub async fn check(&self) -> Result<StrategiesBody, ServiceError> {
         for base in &self.urls {
             let url = format!("{base}/health/ready");
             self.call("readiness", self.http.get(&url), base).await?;
@@ -106,7 +106,7 @@ impl Service {
     }
 
     /// `GET /admin/strategies` of the first replica.
-    pub async fn strategies(&self) -> Result<Strategies, ServiceError> {
+    pub async fn strategies(&self) -> Result<StrategiesBody, ServiceError> {
         self.admin_get("GET /admin/strategies", "/admin/strategies")
             .await
     }
@@ -124,7 +124,7 @@ impl Service {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
         loop {
             match self
-                .admin(what, reqwest::Method::GET, base, path, None)
+                .admin(what, reqwest::Method::GET, base, path, None::<&()>)
                 .await
             {
                 Err(ServiceError::Unexpected { status: 503, .. })
@@ -142,12 +142,14 @@ impl Service {
         let base = self.first();
         let path = format!("/admin/products/{product}/reset");
         match self
-            .admin::<IgnoredAny>(
+            .admin::<IgnoredAny, _>(
                 "reset",
                 reqwest::Method::POST,
                 base,
                 &path,
-                Some(json!({ "stock": stock })),
+                Some(&ResetBody {
+                    stock: i64::try_from(stock).unwrap_or(i64::MAX),
+                }),
             )
             .await
         {
@@ -168,25 +170,27 @@ impl Service {
 
     /// Change the faults every replica applies (`PUT /admin/faults`, a
     /// patch: the keys not named stay as they are); the faults now in force.
-    pub async fn set_faults(&self, patch: Value) -> Result<Faults, ServiceError> {
+    pub async fn set_faults(&self, patch: FaultsPatch) -> Result<Faults, ServiceError> {
         self.admin(
             "PUT /admin/faults",
             reqwest::Method::PUT,
             self.first(),
             "/admin/faults",
-            Some(patch),
+            Some(&patch),
         )
         .await
     }
 
     /// Switch the strategy, then wait until every replica reports it.
     pub async fn switch(&self, strategy: &str, probe_product: u64) -> Result<(), ServiceError> {
-        self.admin::<IgnoredAny>(
+        self.admin::<IgnoredAny, _>(
             "PUT /admin/strategy",
             reqwest::Method::PUT,
             self.first(),
             "/admin/strategy",
-            Some(json!({ "strategy": strategy })),
+            Some(&SwitchBody {
+                strategy: strategy.to_owned(),
+            }),
         )
         .await?;
         let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
@@ -210,7 +214,7 @@ impl Service {
     }
 
     /// `GET /api/v1/products/{id}` of one replica.
-    pub async fn product(&self, base: &str, id: u64) -> Result<Product, ServiceError> {
+    pub async fn product(&self, base: &str, id: u64) -> Result<ProductBody, ServiceError> {
         let url = format!("{base}/api/v1/products/{id}");
         match self.call("GET product", self.http.get(&url), base).await {
             Ok((_, text)) => decode("GET product", base, &text),
@@ -225,7 +229,7 @@ impl Service {
     }
 
     /// `GET /admin/audit` (the database's ground truth).
-    pub async fn audit(&self) -> Result<Audit, ServiceError> {
+    pub async fn audit(&self) -> Result<AuditBody, ServiceError> {
         self.admin_get("GET /admin/audit", "/admin/audit").await
     }
 
@@ -238,7 +242,7 @@ impl Service {
                 reqwest::Method::PUT,
                 self.first(),
                 "/admin/history",
-                Some(json!({ "enabled": true })),
+                Some(&HistorySwitch { enabled: true }),
             )
             .await?;
         let run = switched.run.ok_or_else(|| ServiceError::Unexpected {
@@ -268,19 +272,19 @@ impl Service {
     }
 
     /// `GET /admin/history` of one replica.
-    pub async fn history_of(&self, base: &str) -> Result<History, ServiceError> {
+    pub async fn history_of(&self, base: &str) -> Result<HistoryReport, ServiceError> {
         self.admin(
             "GET /admin/history",
             reqwest::Method::GET,
             base,
             "/admin/history",
-            None,
+            None::<&()>,
         )
         .await
     }
 
     /// The history as the first replica reads it from the arbiter.
-    pub async fn history(&self) -> Result<History, ServiceError> {
+    pub async fn history(&self) -> Result<HistoryReport, ServiceError> {
         self.history_of(self.first()).await
     }
 
@@ -291,7 +295,9 @@ impl Service {
             reqwest::Method::POST,
             self.first(),
             "/admin/history/forget",
-            Some(json!({ "instance": instance })),
+            Some(&ForgetBody {
+                instance: instance.to_owned(),
+            }),
         )
         .await
     }

@@ -17,11 +17,10 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use indicatif::{ProgressBar, ProgressStyle};
-use serde_json::json;
 
 use settings::Conditions;
 
-use crate::api::{Service, ServiceError, StrategyEntry};
+use crate::api::{Faults, FaultsPatch, Service, ServiceError, StrategyEntry};
 use crate::report::{Report, Run, Skipped};
 
 /// `run`/`compare`: run, print, write, and map the result to an exit code.
@@ -129,7 +128,7 @@ async fn execute(strategies: Vec<String>, settings: &Settings) -> anyhow::Result
     let mut chosen: Vec<StrategyEntry> = Vec::new();
     let mut skipped = Vec::new();
     for name in &names {
-        let entry = listed.get(name)?;
+        let entry = crate::api::entry(&listed, name)?;
         if entry.available {
             chosen.push(entry.clone());
         } else {
@@ -152,8 +151,16 @@ async fn execute(strategies: Vec<String>, settings: &Settings) -> anyhow::Result
     let restore_faults = match settings.work_delay_ms {
         Some(ms) => {
             let before = service.faults().await?;
-            service.set_faults(json!({ "work_delay_ms": ms })).await?;
-            Some(json!({ "work_delay_ms": before.work_delay_ms }))
+            service
+                .set_faults(FaultsPatch {
+                    work_delay_ms: Some(ms),
+                    ..FaultsPatch::default()
+                })
+                .await?;
+            Some(FaultsPatch {
+                work_delay_ms: Some(before.work_delay_ms),
+                ..FaultsPatch::default()
+            })
         }
         None => None,
     };
@@ -176,7 +183,7 @@ async fn execute(strategies: Vec<String>, settings: &Settings) -> anyhow::Result
     for entry in &chosen {
         bar.set_prefix(entry.name.clone());
         let conditions = Conditions {
-            faults: faults_in_force.clone().unwrap_or_default(),
+            faults: faults_in_force.unwrap_or(Faults::with_work_delay(0)),
             ttl_ms,
             replicas: service.urls.len(),
         };
@@ -227,11 +234,7 @@ async fn execute(strategies: Vec<String>, settings: &Settings) -> anyhow::Result
         }
     }
 
-    let synchronous_commit = service
-        .audit()
-        .await
-        .ok()
-        .and_then(|a| a.synchronous_commit);
+    let synchronous_commit = service.audit().await.ok().map(|a| a.synchronous_commit);
     let report = Report {
         tool: "seckill-loadgen",
         version: env!("CARGO_PKG_VERSION"),

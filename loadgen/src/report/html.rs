@@ -7,7 +7,7 @@
 use maud::{html, Markup, PreEscaped, DOCTYPE};
 
 use super::{Report, Run};
-use crate::api::Overlap;
+use crate::api::OverlapEvent;
 
 impl Report {
     /// One self-contained HTML page, 1280 pixels wide at most (a
@@ -125,7 +125,7 @@ pub fn decimals(v: f64, places: usize) -> String {
 
 /// The arbiter's first overlaps as HTML list items: time from the first
 /// one, who entered, who was inside.
-pub fn overlap_timeline(events: &[Overlap]) -> Markup {
+pub fn overlap_timeline(events: &[OverlapEvent]) -> Markup {
     let t0 = events.first().map_or(0, |e| e.at_us);
     html! {
         @for event in events {

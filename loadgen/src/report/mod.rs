@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::api::{AuditRow, Faults, Kind, Overlap, Safety};
+use crate::api::{AuditRow, Faults, Kind, OverlapEvent, Safety};
 use crate::judge::RunVerdict;
 use crate::load::{Outcome, Workload};
 
@@ -120,7 +120,7 @@ pub struct Run {
     pub max_holders: Option<u64>,
     /// With `--history`: the arbiter's first overlaps.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub first_overlaps: Vec<Overlap>,
+    pub first_overlaps: Vec<OverlapEvent>,
     /// Why the strategy was expected to break under the faults in force.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub expected_to_break: Option<String>,
@@ -198,7 +198,7 @@ pub(crate) mod fixtures {
     use std::time::Duration;
 
     use super::{LockFigures, Report, Run};
-    use crate::api::{Kind, Overlap, Safety};
+    use crate::api::{Kind, OverlapEvent, Safety};
     use crate::judge::RunVerdict;
     use crate::load::{Shape, Workload};
 
@@ -245,7 +245,7 @@ pub(crate) mod fixtures {
             batch: None,
             overlaps: Some(1),
             max_holders: Some(2),
-            first_overlaps: vec![Overlap {
+            first_overlaps: vec![OverlapEvent {
                 at_us: 10,
                 strategy: strategy.into(),
                 entered: format!("r1:{HOSTILE}"),

@@ -6,7 +6,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::api::Overlap;
+use crate::api::OverlapEvent;
 use crate::judge::{self, Breach, CaseVerdict, Evidence, Expected, Guarantee};
 
 /// What a strategy should do under a scenario's fault (`Err`: the scenario
@@ -95,7 +95,7 @@ pub struct CaseResult {
     /// What the runner did, with timings from the start of the case.
     pub steps: Vec<String>,
     /// The arbiter's first overlaps (time, who entered, who was inside).
-    pub first_overlaps: Vec<Overlap>,
+    pub first_overlaps: Vec<OverlapEvent>,
     /// Length of the case, seconds.
     pub duration_s: f64,
 }

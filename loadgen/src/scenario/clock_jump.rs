@@ -18,7 +18,8 @@ use serde_json::{json, Value};
 use super::buyers;
 use super::case::Expectation;
 use super::world::{
-    arm, duration, overlaps_so_far, partitioned_redlock, pause, start_buyers, wait_inside, CaseRun,
+    arm, duration, overlaps_so_far, partitioned_redlock, pause, start_buyers, wait_inside, work,
+    CaseRun,
 };
 use crate::api::{Kind, StrategyEntry};
 use crate::judge::Expected::{Breaks, Holds};
@@ -54,7 +55,7 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     procs::set_clock_offset(&offset_file, 0)?;
     partitioned_redlock(lab, world, ttl, &[], shift.env(&offset_file)).await?;
     let service = world.service();
-    arm(&service, strategy, 300, json!({})).await?;
+    arm(&service, strategy, work(300)).await?;
     case.step(format!("5 Redlock nodes; a reaches nodes 1,2,3 and b nodes 3,4,5 (other links cut); TTL {ttl} ms, work 300 ms; node 3 runs under clockshift"));
     let targets = buyers::targets(world.urls());
     let load = start_buyers(lab, case, &targets, 6);

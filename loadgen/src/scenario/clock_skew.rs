@@ -6,7 +6,7 @@
 use serde_json::{json, Value};
 
 use super::case::Expectation;
-use super::world::{arm, steady_load, two_replicas, CaseRun};
+use super::world::{arm, steady_load, two_replicas, work, CaseRun};
 use crate::api::StrategyEntry;
 use crate::judge::Expected::{Breaks, Holds};
 use crate::procs;
@@ -37,7 +37,7 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     let env: Vec<(String, String)> = shift.env(&file);
     two_replicas(lab, world, strategy, ttl, env).await?;
     let service = world.service();
-    arm(&service, strategy, 60, json!({})).await?;
+    arm(&service, strategy, work(60)).await?;
     case.step(format!("replica a's wall clock runs {skew} ms ahead (clockshift); TTL {ttl} ms, work 60 ms; 8 buyers on both"));
     steady_load(lab, world, case, 8, 3000).await;
     Ok(json!({ "clock_skew_ms": skew, "replica": "a", "lock_ttl_ms": ttl }))

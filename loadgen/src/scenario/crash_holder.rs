@@ -11,8 +11,8 @@ use tokio::time::Instant;
 use super::buyers;
 use super::case::Expectation;
 use super::lab::TOKEN;
-use super::world::{arm, pause, start_buyers, two_replicas, wait_inside, CaseRun};
-use crate::api::{Kind, Service, StrategyEntry};
+use super::world::{arm, pause, start_buyers, two_replicas, wait_inside, work, CaseRun};
+use crate::api::{FaultsPatch, Kind, Service, StrategyEntry};
 use crate::judge::Expected::{Breaks, Holds};
 
 /// What `strategy` should do when its holder dies.
@@ -38,13 +38,11 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     two_replicas(lab, world, strategy, ttl, Vec::new()).await?;
     let service = world.service();
     let gap = if strategy == "setnx-expire" { 1500 } else { 0 };
-    arm(
-        &service,
-        strategy,
-        50,
-        json!({ "setnx_expire_gap_ms": gap }),
-    )
-    .await?;
+    let faults = FaultsPatch {
+        setnx_expire_gap_ms: Some(gap),
+        ..work(50)
+    };
+    arm(&service, strategy, faults).await?;
     let a_url = world.replica("a")?.url();
     let b_url = world.replica("b")?.url();
     let targets = buyers::targets(vec![a_url]);

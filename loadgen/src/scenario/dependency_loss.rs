@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use super::buyers;
 use super::case::Expectation;
 use super::lab::{host_port, Setup};
-use super::world::{arm, duration, pause, start_buyers, start_replicas, CaseRun};
+use super::world::{arm, duration, pause, start_buyers, start_replicas, work, CaseRun};
 use crate::api::StrategyEntry;
 use crate::judge::Expected::Holds;
 use crate::procs::{self, RedisNode};
@@ -73,7 +73,7 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     let also = coordination_proxy.is_some();
     world.proxies.extend(coordination_proxy);
     let service = world.service();
-    arm(&service, strategy, 10, json!({})).await?;
+    arm(&service, strategy, work(10)).await?;
     case.step("replicas a, b up; PostgreSQL reached through a proxy; 8 buyers");
     let targets = buyers::targets(world.urls());
     let load = start_buyers(lab, case, &targets, 8);

@@ -13,7 +13,9 @@ use tokio::time::Instant;
 use super::buyers;
 use super::case::Expectation;
 use super::lab::Setup;
-use super::world::{arm, duration, pause, start_buyers, start_replicas, wait_inside, CaseRun};
+use super::world::{
+    arm, duration, pause, start_buyers, start_replicas, wait_inside, work, CaseRun,
+};
 use crate::api::{Kind, StrategyEntry};
 use crate::judge::Expected::{Breaks, Holds};
 use crate::procs::{self, RedisNode};
@@ -107,7 +109,7 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     )
     .await?;
     let service = world.service();
-    arm(&service, strategy, 300, json!({})).await?;
+    arm(&service, strategy, work(300)).await?;
     case.step(format!(
         "primary + replica (replication delayed {lag} ms by a proxy); both app replicas use the primary through a proxy; TTL {ttl} ms, work 300 ms{}",
         if variant == "wait-1" { ", WAIT 1 after each lock write" } else { "" }

@@ -11,7 +11,9 @@ use serde_json::{json, Value};
 use super::buyers;
 use super::case::Expectation;
 use super::lab::TOKEN;
-use super::world::{arm, overlaps_so_far, pause, start_buyers, two_replicas, wait_inside, CaseRun};
+use super::world::{
+    arm, overlaps_so_far, pause, start_buyers, two_replicas, wait_inside, work, CaseRun,
+};
 use crate::api::{Kind, Service, StrategyEntry};
 use crate::judge::Expected::{Breaks, Holds};
 
@@ -49,7 +51,7 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     let freeze = ttl * 5 / 2;
     two_replicas(lab, world, strategy, ttl, Vec::new()).await?;
     let service = world.service();
-    arm(&service, strategy, 40, json!({})).await?;
+    arm(&service, strategy, work(40)).await?;
     case.step(format!(
         "replicas a, b up (lock TTL / lease {ttl} ms, work 40 ms); 8 buyers on both"
     ));

@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 
 use super::buyers;
 use super::case::Expectation;
-use super::world::{arm, partitioned_redlock, pause, start_buyers, wait_inside, CaseRun};
+use super::world::{arm, partitioned_redlock, pause, start_buyers, wait_inside, work, CaseRun};
 use crate::api::{Kind, StrategyEntry};
 use crate::judge::Expected::{Breaks, Holds};
 use std::time::Duration;
@@ -43,7 +43,7 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     };
     partitioned_redlock(lab, world, ttl, aof, Vec::new()).await?;
     let service = world.service();
-    arm(&service, strategy, 300, json!({})).await?;
+    arm(&service, strategy, work(300)).await?;
     case.step(format!("5 Redlock nodes; a reaches nodes 1,2,3 and b nodes 3,4,5 (other links cut); TTL {ttl} ms, work 300 ms{}", if aof.is_empty() { "" } else { "; node 3: appendonly yes, appendfsync always" }));
     let targets = buyers::targets(world.urls());
     let load = start_buyers(lab, case, &targets, 6);

@@ -171,7 +171,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::api::Overlap;
+    use crate::api::OverlapEvent;
     use crate::judge::{Expected, Guarantee};
     use crate::report::fixtures::{ESCAPED, HOSTILE};
     use crate::scenario::case::Observed;
@@ -190,7 +190,7 @@ mod tests {
             verdict: CaseVerdict::Unexpected,
             verdict_reason: format!("because {HOSTILE}"),
             steps: Vec::new(),
-            first_overlaps: vec![Overlap {
+            first_overlaps: vec![OverlapEvent {
                 at_us: 1500,
                 strategy: "redlock".into(),
                 entered: HOSTILE.into(),

@@ -11,7 +11,7 @@ use super::lab::{Lab, Options};
 use super::list::Scenario;
 use super::report::{ScenarioReport, Skipped};
 use super::world::{Case, CaseRun, World};
-use crate::api::{History, StrategyEntry};
+use crate::api::{HistoryReport, StrategyEntry};
 use crate::judge::{Expected, Guarantee};
 
 /// Run every chosen scenario and collect the report.
@@ -160,7 +160,7 @@ async fn observe(
     world: &World,
     case: &Case,
     strategy: &str,
-) -> anyhow::Result<(Observed, History)> {
+) -> anyhow::Result<(Observed, HistoryReport)> {
     let service = world.service();
     let audit = service.audit().await?;
     let row = audit

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use super::buyers::{self, Buyers};
 use super::case::Expectation;
 use super::lab::Setup;
-use super::world::{arm, duration, pause, start_buyers, start_replicas, CaseRun};
+use super::world::{arm, duration, pause, start_buyers, start_replicas, work, CaseRun};
 use crate::api::{Kind, StrategyEntry};
 use crate::judge::Expected::{Breaks, Holds};
 use crate::procs::{self, RedisNode};
@@ -77,7 +77,7 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     .await?;
     world.proxies.extend(a_links);
     let service = world.service();
-    arm(&service, strategy, 300, json!({})).await?;
+    arm(&service, strategy, work(300)).await?;
     // a's buyers press on; b's leave the lock free most of the time, so
     // a's grants — each one late — are not all lost to b.
     let on_a = buyers::targets(vec![world.replica("a")?.url()]);

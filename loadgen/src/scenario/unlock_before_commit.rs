@@ -6,8 +6,8 @@
 use serde_json::{json, Value};
 
 use super::case::Expectation;
-use super::world::{arm, steady_load, two_replicas, CaseRun};
-use crate::api::{Kind, StrategyEntry};
+use super::world::{arm, steady_load, two_replicas, work, CaseRun};
+use crate::api::{FaultsPatch, Kind, StrategyEntry};
 use crate::judge::Expected::{Breaks, Holds};
 
 /// What `strategy` should do when it unlocks before it commits.
@@ -36,17 +36,18 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     let ttl = 5000;
     two_replicas(lab, world, strategy, ttl, Vec::new()).await?;
     let service = world.service();
-    arm(
-        &service,
-        strategy,
-        5,
-        json!({ "unlock_before_commit": true }),
-    )
-    .await?;
+    let faults = FaultsPatch {
+        unlock_before_commit: Some(true),
+        ..work(5)
+    };
+    arm(&service, strategy, faults).await?;
     case.step("PUT /admin/faults {\"unlock_before_commit\": true}; 12 buyers on replicas a, b");
     steady_load(lab, world, case, 12, 3000).await;
     service
-        .set_faults(json!({ "unlock_before_commit": false }))
+        .set_faults(FaultsPatch {
+            unlock_before_commit: Some(false),
+            ..FaultsPatch::default()
+        })
         .await?;
     case.step("fault undone");
     Ok(json!({ "unlock_before_commit": true, "work_delay_ms": 5 }))

@@ -9,12 +9,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use serde_json::{json, Value};
 use tokio::time::Instant;
 
 use super::buyers::{self, Buyers, Tally, Targets};
 use super::lab::{Lab, Setup, TOKEN};
-use crate::api::Service;
+use crate::api::{FaultsPatch, Service};
 use crate::procs::{self, RedisNode, Replica};
 use seckill_proxy::Proxy;
 
@@ -209,22 +208,22 @@ pub async fn partitioned_redlock(
 }
 
 /// Reset, switch, faults, new history run.
-/// Product 1 reset to 1,000 units, `strategy` on every replica, the
-/// faults set (`work_delay_ms`, no pause, no early unlock, plus `more`),
-/// and a new history run.
-pub async fn arm(
-    service: &Service,
-    strategy: &str,
-    work_delay_ms: u64,
-    more: Value,
-) -> anyhow::Result<()> {
+/// The faults of a case: `work_delay_ms` inside the section, no pause, no
+/// early unlock (a scenario adds its own: `FaultsPatch { …, ..work(ms) }`).
+pub fn work(work_delay_ms: u64) -> FaultsPatch {
+    FaultsPatch {
+        work_delay_ms: Some(work_delay_ms),
+        pause_ms: Some(0),
+        unlock_before_commit: Some(false),
+        ..FaultsPatch::default()
+    }
+}
+
+/// Product 1 reset to 1,000 units, `strategy` on every replica, `faults`
+/// set, and a new history run.
+pub async fn arm(service: &Service, strategy: &str, faults: FaultsPatch) -> anyhow::Result<()> {
     service.reset(1, 1000).await?;
     service.switch(strategy, 1).await?;
-    let mut faults =
-        json!({ "work_delay_ms": work_delay_ms, "pause_ms": 0, "unlock_before_commit": false });
-    if let (Some(all), Some(more)) = (faults.as_object_mut(), more.as_object()) {
-        all.extend(more.clone());
-    }
     service.set_faults(faults).await?;
     service.history_start().await?;
     Ok(())
