@@ -4,9 +4,8 @@
 //!
 //! - [`grab_with_lock`] — acquire → section → commit → release (or release
 //!   *before* the commit when the `unlock_before_commit` fault is on), for
-//!   every lock taken around the section;
-//!   [`lock_strategy!`](crate::lock_strategy) turns such a lock into a
-//!   [`Strategy`](crate::strategy::Strategy).
+//!   every lock taken around the section; [`Locked`] runs such a lock as a
+//!   [`Strategy`].
 //! - [`grab_in_transaction`] — the database locks (`pg-for-update`,
 //!   `pg-advisory`) taken inside the section's own transaction.
 //! - The Redis primitives the seeds share: [`setnx`], [`set_nx_px`],
@@ -25,13 +24,23 @@ use tokio::time::{sleep, Duration, Instant};
 use crate::error::GrabError;
 use crate::faults::Faults;
 use crate::section::{self, SectionSpec};
-use crate::strategy::{GrabContext, GrabRequest, Order};
+use crate::strategy::{GrabContext, GrabRequest, Order, Strategy, StrategyInfo};
 
 /// A lock taken around the whole critical section.
 #[async_trait]
 pub trait DistributedLock: Send + Sync {
+    /// Name, seed step, guarantee and class of the strategy this lock is.
+    fn info(&self) -> &'static StrategyInfo;
+
     /// Stable strategy name (metric label).
-    fn name(&self) -> &'static str;
+    fn name(&self) -> &'static str {
+        self.info().name
+    }
+
+    /// Why this deployment cannot run it (the setting to set), or `None`.
+    fn unavailable_reason(&self) -> Option<&'static str> {
+        None
+    }
 
     /// One attempt: the lock, or `None` when someone else holds it.
     async fn try_acquire(
@@ -558,37 +567,25 @@ pub async fn grab_in_transaction(
     committed
 }
 
-/// Implement [`Strategy`](crate::strategy::Strategy) for a
-/// [`DistributedLock`] whose `INFO` is in scope: every external lock runs
-/// the same acquire → section → commit → release.
-#[macro_export]
-macro_rules! lock_strategy {
-    ($lock:ty) => {
-        $crate::lock_strategy!($lock, |_: &$lock| None);
-    };
-    // `unavailable`: `|lock: &Lock| -> Option<&'static str>`, the reason a
-    // deployment cannot run it (its server is not configured).
-    ($lock:ty, $unavailable:expr) => {
-        #[async_trait::async_trait]
-        impl $crate::strategy::Strategy for $lock {
-            fn info(&self) -> &'static $crate::strategy::StrategyInfo {
-                &INFO
-            }
+/// A [`DistributedLock`] run as a [`Strategy`]: every lock taken around
+/// the section grabs the same way — acquire → section → commit → release
+/// ([`grab_with_lock`]). The registry wraps each lock file's type in it.
+#[derive(Debug)]
+pub struct Locked<L>(pub L);
 
-            fn unavailable_reason(&self) -> Option<&'static str> {
-                let reason: fn(&$lock) -> Option<&'static str> = $unavailable;
-                reason(self)
-            }
+#[async_trait]
+impl<L: DistributedLock + fmt::Debug> Strategy for Locked<L> {
+    fn info(&self) -> &'static StrategyInfo {
+        self.0.info()
+    }
 
-            async fn grab(
-                &self,
-                cx: $crate::strategy::GrabContext<'_>,
-                req: $crate::strategy::GrabRequest,
-            ) -> Result<$crate::strategy::Order, $crate::error::GrabError> {
-                $crate::locking::grab_with_lock(self, cx, req).await
-            }
-        }
-    };
+    fn unavailable_reason(&self) -> Option<&'static str> {
+        self.0.unavailable_reason()
+    }
+
+    async fn grab(&self, cx: GrabContext<'_>, req: GrabRequest) -> Result<Order, GrabError> {
+        grab_with_lock(&self.0, cx, req).await
+    }
 }
 
 /// Redis key of a product's lock.

@@ -12,6 +12,7 @@ use crate::lock::{
     set_nx_px_token, setnx, setnx_expire, setnx_expire_lua, setnx_getset, watchdog,
     zk_ephemeral_seq,
 };
+use crate::locking::Locked;
 use crate::strategy::{Strategy, StrategyInfo};
 
 /// Every strategy name this build offers, in teaching order. These names
@@ -82,34 +83,37 @@ pub struct Strategies {
 
 impl Strategies {
     /// Build every strategy once (Lua scripts are compiled here, Redlock
-    /// nodes and the watchdog's pub/sub listener are set up). Must run
-    /// inside the tokio runtime.
+    /// nodes and the watchdog's pub/sub listener are set up); each lock
+    /// taken around the section runs as a strategy through
+    /// [`Locked`]. Must run inside the tokio runtime.
     pub fn new(settings: &Settings) -> anyhow::Result<Self> {
         let all: Vec<Arc<dyn Strategy>> = vec![
             Arc::new(none::NoLock),
-            Arc::new(local_mutex::LocalMutex::default()),
-            Arc::new(setnx::Setnx),
-            Arc::new(setnx_expire::SetnxExpire),
-            Arc::new(setnx_expire_lua::SetnxExpireLua::new()),
-            Arc::new(setnx_getset::SetnxGetset::new(settings.clock_skew_ms)),
-            Arc::new(set_nx_px::SetNxPx),
-            Arc::new(set_nx_px_check_del::SetNxPxCheckDel),
-            Arc::new(set_nx_px_token::SetNxPxToken::new()),
-            Arc::new(watchdog::Watchdog::new(&settings.redis_url)?),
-            Arc::new(redlock::Redlock::new(
+            Arc::new(Locked(local_mutex::LocalMutex::default())),
+            Arc::new(Locked(setnx::Setnx)),
+            Arc::new(Locked(setnx_expire::SetnxExpire)),
+            Arc::new(Locked(setnx_expire_lua::SetnxExpireLua::new())),
+            Arc::new(Locked(setnx_getset::SetnxGetset::new(
+                settings.clock_skew_ms,
+            ))),
+            Arc::new(Locked(set_nx_px::SetNxPx)),
+            Arc::new(Locked(set_nx_px_check_del::SetNxPxCheckDel)),
+            Arc::new(Locked(set_nx_px_token::SetNxPxToken::new())),
+            Arc::new(Locked(watchdog::Watchdog::new(&settings.redis_url)?)),
+            Arc::new(Locked(redlock::Redlock::new(
                 &settings.redlock_urls,
                 std::time::Duration::from_millis(settings.redlock_node_timeout_ms),
-            )?),
-            Arc::new(fenced::Fenced::new()),
-            Arc::new(mysql_get_lock::MysqlGetLock::new(
+            )?)),
+            Arc::new(Locked(fenced::Fenced::new())),
+            Arc::new(Locked(mysql_get_lock::MysqlGetLock::new(
                 settings.mysql_url(),
                 settings.database_max_connections,
-            )?),
-            Arc::new(etcd_lease::EtcdLease::new(&settings.etcd_urls())),
-            Arc::new(zk_ephemeral_seq::ZkEphemeralSeq::new(
+            )?)),
+            Arc::new(Locked(etcd_lease::EtcdLease::new(&settings.etcd_urls()))),
+            Arc::new(Locked(zk_ephemeral_seq::ZkEphemeralSeq::new(
                 settings.zookeeper_url(),
-            )),
-            Arc::new(pg_lock_table::PgLockTable),
+            ))),
+            Arc::new(Locked(pg_lock_table::PgLockTable)),
             Arc::new(pg_for_update::PgForUpdate),
             Arc::new(pg_optimistic::PgOptimistic),
             Arc::new(pg_advisory::PgAdvisory),

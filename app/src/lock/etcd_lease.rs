@@ -231,8 +231,14 @@ async fn keep_alive_until_stopped(
 
 #[async_trait]
 impl DistributedLock for EtcdLease {
-    fn name(&self) -> &'static str {
-        INFO.name
+    fn info(&self) -> &'static StrategyInfo {
+        &INFO
+    }
+
+    fn unavailable_reason(&self) -> Option<&'static str> {
+        self.endpoints
+            .is_empty()
+            .then_some("no etcd configured: set SECKILL_ETCD_URLS")
     }
 
     async fn try_acquire(
@@ -277,9 +283,3 @@ impl DistributedLock for EtcdLease {
         }
     }
 }
-
-crate::lock_strategy!(EtcdLease, |lock: &EtcdLease| {
-    lock.endpoints
-        .is_empty()
-        .then_some("no etcd configured: set SECKILL_ETCD_URLS")
-});

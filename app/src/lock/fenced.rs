@@ -106,8 +106,8 @@ impl Fenced {
 
 #[async_trait]
 impl DistributedLock for Fenced {
-    fn name(&self) -> &'static str {
-        INFO.name
+    fn info(&self) -> &'static StrategyInfo {
+        &INFO
     }
 
     async fn try_acquire(
@@ -151,5 +151,3 @@ impl DistributedLock for Fenced {
         self.lock.compare_and_delete(cx, &guard).await
     }
 }
-
-crate::lock_strategy!(Fenced);

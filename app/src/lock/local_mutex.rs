@@ -52,8 +52,8 @@ impl LocalMutex {
 
 #[async_trait]
 impl DistributedLock for LocalMutex {
-    fn name(&self) -> &'static str {
-        INFO.name
+    fn info(&self) -> &'static StrategyInfo {
+        &INFO
     }
 
     async fn try_acquire(
@@ -102,5 +102,3 @@ fn local_guard(product_id: i64, held: tokio::sync::OwnedMutexGuard<()>) -> LockG
         session: None,
     }
 }
-
-crate::lock_strategy!(LocalMutex);

@@ -20,7 +20,9 @@
 //!   `etcd-lease`, `zk-ephemeral-seq`, and `pg-lock-table`) wrap the whole
 //!   section: [`grab_with_lock`](crate::locking::grab_with_lock) acquires,
 //!   runs the section, commits and releases — or releases *before* the
-//!   commit when the `unlock_before_commit` fault is on.
+//!   commit when the `unlock_before_commit` fault is on. Their files only
+//!   say how to acquire and release; the registry runs each as a strategy
+//!   through [`Locked`](crate::locking::Locked).
 //! - *Database locks* (`pg-for-update`, `pg-advisory`, `pg-optimistic`) take
 //!   their lock inside the section's own transaction.
 //! - *Not locks at all* (`pg-atomic`, `redis-lua-stock`) replace the

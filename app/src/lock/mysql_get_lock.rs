@@ -147,8 +147,14 @@ impl MysqlGetLock {
 
 #[async_trait]
 impl DistributedLock for MysqlGetLock {
-    fn name(&self) -> &'static str {
-        INFO.name
+    fn info(&self) -> &'static StrategyInfo {
+        &INFO
+    }
+
+    fn unavailable_reason(&self) -> Option<&'static str> {
+        self.pool
+            .is_none()
+            .then_some("no MariaDB/MySQL configured: set SECKILL_MYSQL_URL")
     }
 
     async fn try_acquire(
@@ -196,12 +202,6 @@ impl DistributedLock for MysqlGetLock {
         }
     }
 }
-
-crate::lock_strategy!(MysqlGetLock, |lock: &MysqlGetLock| {
-    lock.pool
-        .is_none()
-        .then_some("no MariaDB/MySQL configured: set SECKILL_MYSQL_URL")
-});
 
 impl Drop for HeldConnection {
     fn drop(&mut self) {

@@ -38,8 +38,8 @@ pub struct PgLockTable;
 
 #[async_trait]
 impl DistributedLock for PgLockTable {
-    fn name(&self) -> &'static str {
-        INFO.name
+    fn info(&self) -> &'static StrategyInfo {
+        &INFO
     }
 
     async fn try_acquire(
@@ -87,5 +87,3 @@ impl DistributedLock for PgLockTable {
         })
     }
 }
-
-crate::lock_strategy!(PgLockTable);

@@ -182,8 +182,14 @@ impl Redlock {
 
 #[async_trait]
 impl DistributedLock for Redlock {
-    fn name(&self) -> &'static str {
-        INFO.name
+    fn info(&self) -> &'static StrategyInfo {
+        &INFO
+    }
+
+    fn unavailable_reason(&self) -> Option<&'static str> {
+        self.nodes
+            .is_empty()
+            .then_some("no Redlock nodes configured: set SECKILL_REDLOCK_URLS")
     }
 
     async fn try_acquire(
@@ -310,9 +316,3 @@ impl DistributedLock for Redlock {
         )
     }
 }
-
-crate::lock_strategy!(Redlock, |lock: &Redlock| {
-    lock.nodes
-        .is_empty()
-        .then_some("no Redlock nodes configured: set SECKILL_REDLOCK_URLS")
-});

@@ -34,8 +34,8 @@ pub struct SetNxPx;
 
 #[async_trait]
 impl DistributedLock for SetNxPx {
-    fn name(&self) -> &'static str {
-        INFO.name
+    fn info(&self) -> &'static StrategyInfo {
+        &INFO
     }
 
     async fn try_acquire(
@@ -50,5 +50,3 @@ impl DistributedLock for SetNxPx {
         release_by_del(cx, &guard).await
     }
 }
-
-crate::lock_strategy!(SetNxPx);

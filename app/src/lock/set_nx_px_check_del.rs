@@ -36,8 +36,8 @@ pub struct SetNxPxCheckDel;
 
 #[async_trait]
 impl DistributedLock for SetNxPxCheckDel {
-    fn name(&self) -> &'static str {
-        INFO.name
+    fn info(&self) -> &'static StrategyInfo {
+        &INFO
     }
 
     async fn try_acquire(
@@ -68,5 +68,3 @@ impl DistributedLock for SetNxPxCheckDel {
         Ok(Released::Released)
     }
 }
-
-crate::lock_strategy!(SetNxPxCheckDel);

@@ -59,8 +59,8 @@ impl SetNxPxToken {
 
 #[async_trait]
 impl DistributedLock for SetNxPxToken {
-    fn name(&self) -> &'static str {
-        INFO.name
+    fn info(&self) -> &'static StrategyInfo {
+        &INFO
     }
 
     async fn try_acquire(
@@ -97,5 +97,3 @@ impl SetNxPxToken {
         })
     }
 }
-
-crate::lock_strategy!(SetNxPxToken);

@@ -35,8 +35,8 @@ pub struct Setnx;
 
 #[async_trait]
 impl DistributedLock for Setnx {
-    fn name(&self) -> &'static str {
-        INFO.name
+    fn info(&self) -> &'static StrategyInfo {
+        &INFO
     }
 
     async fn try_acquire(
@@ -55,5 +55,3 @@ impl DistributedLock for Setnx {
         release_by_del(cx, &guard).await
     }
 }
-
-crate::lock_strategy!(Setnx);

@@ -40,8 +40,8 @@ pub struct SetnxExpire;
 
 #[async_trait]
 impl DistributedLock for SetnxExpire {
-    fn name(&self) -> &'static str {
-        INFO.name
+    fn info(&self) -> &'static StrategyInfo {
+        &INFO
     }
 
     async fn try_acquire(
@@ -74,5 +74,3 @@ impl DistributedLock for SetnxExpire {
         release_by_del(cx, &guard).await
     }
 }
-
-crate::lock_strategy!(SetnxExpire);

@@ -51,8 +51,8 @@ impl SetnxExpireLua {
 
 #[async_trait]
 impl DistributedLock for SetnxExpireLua {
-    fn name(&self) -> &'static str {
-        INFO.name
+    fn info(&self) -> &'static StrategyInfo {
+        &INFO
     }
 
     async fn try_acquire(
@@ -77,5 +77,3 @@ impl DistributedLock for SetnxExpireLua {
         release_by_del(cx, &guard).await
     }
 }
-
-crate::lock_strategy!(SetnxExpireLua);

@@ -62,8 +62,8 @@ impl SetnxGetset {
 
 #[async_trait]
 impl DistributedLock for SetnxGetset {
-    fn name(&self) -> &'static str {
-        INFO.name
+    fn info(&self) -> &'static StrategyInfo {
+        &INFO
     }
 
     async fn try_acquire(
@@ -101,5 +101,3 @@ impl DistributedLock for SetnxGetset {
         release_by_del(cx, &guard).await
     }
 }
-
-crate::lock_strategy!(SetnxGetset);

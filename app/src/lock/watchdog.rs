@@ -360,8 +360,8 @@ async fn listen_for_releases(
 
 #[async_trait]
 impl DistributedLock for Watchdog {
-    fn name(&self) -> &'static str {
-        INFO.name
+    fn info(&self) -> &'static StrategyInfo {
+        &INFO
     }
 
     async fn try_acquire(
@@ -437,5 +437,3 @@ impl DistributedLock for Watchdog {
         Ok(released?.unwrap_or(Released::Released))
     }
 }
-
-crate::lock_strategy!(Watchdog);

@@ -314,8 +314,14 @@ async fn watch_session(
 
 #[async_trait]
 impl DistributedLock for ZkEphemeralSeq {
-    fn name(&self) -> &'static str {
-        INFO.name
+    fn info(&self) -> &'static StrategyInfo {
+        &INFO
+    }
+
+    fn unavailable_reason(&self) -> Option<&'static str> {
+        self.connect
+            .is_none()
+            .then_some("no ZooKeeper configured: set SECKILL_ZOOKEEPER_URL")
     }
 
     async fn try_acquire(
@@ -352,9 +358,3 @@ impl DistributedLock for ZkEphemeralSeq {
         }
     }
 }
-
-crate::lock_strategy!(ZkEphemeralSeq, |lock: &ZkEphemeralSeq| {
-    lock.connect
-        .is_none()
-        .then_some("no ZooKeeper configured: set SECKILL_ZOOKEEPER_URL")
-});
