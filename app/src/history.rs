@@ -36,7 +36,7 @@
 //! so an incomplete history never passes for a clean one.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, LazyLock, RwLock};
 use std::time::Duration;
 
 use redis::aio::ConnectionManager;
@@ -49,6 +49,18 @@ use crate::metrics::Metrics;
 pub const RUN_KEY: &str = "seckill:history:run";
 /// How long a run's keys stay on the arbiter.
 const RUN_KEYS_TTL: Duration = Duration::from_secs(24 * 3600);
+
+/// `history_enter.lua`: a section begins (counts, overlaps, first events).
+static ENTER_SCRIPT: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("history_enter.lua")));
+
+/// `history_exit.lua`: a section ends.
+static EXIT_SCRIPT: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("history_exit.lua")));
+
+/// `history_forget.lua`: drop the sections a dead replica left inside.
+static FORGET_SCRIPT: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("history_forget.lua")));
 
 /// One replica's handle on the arbiter.
 #[derive(Debug, Clone)]
@@ -64,9 +76,6 @@ struct Inner {
     seq: AtomicU64,
     errors: AtomicU64,
     metrics: Metrics,
-    enter: Script,
-    exit: Script,
-    forget: Script,
 }
 
 /// A section that is inside, to be reported out by [`History::exit`].
@@ -105,9 +114,6 @@ impl History {
                 seq: AtomicU64::new(0),
                 errors: AtomicU64::new(0),
                 metrics,
-                enter: Script::new(include_str!("history_enter.lua")),
-                exit: Script::new(include_str!("history_exit.lua")),
-                forget: Script::new(include_str!("history_forget.lua")),
             }),
         })
     }
@@ -148,9 +154,7 @@ impl History {
         let member = format!("{}:{n}", self.inner.instance);
         let (stats, first, products) = keys(&run);
         let mut conn = self.inner.conn.clone();
-        let result: Result<i64, _> = self
-            .inner
-            .enter
+        let result: Result<i64, _> = ENTER_SCRIPT
             .key(inside_key(&run, product))
             .key(stats)
             .key(first)
@@ -178,9 +182,7 @@ impl History {
     pub async fn exit(&self, entered: Option<Entered>) {
         let Some(entered) = entered else { return };
         let mut conn = self.inner.conn.clone();
-        let result: Result<i64, _> = self
-            .inner
-            .exit
+        let result: Result<i64, _> = EXIT_SCRIPT
             .key(inside_key(&entered.run, entered.product))
             .arg(&entered.member)
             .invoke_async(&mut conn)
@@ -239,9 +241,7 @@ impl History {
         let Some(run) = self.run() else { return Ok(0) };
         let (_, _, products) = keys(&run);
         let mut conn = self.inner.conn.clone();
-        let removed: u64 = self
-            .inner
-            .forget
+        let removed: u64 = FORGET_SCRIPT
             .key(products)
             .arg(format!("seckill:history:{run}:inside:"))
             .arg(format!("{instance}:"))

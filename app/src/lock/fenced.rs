@@ -32,6 +32,8 @@
 //! holder needs the database to re-seed it (a lock whose token cannot be
 //! seeded is released, and the grab fails).
 
+use std::sync::LazyLock;
+
 use async_trait::async_trait;
 use redis::Script;
 
@@ -54,28 +56,27 @@ pub fn fence_key(product_id: i64) -> String {
     format!("fence:product:{product_id}")
 }
 
+/// `fenced_lock.lua`: `SET NX PX` and, when it took the lock, `INCR` of
+/// the fencing counter, in one step.
+static LOCK_SCRIPT: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("fenced_lock.lua")));
+
+/// `fence_seed.lua`: raise a lost counter above the database's token.
+static SEED_SCRIPT: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("fence_seed.lua")));
+
 /// The token lock whose acquire also hands out the fencing token; released
 /// by the token lock's compare-and-delete.
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct Fenced {
     lock: SetNxPxToken,
-    lock_script: Script,
-    seed_script: Script,
-}
-
-impl Default for Fenced {
-    fn default() -> Self {
-        Self::new()
-    }
 }
 
 impl Fenced {
-    /// Build the strategy (compiles its scripts' hashes).
+    /// Build the strategy.
     pub fn new() -> Self {
         Self {
             lock: SetNxPxToken::new(),
-            lock_script: Script::new(include_str!("fenced_lock.lua")),
-            seed_script: Script::new(include_str!("fence_seed.lua")),
         }
     }
 
@@ -88,8 +89,7 @@ impl Fenced {
                 .fetch_optional(&cx.deps.pool)
                 .await?;
         let mut conn = cx.deps.redis.clone();
-        let token: i64 = self
-            .seed_script
+        let token: i64 = SEED_SCRIPT
             .key(fence_key(product_id))
             .arg(floor.unwrap_or(0))
             .invoke_async(&mut conn)
@@ -118,8 +118,7 @@ impl DistributedLock for Fenced {
         let key = lock_key(product_id);
         let token = new_token();
         let mut conn = cx.deps.redis.clone();
-        let acquired: Option<(i64, i64)> = self
-            .lock_script
+        let acquired: Option<(i64, i64)> = LOCK_SCRIPT
             .key(&key)
             .key(fence_key(product_id))
             .arg(&token)

@@ -63,7 +63,7 @@
 //! `reservations:product:{id}` (tries not yet confirmed, by time).
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -118,12 +118,26 @@ pub const RESERVATION_TIMEOUT: Duration = Duration::from_secs(30);
 /// replica).
 pub const SWEEP_EVERY: Duration = Duration::from_secs(5);
 
-/// The TCC scripts, compiled once; products whose column awaits a copy;
-/// when each product was last swept.
+/// `stock_try.lua`, the *try*: check the buyer and the stock, reserve,
+/// record the reservation.
+static TRY_SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("stock_try.lua")));
+
+/// `stock_cancel.lua`, the *cancel*: give a reservation back.
+static CANCEL_SCRIPT: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("stock_cancel.lua")));
+
+/// `stock_confirm.lua`: forget the reservations of committed orders.
+static CONFIRM_SCRIPT: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("stock_confirm.lua")));
+
+/// `stock_load.lua`: load a product's stock and buyers from the database.
+static LOAD_SCRIPT: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("stock_load.lua")));
+
+/// Products whose column awaits a copy; when each product was last swept;
+/// the order batcher. (The TCC scripts are compiled once per process.)
 #[derive(Debug)]
 pub struct RedisLuaStock {
-    try_script: Script,
-    cancel_script: Arc<Script>,
     pending: Arc<Mutex<HashSet<i64>>>,
     last_sweep: Mutex<HashMap<i64, tokio::time::Instant>>,
     batcher: OrderBatcher,
@@ -146,8 +160,6 @@ impl RedisLuaStock {
     /// `batch_max` (1: one `INSERT` each), `batch_commits` batches at once.
     pub fn new(batch_max: usize, batch_commits: usize) -> Self {
         Self {
-            try_script: Script::new(include_str!("stock_try.lua")),
-            cancel_script: Arc::new(Script::new(include_str!("stock_cancel.lua"))),
             pending: Arc::default(),
             last_sweep: Mutex::default(),
             batcher: OrderBatcher::new(INFO.name, batch_max, batch_commits, |deps, orders| {
@@ -190,8 +202,7 @@ impl RedisLuaStock {
     /// right after it.
     pub async fn try_reserve(&self, deps: &Deps, req: GrabRequest) -> Result<i64, GrabError> {
         let mut conn = deps.redis.clone();
-        Ok(self
-            .try_script
+        Ok(TRY_SCRIPT
             .key(stock_key(req.product_id))
             .key(buyers_key(req.product_id))
             .key(reservations_key(req.product_id))
@@ -203,7 +214,7 @@ impl RedisLuaStock {
     }
 
     async fn cancel(&self, deps: &Deps, req: GrabRequest) {
-        if let Err(e) = cancel_reservation(&self.cancel_script, deps, req, i64::MAX).await {
+        if let Err(e) = cancel_reservation(deps, req, i64::MAX).await {
             tracing::error!(
                 product_id = req.product_id,
                 user_id = req.user_id,
@@ -223,7 +234,7 @@ impl RedisLuaStock {
         product_id: i64,
         older_than: Duration,
     ) -> Result<u64, GrabError> {
-        sweep_stale_reservations(&self.cancel_script, deps, product_id, older_than).await
+        sweep_stale_reservations(deps, product_id, older_than).await
     }
 
     /// Start a background sweep of the product's stale reservations, unless
@@ -242,9 +253,9 @@ impl RedisLuaStock {
                 }
             }
         }
-        let (deps, script) = (deps.clone(), self.cancel_script.clone());
+        let deps = deps.clone();
         tokio::spawn(async move {
-            match sweep_stale_reservations(&script, &deps, product_id, RESERVATION_TIMEOUT).await {
+            match sweep_stale_reservations(&deps, product_id, RESERVATION_TIMEOUT).await {
                 Ok(0) => {}
                 Ok(n) => tracing::warn!(
                     product_id,
@@ -264,15 +275,13 @@ impl RedisLuaStock {
 /// sweep gave it back meanwhile. A failure leaves the reservations to the
 /// sweep, which finds the orders and only forgets them.
 async fn forget_reservations(deps: Deps, orders: Vec<GrabRequest>) {
-    static CONFIRM: std::sync::LazyLock<Script> =
-        std::sync::LazyLock::new(|| Script::new(include_str!("stock_confirm.lua")));
     let mut by_product: HashMap<i64, Vec<GrabRequest>> = HashMap::new();
     for req in orders {
         by_product.entry(req.product_id).or_default().push(req);
     }
     let mut conn = deps.redis.clone();
     for (product_id, reqs) in by_product {
-        let mut call = CONFIRM.key(stock_key(product_id));
+        let mut call = CONFIRM_SCRIPT.key(stock_key(product_id));
         call.key(buyers_key(product_id))
             .key(reservations_key(product_id));
         for req in &reqs {
@@ -301,13 +310,12 @@ async fn forget_reservations(deps: Deps, orders: Vec<GrabRequest>) {
 /// is still on record and was made at or before `newest_ms` (Redis time).
 /// Returns whether anything was given back.
 async fn cancel_reservation(
-    script: &Script,
     deps: &Deps,
     req: GrabRequest,
     newest_ms: i64,
 ) -> Result<bool, GrabError> {
     let mut conn = deps.redis.clone();
-    let given_back: i64 = script
+    let given_back: i64 = CANCEL_SCRIPT
         .key(stock_key(req.product_id))
         .key(buyers_key(req.product_id))
         .key(reservations_key(req.product_id))
@@ -331,7 +339,6 @@ async fn cancel_reservation(
 /// not yet there waits until the sweep is done (its confirm then finds the
 /// reservation gone and takes the unit again).
 async fn sweep_stale_reservations(
-    cancel_script: &Script,
     deps: &Deps,
     product_id: i64,
     older_than: Duration,
@@ -391,7 +398,7 @@ async fn sweep_stale_reservations(
             user_id,
             quantity,
         };
-        if cancel_reservation(cancel_script, deps, req, cutoff).await? {
+        if cancel_reservation(deps, req, cutoff).await? {
             given_back += 1;
         }
     }
@@ -436,10 +443,8 @@ pub async fn load_product(
             .bind(product_id)
             .fetch_all(&deps.pool)
             .await?;
-    static LOAD: std::sync::LazyLock<Script> =
-        std::sync::LazyLock::new(|| Script::new(include_str!("stock_load.lua")));
     let mut conn = deps.redis.clone();
-    let _: i64 = LOAD
+    let _: i64 = LOAD_SCRIPT
         .key(stock_key(product_id))
         .key(buyers_key(product_id))
         .key(reservations_key(product_id))

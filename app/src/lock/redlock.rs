@@ -38,21 +38,17 @@
 //! fencing.) Like every TTL lock, a pause longer than the validity makes a
 //! holder act on a lock it no longer has.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::stream::{FuturesUnordered, StreamExt};
 use redis::aio::ConnectionManager;
-use redis::Script;
 use tokio::time::{timeout, Instant};
 
-/// The error kind of `NOSCRIPT`: the node lacks the script (restarted or
-/// flushed since it was loaded).
-const NO_SCRIPT: redis::ErrorKind = redis::ErrorKind::Server(redis::ServerErrorKind::NoScript);
-
 use crate::error::{Dependency, GrabError};
-use crate::locking::{lock_key, new_token, DistributedLock, LockGuard, Released};
+use crate::locking::{
+    lock_key, new_token, DistributedLock, LockGuard, Released, COMPARE_AND_DELETE,
+};
 use crate::redis_client::connection as redis_connection;
 use crate::strategy::{GrabContext, Kind, Safety, StrategyInfo};
 
@@ -79,7 +75,6 @@ struct Node {
 pub struct Redlock {
     nodes: Vec<Node>,
     node_timeout: Duration,
-    release_script: Arc<Script>,
 }
 
 /// What one node answered to the `SET NX PX`.
@@ -112,7 +107,6 @@ impl Redlock {
         Ok(Self {
             nodes,
             node_timeout,
-            release_script: Arc::new(Script::new(include_str!("compare_and_delete.lua"))),
         })
     }
 
@@ -131,30 +125,20 @@ impl Redlock {
     /// second request, which a dropped future would never send, leaving
     /// the key (granted late, or never released) until its TTL.
     async fn release_everywhere(&self, key: &str, token: &str, ttl: Duration) -> usize {
-        // One EVALSHA for every node; a node that lacks the script answers
-        // NOSCRIPT and gets it loaded, then the same command again.
-        let mut evalsha = redis::cmd("EVALSHA");
-        evalsha
-            .arg(self.release_script.get_hash())
-            .arg(1)
-            .arg(key)
-            .arg(token);
-        let evalsha = Arc::new(evalsha);
+        // The compare-and-delete script on every node (redis-rs sends
+        // EVALSHA and, on a node that lacks the script — restarted or
+        // flushed — loads it and sends EVALSHA again). Each future owns its
+        // arguments, so the task below can finish it after we decided.
         let mut deletions: FuturesUnordered<_> = self
             .nodes
             .iter()
             .map(|node| {
                 let mut conn = node.conn.clone();
-                let (script, evalsha) = (self.release_script.clone(), evalsha.clone());
+                let (key, token) = (key.to_owned(), token.to_owned());
                 async move {
-                    let mut deleted = evalsha.query_async::<i64>(&mut conn).await;
-                    if matches!(&deleted, Err(e) if e.kind() == NO_SCRIPT) {
-                        deleted = match script.load_async(&mut conn).await {
-                            Ok(_) => evalsha.query_async(&mut conn).await,
-                            Err(e) => Err(e),
-                        };
-                    }
-                    matches!(deleted, Ok(1))
+                    let mut release = COMPARE_AND_DELETE.key(key);
+                    release.arg(token);
+                    matches!(release.invoke_async::<i64>(&mut conn).await, Ok(1))
                 }
             })
             .collect();

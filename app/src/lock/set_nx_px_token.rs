@@ -20,10 +20,9 @@
 //! compare-and-delete excludes this service and is excluded by it.
 
 use async_trait::async_trait;
-use redis::Script;
 
 use crate::error::GrabError;
-use crate::locking::{try_set_nx_px, DistributedLock, LockGuard, Released};
+use crate::locking::{try_set_nx_px, DistributedLock, LockGuard, Released, COMPARE_AND_DELETE};
 use crate::strategy::{GrabContext, Kind, Safety, StrategyInfo};
 
 /// Name, seed and guarantee of `set-nx-px-token`.
@@ -35,25 +34,16 @@ pub const INFO: StrategyInfo = StrategyInfo {
     kind: Kind::Ttl,
 };
 
-/// The token lock. The release script is compiled once; redis-rs sends
-/// `EVALSHA` and loads the script only when the server answers `NOSCRIPT`.
-#[derive(Debug)]
-pub struct SetNxPxToken {
-    release_script: Script,
-}
-
-impl Default for SetNxPxToken {
-    fn default() -> Self {
-        Self::new()
-    }
-}
+/// The token lock. Its release is [`COMPARE_AND_DELETE`], compiled once
+/// per process; redis-rs sends `EVALSHA` and loads the script only when the
+/// server answers `NOSCRIPT`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SetNxPxToken;
 
 impl SetNxPxToken {
-    /// Build the strategy (compiles the release script's hash).
+    /// Build the strategy.
     pub fn new() -> Self {
-        Self {
-            release_script: Script::new(include_str!("compare_and_delete.lua")),
-        }
+        Self
     }
 }
 
@@ -84,8 +74,7 @@ impl SetNxPxToken {
         guard: &LockGuard,
     ) -> Result<Released, GrabError> {
         let mut conn = cx.deps.redis.clone();
-        let deleted: i64 = self
-            .release_script
+        let deleted: i64 = COMPARE_AND_DELETE
             .key(&guard.key)
             .arg(&guard.token)
             .invoke_async(&mut conn)

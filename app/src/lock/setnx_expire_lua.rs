@@ -12,6 +12,8 @@
 //! second holder takes it, and the first holder's `DEL` then deletes the
 //! *second* holder's lock — letting a third in. Same as `set-nx-px`.
 
+use std::sync::LazyLock;
+
 use async_trait::async_trait;
 use redis::Script;
 
@@ -28,24 +30,18 @@ pub const INFO: StrategyInfo = StrategyInfo {
     kind: Kind::Ttl,
 };
 
-/// The script-based acquire, compiled once.
-#[derive(Debug)]
-pub struct SetnxExpireLua {
-    acquire_script: Script,
-}
+/// `setnx_expire.lua`, the acquire: compiled once per process.
+static ACQUIRE_SCRIPT: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("setnx_expire.lua")));
 
-impl Default for SetnxExpireLua {
-    fn default() -> Self {
-        Self::new()
-    }
-}
+/// SETNX + PEXPIRE in one script, released by DEL.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SetnxExpireLua;
 
 impl SetnxExpireLua {
     /// Build the strategy.
     pub fn new() -> Self {
-        Self {
-            acquire_script: Script::new(include_str!("setnx_expire.lua")),
-        }
+        Self
     }
 }
 
@@ -63,8 +59,7 @@ impl DistributedLock for SetnxExpireLua {
         let key = lock_key(product_id);
         let token = new_token();
         let mut conn = cx.deps.redis.clone();
-        let won: i64 = self
-            .acquire_script
+        let won: i64 = ACQUIRE_SCRIPT
             .key(&key)
             .arg(&token)
             .arg(cx.deps.lock_ttl.as_millis() as u64)

@@ -56,7 +56,7 @@
 //! the commit itself but cannot close it. Only fencing (`fenced`) closes it.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -84,13 +84,22 @@ pub const INFO: StrategyInfo = StrategyInfo {
 /// Longest a waiter sleeps without a release message before retrying.
 const MAX_QUIET_WAIT: Duration = Duration::from_millis(500);
 
+/// `watchdog_lock.lua`: take (or re-enter) the hash lock.
+static LOCK_SCRIPT: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("watchdog_lock.lua")));
+
+/// `watchdog_renew.lua`: extend the lease while the lock is ours.
+static RENEW_SCRIPT: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("watchdog_renew.lua")));
+
+/// `watchdog_unlock.lua`: count one entry down, delete and publish on the last.
+static UNLOCK_SCRIPT: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("watchdog_unlock.lua")));
+
 /// The watchdog lock of one process.
 #[derive(Debug)]
 pub struct Watchdog {
     process_id: String,
-    lock_script: Script,
-    renew_script: Arc<Script>,
-    unlock_script: Script,
     /// Waiters per lock key, woken by the pub/sub listener.
     waiters: Arc<Mutex<HashMap<String, Arc<Notify>>>>,
     /// Per key, the FIFO gate of this process's waiters (one permit).
@@ -121,9 +130,6 @@ impl Watchdog {
         ));
         Ok(Self {
             process_id,
-            lock_script: Script::new(include_str!("watchdog_lock.lua")),
-            renew_script: Arc::new(Script::new(include_str!("watchdog_renew.lua"))),
-            unlock_script: Script::new(include_str!("watchdog_unlock.lua")),
             waiters,
             gates: Mutex::default(),
         })
@@ -159,8 +165,7 @@ impl Watchdog {
         // Taken before the request leaves: the lease starts at the latest
         // when Redis runs the script, which is after this instant.
         let sent = Instant::now();
-        let (won, pttl): (i64, i64) = self
-            .lock_script
+        let (won, pttl): (i64, i64) = LOCK_SCRIPT
             .key(key)
             .arg(lease.as_millis() as u64)
             .arg(owner)
@@ -217,8 +222,7 @@ impl Watchdog {
         // lock:product:{id} is released on unlock:product:{id}.
         let product_channel = format!("unlock:{}", key.trim_start_matches("lock:"));
         let mut conn = cx.deps.redis.clone();
-        let result: i64 = self
-            .unlock_script
+        let result: i64 = UNLOCK_SCRIPT
             .key(key)
             .key(product_channel)
             .arg(cx.deps.lock_ttl.as_millis() as u64)
@@ -266,7 +270,6 @@ impl Watchdog {
         tokio::spawn(renew_until_stopped(
             cx.deps.redis.clone(),
             renewer,
-            self.renew_script.clone(),
             key.clone(),
             owner.clone(),
             stop_rx,
@@ -285,7 +288,6 @@ impl Watchdog {
 async fn renew_until_stopped(
     mut conn: redis::aio::ConnectionManager,
     renewer: Renewer,
-    script: Arc<Script>,
     key: String,
     owner: String,
     mut stop: oneshot::Receiver<()>,
@@ -293,7 +295,7 @@ async fn renew_until_stopped(
     let lease_ms = renewer.lease().as_millis() as u64;
     while renewer.pause(&mut stop).await {
         let sent = Instant::now();
-        let mut invocation = script.key(&key);
+        let mut invocation = RENEW_SCRIPT.key(&key);
         invocation.arg(lease_ms).arg(&owner);
         let renewed: Result<i64, _> = tokio::select! {
             _ = &mut stop => return,
