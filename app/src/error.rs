@@ -35,6 +35,58 @@ impl Dependency {
     }
 }
 
+/// Why a holder must not trust its lock any more: what
+/// [`LockGuard::check_still_held`](crate::locking::LockGuard::check_still_held)
+/// finds before the commit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum LockLost {
+    /// A renewal found the lock gone or someone else's (the watchdog's
+    /// renewal, etcd's keep-alive, ZooKeeper's session check).
+    #[error("{}", self.as_str())]
+    LeaseLost,
+    /// The lease's deadline passed with no renewal in time: the key may
+    /// have expired although nobody said so (a frozen process, a stuck
+    /// renewal).
+    #[error("{}", self.as_str())]
+    LeaseExpired,
+    /// Redlock's validity time (TTL − elapsed − drift) ran out.
+    #[error("{}", self.as_str())]
+    ValidityExpired,
+}
+
+impl LockLost {
+    /// The reason as the error message of a `409 rejected` says it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LockLost::LeaseLost => "the lock's lease was lost before commit",
+            LockLost::LeaseExpired => "the lock's lease ran out before commit (no renewal in time)",
+            LockLost::ValidityExpired => "the lock's validity time ran out before commit",
+        }
+    }
+}
+
+/// Why a grab was refused after it held its lock: nothing was written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum Rejection {
+    /// The database refused a stale holder: a newer fencing token (or lock
+    /// revision) reached it first.
+    #[error("{}", self.as_str())]
+    StaleToken,
+    /// The lock could no longer be trusted before the commit.
+    #[error(transparent)]
+    LockLost(#[from] LockLost),
+}
+
+impl Rejection {
+    /// The reason as the error message of a `409 rejected` says it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Rejection::StaleToken => "a newer fencing token reached the database first",
+            Rejection::LockLost(lost) => lost.as_str(),
+        }
+    }
+}
+
 /// How a grab can end without an order.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum GrabError {
@@ -50,7 +102,7 @@ pub enum GrabError {
     /// The database refused a stale lock holder (fencing) or the lock was
     /// lost before commit; nothing was written.
     #[error("rejected: {0}")]
-    Rejected(&'static str),
+    Rejected(Rejection),
     /// No such product.
     #[error("product not found")]
     NotFound,
@@ -251,7 +303,9 @@ impl ApiError {
                     "every database connection is taken by grabs waiting for the lock; retry later"
                         .into(),
                 ),
-                GrabError::Rejected(why) => ("rejected", format!("nothing was written: {why}")),
+                GrabError::Rejected(why) => {
+                    ("rejected", format!("nothing was written: {}", why.as_str()))
+                }
                 GrabError::NotFound => ("not_found", "product not found".into()),
                 GrabError::Unavailable { dependency, .. } => (
                     "unavailable",
@@ -337,7 +391,7 @@ mod outcome_tests {
             GrabError::SoldOut,
             GrabError::AlreadyPurchased,
             GrabError::Busy(Duration::ZERO),
-            GrabError::Rejected("stale"),
+            GrabError::Rejected(Rejection::StaleToken),
             GrabError::NotFound,
             GrabError::Unavailable {
                 dependency: Dependency::Redis,

@@ -21,7 +21,12 @@ use async_trait::async_trait;
 use rand::Rng;
 use tokio::time::{sleep, Duration, Instant};
 
-use crate::error::GrabError;
+use crate::error::{GrabError, Rejection};
+
+/// Why a holder must not trust its lock any more (what
+/// [`LockGuard::check_still_held`] finds); defined beside the grab's errors,
+/// which carry it in a `409 rejected`.
+pub use crate::error::LockLost;
 use crate::faults::Faults;
 use crate::section::{self, SectionSpec};
 use crate::strategy::{GrabContext, GrabRequest, Order, Strategy, StrategyInfo};
@@ -350,24 +355,24 @@ impl Lease {
 }
 
 impl LockGuard {
-    /// `Err(reason)` when the lock can no longer be trusted: the lease was
+    /// `Err(why)` when the lock can no longer be trusted: the lease was
     /// lost, the lease's deadline passed (a renewal is stuck or late — the
     /// key may have expired in Redis although nobody said so), or the
     /// validity time has passed.
-    pub fn check_still_held(&self) -> Result<(), &'static str> {
+    pub fn check_still_held(&self) -> Result<(), LockLost> {
         if let Some(lease) = &self.lease {
             if lease.status().is_lost() {
-                return Err("the lock's lease was lost before commit");
+                return Err(LockLost::LeaseLost);
             }
             if Instant::now() >= lease.status().deadline() {
-                return Err("the lock's lease ran out before commit (no renewal in time)");
+                return Err(LockLost::LeaseExpired);
             }
         }
         if self
             .valid_until
             .is_some_and(|until| Instant::now() >= until)
         {
-            return Err("the lock's validity time ran out before commit");
+            return Err(LockLost::ValidityExpired);
         }
         Ok(())
     }
@@ -465,42 +470,38 @@ pub async fn grab_with_lock(
         }
     };
     let spec = SectionSpec::plain(name).with_fence(guard.fence(cx.faults));
-    match section::prepare(cx, req, spec).await {
-        Err(e) => {
-            release_and_record(lock, cx, guard).await;
-            Err(e)
-        }
+    let prepared = match section::prepare(cx, req, spec).await {
+        Ok(Some(prepared)) => prepared,
         Ok(None) => {
             release_and_record(lock, cx, guard).await;
             metrics.fence_rejections.with_label_values(&[name]).inc();
-            Err(GrabError::Rejected(
-                "a newer fencing token reached the database first",
-            ))
+            return Err(GrabError::Rejected(Rejection::StaleToken));
         }
-        Ok(Some(prepared)) if guard.check_still_held().is_err() => {
-            // The watchdog's lease was lost, or Redlock's validity ran out:
-            // abort before commit — the transaction rolls back on drop.
-            let why = guard.check_still_held().err().unwrap_or("lock lost");
-            prepared.abort().await;
-            // A renewal that found the lock gone counted it already; a
-            // deadline that passed unnoticed (a frozen process, a stuck
-            // renewal) or a Redlock validity that ran out is counted here.
-            if !guard.lease.as_ref().is_some_and(|l| l.status().is_lost()) {
-                metrics.lock_lost.with_label_values(&[name]).inc();
-            }
+        Err(e) => {
             release_and_record(lock, cx, guard).await;
-            Err(GrabError::Rejected(why))
+            return Err(e);
         }
-        Ok(Some(prepared)) if cx.faults.unlock_before_commit => {
-            release_and_record(lock, cx, guard).await;
-            prepared.commit().await
+    };
+    if let Err(lost) = guard.check_still_held() {
+        // The lease was lost or ran out, or Redlock's validity did: abort
+        // before commit — nothing is written.
+        prepared.abort().await;
+        // A renewal that found the lock gone counted it already; a
+        // deadline that passed unnoticed (a frozen process, a stuck
+        // renewal) or a Redlock validity that ran out is counted here.
+        if lost != LockLost::LeaseLost {
+            metrics.lock_lost.with_label_values(&[name]).inc();
         }
-        Ok(Some(prepared)) => {
-            let committed = prepared.commit().await;
-            release_and_record(lock, cx, guard).await;
-            committed
-        }
+        release_and_record(lock, cx, guard).await;
+        return Err(GrabError::Rejected(lost.into()));
     }
+    if cx.faults.unlock_before_commit {
+        release_and_record(lock, cx, guard).await;
+        return prepared.commit().await;
+    }
+    let committed = prepared.commit().await;
+    release_and_record(lock, cx, guard).await;
+    committed
 }
 
 async fn release_and_record(lock: &dyn DistributedLock, cx: GrabContext<'_>, guard: LockGuard) {
