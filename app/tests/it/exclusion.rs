@@ -13,6 +13,7 @@ use seckill_app::lock::{
 };
 use seckill_app::locking::{DistributedLock, LockLost, Released};
 use seckill_app::strategy::GrabContext;
+use seckill_testkit::signal_process;
 
 use crate::checker::{self, deps, no_faults};
 use crate::harness::{
@@ -649,18 +650,18 @@ async fn redlock_deletes_a_key_a_slow_node_grants_after_the_decision() {
         .arg("FLUSH")
         .query(&mut nodes[4].conn())
         .expect("script flush");
-    signal(&pid, "-STOP");
+    signal_process(pid, "-STOP");
     let guard = lock.acquire(cx, 1).await;
     let released = match guard {
         Ok(guard) => lock.release(cx, guard).await,
         Err(e) => {
-            signal(&pid, "-CONT");
+            signal_process(pid, "-CONT");
             panic!("4 of 5 nodes answer: the lock is taken ({e:?})");
         }
     };
     // Longer than the node timeout: the late answers are past the decision.
     tokio::time::sleep(MS(300)).await;
-    signal(&pid, "-CONT");
+    signal_process(pid, "-CONT");
     assert!(
         matches!(released, Ok(Released::Released)),
         "released at quorum: {released:?}"
@@ -691,7 +692,7 @@ async fn redlock_deletes_a_key_a_slow_node_grants_after_the_decision() {
 }
 
 /// The pid of a test `redis-server`, from its own `INFO`.
-fn redis_pid(redis: &RedisServer) -> String {
+fn redis_pid(redis: &RedisServer) -> u32 {
     let info: String = redis::cmd("INFO")
         .arg("server")
         .query(&mut redis.conn())
@@ -700,15 +701,8 @@ fn redis_pid(redis: &RedisServer) -> String {
         .find_map(|line| line.strip_prefix("process_id:"))
         .expect("process_id in INFO")
         .trim()
-        .to_owned()
-}
-
-fn signal(pid: &str, signal: &str) {
-    let status = std::process::Command::new("kill")
-        .args([signal, pid])
-        .status()
-        .expect("kill");
-    assert!(status.success(), "kill {signal} {pid}");
+        .parse()
+        .expect("a numeric process_id")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -727,11 +721,11 @@ async fn a_watchdog_holder_whose_renewal_is_stuck_fails_the_check_at_its_deadlin
     // Redis stops answering (frozen, like a server stuck on a slow command
     // or a link that drops everything): the next renewal is sent and hangs.
     let pid = redis_pid(&redis);
-    signal(&pid, "-STOP");
+    signal_process(pid, "-STOP");
     tokio::time::sleep(lease + MS(100)).await;
     let lost = guard.lease.as_ref().expect("lease").status().is_lost();
     let check = guard.check_still_held();
-    signal(&pid, "-CONT");
+    signal_process(pid, "-CONT");
     assert!(
         !lost,
         "no renewal has answered: nobody marked the lease lost"
