@@ -2,7 +2,7 @@
 //! another, judged by [`crate::judge`] and written as one side-by-side
 //! report; the exit status says what a script needs to know.
 //!
-//! For each strategy ([`run::strategy`]): reset the products, switch the
+//! For each strategy (`run.rs`): reset the products, switch the
 //! strategy and wait until every replica reports it, scrape `/metrics`,
 //! run the goose attack, read `/admin/audit` (and the history), scrape
 //! again.

@@ -1,7 +1,7 @@
 //! The side-by-side report of `run`/`compare`: one [`Run`] per strategy,
-//! written as a terminal table and Markdown ([`tables`]), JSON (schema in
+//! written as a terminal table and Markdown (`tables.rs`), JSON (schema in
 //! the README, keys of the design's wire shapes kept) and one
-//! self-contained HTML page ([`html`]) with SVG charts ([`charts`]).
+//! self-contained HTML page ([`html`]) with SVG charts (`charts.rs`).
 
 mod charts;
 pub mod html;

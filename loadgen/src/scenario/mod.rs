@@ -20,12 +20,12 @@
 //! `inconclusive`, never `as-expected`. See DESIGN.md, "Faults, scenarios
 //! and the history", and the README's workshop for what each one teaches.
 
-//! Layout: [`list`] names the scenarios (a clap `ValueEnum`) and each has
+//! Layout: `list.rs` names the scenarios (a clap `ValueEnum`) and each has
 //! its file — what each strategy should do under it, and its fault script
-//! (`gc_pause.rs` … `dependency_loss.rs`); [`lab`] is what a run owns,
-//! [`world`] what a case starts and the moves every scenario makes,
-//! [`buyers`] the load, [`runner`] the loop, [`case`] a case's record and
-//! its judgement (through [`crate::judge`]), [`report`] the files.
+//! (`gc_pause.rs` … `dependency_loss.rs`); `lab.rs` is what a run owns,
+//! `world.rs` what a case starts and the moves every scenario makes,
+//! `buyers.rs` the load, `runner.rs` the loop, `case.rs` a case's record and
+//! its judgement (through [`crate::judge`]), `report.rs` the files.
 
 mod buyers;
 mod case;
