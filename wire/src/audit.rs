@@ -1,5 +1,5 @@
-//! `GET /admin/audit`: the ground truth of every product (DESIGN.md "the
-//! audit"), as the database shows it.
+//! `GET /admin/audit`: the ground truth of every product, as the database
+//! shows it.
 
 use serde::{Deserialize, Serialize};
 

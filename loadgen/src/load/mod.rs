@@ -1,7 +1,7 @@
 //! One strategy's load: a goose attack whose users grab, spread over the
 //! replicas, with outcomes and latencies recorded as they happen.
 //!
-//! Three shapes (`../shared/DESIGN.md`, "Load generator"):
+//! Three shapes:
 //! - **closed loop** — `--users` buyers, started at `--increase-rate` per
 //!   second, each grabbing again as soon as it has an answer, for
 //!   `--run-time` or until every product is sold out;

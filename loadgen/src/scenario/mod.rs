@@ -17,8 +17,8 @@
 //! overlapping critical sections counted by the history arbiter, and the
 //! database's audit (oversold units, lost updates, duplicates). A run that
 //! showed no contention, sold nothing, or never landed its fault is
-//! `inconclusive`, never `as-expected`. See DESIGN.md, "Faults, scenarios
-//! and the history", and the README's workshop for what each one teaches.
+//! `inconclusive`, never `as-expected`. The README's scenarios section and
+//! `docs/workshop.md` say what each one teaches.
 
 //! Layout: `list.rs` names the scenarios (a clap `ValueEnum`) and each has
 //! its file — what each strategy should do under it, and its fault script
