@@ -86,7 +86,14 @@ impl Scenario {
         }
     }
 
-    /// The strategies it runs unless `--strategies` says otherwise.
+    /// Whether it runs, by default, every strategy of [`shared_lock`]'s
+    /// kinds instead of a list of names.
+    pub fn every_shared_lock(self) -> bool {
+        self == Scenario::UnlockBeforeCommit
+    }
+
+    /// The strategies it runs unless `--strategies` says otherwise (empty
+    /// when [`Scenario::every_shared_lock`]).
     pub fn strategies(self) -> &'static [&'static str] {
         match self {
             Scenario::GcPause => &[
@@ -110,24 +117,8 @@ impl Scenario {
                 "watchdog",
             ],
             Scenario::ClockSkew => &["setnx-getset", "set-nx-px-token"],
-            Scenario::UnlockBeforeCommit => &[
-                "setnx",
-                "setnx-expire",
-                "setnx-expire-lua",
-                "setnx-getset",
-                "set-nx-px",
-                "set-nx-px-check-del",
-                "set-nx-px-token",
-                "watchdog",
-                "redlock",
-                "pg-lock-table",
-                "fenced",
-                "etcd-lease",
-                "zk-ephemeral-seq",
-                "mysql-get-lock",
-                "pg-for-update",
-                "pg-advisory",
-            ],
+            // Every lock the replicas share: chosen by kind (`shared_lock`).
+            Scenario::UnlockBeforeCommit => &[],
             Scenario::DependencyLoss => &[
                 "set-nx-px-token",
                 "pg-for-update",
@@ -185,4 +176,10 @@ impl Scenario {
             Scenario::DependencyLoss => dependency_loss::run(cx).await,
         }
     }
+}
+
+/// A lock taken around the section and shared by the replicas: what
+/// `unlock-before-commit` releases early.
+pub fn shared_lock(kind: Kind) -> bool {
+    !matches!(kind, Kind::NoLock | Kind::ProcessLocal | Kind::NotALock)
 }

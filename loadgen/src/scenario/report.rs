@@ -41,7 +41,7 @@ pub struct Skipped {
 }
 
 /// Column widths of the terminal table (the verdict, last, is not padded).
-const WIDTHS: [usize; 14] = [20, 16, 20, 7, 8, 5, 5, 5, 5, 4, 4, 5, 5, 6];
+const WIDTHS: [usize; 14] = [20, 19, 20, 7, 8, 5, 5, 5, 5, 4, 4, 5, 5, 6];
 
 impl ScenarioReport {
     /// How many verdicts are `UNEXPECTED`.

@@ -8,7 +8,7 @@ use tokio::time::Instant;
 use super::buyers::Tally;
 use super::case::{judge, CaseResult, Checks, Observed};
 use super::lab::{Lab, Options};
-use super::list::Scenario;
+use super::list::{shared_lock, Scenario};
 use super::report::{ScenarioReport, Skipped};
 use super::world::{Case, CaseRun, World};
 use crate::api::{HistoryReport, StrategyEntry};
@@ -21,14 +21,14 @@ pub async fn run_all(chosen: &[Scenario], options: &Options) -> anyhow::Result<S
     let mut results = Vec::new();
     let mut skipped = Vec::new();
     let outcome = async {
+        lab.read_strategies().await?;
         let all: Vec<String> = chosen
             .iter()
-            .flat_map(|scenario| strategies_of(*scenario, options))
+            .flat_map(|scenario| strategies_of(&lab, *scenario, options))
             .collect();
         lab.start_coordination(&all).await?;
-        lab.read_strategies().await?;
         for &scenario in chosen {
-            let strategies = strategies_of(scenario, options);
+            let strategies = strategies_of(&lab, scenario, options);
             for strategy in &strategies {
                 let entry = lab.strategy(strategy)?.clone();
                 for variant in scenario.variants() {
@@ -96,17 +96,25 @@ pub async fn run_all(chosen: &[Scenario], options: &Options) -> anyhow::Result<S
     })
 }
 
-/// The strategies a scenario runs: `--strategies`, else its defaults.
-fn strategies_of(scenario: Scenario, options: &Options) -> Vec<String> {
-    if options.strategies.is_empty() {
-        scenario
-            .strategies()
-            .iter()
-            .map(|s| (*s).to_owned())
-            .collect()
-    } else {
-        options.strategies.clone()
+/// The strategies a scenario runs: `--strategies`, else its defaults —
+/// its list, or every strategy of the service whose kind it aims at.
+fn strategies_of(lab: &Lab, scenario: Scenario, options: &Options) -> Vec<String> {
+    if !options.strategies.is_empty() {
+        return options.strategies.clone();
     }
+    if scenario.every_shared_lock() {
+        return lab
+            .strategies
+            .iter()
+            .filter(|s| shared_lock(s.kind))
+            .map(|s| s.name.clone())
+            .collect();
+    }
+    scenario
+        .strategies()
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect()
 }
 
 async fn run_case(
