@@ -86,7 +86,7 @@ impl Scenario {
         }
     }
 
-    /// Whether it runs, by default, every strategy of [`shared_lock`]'s
+    /// Whether it runs, by default, every strategy of `shared_lock`'s
     /// kinds instead of a list of names.
     pub fn every_shared_lock(self) -> bool {
         self == Scenario::UnlockBeforeCommit
