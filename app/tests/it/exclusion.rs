@@ -645,7 +645,7 @@ async fn redlock_deletes_a_key_a_slow_node_grants_after_the_decision() {
     // is the compare-and-delete of the release, which this node, never
     // having run the script, answers NOSCRIPT: the script must be loaded
     // and sent again, or the late key outlives the release.
-    let pid = redis_pid(&nodes[4]);
+    let pid = nodes[4].pid();
     let _: () = redis::cmd("SCRIPT")
         .arg("FLUSH")
         .query(&mut nodes[4].conn())
@@ -691,20 +691,6 @@ async fn redlock_deletes_a_key_a_slow_node_grants_after_the_decision() {
     );
 }
 
-/// The pid of a test `redis-server`, from its own `INFO`.
-fn redis_pid(redis: &RedisServer) -> u32 {
-    let info: String = redis::cmd("INFO")
-        .arg("server")
-        .query(&mut redis.conn())
-        .expect("info");
-    info.lines()
-        .find_map(|line| line.strip_prefix("process_id:"))
-        .expect("process_id in INFO")
-        .trim()
-        .parse()
-        .expect("a numeric process_id")
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_watchdog_holder_whose_renewal_is_stuck_fails_the_check_at_its_deadline() {
     let redis = RedisServer::start();
@@ -720,7 +706,7 @@ async fn a_watchdog_holder_whose_renewal_is_stuck_fails_the_check_at_its_deadlin
     assert!(guard.check_still_held().is_ok());
     // Redis stops answering (frozen, like a server stuck on a slow command
     // or a link that drops everything): the next renewal is sent and hangs.
-    let pid = redis_pid(&redis);
+    let pid = redis.pid();
     signal_process(pid, "-STOP");
     tokio::time::sleep(lease + MS(100)).await;
     let lost = guard.lease.as_ref().expect("lease").status().is_lost();
