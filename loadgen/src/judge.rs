@@ -151,10 +151,10 @@ impl fmt::Display for Breach {
 }
 
 /// The breaches as one phrase: `oversold 3, 2 lost updates`.
-pub fn list(breaches: &[Breach]) -> String {
+pub fn list<B: fmt::Display>(breaches: &[B]) -> String {
     breaches
         .iter()
-        .map(Breach::to_string)
+        .map(ToString::to_string)
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -196,7 +196,7 @@ impl RunVerdict {
 }
 
 /// The line printed for a run classed safe that breached.
-pub fn violation_line(strategy: &str, breaches: &[Breach]) -> String {
+pub fn violation_line<B: fmt::Display>(strategy: &str, breaches: &[B]) -> String {
     format!(
         "VIOLATION: {strategy} is classed safe but {}",
         list(breaches)

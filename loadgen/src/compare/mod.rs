@@ -21,6 +21,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use settings::Conditions;
 
 use crate::api::{Faults, FaultsPatch, Service, ServiceError, StrategyEntry};
+use crate::judge;
 use crate::report::{Report, Run, Skipped};
 
 /// `run`/`compare`: run, print, write, and map the result to an exit code.
@@ -65,11 +66,7 @@ pub fn outcome(report: &Report) -> (u8, Vec<String>) {
     let mut lines = Vec::new();
     let bad = report.violations();
     for run in &bad {
-        lines.push(format!(
-            "VIOLATION: {} is classed safe but {}",
-            run.strategy,
-            run.breaches.join(", ")
-        ));
+        lines.push(judge::violation_line(&run.strategy, &run.breaches));
     }
     let failing: Vec<&Run> = report
         .runs

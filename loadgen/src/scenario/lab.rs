@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 
-use crate::api::{Service, StrategyEntry};
+use crate::api::{Service, StrategiesBody, StrategyEntry};
 use crate::procs::{self, Clockshift, RedisNode, Replica};
 
 /// Settings of a scenario run (from the command line).
@@ -47,8 +47,9 @@ pub struct Lab {
     pub options: Options,
     pub etcd: Option<procs::Daemon>,
     pub zookeeper: Option<procs::Daemon>,
-    /// Every strategy as the service lists it (its kind, its class).
-    pub strategies: Vec<StrategyEntry>,
+    /// Every strategy as the service lists it (its kind, its class), once
+    /// [`Lab::read_strategies`] has asked.
+    pub listed: Option<StrategiesBody>,
 }
 
 impl Lab {
@@ -87,7 +88,7 @@ impl Lab {
             options: options.clone(),
             etcd: None,
             zookeeper: None,
-            strategies: Vec::new(),
+            listed: None,
         })
     }
 
@@ -101,22 +102,17 @@ impl Lab {
             .strategies()
             .await
             .context("GET /admin/strategies of a replica of this build")?;
-        self.strategies = listed.strategies;
+        self.listed = Some(listed);
         Ok(())
     }
 
     /// The service's entry of `strategy`, or an error naming the known ones.
     pub fn strategy(&self, strategy: &str) -> anyhow::Result<&StrategyEntry> {
-        self.strategies
-            .iter()
-            .find(|s| s.name == strategy)
-            .with_context(|| {
-                let known: Vec<&str> = self.strategies.iter().map(|s| s.name.as_str()).collect();
-                format!(
-                    "unknown strategy {strategy:?}; the service knows: {}",
-                    known.join(", ")
-                )
-            })
+        let listed = self
+            .listed
+            .as_ref()
+            .context("the strategies were not read yet")?;
+        Ok(crate::api::entry(listed, strategy)?)
     }
 
     /// Start the coordination servers the chosen strategies need.

@@ -104,8 +104,9 @@ fn strategies_of(lab: &Lab, scenario: Scenario, options: &Options) -> Vec<String
     }
     if scenario.every_shared_lock() {
         return lab
-            .strategies
+            .listed
             .iter()
+            .flat_map(|listed| &listed.strategies)
             .filter(|s| shared_lock(s.kind))
             .map(|s| s.name.clone())
             .collect();
