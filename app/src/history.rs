@@ -258,6 +258,7 @@ impl History {
             run: run.clone(),
             instance: self.inner.instance.clone(),
             errors: self.inner.errors.load(Ordering::Relaxed),
+            stale: 0,
             strategies: Vec::new(),
             inside: Vec::new(),
             first_overlaps: Vec::new(),

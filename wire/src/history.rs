@@ -62,8 +62,14 @@ pub struct HistoryReport {
     pub run: Option<String>,
     /// This replica's instance id (`SECKILL_INSTANCE_ID`).
     pub instance: String,
-    /// Arbiter calls of *this replica* that failed since it started.
+    /// Arbiter calls of *this replica* that failed during the current run
+    /// (counted from zero when a run starts): any error makes the run's
+    /// history incomplete, and its verdict `inconclusive`.
     pub errors: u64,
+    /// Sections left inside by an exit that never reached the arbiter,
+    /// found older than the stale bound and dropped (counted, not taken
+    /// for overlaps).
+    pub stale: u64,
     /// Figures per strategy.
     pub strategies: Vec<StrategyHistory>,
     /// Sections inside right now.
@@ -84,6 +90,46 @@ impl HistoryReport {
                 ..StrategyHistory::default()
             })
     }
+}
+
+/// One critical section of the current run, as the arbiter saw it (times
+/// on the arbiter's clock): what the timelines of `report.html`,
+/// `scenarios.html` and the console draw.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Section {
+    /// Replica (instance id).
+    pub instance: String,
+    /// `{instance}:{n}`.
+    pub member: String,
+    /// Strategy.
+    pub strategy: String,
+    /// Product.
+    pub product: i64,
+    /// Entry, microseconds since the epoch.
+    pub entered_us: i64,
+    /// Exit, microseconds since the epoch; `null` while inside (always sent).
+    #[serde(deserialize_with = "crate::nullable::required")]
+    #[cfg_attr(feature = "openapi", schema(required = true))]
+    pub exited_us: Option<i64>,
+    /// Whether another section of the product was inside at some moment
+    /// of this one (it entered during another, or another entered during it).
+    pub overlap: bool,
+}
+
+/// `GET /admin/history/sections`: the current run's sections, oldest
+/// first (the finished ones, then those inside).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct SectionsBody {
+    /// The run id (`null` when the history is off; always sent).
+    #[serde(deserialize_with = "crate::nullable::required")]
+    #[cfg_attr(feature = "openapi", schema(required = true))]
+    pub run: Option<String>,
+    /// The sections kept (the arbiter keeps the most recent ones).
+    pub sections: Vec<Section>,
+    /// Finished sections the arbiter no longer keeps (oldest dropped first).
+    pub dropped: u64,
 }
 
 /// `PUT /admin/history` body.

@@ -15,6 +15,8 @@
 //!   the mutual-exclusion history.
 //! - [`products`] — `GET /api/v1/products/{id}`, `POST
 //!   /admin/products/{id}/reset`.
+//! - [`orders`] — `GET /admin/products/{id}/orders`: the orders since the
+//!   last reset, paged.
 //! - [`grab`] — `POST /api/v1/products/{id}/grab`: the request and the
 //!   `201` order.
 //! - [`status`] — `GET /api/v1/status` (and each event of its stream).
@@ -35,6 +37,7 @@ pub mod faults;
 pub mod grab;
 pub mod history;
 pub mod nullable;
+pub mod orders;
 pub mod products;
 pub mod status;
 pub mod strategies;

@@ -79,7 +79,7 @@ fn a_strategy_entry_needs_its_kind_but_not_an_unavailable_reason() {
 #[test]
 fn a_history_report_must_say_its_run_even_when_null() {
     let report = json!({
-        "enabled": false, "run": null, "instance": "r1", "errors": 0,
+        "enabled": false, "run": null, "instance": "r1", "errors": 0, "stale": 0,
         "strategies": [], "inside": [], "first_overlaps": []
     });
     let decoded: HistoryReport = serde_json::from_value(report.clone()).expect("decodes");

@@ -96,8 +96,21 @@ pub struct CaseResult {
     pub steps: Vec<String>,
     /// The arbiter's first overlaps (time, who entered, who was inside).
     pub first_overlaps: Vec<OverlapEvent>,
-    /// Length of the case, seconds.
+    /// Length of the case, seconds (all its trials).
     pub duration_s: f64,
+    /// With `--trials N`: how many of the N runs of this case were
+    /// `as-expected` (the verdict is `as-expected` only when all were).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trials: Option<Trials>,
+}
+
+/// `"trials": {"runs", "as_expected"}` of a case run more than once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Trials {
+    /// Times the case ran.
+    pub runs: u32,
+    /// Of those, the runs judged `as-expected`.
+    pub as_expected: u32,
 }
 
 impl CaseResult {

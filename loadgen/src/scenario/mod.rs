@@ -24,7 +24,8 @@
 //! its file — what each strategy should do under it, and its fault script
 //! (`gc_pause.rs` … `dependency_loss.rs`); `lab.rs` is what a run owns,
 //! `world.rs` what a case starts and the moves every scenario makes,
-//! `buyers.rs` the load, `runner.rs` the loop, `case.rs` a case's record and
+//! `buyers.rs` the load, `runner.rs` the loop, `observe.rs` what a case left
+//! behind, `case.rs` a case's record and
 //! its judgement (through [`crate::judge`]), `report.rs` the files.
 
 mod buyers;
@@ -37,6 +38,7 @@ mod failover;
 mod gc_pause;
 mod lab;
 mod list;
+mod observe;
 mod redlock_restart;
 mod report;
 mod runner;

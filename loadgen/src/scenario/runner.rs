@@ -5,13 +5,13 @@
 use anyhow::Context as _;
 use tokio::time::Instant;
 
-use super::buyers::Tally;
-use super::case::{judge, CaseResult, Checks, Observed};
+use super::case::{judge, CaseResult, Checks};
+use super::observe::observe;
 use super::lab::{Lab, Options};
 use super::list::{shared_lock, Scenario};
 use super::report::{ScenarioReport, Skipped};
 use super::world::{Case, CaseRun, World};
-use crate::api::{HistoryReport, StrategyEntry};
+use crate::api::StrategyEntry;
 use crate::judge::{Expected, Guarantee};
 
 /// Run every chosen scenario and collect the report.
@@ -160,70 +160,6 @@ async fn run_case(
         steps: case.steps,
         first_overlaps: history.first_overlaps,
         duration_s: (case.started.elapsed().as_secs_f64() * 100.0).round() / 100.0,
+        trials: None,
     })
-}
-
-/// Read the audit, the history and the lock metrics after the load; the
-/// history as read is returned too (its first overlaps go in the report).
-async fn observe(
-    world: &World,
-    case: &Case,
-    strategy: &str,
-) -> anyhow::Result<(Observed, HistoryReport)> {
-    let service = world.service();
-    let audit = service.audit().await?;
-    let row = audit
-        .products
-        .iter()
-        .find(|r| r.product_id == 1)
-        .cloned()
-        .context("the audit lists no product 1")?;
-    let history = service.history().await?;
-    let mine = history.of(strategy);
-    let scrape = service.scrape().await?;
-    let s = [("strategy", strategy)];
-    let waits = scrape.sum("seckill_lock_acquire_duration_seconds_sum", &s);
-    let waited = scrape.sum("seckill_lock_acquire_duration_seconds_count", &s);
-    let mean_wait_ms = if waited > 0.0 {
-        waits / waited * 1000.0
-    } else {
-        0.0
-    };
-    let lock_retries = scrape.sum("seckill_lock_retries_total", &s).round() as u64;
-    let mut history_errors = 0;
-    for base in &service.urls {
-        history_errors += service.history_of(base).await?.errors;
-    }
-    let t = &case.tally;
-    let o = Observed {
-        overlaps: mine.overlaps,
-        max_holders: mine.max_holders,
-        oversold: row.oversold,
-        lost_updates: row.lost_updates,
-        duplicates: row.duplicates,
-        undersold: row.undersold,
-        negative_stock: row.negative_stock,
-        rejected: Tally::get(&t.rejected),
-        busy: Tally::get(&t.busy),
-        orders: row.orders,
-        unavailable: Tally::get(&t.unavailable),
-        errors: Tally::get(&t.error),
-        entries: mine.entries,
-        history_errors,
-        lock_retries,
-        mean_wait_ms: (mean_wait_ms * 100.0).round() / 100.0,
-        contended: false,
-        recovered_after_ms: case
-            .crashed_at
-            .and_then(|at| t.first_order_after(at).map(|o| (o - at).as_millis() as u64)),
-    };
-    let observed = Observed {
-        contended: o.lock_retries > 0
-            || o.busy > 0
-            || o.overlaps > 0
-            || o.max_holders > 1
-            || o.mean_wait_ms >= 1.0,
-        ..o
-    };
-    Ok((observed, history))
 }

@@ -1,0 +1,74 @@
+//! What a case left behind, read after its load: the audit, the history,
+//! the lock metrics and the buyers' tally, as one [`Observed`].
+
+use anyhow::Context as _;
+
+use super::buyers::Tally;
+use super::case::Observed;
+use super::world::{Case, World};
+use crate::api::HistoryReport;
+
+/// Read the audit, the history and the lock metrics after the load; the
+/// history as read is returned too (its first overlaps go in the report).
+pub async fn observe(
+    world: &World,
+    case: &Case,
+    strategy: &str,
+) -> anyhow::Result<(Observed, HistoryReport)> {
+    let service = world.service();
+    let audit = service.audit().await?;
+    let row = audit
+        .products
+        .iter()
+        .find(|r| r.product_id == 1)
+        .cloned()
+        .context("the audit lists no product 1")?;
+    let history = service.history().await?;
+    let mine = history.of(strategy);
+    let scrape = service.scrape().await?;
+    let s = [("strategy", strategy)];
+    let waits = scrape.sum("seckill_lock_acquire_duration_seconds_sum", &s);
+    let waited = scrape.sum("seckill_lock_acquire_duration_seconds_count", &s);
+    let mean_wait_ms = if waited > 0.0 {
+        waits / waited * 1000.0
+    } else {
+        0.0
+    };
+    let lock_retries = scrape.sum("seckill_lock_retries_total", &s).round() as u64;
+    let mut history_errors = 0;
+    for base in &service.urls {
+        history_errors += service.history_of(base).await?.errors;
+    }
+    let t = &case.tally;
+    let o = Observed {
+        overlaps: mine.overlaps,
+        max_holders: mine.max_holders,
+        oversold: row.oversold,
+        lost_updates: row.lost_updates,
+        duplicates: row.duplicates,
+        undersold: row.undersold,
+        negative_stock: row.negative_stock,
+        rejected: Tally::get(&t.rejected),
+        busy: Tally::get(&t.busy),
+        orders: row.orders,
+        unavailable: Tally::get(&t.unavailable),
+        errors: Tally::get(&t.error),
+        entries: mine.entries,
+        history_errors,
+        lock_retries,
+        mean_wait_ms: (mean_wait_ms * 100.0).round() / 100.0,
+        contended: false,
+        recovered_after_ms: case
+            .crashed_at
+            .and_then(|at| t.first_order_after(at).map(|o| (o - at).as_millis() as u64)),
+    };
+    let observed = Observed {
+        contended: o.lock_retries > 0
+            || o.busy > 0
+            || o.overlaps > 0
+            || o.max_holders > 1
+            || o.mean_wait_ms >= 1.0,
+        ..o
+    };
+    Ok((observed, history))
+}
