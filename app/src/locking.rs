@@ -641,7 +641,10 @@ pub async fn setnx(cx: GrabContext<'_>, key: &str, value: &str) -> Result<bool, 
 /// many replicas (`WAIT n timeout`) before it counts: a lock that only the
 /// primary knows is lost when a replica is promoted (the `failover`
 /// scenario). Too few acknowledgements: the key is deleted again (if still
-/// ours) and the attempt counts as not acquired.
+/// ours) and the attempt counts as not acquired. A `WAIT` that fails (a
+/// Redis error) gives the key back too — compare-and-delete with the
+/// token, best effort — before the error is returned, so a lock that never
+/// protected anything is not left held for its whole TTL.
 pub async fn try_set_nx_px(
     cx: GrabContext<'_>,
     product_id: i64,
@@ -654,11 +657,26 @@ pub async fn try_set_nx_px(
     let wanted = cx.deps.redis_wait_replicas;
     if wanted > 0 {
         let mut conn = cx.deps.redis.clone();
-        let acked: i64 = redis::cmd("WAIT")
+        let waited: Result<i64, redis::RedisError> = redis::cmd("WAIT")
             .arg(wanted)
             .arg(cx.deps.redis_wait_timeout.as_millis() as u64)
             .query_async(&mut conn)
-            .await?;
+            .await;
+        let acked = match waited {
+            Ok(acked) => acked,
+            Err(e) => {
+                let given_back: Result<i64, _> = COMPARE_AND_DELETE
+                    .key(&key)
+                    .arg(&token)
+                    .invoke_async(&mut conn)
+                    .await;
+                if let Err(release) = given_back {
+                    tracing::warn!(%key, error = %release,
+                        "WAIT failed and the lock could not be given back; it expires with its TTL");
+                }
+                return Err(e.into());
+            }
+        };
         if acked < i64::from(wanted) {
             tracing::debug!(%key, acked, wanted, "lock write not replicated in time; giving it back");
             let _: i64 = COMPARE_AND_DELETE

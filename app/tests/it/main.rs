@@ -9,5 +9,6 @@ mod cli;
 mod concurrency;
 mod exclusion;
 mod failures;
+mod ground_truth;
 mod openapi;
 mod status;
