@@ -8,7 +8,9 @@
 //! - `synchronous_commit` = `SECKILL_SYNCHRONOUS_COMMIT`, so a report can say
 //!   whether the commit's fsync was part of what it measured.
 
+use std::collections::HashSet;
 use std::str::FromStr;
+use std::sync::RwLock;
 use std::time::Duration;
 
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
@@ -122,6 +124,79 @@ pub async fn seed(pool: &PgPool, products: &[SeedProduct]) -> Result<(), sqlx::E
         .await?;
     }
     Ok(())
+}
+
+/// The ids of the products that exist, as far as this replica has seen:
+/// filled from the database at start, and grown by every id a grab asked
+/// for that the database then had. A grab of an id in the set goes on with
+/// no database round trip; an id not in it is looked up once in
+/// PostgreSQL (a product created after the fill — seeded by another
+/// replica, or by `POST /admin/products/{id}/reset` on any replica — is
+/// found then and kept). An id the database does not have is answered
+/// `404` before any lock is taken and is *not* remembered, so the set holds
+/// only products that exist: asking for millions of unknown ids costs a
+/// primary-key lookup each, never memory. Products are never deleted by
+/// the service (a reset updates or creates), so a known id stays right;
+/// a row deleted by hand is still refused by the strategies' own reads.
+#[derive(Debug, Default)]
+pub struct KnownProducts {
+    ids: RwLock<HashSet<i64>>,
+}
+
+impl KnownProducts {
+    /// Learn every product in the database (at start).
+    pub async fn fill(&self, pool: &PgPool) -> Result<(), sqlx::Error> {
+        let ids: Vec<i64> = sqlx::query_scalar("SELECT id FROM products")
+            .fetch_all(pool)
+            .await?;
+        self.ids
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .extend(ids);
+        Ok(())
+    }
+
+    /// Whether `id` is known to exist, without asking the database.
+    pub fn contains(&self, id: i64) -> bool {
+        self.ids
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .contains(&id)
+    }
+
+    /// Whether product `id` exists: from the set, else from the database
+    /// (and then remembered when it does).
+    pub async fn exists(&self, pool: &PgPool, id: i64) -> Result<bool, sqlx::Error> {
+        if self.contains(id) {
+            return Ok(true);
+        }
+        let exists: bool =
+            sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM products WHERE id = $1)")
+                .bind(id)
+                .fetch_one(pool)
+                .await?;
+        if exists {
+            self.ids
+                .write()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .insert(id);
+        }
+        Ok(exists)
+    }
+
+    /// How many product ids are known (never more than the products table
+    /// holds).
+    pub fn len(&self) -> usize {
+        self.ids
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .len()
+    }
+
+    /// Whether no product id is known yet.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
 /// A product as the API shows it.

@@ -79,6 +79,19 @@ pub struct Metrics {
     pub order_batch_commit: HistogramVec,
     /// `seckill_order_batch_wait_seconds{strategy}` — an order queued before its batch started.
     pub order_batch_wait: HistogramVec,
+    /// `seckill_strategy_products{strategy}` — products this replica keeps
+    /// per-product state for: `local-mutex`'s mutexes, `watchdog`'s FIFO
+    /// gates and waiter lists, `redis-lua-stock`'s sweep times. Never more
+    /// than the products that exist (a grab of an unknown id is answered
+    /// `404` before its strategy runs); 0 for the strategies that keep none.
+    pub strategy_products: GaugeVec,
+    /// `seckill_stock_confirm_conflicts_total` — `redis-lua-stock` orders
+    /// that committed after the sweep had given their reservation back and
+    /// the unit to someone else (Redis stock below their quantity): the
+    /// confirm took nothing (stock never below 0), the order was deleted
+    /// again and the grab answered `sold_out` (see
+    /// `lock/redis_lua_stock.rs`).
+    pub stock_confirm_conflicts: IntCounter,
 }
 
 /// Batch sizes: powers of two up to 1,024 orders.
@@ -145,6 +158,13 @@ impl Metrics {
         )
         .expect("valid metric");
         r.register(Box::new(history_errors.clone()))
+            .expect("registered once");
+        let stock_confirm_conflicts = IntCounter::new(
+            "seckill_stock_confirm_conflicts_total",
+            "redis-lua-stock orders committed after the sweep gave their unit to someone else: undone, answered sold_out",
+        )
+        .expect("valid metric");
+        r.register(Box::new(stock_confirm_conflicts.clone()))
             .expect("registered once");
         let build_info = prometheus::IntGaugeVec::new(
             Opts::new(
@@ -302,6 +322,13 @@ impl Metrics {
                 "Time an order waited for its batch to start",
                 &["strategy"],
             ),
+            strategy_products: gauge(
+                &r,
+                "seckill_strategy_products",
+                "Products this replica keeps per-product strategy state for (mutexes, gates, sweep times)",
+                &["strategy"],
+            ),
+            stock_confirm_conflicts,
             registry: r,
         }
     }
@@ -333,6 +360,7 @@ impl Metrics {
             self.fence_rejections.with_label_values(&[s]);
             self.db_pool_starved.with_label_values(&[s]);
             self.orders.with_label_values(&[s]);
+            self.strategy_products.with_label_values(&[s]);
         }
         for node in redlock_nodes {
             self.redlock_node_errors.with_label_values(&[node]);

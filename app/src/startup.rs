@@ -59,6 +59,11 @@ impl Application {
         db::seed(&pool, &seeds)
             .await
             .context("cannot seed products")?;
+        let known_products = db::KnownProducts::default();
+        known_products
+            .fill(&pool)
+            .await
+            .context("cannot read the products")?;
         let redis = crate::redis_client::connection(&settings.redis_url)?;
 
         let metrics = Metrics::new();
@@ -123,6 +128,7 @@ impl Application {
             deps,
             read_pool,
             witness: db::ServerWitness::default(),
+            known_products,
             control,
             settings,
             admin_token,

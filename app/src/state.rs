@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use crate::configuration::Settings;
 use crate::control::Control;
-use crate::db::ServerWitness;
+use crate::db::{KnownProducts, ServerWitness};
 use crate::strategy::Deps;
 
 /// What every handler shares.
@@ -19,6 +19,9 @@ pub struct AppState {
     /// Asks the server (through `read_pool`) whether it answers, when a
     /// grab found no pooled connection: contention or an outage.
     pub witness: ServerWitness,
+    /// The products known to exist: a grab of any other id answers `404`
+    /// before its strategy runs (no lock, no per-product state).
+    pub known_products: KnownProducts,
     /// Active strategy and faults.
     pub control: Arc<Control>,
     /// The settings the service started with.

@@ -12,6 +12,10 @@
 //!
 //! The mutex is tokio's fair FIFO mutex, so waiting is a queue rather than
 //! polling; the wait is bounded by `SECKILL_LOCK_WAIT_MS` like every lock.
+//! One mutex per product that a grab reached, kept for the life of the
+//! process: the grab route answers an unknown product `404` before any
+//! strategy runs, so the map never holds more than the products that exist
+//! (`seckill_strategy_products{strategy="local-mutex"}`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -39,14 +43,23 @@ pub struct LocalMutex {
 }
 
 impl LocalMutex {
-    fn mutex_for(&self, product_id: i64) -> Arc<tokio::sync::Mutex<()>> {
+    fn mutex_for(&self, cx: GrabContext<'_>, product_id: i64) -> Arc<tokio::sync::Mutex<()>> {
         // A poisoned map only means another task panicked while inserting;
         // the map itself is still consistent.
         let mut map = self
             .per_product
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        map.entry(product_id).or_default().clone()
+        if let Some(mutex) = map.get(&product_id) {
+            return mutex.clone();
+        }
+        let mutex = map.entry(product_id).or_default().clone();
+        cx.deps
+            .metrics
+            .strategy_products
+            .with_label_values(&[INFO.name])
+            .set(map.len() as f64);
+        mutex
     }
 }
 
@@ -58,11 +71,11 @@ impl DistributedLock for LocalMutex {
 
     async fn try_acquire(
         &self,
-        _cx: GrabContext<'_>,
+        cx: GrabContext<'_>,
         product_id: i64,
     ) -> Result<Option<LockGuard>, GrabError> {
         Ok(self
-            .mutex_for(product_id)
+            .mutex_for(cx, product_id)
             .try_lock_owned()
             .ok()
             .map(|held| local_guard(product_id, held)))
@@ -75,7 +88,7 @@ impl DistributedLock for LocalMutex {
             .lock_attempts
             .with_label_values(&[INFO.name])
             .inc();
-        let mutex = self.mutex_for(product_id);
+        let mutex = self.mutex_for(cx, product_id);
         match timeout(cx.deps.lock_wait, mutex.lock_owned()).await {
             Ok(held) => Ok(local_guard(product_id, held)),
             Err(_) => Err(GrabError::Busy(cx.deps.lock_wait)),

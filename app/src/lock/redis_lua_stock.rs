@@ -252,6 +252,10 @@ impl RedisLuaStock {
                     last.insert(product_id, now);
                 }
             }
+            deps.metrics
+                .strategy_products
+                .with_label_values(&[INFO.name])
+                .set(last.len() as f64);
         }
         let deps = deps.clone();
         tokio::spawn(async move {

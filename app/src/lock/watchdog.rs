@@ -38,6 +38,10 @@
 //!   unlucky waiter loses again and again (`make bench-locks`, contended
 //!   row: wait p99 twice raw polling's before the gate). Across replicas
 //!   there is still no queue: each replica's head races the others'.
+//!   Gates and waiter lists are kept per product for the life of the
+//!   process; the grab route answers an unknown product `404` before any
+//!   strategy runs, so they never outnumber the products that exist
+//!   (`seckill_strategy_products{strategy="watchdog"}`).
 //! - Lost lease: when a renewal finds the lock gone or not ours, the guard
 //!   is marked lost (`seckill_lock_lost_total`); the section checks before
 //!   it commits and aborts with `409 rejected`. Redisson only logs this
@@ -151,6 +155,22 @@ impl Watchdog {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         map.entry(key.to_owned()).or_default().clone()
+    }
+
+    /// How many products this process keeps a gate or a waiter list for
+    /// (both are created for the same keys, by [`DistributedLock::acquire`]).
+    fn products_kept(&self) -> usize {
+        let gates = self
+            .gates
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .len();
+        let waiters = self
+            .waiters
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .len();
+        gates.max(waiters)
     }
 
     /// One attempt for `owner` (a first entry or a re-entry).
@@ -388,10 +408,14 @@ impl DistributedLock for Watchdog {
         // Queue behind this process's earlier waiters of the same key
         // (FIFO); the permit is held until this acquire returns.
         let gate = self.gate_of(&key);
+        let notify = self.waiters_of(&key);
+        deps.metrics
+            .strategy_products
+            .with_label_values(&[INFO.name])
+            .set(self.products_kept() as f64);
         let Ok(Ok(_turn)) = timeout(deps.lock_wait, gate.acquire_owned()).await else {
             return Err(GrabError::Busy(deps.lock_wait));
         };
-        let notify = self.waiters_of(&key);
         let attempts = deps.metrics.lock_attempts.with_label_values(&[INFO.name]);
         let retries = deps.metrics.lock_retries.with_label_values(&[INFO.name]);
         loop {

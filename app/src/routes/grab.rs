@@ -4,6 +4,12 @@
 //! the connection, the grab still finishes (commits or rolls back) and
 //! releases its lock, instead of being dropped half-way with a Redis lock
 //! held until its TTL.
+//!
+//! A grab of a product that does not exist is answered `404` before its
+//! strategy runs: it takes no lock, writes no lock key and adds nothing to
+//! a strategy's per-product state (mutexes, gates, sweep times). Known ids
+//! are answered from [`crate::db::KnownProducts`] without a database round
+//! trip; an id not known yet costs one primary-key lookup.
 
 use std::cell::Cell;
 
@@ -76,19 +82,40 @@ pub async fn grab(
             pause,
         };
         let started = Instant::now();
-        let (result, waited) = LOCK_WAIT
-            .scope(
-                Cell::new(None),
-                BATCH_WAIT.scope(Cell::new(None), async {
-                    let result = strategy.grab(cx, req).await;
-                    let waited = Waited {
-                        lock: LOCK_WAIT.with(Cell::get),
-                        batch: BATCH_WAIT.with(Cell::get),
-                    };
-                    (result, waited)
-                }),
-            )
-            .await;
+        let refused = match state
+            .known_products
+            .exists(&state.deps.pool, req.product_id)
+            .await
+        {
+            Ok(true) => None,
+            Ok(false) => Some(GrabError::NotFound),
+            Err(e) => Some(GrabError::from(e)),
+        };
+        let (result, waited) = match refused {
+            // Unknown (or not known and unreadable): no lock, no state.
+            Some(refused) => (
+                Err(refused),
+                Waited {
+                    lock: None,
+                    batch: None,
+                },
+            ),
+            None => {
+                LOCK_WAIT
+                    .scope(
+                        Cell::new(None),
+                        BATCH_WAIT.scope(Cell::new(None), async {
+                            let result = strategy.grab(cx, req).await;
+                            let waited = Waited {
+                                lock: LOCK_WAIT.with(Cell::get),
+                                batch: BATCH_WAIT.with(Cell::get),
+                            };
+                            (result, waited)
+                        }),
+                    )
+                    .await
+            }
+        };
         let name = strategy.info().name;
         let result = match result {
             Err(GrabError::PoolTimedOut) => Err(judge_pool_timeout(&state, name).await),
