@@ -2,9 +2,14 @@
 //! turned into breaches, and breaches into a verdict — the same checks, the
 //! same way, for `run`, `compare` and `scenario`.
 //!
-//! The checks ([`Evidence::breaches`]): units oversold, lost updates,
-//! units undersold, duplicate orders, a negative stock column, and — for a
-//! strategy that promises mutual exclusion — overlapping critical sections.
+//! The checks ([`Evidence::breaches`]): acknowledged orders missing from
+//! the database and orders nobody acknowledged (the buyers' [ledger],
+//! a violation under *every* strategy), the stock moved outside what the
+//! buyers can explain, units oversold, lost updates, units undersold,
+//! duplicate orders, a negative stock column, and — for a strategy that
+//! promises mutual exclusion — overlapping critical sections.
+//!
+//! [ledger]: crate::load::ledger
 //! A strategy that promises only exact data (the fence, the atomic
 //! operations: [`Guarantee::Data`]) may overlap; its audit must still be
 //! clean.
@@ -12,7 +17,10 @@
 //! Two verdicts read the breaches:
 //! - a run of `run`/`compare` ([`RunVerdict`]): a strategy classed safe
 //!   that shows any breach is a `VIOLATION`; one not classed safe (or aimed
-//!   at by the faults in force) is `expected-unsafe`;
+//!   at by the faults in force) is `expected-unsafe` — unless an
+//!   acknowledged order vanished or an unacknowledged one appeared, a
+//!   `VIOLATION` for any strategy; a run whose history or orders could not
+//!   be read completely is `inconclusive`, never `safe`;
 //! - a scenario case ([`CaseVerdict`]): `as-expected` when the design held
 //!   where it should hold and broke where it should break, `UNEXPECTED`
 //!   otherwise, `inconclusive` when the case could not tell.
@@ -22,6 +30,7 @@ use std::fmt;
 use serde::Serialize;
 
 use crate::api::{AuditRow, Kind, StrategyHistory};
+use crate::load::ledger::{Accounting, Bounds};
 
 /// What a strategy promises: no two holders, or only exact data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -64,11 +73,18 @@ pub struct Evidence {
     pub overlaps: Option<u64>,
     /// The most sections inside at once (`None`: no history).
     pub max_holders: Option<u64>,
+    /// The acknowledgement check (`None`: not made).
+    pub accounting: Option<Accounting>,
 }
 
 impl Evidence {
-    /// The audit rows' figures, and the history's counts if it was on.
-    pub fn new(rows: &[AuditRow], history: Option<&StrategyHistory>) -> Self {
+    /// The audit rows' figures, the history's counts if it was on, and the
+    /// acknowledgement check if it was made.
+    pub fn new(
+        rows: &[AuditRow],
+        history: Option<&StrategyHistory>,
+        accounting: Option<Accounting>,
+    ) -> Self {
         let sum = |f: fn(&AuditRow) -> i64| rows.iter().map(f).sum::<i64>();
         Self {
             oversold: sum(|r| r.oversold),
@@ -78,12 +94,24 @@ impl Evidence {
             negative_stock: rows.iter().any(|r| r.negative_stock),
             overlaps: history.map(|h| h.overlaps),
             max_holders: history.map(|h| h.max_holders),
+            accounting,
         }
     }
 
     /// Every breach, in the order they are printed.
     pub fn breaches(&self, guarantee: Guarantee) -> Vec<Breach> {
         let mut found = Vec::new();
+        if let Some(a) = &self.accounting {
+            if a.acknowledged_missing > 0 {
+                found.push(Breach::AcknowledgedMissing(a.acknowledged_missing));
+            }
+            if a.unacknowledged_present > 0 {
+                found.push(Breach::UnacknowledgedPresent(a.unacknowledged_present));
+            }
+            if !a.bounds.hold() {
+                found.push(Breach::OutOfBounds(a.bounds));
+            }
+        }
         if self.oversold > 0 {
             found.push(Breach::Oversold(self.oversold));
         }
@@ -114,6 +142,12 @@ impl Evidence {
 /// One way a run broke its strategy's promise.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Breach {
+    /// `201`s whose order is not in the database.
+    AcknowledgedMissing(u64),
+    /// Orders no `201` and no indeterminate answer explains.
+    UnacknowledgedPresent(u64),
+    /// Units gone from the stock outside acknowledged ..= attempted.
+    OutOfBounds(Bounds),
     /// Units sold beyond the stock.
     Oversold(i64),
     /// Orders the stock column never saw.
@@ -133,6 +167,17 @@ pub enum Breach {
 impl fmt::Display for Breach {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            Breach::AcknowledgedMissing(n) => {
+                write!(f, "{n} acknowledged orders missing from the database")
+            }
+            Breach::UnacknowledgedPresent(n) => {
+                write!(f, "{n} orders nobody acknowledged")
+            }
+            Breach::OutOfBounds(b) => write!(
+                f,
+                "{} units left the stock, outside {}..={} (acknowledged..=attempted)",
+                b.sold_units, b.acknowledged_units, b.attempted_units
+            ),
             Breach::Oversold(n) => write!(f, "oversold {n}"),
             Breach::LostUpdates(n) => write!(f, "{n} lost updates"),
             Breach::Undersold(n) => write!(f, "undersold {n}"),
@@ -147,6 +192,22 @@ impl fmt::Display for Breach {
             ),
             Breach::Deadlocked => f.write_str("no order after the holder died: deadlocked"),
         }
+    }
+}
+
+impl Breach {
+    /// A breach no design may show, whatever its class: the service lied
+    /// to a buyer (an acknowledged order gone, an order never answered).
+    pub fn always_a_violation(&self) -> bool {
+        matches!(
+            self,
+            Breach::AcknowledgedMissing(_) | Breach::UnacknowledgedPresent(_)
+        )
+    }
+
+    /// A breach the history shows (an incomplete history can invent one).
+    pub fn from_history(&self) -> bool {
+        matches!(self, Breach::Overlaps { .. })
     }
 }
 
@@ -172,12 +233,29 @@ pub enum RunVerdict {
     /// the faults in force aim at): its breaches are the lesson.
     #[serde(rename = "expected-unsafe")]
     ExpectedUnsafe,
+    /// The run could not be judged: the history had errors or could not
+    /// be read, or the orders could not be read.
+    #[serde(rename = "inconclusive")]
+    Inconclusive,
 }
 
 impl RunVerdict {
     /// Judge a run: `classed_safe` is the strategy's class under the
-    /// faults in force (see [`crate::expect`]).
-    pub fn of(classed_safe: bool, breaches: &[Breach]) -> Self {
+    /// faults in force (see [`crate::expect`]); `complete` is false when
+    /// the history or the orders could not be read whole. A lie to a buyer
+    /// is a violation whatever the class; an audit breach of a strategy
+    /// classed safe is one whatever the history; otherwise an incomplete
+    /// run is inconclusive (its overlaps may be the history's own gaps).
+    pub fn of(classed_safe: bool, breaches: &[Breach], complete: bool) -> Self {
+        if breaches.iter().any(Breach::always_a_violation) {
+            return RunVerdict::Violation;
+        }
+        if classed_safe && breaches.iter().any(|b| !b.from_history()) {
+            return RunVerdict::Violation;
+        }
+        if !complete {
+            return RunVerdict::Inconclusive;
+        }
         match (classed_safe, breaches.is_empty()) {
             (false, _) => RunVerdict::ExpectedUnsafe,
             (true, false) => RunVerdict::Violation,
@@ -191,6 +269,7 @@ impl RunVerdict {
             RunVerdict::Safe => "safe",
             RunVerdict::Violation => "VIOLATION",
             RunVerdict::ExpectedUnsafe => "expected-unsafe",
+            RunVerdict::Inconclusive => "inconclusive",
         }
     }
 }
@@ -320,8 +399,11 @@ mod tests {
         for (text, evidence) in one_of_each() {
             let breaches = evidence.breaches(Guarantee::Exclusion);
             assert_eq!(list(&breaches), text);
-            assert_eq!(RunVerdict::of(true, &breaches), RunVerdict::Violation);
-            assert_eq!(RunVerdict::of(false, &breaches), RunVerdict::ExpectedUnsafe);
+            assert_eq!(RunVerdict::of(true, &breaches, true), RunVerdict::Violation);
+            assert_eq!(
+                RunVerdict::of(false, &breaches, true),
+                RunVerdict::ExpectedUnsafe
+            );
             assert_eq!(
                 CaseVerdict::of(Expected::Holds, &breaches),
                 CaseVerdict::Unexpected
@@ -345,12 +427,85 @@ mod tests {
         assert_eq!(overlapping.breaches(Guarantee::Exclusion).len(), 1);
         let exact = Evidence::default();
         assert_eq!(
-            RunVerdict::of(true, &exact.breaches(Guarantee::Exclusion)),
+            RunVerdict::of(true, &exact.breaches(Guarantee::Exclusion), true),
             RunVerdict::Safe
         );
         assert_eq!(
             CaseVerdict::of(Expected::Breaks, &exact.breaches(Guarantee::Data)),
             CaseVerdict::Unexpected
+        );
+    }
+
+    #[test]
+    fn a_lie_to_a_buyer_is_a_violation_for_every_strategy() {
+        let lied = Evidence {
+            accounting: Some(Accounting {
+                acknowledged: 10,
+                acknowledged_missing: 2,
+                ..Accounting::default()
+            }),
+            ..Evidence::default()
+        };
+        let breaches = lied.breaches(Guarantee::Data);
+        assert_eq!(
+            list(&breaches),
+            "2 acknowledged orders missing from the database"
+        );
+        for classed_safe in [true, false] {
+            for complete in [true, false] {
+                assert_eq!(
+                    RunVerdict::of(classed_safe, &breaches, complete),
+                    RunVerdict::Violation
+                );
+            }
+        }
+        let appeared = Evidence {
+            accounting: Some(Accounting {
+                unacknowledged_present: 1,
+                ..Accounting::default()
+            }),
+            ..Evidence::default()
+        };
+        assert_eq!(
+            RunVerdict::of(false, &appeared.breaches(Guarantee::Data), true),
+            RunVerdict::Violation
+        );
+    }
+
+    #[test]
+    fn an_incomplete_history_is_never_safe() {
+        let clean = Evidence {
+            overlaps: Some(0),
+            max_holders: Some(1),
+            accounting: Some(Accounting::default()),
+            ..Evidence::default()
+        };
+        let none = clean.breaches(Guarantee::Exclusion);
+        assert_eq!(RunVerdict::of(true, &none, false), RunVerdict::Inconclusive);
+        assert_eq!(
+            RunVerdict::of(false, &none, false),
+            RunVerdict::Inconclusive
+        );
+        // Overlaps read from a history with gaps prove nothing either way.
+        let overlapped = Evidence {
+            overlaps: Some(3),
+            max_holders: Some(2),
+            ..clean
+        };
+        let breaches = overlapped.breaches(Guarantee::Exclusion);
+        assert_eq!(
+            RunVerdict::of(true, &breaches, false),
+            RunVerdict::Inconclusive
+        );
+        assert_eq!(RunVerdict::of(true, &breaches, true), RunVerdict::Violation);
+        // The audit does not depend on the history: oversold stays a violation.
+        let oversold = Evidence {
+            oversold: 1,
+            ..clean
+        };
+        assert_eq!(
+            RunVerdict::of(true, &oversold.breaches(Guarantee::Exclusion), false),
+            RunVerdict::Violation
         );
     }
 }

@@ -25,7 +25,9 @@
 //! Exit codes: 0 all good · 1 a strategy classed safe showed a violation
 //! (`scenario`: a verdict UNEXPECTED) · 2 bad usage (unknown strategy or
 //! product, wrong admin token) · 3 the service is unreachable or failed
-//! mid-run · 130 interrupted.
+//! mid-run · 4 a run or case could not be judged (`inconclusive`: the
+//! history had errors, the orders could not be read, a fault was not
+//! proven) · 130 interrupted.
 
 pub mod api;
 pub mod cli;

@@ -228,9 +228,37 @@ impl Service {
         }
     }
 
-    /// `GET /admin/audit` (the database's ground truth).
+    /// `GET /admin/audit?recount=true`: the database's ground truth, every
+    /// order counted (so the trigger-kept tallies are checked too).
     pub async fn audit(&self) -> Result<AuditBody, ServiceError> {
-        self.admin_get("GET /admin/audit", "/admin/audit").await
+        self.admin_get("GET /admin/audit", "/admin/audit?recount=true")
+            .await
+    }
+
+    /// Every order of `product` since its last reset, read page by page
+    /// (`GET /admin/products/{id}/orders`).
+    pub async fn orders(&self, product: u64) -> Result<Vec<OrderRow>, ServiceError> {
+        let mut all = Vec::new();
+        let mut after = 0;
+        loop {
+            let page: OrdersPage = self
+                .admin_get(
+                    "GET /admin/products/{id}/orders",
+                    &format!("/admin/products/{product}/orders?after={after}&limit=5000"),
+                )
+                .await?;
+            all.extend(page.orders);
+            match page.next_after {
+                Some(next) if next > after => after = next,
+                _ => return Ok(all),
+            }
+        }
+    }
+
+    /// The current history run's sections (`GET /admin/history/sections`).
+    pub async fn sections(&self) -> Result<SectionsBody, ServiceError> {
+        self.admin_get("GET /admin/history/sections", "/admin/history/sections")
+            .await
     }
 
     /// Start a new mutual-exclusion history run (`PUT /admin/history`) and
@@ -286,6 +314,17 @@ impl Service {
     /// The history as the first replica reads it from the arbiter.
     pub async fn history(&self) -> Result<HistoryReport, ServiceError> {
         self.history_of(self.first()).await
+    }
+
+    /// The history as the first replica reads it, with `errors` summed over
+    /// every replica (each counts its own failed arbiter calls of the run):
+    /// an error anywhere makes the run's history incomplete.
+    pub async fn history_all(&self) -> Result<HistoryReport, ServiceError> {
+        let mut report = self.history().await?;
+        for base in self.urls.iter().skip(1) {
+            report.errors += self.history_of(base).await?.errors;
+        }
+        Ok(report)
     }
 
     /// Drop the sections a killed replica left inside.

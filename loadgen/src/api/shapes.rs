@@ -5,10 +5,13 @@
 
 pub use seckill_wire::audit::{AuditBody, AuditRow};
 pub use seckill_wire::faults::{Faults, FaultsPatch};
+pub use seckill_wire::grab::Order;
 pub use seckill_wire::history::{
     ForgetBody, Forgotten, HistoryReport, HistorySwitch, HistorySwitched, OverlapEvent,
     StrategyHistory,
 };
+pub use seckill_wire::history::{Section, SectionsBody};
+pub use seckill_wire::orders::{OrderRow, OrdersPage};
 pub use seckill_wire::products::{ProductBody, ResetBody};
 pub use seckill_wire::strategies::{Kind, Safety, StrategiesBody, StrategyEntry, SwitchBody};
 

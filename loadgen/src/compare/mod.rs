@@ -44,9 +44,11 @@ pub async fn main(strategies: Vec<String>, settings: &Settings) -> ExitCode {
     }
 }
 
-/// Interrupted → 130; a violation of a strategy classed safe → 1, reported
-/// first and winning over a failing service (a violation is never hidden
-/// behind an error); a failed strategy or a service failing most grabs → 3.
+/// Interrupted → 130; a violation (of a strategy classed safe, or an
+/// acknowledged order lost under any) → 1, reported first and winning over
+/// a failing service (a violation is never hidden behind an error); a
+/// failed strategy or a service failing most grabs → 3; a run that could
+/// not be judged (history with gaps, orders unreadable) → 4.
 fn exit_code(report: &Report) -> ExitCode {
     let (code, lines) = outcome(report);
     for line in lines {
@@ -87,10 +89,20 @@ pub fn outcome(report: &Report) -> (u8, Vec<String>) {
             failed.strategy, failed.reason
         ));
     }
+    let unsure = report.inconclusive();
+    for run in &unsure {
+        lines.push(format!(
+            "INCONCLUSIVE: {} could not be judged: {}",
+            run.strategy,
+            run.inconclusive_because.join("; ")
+        ));
+    }
     let code = if !bad.is_empty() {
         1
     } else if !failing.is_empty() || !report.failed.is_empty() {
         3
+    } else if !unsure.is_empty() {
+        4
     } else {
         0
     };

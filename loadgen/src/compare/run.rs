@@ -2,6 +2,7 @@
 //! attack with a progress line (and product 1's stock sampled for the
 //! chart), then the audit, the history and the lock figures, judged.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -9,7 +10,7 @@ use anyhow::Context as _;
 use indicatif::ProgressBar;
 
 use super::settings::{Conditions, Settings};
-use crate::api::{AuditRow, Service, StrategyEntry};
+use crate::api::{AuditRow, OrderRow, Service, StrategyEntry};
 use crate::expect::{self, breaks_under};
 use crate::judge::{Evidence, Guarantee, RunVerdict};
 use crate::load::{self, Live, Outcome, Workload};
@@ -90,13 +91,41 @@ pub(super) async fn strategy(
         .into_iter()
         .filter(|r| r.product_id >= 1 && (r.product_id as u64) <= workload.products)
         .collect();
+    // What makes the run impossible to judge: a history with gaps, orders
+    // that could not be read.
+    let mut gaps = Vec::new();
+    let accounting = match orders_of(service, &live, workload.products).await {
+        Ok(orders) => Some(live.ledger.account(&orders, &rows)),
+        Err(e) => {
+            gaps.push(format!("the orders could not be read ({e})"));
+            None
+        }
+    };
+    let mut sections = Vec::new();
     let history = if settings.history {
-        Some(service.history().await?)
+        match service.history_all().await {
+            Ok(h) => {
+                if h.errors > 0 {
+                    gaps.push(format!(
+                        "{} arbiter calls failed during the run: the history is incomplete",
+                        h.errors
+                    ));
+                }
+                if let Ok(body) = service.sections().await {
+                    sections = body.sections;
+                }
+                Some(h)
+            }
+            Err(e) => {
+                gaps.push(format!("the history could not be read ({e})"));
+                None
+            }
+        }
     } else {
         None
     };
     let mine = history.as_ref().map(|h| h.of(name));
-    let evidence = Evidence::new(&rows, mine.as_ref());
+    let evidence = Evidence::new(&rows, mine.as_ref(), accounting);
     let breaches = evidence.breaches(Guarantee::of(entry.kind));
     let expected_to_break = breaks_under(entry.kind, &conditions.faults, conditions.ttl_ms);
     let verdict = RunVerdict::of(
@@ -107,6 +136,7 @@ pub(super) async fn strategy(
             expected_to_break.is_some(),
         ),
         &breaches,
+        gaps.is_empty(),
     );
     let sum = |f: fn(&AuditRow) -> i64| rows.iter().map(f).sum::<i64>();
 
@@ -196,7 +226,12 @@ pub(super) async fn strategy(
         batch,
         overlaps: evidence.overlaps,
         max_holders: evidence.max_holders,
+        history_errors: history.as_ref().map(|h| h.errors),
+        stale: history.as_ref().map(|h| h.stale),
         first_overlaps: history.map(|h| h.first_overlaps).unwrap_or_default(),
+        accounting,
+        inconclusive_because: gaps,
+        sections,
         expected_to_break,
         stock_over_time,
         audit: rows,
@@ -222,4 +257,22 @@ fn classed_safe(
     } else {
         expect::classed_safe(entry, replicas, faults_break_it)
     }
+}
+
+/// Every order of the products the run touched (product 1 ..= `products`,
+/// and any the ledger names), for the acknowledgement check.
+async fn orders_of(
+    service: &Service,
+    live: &Live,
+    products: u64,
+) -> Result<BTreeMap<u64, Vec<OrderRow>>, crate::api::ServiceError> {
+    let mut ids: Vec<u64> = (1..=products).collect();
+    ids.extend(live.ledger.products());
+    ids.sort_unstable();
+    ids.dedup();
+    let mut orders = BTreeMap::new();
+    for id in ids {
+        orders.insert(id, service.orders(id).await?);
+    }
+    Ok(orders)
 }

@@ -12,6 +12,7 @@ use goose::prelude::*;
 use rand::Rng;
 use serde_json::json;
 
+use super::ledger::Answer;
 use super::live::{lock, Live};
 use super::outcome::Outcome;
 use super::workload::{Shape, Workload};
@@ -193,9 +194,20 @@ async fn buyer(user: &mut GooseUser, plan: &Plan) -> TransactionResult {
                     live.batch_wait.record(waited);
                 }
                 let body = r.bytes().await.unwrap_or_default();
+                let answer = Answer::Http(status, &body);
+                live.ledger
+                    .record(product, user_id as i64, i64::from(quantity), answer);
                 (Outcome::of(status, &body), status)
             }
-            Err(_) => (Outcome::Error, 0),
+            Err(e) => {
+                live.ledger.record(
+                    product,
+                    user_id as i64,
+                    i64::from(quantity),
+                    Answer::lost(&e),
+                );
+                (Outcome::Error, 0)
+            }
         };
         live.record(outcome, u64::from(quantity), sent.elapsed());
         // Expected business answers are goose successes; only transport

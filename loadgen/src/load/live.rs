@@ -36,6 +36,8 @@ pub struct Live {
     pub(super) gate: Notify,
     pub(super) started: Mutex<Option<Instant>>,
     finished: Mutex<Option<Instant>>,
+    /// Every acknowledged and indeterminate grab, checked after the run.
+    pub ledger: super::ledger::Ledger,
 }
 
 impl Default for Live {
@@ -55,6 +57,7 @@ impl Default for Live {
             gate: Notify::new(),
             started: Mutex::new(None),
             finished: Mutex::new(None),
+            ledger: super::ledger::Ledger::default(),
         }
     }
 }

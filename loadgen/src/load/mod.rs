@@ -18,14 +18,19 @@
 //! stale holder) tries again after `--retry-ms`, as a real shop client
 //! would, until a final answer or `--give-up-after`; every attempt counts in
 //! grabs/s and in the outcome counts.
+//!
+//! Every acknowledged order and every indeterminate answer goes in the
+//! run's [`Ledger`], checked against the database's orders afterwards.
 
 mod attack;
+pub mod ledger;
 pub mod live;
 pub mod outcome;
 pub mod probe;
 mod workload;
 
 pub use attack::run;
+pub use ledger::{Accounting, Answer, Ledger};
 pub use live::Live;
 pub use outcome::Outcome;
 pub use workload::{Shape, Workload};

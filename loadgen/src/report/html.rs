@@ -6,7 +6,7 @@
 
 use maud::{html, Markup, PreEscaped, DOCTYPE};
 
-use super::{Report, Run};
+use super::{charts, Report, Run};
 use crate::api::OverlapEvent;
 
 impl Report {
@@ -72,6 +72,13 @@ impl Report {
                     }
                     @for s in &self.skipped {
                         p { "Skipped " code { (s.strategy) } ": " (s.reason) }
+                    }
+                    @if self.runs.iter().any(|r| !r.sections.is_empty()) {
+                        h2 { "Critical sections (--history)" }
+                        @for run in self.runs.iter().filter(|r| !r.sections.is_empty()) {
+                            h3 { (run.strategy) }
+                            (charts::section_timeline(&run.sections))
+                        }
                     }
                     @if !overlapping.is_empty() {
                         h2 { "First overlaps (--history)" }
@@ -186,6 +193,18 @@ mod tests {
             (
                 "timeline",
                 format!("<b>r1:{ESCAPED}</b> entered while inside: {ESCAPED}</li>"),
+            ),
+            (
+                "section timeline: a replica's row",
+                format!("font-size=\"12\">{ESCAPED}</text>"),
+            ),
+            (
+                "section timeline: an overlapping bar",
+                format!("fill=\"#d32f2f\" data-replica=\"{ESCAPED}\" data-overlap=\"true\"><title>{ESCAPED}:1: 4.00 ms</title>"),
+            ),
+            (
+                "section timeline: one still inside",
+                "<title>r2:1: 2.00 ms (still inside)</title>".to_owned(),
             ),
         ] {
             assert!(page.contains(&escaped), "{what}: {escaped} in {page}");

@@ -3,7 +3,7 @@
 //! the README, keys of the design's wire shapes kept) and one
 //! self-contained HTML page ([`html`]) with SVG charts (`charts.rs`).
 
-mod charts;
+pub mod charts;
 pub mod html;
 mod tables;
 
@@ -11,8 +11,9 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::api::{AuditRow, Faults, Kind, OverlapEvent, Safety};
+use crate::api::{AuditRow, Faults, Kind, OverlapEvent, Safety, Section};
 use crate::judge::RunVerdict;
+use crate::load::Accounting;
 use crate::load::{Outcome, Workload};
 
 /// Lock figures: deltas of the replicas' `/metrics` over the run.
@@ -118,9 +119,30 @@ pub struct Run {
     /// With `--history`: the most sections inside at once.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_holders: Option<u64>,
+    /// With `--history`: the arbiter calls that failed during the run,
+    /// summed over the replicas (any makes the verdict `inconclusive`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub history_errors: Option<u64>,
+    /// With `--history`: sections a failed exit left inside, dropped after
+    /// the stale bound (not counted as overlaps).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stale: Option<u64>,
     /// With `--history`: the arbiter's first overlaps.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub first_overlaps: Vec<OverlapEvent>,
+    /// The acknowledgement check: `acknowledged`, `acknowledged_missing`,
+    /// `unacknowledged_present`, `indeterminate` `{found, not_found}` and
+    /// the stock `bounds`, as keys of the run (`None`: the orders could not
+    /// be read, and the run is inconclusive).
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub accounting: Option<Accounting>,
+    /// Why the verdict is `inconclusive` (empty otherwise).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub inconclusive_because: Vec<String>,
+    /// With `--history`: the run's critical sections, for the timeline of
+    /// `report.html` (not written to `report.json`).
+    #[serde(skip)]
+    pub sections: Vec<Section>,
     /// Why the strategy was expected to break under the faults in force.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub expected_to_break: Option<String>,
@@ -178,6 +200,14 @@ impl Report {
             .collect()
     }
 
+    /// Runs that could not be judged.
+    pub fn inconclusive(&self) -> Vec<&Run> {
+        self.runs
+            .iter()
+            .filter(|r| r.verdict == RunVerdict::Inconclusive)
+            .collect()
+    }
+
     /// The runs that committed their orders in batches.
     pub(crate) fn batched(&self) -> impl Iterator<Item = (&str, &BatchFigures)> {
         self.runs
@@ -198,8 +228,9 @@ pub(crate) mod fixtures {
     use std::time::Duration;
 
     use super::{LockFigures, Report, Run};
-    use crate::api::{Kind, OverlapEvent, Safety};
+    use crate::api::{Kind, OverlapEvent, Safety, Section};
     use crate::judge::RunVerdict;
+    use crate::load::Accounting;
     use crate::load::{Shape, Workload};
 
     /// Every character HTML must escape.
@@ -252,6 +283,33 @@ pub(crate) mod fixtures {
                 inside: vec![HOSTILE.into()],
                 product: 1,
             }],
+            history_errors: Some(0),
+            stale: Some(0),
+            accounting: Some(Accounting {
+                acknowledged: 20,
+                ..Accounting::default()
+            }),
+            inconclusive_because: Vec::new(),
+            sections: vec![
+                Section {
+                    instance: HOSTILE.into(),
+                    member: format!("{HOSTILE}:1"),
+                    strategy: strategy.into(),
+                    product: 1,
+                    entered_us: 1_000_000,
+                    exited_us: Some(1_004_000),
+                    overlap: true,
+                },
+                Section {
+                    instance: "r2".into(),
+                    member: "r2:1".into(),
+                    strategy: strategy.into(),
+                    product: 1,
+                    entered_us: 1_002_000,
+                    exited_us: None,
+                    overlap: true,
+                },
+            ],
             expected_to_break: None,
             stock_over_time: vec![(0.0, 20), (0.5, -oversold)],
             audit: Vec::new(),

@@ -53,6 +53,9 @@ impl Report {
             "under",
             "dup",
             "neg",
+            "ack lost",
+            "unacked",
+            "indet f/nf",
             "overlaps",
             "verdict",
         ];
@@ -83,6 +86,13 @@ impl Report {
                     r.undersold.to_string(),
                     r.duplicates.to_string(),
                     if r.negative_stock { "yes" } else { "no" }.to_owned(),
+                    r.accounting
+                        .map_or("?".into(), |a| a.acknowledged_missing.to_string()),
+                    r.accounting
+                        .map_or("?".into(), |a| a.unacknowledged_present.to_string()),
+                    r.accounting.map_or("?".into(), |a| {
+                        format!("{}/{}", a.indeterminate.found, a.indeterminate.not_found)
+                    }),
                     r.overlaps.map_or("-".into(), |o| o.to_string()),
                     r.verdict.as_str().to_owned(),
                 ]
@@ -130,6 +140,14 @@ impl Report {
         for s in &self.failed {
             let _ = writeln!(out, "FAILED {}: {}", s.strategy, s.reason);
         }
+        for r in self.inconclusive() {
+            let _ = writeln!(
+                out,
+                "inconclusive {}: {}",
+                r.strategy,
+                r.inconclusive_because.join("; ")
+            );
+        }
         if self.interrupted {
             out.push_str("interrupted (Ctrl-C): the strategies after the last row did not run\n");
         }
@@ -156,10 +174,20 @@ impl Report {
         for s in &self.failed {
             let _ = writeln!(out, "\n**Failed** `{}`: {}", s.strategy, s.reason);
         }
+        for r in self.inconclusive() {
+            let _ = writeln!(
+                out,
+                "\n**Inconclusive** `{}`: {}",
+                r.strategy,
+                r.inconclusive_because.join("; ")
+            );
+        }
         out.push_str(
             "\nGrabs/s count every answered request (retries of `busy`/`rejected` included); \
-             orders, oversold, lost, under(sold), dup and neg(ative stock) come from the database audit; wait p99 and retries \
-             from the replicas' `/metrics`.\n",
+             orders, oversold, lost, under(sold), dup and neg(ative stock) come from the database audit; \
+             ack lost (a `201` whose order is not in the database), unacked (an order no answer explains) and \
+             indet f/nf (timeouts, resets and `5xx` whose order was found / not found) from the buyers' ledger \
+             checked against every order; wait p99 and retries from the replicas' `/metrics`.\n",
         );
         out
     }

@@ -12,7 +12,7 @@ use serde_json::json;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use crate::load::Outcome;
+use crate::load::{Answer, Ledger, Outcome};
 
 /// Counts of every answer, and when orders happened.
 #[derive(Debug, Default)]
@@ -32,9 +32,27 @@ pub struct Tally {
     /// Anything else: other statuses, timeouts, refused connections.
     pub error: AtomicU64,
     order_times: Mutex<Vec<Instant>>,
+    /// Every acknowledged and indeterminate grab, checked against the
+    /// database's orders after the case.
+    pub ledger: Ledger,
 }
 
 impl Tally {
+    /// Count one answer of a grab of one unit of product 1 by `user`.
+    fn answer(&self, user: u64, answer: &Result<(u16, Vec<u8>), reqwest::Error>) -> Outcome {
+        match answer {
+            Ok((status, body)) => {
+                self.ledger
+                    .record(1, user as i64, 1, Answer::Http(*status, body));
+                self.record(*status, body)
+            }
+            Err(e) => {
+                self.ledger.record(1, user as i64, 1, Answer::lost(e));
+                self.record(0, b"")
+            }
+        }
+    }
+
     /// Count one answer (`status` 0: no answer at all).
     pub(crate) fn record(&self, status: u16, body: &[u8]) -> Outcome {
         let outcome = Outcome::of(status, body);
@@ -141,26 +159,17 @@ impl Buyers {
                             continue;
                         };
                         let user = next_user.fetch_add(1, Ordering::Relaxed);
-                        let answer = http
-                            .post(format!("{url}/api/v1/products/1/grab"))
-                            .json(&json!({ "user_id": user }))
-                            .send()
-                            .await;
-                        match answer {
-                            Ok(response) => {
-                                let status = response.status().as_u16();
-                                let body = response.bytes().await.unwrap_or_default();
-                                if tally.record(status, &body) == Outcome::SoldOut {
-                                    tokio::time::sleep(Duration::from_millis(50)).await;
-                                }
-                                if !think.is_zero() {
-                                    tokio::time::sleep(think).await;
-                                }
-                            }
-                            Err(_) => {
-                                tally.record(0, b"");
-                                tokio::time::sleep(Duration::from_millis(20)).await;
-                            }
+                        let answer = grab(&http, &url, user).await;
+                        let outcome = tally.answer(user, &answer);
+                        if answer.is_err() {
+                            tokio::time::sleep(Duration::from_millis(20)).await;
+                            continue;
+                        }
+                        if outcome == Outcome::SoldOut {
+                            tokio::time::sleep(Duration::from_millis(50)).await;
+                        }
+                        if !think.is_zero() {
+                            tokio::time::sleep(think).await;
                         }
                     }
                 })
@@ -187,22 +196,25 @@ pub fn grab_once(
 ) -> JoinHandle<()> {
     let (http, tally) = (http.clone(), tally.clone());
     let user = next_user.fetch_add(1, Ordering::Relaxed);
-    let url = format!("{url}/api/v1/products/1/grab");
+    let url = url.to_owned();
     tokio::spawn(async move {
-        match http
-            .post(url)
-            .json(&json!({ "user_id": user }))
-            .send()
-            .await
-        {
-            Ok(response) => {
-                let status = response.status().as_u16();
-                let body = response.bytes().await.unwrap_or_default();
-                tally.record(status, &body);
-            }
-            Err(_) => {
-                tally.record(0, b"");
-            }
-        }
+        let answer = grab(&http, &url, user).await;
+        tally.answer(user, &answer);
     })
+}
+
+/// One grab of one unit of product 1 by `user` on `url`: the status and
+/// body, or the transport error.
+async fn grab(
+    http: &reqwest::Client,
+    url: &str,
+    user: u64,
+) -> Result<(u16, Vec<u8>), reqwest::Error> {
+    let response = http
+        .post(format!("{url}/api/v1/products/1/grab"))
+        .json(&json!({ "user_id": user }))
+        .send()
+        .await?;
+    let status = response.status().as_u16();
+    Ok((status, response.bytes().await?.to_vec()))
 }

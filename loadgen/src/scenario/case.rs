@@ -6,8 +6,9 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::api::OverlapEvent;
+use crate::api::{OverlapEvent, Section};
 use crate::judge::{self, Breach, CaseVerdict, Evidence, Expected, Guarantee};
+use crate::load::Accounting;
 
 /// What a strategy should do under a scenario's fault (`Err`: the scenario
 /// does not apply to it, and why).
@@ -42,8 +43,16 @@ pub struct Observed {
     pub errors: u64,
     /// Sections the arbiter recorded.
     pub entries: u64,
-    /// Entries/exits the arbiter missed (must be 0 for a complete history).
+    /// Arbiter calls of this case's run that failed, over every replica
+    /// (any makes the history incomplete, and the case `inconclusive`).
     pub history_errors: u64,
+    /// Sections a failed exit left inside, dropped after the stale bound.
+    pub stale: u64,
+    /// The acknowledgement check (`acknowledged`, `acknowledged_missing`,
+    /// `unacknowledged_present`, `indeterminate`, `bounds`); `None` when the
+    /// orders could not be read.
+    #[serde(flatten)]
+    pub accounting: Option<Accounting>,
     /// Failed lock attempts (`seckill_lock_retries_total`).
     pub lock_retries: u64,
     /// Mean wait for the lock, ms.
@@ -65,6 +74,7 @@ impl Observed {
             negative_stock: self.negative_stock,
             overlaps: Some(self.overlaps),
             max_holders: Some(self.max_holders),
+            accounting: self.accounting,
         }
     }
 }
@@ -96,6 +106,10 @@ pub struct CaseResult {
     pub steps: Vec<String>,
     /// The arbiter's first overlaps (time, who entered, who was inside).
     pub first_overlaps: Vec<OverlapEvent>,
+    /// The case's critical sections, for the timeline of `scenarios.html`
+    /// (not written to `scenarios.json`).
+    #[serde(skip)]
+    pub sections: Vec<Section>,
     /// Length of the case, seconds (all its trials).
     pub duration_s: f64,
     /// With `--trials N`: how many of the N runs of this case were
@@ -129,6 +143,13 @@ impl CaseResult {
             o.undersold.to_string(),
             o.duplicates.to_string(),
             if o.negative_stock { "yes" } else { "no" }.to_owned(),
+            o.accounting
+                .map_or("?".into(), |a| a.acknowledged_missing.to_string()),
+            o.accounting
+                .map_or("?".into(), |a| a.unacknowledged_present.to_string()),
+            o.accounting.map_or("?".into(), |a| {
+                format!("{}/{}", a.indeterminate.found, a.indeterminate.not_found)
+            }),
             o.rejected.to_string(),
             o.busy.to_string(),
             o.orders.to_string(),
@@ -137,7 +158,7 @@ impl CaseResult {
     }
 
     /// The column names of [`CaseResult::cells`].
-    pub const HEAD: [&'static str; 15] = [
+    pub const HEAD: [&'static str; 18] = [
         "scenario",
         "strategy",
         "variant",
@@ -149,6 +170,9 @@ impl CaseResult {
         "undersold",
         "duplicates",
         "negative stock",
+        "ack lost",
+        "unacked",
+        "indet f/nf",
         "rejected",
         "busy",
         "orders",
@@ -178,8 +202,33 @@ pub fn judge(
     o: &Observed,
 ) -> (CaseVerdict, String) {
     let inconclusive = |why: &str| (CaseVerdict::Inconclusive, why.to_owned());
+    // A lie to a buyer is never what a design predicts, whatever the fault.
+    let lies: Vec<Breach> = o
+        .evidence()
+        .breaches(guarantee)
+        .into_iter()
+        .filter(Breach::always_a_violation)
+        .collect();
+    if !lies.is_empty() {
+        return (
+            CaseVerdict::Unexpected,
+            format!("the service lied to buyers: {}", judge::list(&lies)),
+        );
+    }
     if !checks.fault_landed {
-        return inconclusive("the fault never landed (no holder was caught inside)");
+        return inconclusive("the fault was not proven to land (see the steps)");
+    }
+    if o.history_errors > 0 {
+        return (
+            CaseVerdict::Inconclusive,
+            format!(
+                "the history is incomplete: {} arbiter calls failed",
+                o.history_errors
+            ),
+        );
+    }
+    if o.accounting.is_none() {
+        return inconclusive("the orders could not be read: acknowledgements unchecked");
     }
     if o.orders == 0 && !checks.crash {
         return inconclusive("nothing was sold");
@@ -242,7 +291,11 @@ mod tests {
             overlaps: 6,
             max_holders: 2,
         };
-        let from_run = Evidence::new(std::slice::from_ref(&row), Some(&counts));
+        let from_run = Evidence::new(
+            std::slice::from_ref(&row),
+            Some(&counts),
+            Some(Accounting::default()),
+        );
         let observed = Observed {
             overlaps: 6,
             max_holders: 2,
@@ -253,6 +306,7 @@ mod tests {
             negative_stock: true,
             orders: 103,
             contended: true,
+            accounting: Some(Accounting::default()),
             ..Observed::default()
         };
         assert_eq!(observed.evidence(), from_run);
@@ -310,6 +364,7 @@ mod tests {
             orders: 10,
             contended: true,
             max_holders: 1,
+            accounting: Some(Accounting::default()),
             ..Observed::default()
         }
     }
@@ -358,6 +413,48 @@ mod tests {
             ),
         ] {
             let (verdict, why) = judge(checks, Guarantee::Exclusion, Expected::Breaks, &observed);
+            assert_eq!(verdict, CaseVerdict::Inconclusive, "{why}");
+        }
+    }
+
+    #[test]
+    fn a_lost_acknowledgement_is_unexpected_even_where_a_break_is_expected() {
+        let landed = Checks {
+            fault_landed: false,
+            crash: false,
+            outage: false,
+        };
+        let lied = Observed {
+            accounting: Some(Accounting {
+                acknowledged_missing: 1,
+                ..Accounting::default()
+            }),
+            ..clean()
+        };
+        for expected in [Expected::Holds, Expected::Breaks] {
+            let (verdict, why) = judge(landed, Guarantee::Exclusion, expected, &lied);
+            assert_eq!(verdict, CaseVerdict::Unexpected, "{why}");
+        }
+    }
+
+    #[test]
+    fn a_history_with_errors_or_unread_orders_cannot_tell() {
+        let landed = Checks {
+            fault_landed: true,
+            crash: false,
+            outage: false,
+        };
+        for observed in [
+            Observed {
+                history_errors: 2,
+                ..clean()
+            },
+            Observed {
+                accounting: None,
+                ..clean()
+            },
+        ] {
+            let (verdict, why) = judge(landed, Guarantee::Exclusion, Expected::Holds, &observed);
             assert_eq!(verdict, CaseVerdict::Inconclusive, "{why}");
         }
     }

@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use super::case::CaseResult;
 use crate::judge::CaseVerdict;
+use crate::report::charts::section_timeline;
 use crate::report::html::{decimals, overlap_timeline, SCENARIOS_CSS};
 
 /// `scenarios.json`.
@@ -147,6 +148,18 @@ impl ScenarioReport {
                             "\n"
                         }
                     }
+                    h2 { "Critical sections" }
+                    p {
+                        "Each case's sections, one row per replica, as the arbiter timed them; \
+                         red: a section that overlapped another."
+                    }
+                    @for c in report.scenarios.iter().filter(|c| !c.sections.is_empty()) {
+                        h3 {
+                            (c.name) " · " (c.strategy)
+                            @if let Some(variant) = &c.variant { " · " (variant) }
+                        }
+                        (section_timeline(&c.sections))
+                    }
                     h2 { "First overlaps" }
                     p {
                         "Member names are " code { "replica:section" } "; times are the arbiter's \
@@ -197,7 +210,10 @@ mod tests {
                 inside: Vec::new(),
                 product: 1,
             }],
+            sections: crate::report::fixtures::run(HOSTILE, crate::judge::RunVerdict::Safe, 0)
+                .sections,
             duration_s: 1.0,
+            trials: None,
         };
         let report = ScenarioReport {
             tool: "seckill-loadgen",
