@@ -50,6 +50,19 @@ pub struct Faults {
     /// service handed out (etcd's create revision, ZooKeeper's sequence) as
     /// a fencing token, exactly as `fenced` checks its counter.
     pub check_revision: bool,
+    /// `redlock` only: hold the client this long after its `SET`s were
+    /// sent and before it reads the nodes' votes (a pause *during*
+    /// acquisition: a GC, a descheduled thread). Taken by one acquire
+    /// attempt in `pause_every` on each replica (its own count of
+    /// attempts, retries included; `pause_ms` need not be set). Redlock's
+    /// validity check (TTL − elapsed − drift, elapsed counted from before
+    /// the `SET`s) refuses the late quorum.
+    pub acquire_pause_ms: u64,
+    /// `redlock` only: trust a quorum of yes without the validity check —
+    /// no TTL − elapsed − drift, the validity counted from when the votes
+    /// were read as if the keys had just been set. The client of antirez's
+    /// reply without the check that makes a pause during acquisition safe.
+    pub skip_validity_check: bool,
 }
 
 impl Faults {
@@ -65,6 +78,8 @@ impl Faults {
             setnx_expire_gap_ms: 0,
             release_gap_ms: 0,
             check_revision: false,
+            acquire_pause_ms: 0,
+            skip_validity_check: false,
         }
     }
 }
@@ -99,6 +114,12 @@ pub struct FaultsPatch {
     /// Whether the database checks the lock service's revision.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub check_revision: Option<bool>,
+    /// New Redlock acquire pause.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub acquire_pause_ms: Option<u64>,
+    /// Whether Redlock skips its validity check.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skip_validity_check: Option<bool>,
 }
 
 impl FaultsPatch {
@@ -127,6 +148,12 @@ impl FaultsPatch {
         }
         if let Some(v) = self.check_revision {
             faults.check_revision = v;
+        }
+        if let Some(v) = self.acquire_pause_ms {
+            faults.acquire_pause_ms = v;
+        }
+        if let Some(v) = self.skip_validity_check {
+            faults.skip_validity_check = v;
         }
         faults
     }

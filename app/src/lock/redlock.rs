@@ -27,6 +27,17 @@
 //! The guard carries the validity deadline; the section checks it before
 //! committing and aborts with `409 rejected` when it has passed.
 //!
+//! Two workshop faults reproduce antirez's reply to Kleppmann ("Is Redlock
+//! safe?", the `acquire-pause` scenario): `acquire_pause_ms` holds the
+//! client after its `SET`s were sent and before it reads the votes (one
+//! attempt in `pause_every` on each replica), for longer than the TTL if
+//! you like — the start time of step 1 is taken before the `SET`s, so the
+//! elapsed time includes the pause and step 4 refuses the late quorum; and
+//! `skip_validity_check` drops step 4's check (the validity is then counted
+//! from when the votes were read, as a client that never measured elapsed
+//! time would), so the paused client enters on keys that expired while it
+//! slept.
+//!
 //! **Guarantee:** mutual exclusion while a majority of nodes keep their
 //! keys and the work fits in the validity time; tolerates a minority of
 //! nodes down or slow.
@@ -36,8 +47,10 @@
 //! build a majority from it and the nodes A never had: two holders. (The
 //! Redis docs' answer is delayed restarts or fsync=always; Kleppmann's is
 //! fencing.) Like every TTL lock, a pause longer than the validity makes a
-//! holder act on a lock it no longer has.
+//! holder act on a lock it no longer has. A pause *during* acquisition is
+//! caught by step 4 — unless the `skip_validity_check` fault removes it.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -75,6 +88,8 @@ struct Node {
 pub struct Redlock {
     nodes: Vec<Node>,
     node_timeout: Duration,
+    /// Acquire attempts so far: which of them take `acquire_pause_ms`.
+    attempts: AtomicU64,
 }
 
 /// What one node answered to the `SET NX PX`.
@@ -107,12 +122,23 @@ impl Redlock {
         Ok(Self {
             nodes,
             node_timeout,
+            attempts: AtomicU64::new(0),
         })
     }
 
     /// Majority of the configured nodes.
     pub fn quorum(&self) -> usize {
         self.nodes.len() / 2 + 1
+    }
+
+    /// Whether this acquire attempt takes the `acquire_pause_ms` fault:
+    /// one attempt in `pause_every`, counted by this client.
+    fn pauses_now(&self, cx: &GrabContext<'_>) -> bool {
+        if cx.faults.acquire_pause_ms == 0 {
+            return false;
+        }
+        let n = self.attempts.fetch_add(1, Ordering::Relaxed);
+        n.is_multiple_of(cx.faults.pause_every.max(1))
     }
 
     /// Compare-and-delete `token` on every node in parallel, deciding at
@@ -220,19 +246,39 @@ impl DistributedLock for Redlock {
                 }
             })
             .collect();
+        // The `acquire_pause_ms` fault: the SETs go out (their futures are
+        // driven, the answers kept aside unread), then the client is held
+        // before it reads a single vote. `started` is already taken.
+        let mut unread = Vec::new();
+        if self.pauses_now(&cx) {
+            let pause = tokio::time::sleep(Duration::from_millis(cx.faults.acquire_pause_ms));
+            tokio::pin!(pause);
+            loop {
+                tokio::select! {
+                    () = &mut pause => break,
+                    next = votes.next(), if !votes.is_empty() => {
+                        unread.extend(next);
+                    }
+                }
+            }
+        }
         let deadline = tokio::time::sleep_until(started + self.node_timeout);
         tokio::pin!(deadline);
 
         let (mut yes, mut held, mut failed) = (0usize, 0usize, 0usize);
         let mut answered = vec![false; total];
         let in_time = loop {
-            let (index, vote) = tokio::select! {
-                biased;
-                next = votes.next() => match next {
-                    Some(answer) => answer,
-                    None => break true,
-                },
-                () = &mut deadline => break false,
+            let (index, vote) = if let Some(answer) = unread.pop() {
+                answer
+            } else {
+                tokio::select! {
+                    biased;
+                    next = votes.next() => match next {
+                        Some(answer) => answer,
+                        None => break true,
+                    },
+                    () = &mut deadline => break false,
+                }
             };
             answered[index] = true;
             match vote {
@@ -266,7 +312,13 @@ impl DistributedLock for Redlock {
         drop(votes);
 
         let drift = ttl / 100 + Duration::from_millis(2);
-        let validity = ttl.checked_sub(started.elapsed() + drift);
+        let (started, elapsed) = if cx.faults.skip_validity_check {
+            // The fault: a quorum of yes is trusted as if granted just now.
+            (Instant::now(), Duration::ZERO)
+        } else {
+            (started, started.elapsed())
+        };
+        let validity = ttl.checked_sub(elapsed + drift);
         match validity {
             Some(validity) if yes >= quorum && !validity.is_zero() => {
                 let mut guard = LockGuard::remote(key, token);
