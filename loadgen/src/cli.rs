@@ -106,6 +106,11 @@ enum Command {
         /// Only the verdict lines and the table, not every step.
         #[arg(long, short)]
         quiet: bool,
+        /// Run each case N times, each in a fresh world; a verdict reports
+        /// k of N, and `as-expected` needs all N (any UNEXPECTED trial makes
+        /// the case UNEXPECTED, else any inconclusive one inconclusive).
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+        trials: u32,
     },
     /// Read-only load: GET one path (default: product 1) with N users for a
     /// fixed time and print requests/s and latency as JSON. Used by
@@ -388,6 +393,7 @@ pub async fn run() -> ExitCode {
             mysql_url,
             quick,
             quiet,
+            trials,
         } => {
             let options = scenario::Options {
                 strategies,
@@ -397,6 +403,7 @@ pub async fn run() -> ExitCode {
                 quick,
                 quiet,
                 mysql_url,
+                trials,
             };
             return scenario::main(&names, list, options).await;
         }

@@ -213,6 +213,21 @@ impl Replica {
     pub fn running(&self) -> bool {
         self.service.is_running()
     }
+
+    /// The process id, while running (not killed).
+    pub fn pid(&self) -> Option<u32> {
+        self.service.pid()
+    }
+}
+
+/// The state letter of process `pid` as the kernel reports it (the third
+/// field of `/proc/<pid>/stat`: `R`, `S`, `T` for stopped, `Z`, …), or
+/// `None` when there is no such process (it was killed and reaped).
+pub fn process_state(pid: u32) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // `pid (comm) S …`: the command may hold spaces and parentheses.
+    let after = &stat[stat.rfind(')')? + 1..];
+    after.trim_start().chars().next()
 }
 
 /// The `seckill-app` binary: `--app-bin`, else beside this executable

@@ -4,11 +4,15 @@
 //! lock; locks whose expiry the server decides do not care. The TTL (3 s
 //! against 60 ms of work) leaves the locks that should hold room for a
 //! starved machine: with 1 s, a holder paused by a busy host outlived it.
+//!
+//! The proof the skew landed: the HTTP `Date` header replica a writes
+//! from its own wall clock reads the skew ahead of replica b's (± 1 s, the
+//! header's resolution) and of ours.
 
 use serde_json::{json, Value};
 
 use super::case::Expectation;
-use super::world::{arm, steady_load, two_replicas, work, CaseRun};
+use super::world::{arm, http_date, now_ms, steady_load, two_replicas, work, CaseRun};
 use crate::api::StrategyEntry;
 use crate::judge::Expected::{Breaks, Holds};
 use crate::procs;
@@ -41,6 +45,22 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     let service = world.service();
     arm(&service, strategy, work(60)).await?;
     case.step(format!("replica a's wall clock runs {skew} ms ahead (clockshift); TTL {ttl} ms, work 60 ms; 8 buyers on both"));
+    // The proof: the HTTP `Date` each replica writes from its own wall
+    // clock (1 s resolution, refreshed by actix every 500 ms).
+    let a = http_date(&lab.http, &world.replica("a")?.url()).await?;
+    let b = http_date(&lab.http, &world.replica("b")?.url()).await?;
+    let ours = now_ms().div_euclid(1000);
+    let skew_s = skew / 1000;
+    let text = format!(
+        "replica a's Date header reads {:+} s from b's and {:+} s from ours (skew {skew_s:+} s)",
+        a - b,
+        a - ours
+    );
+    if (a - b - skew_s).abs() <= 1 && (a - ours - skew_s).abs() <= 2 {
+        case.proven(text);
+    } else {
+        case.step(format!("{text}: the skew is not seen"));
+    }
     steady_load(lab, world, case, 8, 3000).await;
     Ok(json!({ "clock_skew_ms": skew, "replica": "a", "lock_ttl_ms": ttl }))
 }

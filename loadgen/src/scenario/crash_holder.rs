@@ -2,6 +2,10 @@
 //! `setnx-expire`: between its SETNX and its EXPIRE); the buyers move to
 //! the survivor. Does anyone ever buy again? A key without a TTL says no
 //! forever; a TTL, lease or session ends with the holder.
+//!
+//! The proof the crash landed: the holder was caught (the arbiter shows it
+//! inside, or for `setnx-expire` the key has no TTL) and its process is
+//! gone from `/proc`.
 
 use std::time::Duration;
 
@@ -14,6 +18,7 @@ use super::lab::TOKEN;
 use super::world::{arm, pause, start_buyers, two_replicas, wait_inside, work, CaseRun};
 use crate::api::{FaultsPatch, Kind, Service, StrategyEntry};
 use crate::judge::Expected::{Breaks, Holds};
+use crate::procs;
 
 /// What `strategy` should do when its holder dies.
 pub fn expect(strategy: &StrategyEntry, _variant: &str) -> Expectation {
@@ -77,14 +82,32 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     } else {
         wait_inside(&watcher, Some("a"), Duration::from_secs(5)).await?
     };
+    let pid = world.replica("a")?.pid().unwrap_or(0);
     world.replica("a")?.kill();
     case.crashed_at = Some(Instant::now());
-    case.fault_landed = caught;
     case.step(if gap > 0 {
         "kill -9 replica a between its SETNX and its EXPIRE (the key has no TTL)"
     } else {
         "kill -9 replica a while it holds the lock"
     });
+    // The proof: the holder was caught (inside, or its key without a TTL)
+    // and its process is gone.
+    let state = procs::process_state(pid);
+    let gone = matches!(state, None | Some('Z' | 'X'));
+    if caught && gone {
+        case.proven(format!(
+            "{}, and its process (pid {pid}) is gone: no /proc/{pid}",
+            if gap > 0 {
+                "the lock key had no TTL when replica a was killed"
+            } else {
+                "the arbiter showed replica a inside when it was killed"
+            }
+        ));
+    } else {
+        case.step(format!(
+            "not proven: holder caught {caught}, process {pid} state {state:?}"
+        ));
+    }
     watcher.forget("a").await?;
     buyers::retarget(&targets, vec![b_url]);
     let window = 2 * ttl + 1500;

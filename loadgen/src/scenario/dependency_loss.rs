@@ -2,6 +2,10 @@
 //! (and the strategy's own etcd, ZooKeeper or MariaDB) cut and restored,
 //! mid-run. Grabs answer 503 while a dependency is gone; no order is ever
 //! half-written.
+//!
+//! The proof the outage landed: while killed, Redis's port refuses
+//! connections; while cut, PostgreSQL's link (and the strategy's own
+//! server's) drops new connections at once — each probed at the time.
 
 use anyhow::Context as _;
 use serde_json::{json, Value};
@@ -9,7 +13,9 @@ use serde_json::{json, Value};
 use super::buyers;
 use super::case::Expectation;
 use super::lab::{host_port, Setup};
-use super::world::{arm, duration, pause, start_buyers, start_replicas, work, CaseRun};
+use super::world::{
+    arm, duration, link_state, pause, start_buyers, start_replicas, work, CaseRun, LinkState,
+};
 use crate::api::StrategyEntry;
 use crate::judge::Expected::Holds;
 use crate::procs::{self, RedisNode};
@@ -80,6 +86,8 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     pause(800).await;
     world.nodes[0].kill();
     case.step("kill -9 Redis (no persistence)");
+    let redis_down = link_state(world.nodes[0].port).await;
+    case.step(format!("Redis's port: {}", redis_down.as_str()));
     pause(1000).await;
     world.nodes[0].restart().await?;
     case.step("Redis started again, empty");
@@ -90,6 +98,8 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     // replaces the dropped connections before anyone notices.
     world.proxies[pg_index].set_cut(true);
     case.step("PostgreSQL cut: connections dropped, new ones refused");
+    let pg_down = link_state(world.proxies[pg_index].port).await;
+    case.step(format!("PostgreSQL's link: {}", pg_down.as_str()));
     if also {
         pause(300).await;
         for proxy in &world.proxies[pg_index + 1..] {
@@ -100,10 +110,27 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     } else {
         pause(1000).await;
     }
+    let mut others_down = true;
+    for proxy in &world.proxies[pg_index + 1..] {
+        let state = link_state(proxy.port).await;
+        others_down &= state != LinkState::Open;
+        case.step(format!("{strategy}'s server's link: {}", state.as_str()));
+    }
     for proxy in &world.proxies {
         proxy.set_cut(false);
     }
     case.step("reachable again");
+    if redis_down == LinkState::Refused && pg_down != LinkState::Open && others_down {
+        case.proven(format!(
+            "Redis refused connections while killed; PostgreSQL's link {}{} while cut",
+            pg_down.as_str(),
+            if also {
+                format!(", and {strategy}'s server's too")
+            } else {
+                String::new()
+            }
+        ));
+    }
     pause(duration(lab, 1500)).await;
     load.stop().await;
     case.step("buyers stopped");

@@ -142,12 +142,22 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
         if key_on_replica == 1 { "already has" } else { "does not have yet" }
     ));
     world.proxies.push(front);
+    // The proof: the promoted replica says it is a master now.
+    let role: Vec<redis::Value> = redis::cmd("ROLE").query_async(&mut conn).await?;
+    let master = matches!(role.first(), Some(redis::Value::BulkString(r)) if r == b"master")
+        || matches!(role.first(), Some(redis::Value::SimpleString(r)) if r == "master");
+    if caught && master {
+        case.proven("a grab on a was inside when the replica was promoted, and the replica's ROLE answers master");
+    } else {
+        case.step(format!(
+            "not proven: holder inside {caught}, the replica's ROLE master {master}"
+        ));
+    }
     let rush = start_buyers(lab, case, &buyers::retargeted(world.replica("b")?.url()), 6);
     case.step("6 buyers rush replica b");
     let _ = holder.await;
     pause(duration(lab, 1500)).await;
     rush.stop().await;
-    case.fault_landed = caught;
     case.step("buyers stopped");
     Ok(
         json!({ "replication_lag_ms": lag, "wait_replicas": if variant == "wait-1" { 1 } else { 0 }, "lock_ttl_ms": ttl }),

@@ -3,6 +3,9 @@
 //! The renewal tasks freeze with it, so a lease runs out as surely as a
 //! TTL; the fence refuses the frozen holder's late write, and locks that
 //! never expire (or live as long as a connection or transaction) hold.
+//!
+//! A freeze counts (the proof it landed) when the arbiter shows replica a
+//! inside its section *and* `/proc/<pid>/stat` reads state `T`.
 
 use std::time::Duration;
 
@@ -12,7 +15,8 @@ use super::buyers;
 use super::case::Expectation;
 use super::lab::TOKEN;
 use super::world::{
-    arm, overlaps_so_far, pause, start_buyers, two_replicas, wait_inside, work, CaseRun,
+    arm, overlaps_so_far, pause, seen_stopped, start_buyers, two_replicas, wait_inside, work,
+    CaseRun,
 };
 use crate::api::{Kind, Service, StrategyEntry};
 use crate::judge::Expected::{Breaks, Holds};
@@ -83,8 +87,21 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
             case.step("replica a was never caught inside a section");
             continue;
         }
+        // The proof: the kernel reports the process stopped (`T`).
+        let pid = world.replica("a")?.pid().unwrap_or(0);
+        let state = seen_stopped(pid).await;
+        if state != Some('T') {
+            case.step(format!(
+                "replica a (pid {pid}) reads state {state:?} after SIGSTOP, not T: not counted"
+            ));
+            world.replica("a")?.thaw()?;
+            continue;
+        }
         landed += 1;
         case.step(format!("SIGSTOP replica a while it is inside its critical section, for {freeze} ms (kill -STOP)"));
+        case.proven(format!(
+            "the arbiter shows replica a inside, and /proc/{pid}/stat reads state T (stopped)"
+        ));
         pause(freeze).await;
         world.replica("a")?.thaw()?;
         case.step("SIGCONT replica a: it carries on where it stopped");
@@ -98,7 +115,6 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
         }
     }
     load.stop().await;
-    case.fault_landed = landed > 0;
     case.step("buyers stopped; every grab answered");
     Ok(
         json!({ "sigstop_ms": freeze, "freezes": landed, "replica": "a", "lock_ttl_ms": ttl, "work_delay_ms": 40 }),

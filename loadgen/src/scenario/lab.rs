@@ -29,6 +29,8 @@ pub struct Options {
     pub quiet: bool,
     /// MariaDB for `mysql-get-lock`.
     pub mysql_url: String,
+    /// Runs of each case (`--trials`, at least 1): `as-expected` needs all.
+    pub trials: u32,
 }
 
 /// The admin token of every replica a scenario starts.

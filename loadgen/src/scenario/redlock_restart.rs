@@ -3,7 +3,11 @@
 //! lock is held and comes back empty (its vote is given twice), after a
 //! delay longer than the TTL (every lock it knew has expired anyway), or
 //! with `appendfsync always` (it comes back with its keys).
+//!
+//! A restart counts (the proof it landed) when node 3's `INFO` `run_id`
+//! changed: a new process; its key count after the restart is printed.
 
+use anyhow::Context as _;
 use serde_json::{json, Value};
 
 use super::buyers;
@@ -13,6 +17,7 @@ use super::world::{
 };
 use crate::api::{Kind, StrategyEntry};
 use crate::judge::Expected::{Breaks, Holds};
+use crate::procs::RedisNode;
 use std::time::Duration;
 
 /// How node 3 comes back.
@@ -67,6 +72,7 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
         if !wait_inside(&service, None, Duration::from_secs(3)).await? {
             continue;
         }
+        let before = run_id(&world.nodes[3]).await?;
         let node = &mut world.nodes[3];
         node.kill();
         if variant == "delayed-restart" {
@@ -79,7 +85,22 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
             case.step("kill -9 node 3 while a lock is held; restart it at once");
         }
         world.nodes[3].restart().await?;
+        // The proof: a new process (another run_id) with or without the key.
+        let after = run_id(&world.nodes[3]).await?;
+        let mut conn = world.nodes[3].conn().await?;
+        let keys: i64 = redis::cmd("DBSIZE").query_async(&mut conn).await?;
+        if after == before {
+            case.step(format!(
+                "node 3's run_id is still {before}: it did not restart, not counted"
+            ));
+            continue;
+        }
         landed += 1;
+        case.proven(format!(
+            "node 3's INFO run_id changed ({} → {}); it holds {keys} key(s) now",
+            &before[..8.min(before.len())],
+            &after[..8.min(after.len())]
+        ));
         pause(500).await;
         if breaking {
             let overlaps = overlaps_so_far(&service, strategy).await;
@@ -92,9 +113,21 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
         }
     }
     load.stop().await;
-    case.fault_landed = landed > 0;
     case.step("buyers stopped");
     Ok(
         json!({ "partition": "a: nodes 1,2,3; b: nodes 3,4,5", "node3_restarts": landed, "restart": variant, "lock_ttl_ms": ttl }),
     )
+}
+
+/// `node`'s `run_id` (`INFO server`): a new one for every process.
+async fn run_id(node: &RedisNode) -> anyhow::Result<String> {
+    let mut conn = node.conn().await?;
+    let info: String = redis::cmd("INFO")
+        .arg("server")
+        .query_async(&mut conn)
+        .await?;
+    info.lines()
+        .find_map(|l| l.strip_prefix("run_id:"))
+        .map(|id| id.trim().to_owned())
+        .context("no run_id in INFO server")
 }

@@ -1,18 +1,29 @@
 //! The run of `scenario`: every chosen scenario × strategy × variant, each
 //! case in a world of its own, observed (audit, history, lock metrics) and
 //! judged; the lab stopped and its database dropped at the end.
+//!
+//! With `--trials N` each case runs N times, each trial in a fresh world
+//! (new replicas, nodes, proxies, history run), and the N verdicts make
+//! one: `UNEXPECTED` if any trial was, else `inconclusive` if any trial
+//! was, else `as-expected` — all N of them. The case reports `trials`
+//! (N runs, k as-expected), every trial's steps (each line prefixed
+//! `[trial k/N]`), the summed duration, and the observed figures, reason
+//! and first overlaps of its *worst* trial: the first `UNEXPECTED` one,
+//! else the first inconclusive one, else the one closest to the other
+//! outcome — the least damage (overlaps + oversold + lost updates) where
+//! the case was expected to break, the most where it was expected to hold.
 
 use anyhow::Context as _;
 use tokio::time::Instant;
 
-use super::case::{judge, CaseResult, Checks};
-use super::observe::observe;
+use super::case::{judge, CaseResult, Checks, Trials};
 use super::lab::{Lab, Options};
 use super::list::{shared_lock, Scenario};
+use super::observe::observe;
 use super::report::{ScenarioReport, Skipped};
 use super::world::{Case, CaseRun, World};
 use crate::api::StrategyEntry;
-use crate::judge::{Expected, Guarantee};
+use crate::judge::{CaseVerdict, Expected, Guarantee};
 
 /// Run every chosen scenario and collect the report.
 pub async fn run_all(chosen: &[Scenario], options: &Options) -> anyhow::Result<ScenarioReport> {
@@ -58,16 +69,46 @@ pub async fn run_all(chosen: &[Scenario], options: &Options) -> anyhow::Result<S
                             expected.as_str()
                         );
                     }
-                    let result = run_case(&mut lab, scenario, &entry, variant, expected, why)
-                        .await
-                        .with_context(|| format!("{} / {strategy} {variant}", scenario.name()))?;
+                    let runs = options.trials.max(1);
+                    let mut trials = Vec::new();
+                    for trial in 1..=runs {
+                        let label = if runs > 1 {
+                            format!("[trial {trial}/{runs}] ")
+                        } else {
+                            String::new()
+                        };
+                        let one = Trial {
+                            scenario,
+                            entry: &entry,
+                            variant,
+                            expected,
+                            why: why.clone(),
+                            label,
+                        };
+                        let result = run_case(&mut lab, one).await.with_context(|| {
+                            format!("{} / {strategy} {variant} (trial {trial})", scenario.name())
+                        })?;
+                        if runs > 1 && !options.quiet {
+                            println!(
+                                "    [trial {trial}/{runs}] {}: {}",
+                                result.verdict.as_str(),
+                                result.verdict_reason
+                            );
+                        }
+                        trials.push(result);
+                    }
+                    let result = combine(trials);
+                    let counted = result.trials.map_or(String::new(), |t| {
+                        format!(" ({} of {} as-expected)", t.as_expected, t.runs)
+                    });
                     println!(
-                        "{:>20} {:<16} {:<20} {:<12} {}",
+                        "{:>20} {:<16} {:<20} {:<12} {}{}",
                         result.name,
                         result.strategy,
                         result.variant.as_deref().unwrap_or("-"),
                         result.verdict.as_str(),
-                        result.verdict_reason
+                        result.verdict_reason,
+                        counted
                     );
                     results.push(result);
                 }
@@ -118,16 +159,69 @@ fn strategies_of(lab: &Lab, scenario: Scenario, options: &Options) -> Vec<String
         .collect()
 }
 
-async fn run_case(
-    lab: &mut Lab,
+/// One trial of a case: what it runs and what it expects.
+struct Trial<'a> {
     scenario: Scenario,
-    entry: &StrategyEntry,
-    variant: &str,
+    entry: &'a StrategyEntry,
+    variant: &'a str,
     expected: Expected,
     why: String,
-) -> anyhow::Result<CaseResult> {
+    /// Put before each of its steps (`[trial k/N] `, or nothing).
+    label: String,
+}
+
+/// The trials of one case as one result (the rules are in the module's
+/// doc); one trial stays as it was, without a `trials` count.
+fn combine(mut trials: Vec<CaseResult>) -> CaseResult {
+    let runs = u32::try_from(trials.len()).unwrap_or(u32::MAX);
+    if runs == 1 {
+        return trials.remove(0);
+    }
+    let as_expected = u32::try_from(
+        trials
+            .iter()
+            .filter(|t| t.verdict == CaseVerdict::AsExpected)
+            .count(),
+    )
+    .unwrap_or(u32::MAX);
+    let damage = |t: &CaseResult| {
+        let o = &t.observed;
+        o.overlaps
+            .saturating_add(o.oversold.unsigned_abs())
+            .saturating_add(o.lost_updates.unsigned_abs())
+    };
+    let worst = [CaseVerdict::Unexpected, CaseVerdict::Inconclusive]
+        .iter()
+        .find_map(|v| trials.iter().position(|t| t.verdict == *v))
+        .unwrap_or_else(|| {
+            let by_damage = trials.iter().enumerate().map(|(i, t)| (damage(t), i));
+            let picked = if trials[0].expected == Expected::Breaks {
+                by_damage.min()
+            } else {
+                by_damage.max()
+            };
+            picked.map_or(0, |(_, i)| i)
+        });
+    let steps = trials.iter().flat_map(|t| t.steps.clone()).collect();
+    let duration_s = (trials.iter().map(|t| t.duration_s).sum::<f64>() * 100.0).round() / 100.0;
+    let mut result = trials.swap_remove(worst);
+    result.steps = steps;
+    result.duration_s = duration_s;
+    result.trials = Some(Trials { runs, as_expected });
+    result
+}
+
+async fn run_case(lab: &mut Lab, trial: Trial<'_>) -> anyhow::Result<CaseResult> {
+    let Trial {
+        scenario,
+        entry,
+        variant,
+        expected,
+        why,
+        label,
+    } = trial;
     let strategy = entry.name.as_str();
-    let mut case = Case::new(lab.options.quiet);
+    let mut case = Case::new(lab.options.quiet, label);
     let mut world = World::default();
     let faults = scenario
         .run(CaseRun {
@@ -159,6 +253,12 @@ async fn run_case(
         verdict_reason,
         steps: case.steps,
         first_overlaps: history.first_overlaps,
+        sections: world
+            .service()
+            .sections()
+            .await
+            .map(|body| body.sections)
+            .unwrap_or_default(),
         duration_s: (case.started.elapsed().as_secs_f64() * 100.0).round() / 100.0,
         trials: None,
     })

@@ -3,6 +3,10 @@
 //! requests go through at once). A TTL lock's grant arrives after its key
 //! expired, and the holder enters anyway; designs that check the time left
 //! (a lease deadline, Redlock's validity) give a late grant back.
+//!
+//! The proof the delay landed: a Redis `PING` through replica a's links
+//! (to its Redis and to Redlock node 1), timed while the delay is on,
+//! takes at least the delay.
 
 use std::time::Duration;
 
@@ -11,7 +15,7 @@ use serde_json::{json, Value};
 use super::buyers::{self, Buyers};
 use super::case::Expectation;
 use super::lab::Setup;
-use super::world::{arm, duration, pause, start_buyers, start_replicas, work, CaseRun};
+use super::world::{arm, duration, pause, start_buyers, start_replicas, timed_ping, work, CaseRun};
 use crate::api::{Kind, StrategyEntry};
 use crate::judge::Expected::{Breaks, Holds};
 use crate::procs::{self, RedisNode};
@@ -97,6 +101,33 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
         proxy.set_delays(Duration::ZERO, Duration::from_millis(delay));
     }
     case.step(format!("every reply from Redis to replica a now arrives {delay} ms late (its requests are not delayed)"));
+    // The proof: a PING through a's links (its Redis, Redlock node 1)
+    // takes at least the delay.
+    let mut slowest = Vec::new();
+    for proxy in &world.proxies[..2] {
+        match timed_ping(proxy.port, Duration::from_millis(delay * 3)).await {
+            Ok(took) => slowest.push(took),
+            Err(e) => case.step(format!(
+                "PING through a's link on port {}: {e:#}",
+                proxy.port
+            )),
+        }
+    }
+    let took: Vec<String> = slowest
+        .iter()
+        .map(|d| format!("{} ms", d.as_millis()))
+        .collect();
+    if slowest.len() == 2 && slowest.iter().all(|d| d.as_millis() >= u128::from(delay)) {
+        case.proven(format!(
+            "a PING through replica a's links to Redis and to Redlock node 1 took {} (≥ {delay} ms)",
+            took.join(" and ")
+        ));
+    } else {
+        case.step(format!(
+            "a PING through replica a's links took {}: the delay is not seen",
+            took.join(" and ")
+        ));
+    }
     pause(duration(lab, 5000)).await;
     for proxy in &world.proxies {
         proxy.set_delay(Duration::ZERO);

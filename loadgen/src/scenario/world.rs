@@ -2,18 +2,23 @@
 //! case started ([`World`], all of
 //! it stopped when dropped), the case's clock and log ([`Case`]), and the
 //! shared steps — start two replicas, arm the strategy and a new history
-//! run, wait until a holder is inside, drive buyers.
+//! run, wait until a holder is inside, drive buyers — and the probes a
+//! scenario proves its fault landed with (a Redis `PING` timed through a
+//! link, a link's state, a node's `TIME`, a replica's HTTP `Date`, the
+//! faults each replica reads back).
 
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context as _;
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::net::TcpStream;
 use tokio::time::Instant;
 
 use super::buyers::{self, Buyers, Tally, Targets};
 use super::lab::{Lab, Setup, TOKEN};
-use crate::api::{FaultsPatch, Service};
+use crate::api::{Faults, FaultsPatch, Service};
 use crate::procs::{self, RedisNode, Replica};
 use seckill_proxy::Proxy;
 
@@ -25,26 +30,40 @@ pub struct Case {
     pub quiet: bool,
     pub tally: Arc<Tally>,
     pub next_user: Arc<AtomicU64>,
+    /// Whether the fault was *proven* to land: `false` until the scenario
+    /// has seen it (a stopped process, a clock ahead, a delay measured, a
+    /// node restarted, …) and written the proof into its steps. A case
+    /// without it is `inconclusive`.
     pub fault_landed: bool,
     pub crashed_at: Option<Instant>,
+    /// Put before every step: `[trial k/N] ` with `--trials N` > 1.
+    pub label: String,
 }
 
 impl Case {
-    pub fn new(quiet: bool) -> Self {
+    pub fn new(quiet: bool, label: String) -> Self {
         Self {
             started: Instant::now(),
             steps: Vec::new(),
             quiet,
             tally: Arc::default(),
             next_user: Arc::new(AtomicU64::new(1)),
-            fault_landed: true,
+            fault_landed: false,
             crashed_at: None,
+            label,
         }
+    }
+
+    /// The fault is proven to have landed: `proof` says how (a step).
+    pub fn proven(&mut self, proof: impl Into<String>) {
+        self.fault_landed = true;
+        self.step(format!("proof: {}", proof.into()));
     }
 
     pub fn step(&mut self, text: impl Into<String>) {
         let line = format!(
-            "+{:6.2}s  {}",
+            "{}+{:6.2}s  {}",
+            self.label,
             self.started.elapsed().as_secs_f64(),
             text.into()
         );
@@ -207,6 +226,41 @@ pub async fn partitioned_redlock(
     .await
 }
 
+/// The partition of [`partitioned_redlock`] seen in force: each side's
+/// links to the two nodes it must not reach drop every new connection,
+/// and both sides' links to node 3 answer a `PING`. Written as a step;
+/// whether it held.
+pub async fn partition_in_force(world: &World, case: &mut Case) -> bool {
+    // a's links are proxies 0..5 (nodes 1..5), b's 5..10.
+    let cut = [3, 4, 5, 6];
+    let mut states = Vec::new();
+    for &i in &cut {
+        states.push(link_state(world.proxies[i].port).await);
+    }
+    let all_cut = states.iter().all(|s| *s != LinkState::Open);
+    let mut shared = Vec::new();
+    for i in [2, 7] {
+        shared.push(timed_ping(world.proxies[i].port, Duration::from_secs(2)).await);
+    }
+    let both_reach = shared.iter().all(Result::is_ok);
+    let text = format!(
+        "a's links to nodes 4,5 and b's to nodes 1,2: {}; a PING to node 3 through a's link and b's: {}",
+        states
+            .iter()
+            .map(|s| s.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
+        if both_reach { "answered" } else { "NOT answered" }
+    );
+    if all_cut && both_reach {
+        case.step(format!("partition in force — {text}"));
+        true
+    } else {
+        case.step(format!("partition NOT in force — {text}"));
+        false
+    }
+}
+
 /// Reset, switch, faults, new history run.
 /// The faults of a case: `work_delay_ms` inside the section, no pause, no
 /// early unlock (a scenario adds its own: `FaultsPatch { …, ..work(ms) }`).
@@ -291,4 +345,154 @@ pub async fn overlaps_so_far(service: &Service, strategy: &str) -> u64 {
 /// Sleep, a readable name.
 pub async fn pause(ms: u64) {
     tokio::time::sleep(Duration::from_millis(ms)).await;
+}
+
+/// How far `node`'s wall clock (its `TIME`, the clock it expires keys by)
+/// runs ahead of this machine's, in milliseconds.
+pub async fn clock_ahead_ms(node: &RedisNode) -> anyhow::Result<i64> {
+    let mut conn = node.conn().await?;
+    let (secs, micros): (i64, i64) = redis::cmd("TIME").query_async(&mut conn).await?;
+    Ok(secs * 1000 + micros / 1000 - now_ms())
+}
+
+/// This machine's wall clock, ms since the epoch.
+pub fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// A Redis `PING` on a new connection to `127.0.0.1:port` (a node, or a
+/// proxy in front of one), timed from the request to the `+PONG`: what a
+/// delayed link adds is seen here. Gives up after `within`.
+pub async fn timed_ping(port: u16, within: Duration) -> anyhow::Result<Duration> {
+    let ping = async {
+        let mut stream = TcpStream::connect(procs::local(port)).await?;
+        let _ = stream.set_nodelay(true);
+        let sent = Instant::now();
+        stream.write_all(b"PING\r\n").await?;
+        let mut reply = [0u8; 7];
+        stream.read_exact(&mut reply).await?;
+        anyhow::ensure!(reply.starts_with(b"+PONG"), "not a PONG: {reply:?}");
+        Ok(sent.elapsed())
+    };
+    tokio::time::timeout(within, ping)
+        .await
+        .with_context(|| format!("no PONG from port {port} within {within:?}"))?
+}
+
+/// What a TCP link to `127.0.0.1:port` does with a new connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LinkState {
+    /// Connection refused: nothing listens (a killed server).
+    Refused,
+    /// Accepted, then closed without a byte: a cut proxy.
+    Dropped,
+    /// Accepted and kept open (a server waiting for our first words).
+    Open,
+}
+
+impl LinkState {
+    /// As the steps say it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LinkState::Refused => "connection refused",
+            LinkState::Dropped => "accepted and dropped at once",
+            LinkState::Open => "open",
+        }
+    }
+}
+
+/// Connect to `127.0.0.1:port` and watch the connection for 300 ms.
+pub async fn link_state(port: u16) -> LinkState {
+    let Ok(mut stream) = TcpStream::connect(procs::local(port)).await else {
+        return LinkState::Refused;
+    };
+    let mut byte = [0u8; 1];
+    match tokio::time::timeout(Duration::from_millis(300), stream.read(&mut byte)).await {
+        Ok(Ok(0) | Err(_)) => LinkState::Dropped,
+        Ok(Ok(_)) | Err(_) => LinkState::Open,
+    }
+}
+
+/// Each running replica's own `GET /admin/faults`, by name.
+pub async fn faults_of_each(world: &World) -> anyhow::Result<Vec<(String, Faults)>> {
+    let mut each = Vec::new();
+    for replica in world.replicas.iter().filter(|r| r.running()) {
+        let one = Service::new(vec![replica.url()], TOKEN.into());
+        each.push((replica.name.clone(), one.faults().await?));
+    }
+    Ok(each)
+}
+
+/// The `Date` header of a replica's answer (actix writes it from the
+/// process's own wall clock, to the second), as seconds since the epoch.
+pub async fn http_date(http: &reqwest::Client, url: &str) -> anyhow::Result<i64> {
+    let answer = http.get(format!("{url}/health/live")).send().await?;
+    let date = answer
+        .headers()
+        .get(reqwest::header::DATE)
+        .context("no Date header")?
+        .to_str()?
+        .to_owned();
+    parse_http_date(&date).with_context(|| format!("not an HTTP date: {date}"))
+}
+
+/// `Sun, 06 Nov 1994 08:49:37 GMT` (RFC 9110's IMF-fixdate) as seconds
+/// since the epoch.
+pub fn parse_http_date(date: &str) -> Option<i64> {
+    let mut words = date.split_whitespace().skip(1);
+    let day: i64 = words.next()?.parse().ok()?;
+    let month = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ]
+    .iter()
+    .position(|m| Some(*m) == words.clone().next())?;
+    words.next();
+    let year: i64 = words.next()?.parse().ok()?;
+    let mut hms = words.next()?.split(':').map(str::parse::<i64>);
+    let (h, m, s) = (hms.next()?.ok()?, hms.next()?.ok()?, hms.next()?.ok()?);
+    // Days from the civil date (Howard Hinnant's algorithm).
+    let month = i64::try_from(month).ok()? + 1;
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    Some(days * 86_400 + h * 3600 + m * 60 + s)
+}
+
+/// Whether process `pid` is stopped (`T`), polled for up to 200 ms: a
+/// `SIGSTOP` is delivered asynchronously.
+pub async fn seen_stopped(pid: u32) -> Option<char> {
+    let mut state = procs::process_state(pid);
+    for _ in 0..40 {
+        if state == Some('T') {
+            break;
+        }
+        pause(5).await;
+        state = procs::process_state(pid);
+    }
+    state
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_http_dates() {
+        assert_eq!(
+            parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT"),
+            Some(784_111_777)
+        );
+        assert_eq!(parse_http_date("Thu, 01 Jan 1970 00:00:00 GMT"), Some(0));
+        assert_eq!(
+            parse_http_date("Tue, 29 Feb 2028 23:59:59 GMT"),
+            Some(1_835_481_599)
+        );
+        assert_eq!(parse_http_date("yesterday"), None);
+    }
 }
