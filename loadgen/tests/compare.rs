@@ -17,9 +17,14 @@ struct Stack {
 
 impl Stack {
     async fn start(replicas: usize) -> Self {
+        Self::start_with(replicas, Vec::new()).await
+    }
+
+    /// `replicas` replicas with `extra` settings besides the test's own.
+    async fn start_with(replicas: usize, extra: Vec<(&'static str, String)>) -> Self {
         let redis = RedisServer::start();
         let database_url = fresh_database().await;
-        let env = vec![
+        let mut env = vec![
             ("SECKILL_DATABASE_URL", database_url.clone()),
             ("SECKILL_REDIS_URL", redis.url()),
             ("SECKILL_ADMIN_TOKEN", TOKEN.to_owned()),
@@ -33,6 +38,7 @@ impl Stack {
             // Tests run side by side on one PostgreSQL (max_connections 100).
             ("SECKILL_DATABASE_MAX_CONNECTIONS", "8".to_owned()),
         ];
+        env.extend(extra);
         let replicas = (0..replicas).map(|_| AppProcess::start(&env)).collect();
         Self {
             _redis: redis,
@@ -647,4 +653,129 @@ async fn history_counts_overlaps_across_replicas_and_faults_set_the_expectation(
     let fenced = run_of(&both, "fenced");
     assert_eq!(fenced["verdict"], "safe", "{fenced}");
     assert!(fenced["expected_to_break"].is_null(), "{fenced}");
+}
+
+/// `seckill-loadgen run … --run-time 4` started in the background, its
+/// output collected by a thread.
+fn run_in_background(args: Vec<String>) -> std::thread::JoinHandle<Output> {
+    let child = Command::new(env!("CARGO_BIN_EXE_seckill-loadgen"))
+        .args(&args)
+        .env("SECKILL_ADMIN_TOKEN", TOKEN)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start seckill-loadgen");
+    std::thread::spawn(move || child.wait_with_output().expect("seckill-loadgen ran"))
+}
+
+fn timed_run(urls: &str, strategy: &str, extra: &[&str], dir: &Path) -> Vec<String> {
+    let mut args: Vec<String> = [
+        "run",
+        "--url",
+        urls,
+        "--strategy",
+        strategy,
+        "--stock",
+        "1000000",
+        "--users",
+        "8",
+        "--run-time",
+        "4",
+    ]
+    .iter()
+    .map(|s| (*s).to_owned())
+    .collect();
+    args.extend(extra.iter().map(|s| (*s).to_owned()));
+    args.extend([
+        "--out".to_owned(),
+        dir.display().to_string(),
+        "--quiet".to_owned(),
+    ]);
+    args
+}
+
+/// Jepsen's check: orders deleted behind the service's back while buyers
+/// hold their `201`s are found missing — exit 1 even for `none`, a strategy
+/// expected to break, because a lost acknowledged order is a lie no design
+/// may tell.
+#[tokio::test(flavor = "multi_thread")]
+async fn orders_deleted_behind_the_service_are_acknowledged_missing() {
+    let stack = Stack::start(1).await;
+    let dir = out_dir("ack-missing");
+    let run = run_in_background(timed_run(&stack.urls(), "none", &[], &dir));
+    let pool = sqlx::PgPool::connect(&stack.database_url)
+        .await
+        .expect("connect");
+    // Wait for some orders, then take three away.
+    let mut deleted = 0;
+    for _ in 0..60 {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        let (orders,): (i64,) =
+            sqlx::query_as("SELECT COUNT(*)::BIGINT FROM orders WHERE product_id = 1")
+                .fetch_one(&pool)
+                .await
+                .expect("count");
+        if orders >= 10 {
+            deleted = sqlx::query(
+                "DELETE FROM orders WHERE id IN
+                 (SELECT id FROM orders WHERE product_id = 1 ORDER BY id LIMIT 3)",
+            )
+            .execute(&pool)
+            .await
+            .expect("delete")
+            .rows_affected();
+            break;
+        }
+    }
+    assert_eq!(deleted, 3, "orders came in during the run");
+    pool.close().await;
+    let output = run.join().expect("joined");
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("3 acknowledged orders missing from the database"),
+        "{stderr}"
+    );
+    let none = run_of(&report(&dir), "none").clone();
+    assert_eq!(none["verdict"], "VIOLATION", "{none}");
+    assert_eq!(none["acknowledged_missing"], 3, "{none}");
+    assert_eq!(none["unacknowledged_present"], 0, "{none}");
+    assert!(none["acknowledged"].as_u64() > Some(3), "{none}");
+    assert!(none["indeterminate"]["found"].is_u64(), "{none}");
+}
+
+/// The arbiter killed mid-run leaves the history with gaps: the run is
+/// `inconclusive` (exit 4), never `safe`.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_whose_arbiter_dies_is_inconclusive() {
+    let mut arbiter = RedisServer::start();
+    let stack = Stack::start_with(1, vec![("SECKILL_HISTORY_URL", arbiter.url())]).await;
+    let dir = out_dir("arbiter-dies");
+    let run = run_in_background(timed_run(
+        &stack.urls(),
+        "set-nx-px-token",
+        &["--history"],
+        &dir,
+    ));
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    arbiter.stop();
+    let output = run.join().expect("joined");
+    assert_eq!(output.status.code(), Some(4), "{}", text(&output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("INCONCLUSIVE: set-nx-px-token could not be judged"),
+        "{stderr}"
+    );
+    let token = run_of(&report(&dir), "set-nx-px-token").clone();
+    assert_eq!(token["verdict"], "inconclusive", "{token}");
+    assert!(
+        !token["inconclusive_because"]
+            .as_array()
+            .expect("reasons")
+            .is_empty(),
+        "{token}"
+    );
+    // The acknowledgement check needs no arbiter: it still ran, clean.
+    assert_eq!(token["acknowledged_missing"], 0, "{token}");
+    assert_eq!(token["oversold"], 0, "{token}");
 }
