@@ -13,6 +13,9 @@
 #   goose GET product / wrk (same connections)    goal >= 0.70
 #   peak RSS of one replica, 1000 users, beside   goal <= 64 MiB (+ GET p99)
 #     the same replica's RSS at rest (its floor)
+#   set-nx-px-token with --history / without, at   goal >= 0.90 (the history's
+#     the demo's load (50 users, 5 ms of work),    cost, issue 27); alone:
+#     alternating, two rounds each                 `scripts/bench.sh history`
 #
 # Everything runs against the same PostgreSQL (the machine's, or the own
 # cluster services.sh starts) and its own redis-servers on free ports.
@@ -83,11 +86,11 @@ pgbench_tps() { # script
 
 # A figure counts only when the load exited 0 and no grab answered with an
 # error (503/5xx, transport): otherwise the bench stops here, loudly.
-loadgen_run() { # strategy field [users]
+loadgen_run() { # strategy field [users [extra flag]]
   reset_db
-  local users=${3:-$C} out="$STATE/run-$1-${3:-$C}" rc=0
+  local users=${3:-$C} out="$STATE/run-$1-${3:-$C}${4:-}" rc=0
   target/release/seckill-loadgen run --url "$APP" --strategy "$1" --users "$users" --run-time "${T}s" \
-    --stock "$STOCK" --out "$out" --quiet >/dev/null 2>"$out.stderr" || rc=$?
+    --stock "$STOCK" --out "$out" --quiet ${4:+"$4"} >/dev/null 2>"$out.stderr" || rc=$?
   if [[ $rc != 0 ]]; then
     say "seckill-loadgen run --strategy $1 exited $rc: no figure ($(tail -n 3 "$out.stderr"))" >&2
     return 1
@@ -108,6 +111,34 @@ row() { # name figure floor ratio goal ok
   ROWS+=("$(printf '%-52s %10s %10s %6s %8s %s' "$@")")
 }
 check() { python3 -c "import sys; sys.exit(0 if $1 else 1)" && echo ok || echo SHORT; }
+
+# The history's cost at the demo's load (make demo: 50 users, 5 ms of work
+# in the section): set-nx-px-token on one hot product, without and with
+# --history, alternating, two rounds each; grabs/s summed per side.
+history_cost() {
+  local delay with=0 without=0 r
+  say "the cost of --history: set-nx-px-token, 50 users, work delay 5 ms, alternating"
+  curl -fs -X PUT -H 'Authorization: Bearer seckill-demo-admin' -H 'content-type: application/json' \
+    -d '{"work_delay_ms": 5}' "$APP/admin/faults" >/dev/null
+  for _ in 1 2; do
+    r=$(loadgen_run set-nx-px-token grabs_per_sec 50); without=$(python3 -c "print($without+$r)")
+    r=$(loadgen_run set-nx-px-token grabs_per_sec 50 --history); with=$(python3 -c "print($with+$r)")
+  done
+  curl -fs -X PUT -H 'Authorization: Bearer seckill-demo-admin' -H 'content-type: application/json' \
+    -d '{"work_delay_ms": 0}' "$APP/admin/faults" >/dev/null
+  with=$(python3 -c "print($with/2)"); without=$(python3 -c "print($without/2)")
+  row "set-nx-px-token --history vs without (demo load)" "$(printf %.0f "$with")" "$(printf %.0f "$without")" "$(ratio "$with" "$without")" ">=0.90" "$(check "$with/$without>=0.9")"
+}
+
+if [[ ${1:-} == history ]]; then
+  row "figure" "with" "without" "ratio" "goal" ""
+  history_cost
+  echo
+  echo "scripts/bench.sh history — $(nproc) cores, ${T}s per run, $(date -u +%FT%TZ)"
+  printf '%s\n' "${ROWS[@]}"
+  psql "$PG_ADMIN_URL" -qc "DROP DATABASE IF EXISTS $DB" 2>/dev/null || true
+  exit 0
+fi
 
 say "pgbench, pg-atomic transaction ($C clients, ${T}s, synchronous_commit=$SYNC)"
 PG_ATOMIC_FLOOR=$(pgbench_tps bench/pgbench/pg-atomic.sql)
@@ -157,6 +188,7 @@ row "ceiling: redis-lua-stock orders/s vs wrk GET ($CEILING)" "$(printf %.0f "$C
 row "goose GET product req/s vs wrk" "$(printf %.0f "$GOOSE")" "$(printf %.0f "$WRK")" "$(ratio "$GOOSE" "$WRK")" ">=0.70" "$(check "$GOOSE/$WRK>=0.7")"
 row "peak RSS at 1000 users vs at rest (MiB)" "$RSS_MIB" "$IDLE_RSS_MIB" "$(ratio "$RSS_MIB" "$IDLE_RSS_MIB")" "<=64MiB" "$(check "$RSS_MIB<=64")"
 row "GET product p99 at 1000 users (ms)" "$P99_1000" "-" "-" "printed" ""
+history_cost
 
 echo
 echo "make bench — $(nproc) cores, $C clients, ${T}s per figure, synchronous_commit=$SYNC, $(date -u +%FT%TZ)"
