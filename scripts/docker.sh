@@ -249,6 +249,11 @@ for run in runs:
     name, verdict = run["strategy"], run["verdict"]
     damage = (run["oversold"] + run["lost_updates"] + run["undersold"] + run["duplicates"]
               + int(run["negative_stock"]))
+    if verdict == "inconclusive":
+        bad.append(f"{name}: inconclusive: {'; '.join(run.get('inconclusive_because', []))}")
+    if run.get("acknowledged_missing", 0) or run.get("unacknowledged_present", 0):
+        bad.append(f"{name}: {run.get('acknowledged_missing')} acknowledged orders missing, "
+                   f"{run.get('unacknowledged_present')} unacknowledged present")
     if verdict == "VIOLATION" or (verdict == "safe" and damage):
         bad.append(f"{name}: classed safe, verdict {verdict}, oversold {run['oversold']}, lost {run['lost_updates']}, undersold {run['undersold']}, dup {run['duplicates']}, negative stock {run['negative_stock']}")
     if name == "none" and not (run["oversold"] or run["lost_updates"]):
