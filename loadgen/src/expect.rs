@@ -33,6 +33,13 @@ pub fn breaks_under(kind: Kind, faults: &Faults, ttl_ms: u64) -> Option<String> 
     if expiring && pause >= ttl_ms {
         return Some(format!("pause_ms {pause} >= the lock's TTL {ttl_ms} ms"));
     }
+    let held = faults.acquire_pause_ms;
+    if kind == Kind::Validity && faults.skip_validity_check && held >= ttl_ms {
+        return Some(format!(
+            "acquire_pause_ms {held} >= the lock's TTL {ttl_ms} ms with skip_validity_check: \
+             a quorum granted before the pause is trusted after its keys expired"
+        ));
+    }
     None
 }
 
@@ -71,5 +78,18 @@ mod tests {
         assert!(breaks_under(Kind::Lease, &early, 30_000).is_some());
         assert!(breaks_under(Kind::InTransaction, &early, 30_000).is_none());
         assert!(breaks_under(Kind::Fenced, &early, 30_000).is_none());
+        // antirez: a pause during acquisition is refused by the validity
+        // check; with the check off, Redlock is expected to break.
+        let held = Faults {
+            acquire_pause_ms: 500,
+            ..Faults::with_work_delay(0)
+        };
+        assert!(breaks_under(Kind::Validity, &held, 300).is_none());
+        let unchecked = Faults {
+            skip_validity_check: true,
+            ..held
+        };
+        assert!(breaks_under(Kind::Validity, &unchecked, 300).is_some());
+        assert!(breaks_under(Kind::Ttl, &unchecked, 300).is_none());
     }
 }

@@ -198,11 +198,17 @@ impl Report {
 fn faults_on(f: &Faults) -> Vec<String> {
     let pausing = f.pause_ms > 0;
     [
+        ("acquire_pause_ms", f.acquire_pause_ms, false),
         ("check_revision", u64::from(f.check_revision), true),
         ("pause_every", f.pause_every, pausing),
         ("pause_ms", f.pause_ms, false),
         ("release_gap_ms", f.release_gap_ms, false),
         ("setnx_expire_gap_ms", f.setnx_expire_gap_ms, false),
+        (
+            "skip_validity_check",
+            u64::from(f.skip_validity_check),
+            true,
+        ),
         (
             "unlock_before_commit",
             u64::from(f.unlock_before_commit),
