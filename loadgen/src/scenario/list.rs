@@ -10,8 +10,8 @@ use serde_json::Value;
 use super::case::Expectation;
 use super::world::CaseRun;
 use super::{
-    clock_jump, clock_skew, crash_holder, dependency_loss, failover, gc_pause, redlock_restart,
-    slow_network, unlock_before_commit,
+    acquire_pause, clock_jump, clock_skew, clock_slew, crash_holder, dependency_loss, failover,
+    gc_pause, redlock_restart, slow_network, unlock_before_commit,
 };
 use crate::api::{Kind, StrategyEntry};
 use crate::judge::Expected;
@@ -28,6 +28,8 @@ pub enum Scenario {
     ClockSkew,
     UnlockBeforeCommit,
     DependencyLoss,
+    AcquirePause,
+    ClockSlew,
 }
 
 /// What the command line named: every scenario, or one.
@@ -68,6 +70,8 @@ impl Scenario {
             Scenario::ClockSkew => "clock-skew",
             Scenario::UnlockBeforeCommit => "unlock-before-commit",
             Scenario::DependencyLoss => "dependency-loss",
+            Scenario::AcquirePause => "acquire-pause",
+            Scenario::ClockSlew => "clock-slew",
         }
     }
 
@@ -83,6 +87,8 @@ impl Scenario {
             Scenario::ClockSkew => "one replica's wall clock runs ahead by more than the TTL (setnx-getset trusts client clocks)",
             Scenario::UnlockBeforeCommit => "the unlock_before_commit fault: release the lock, then commit",
             Scenario::DependencyLoss => "Redis killed and restarted, then PostgreSQL (and etcd/ZooKeeper/MariaDB) cut and restored, mid-run: 503s, never a half-written order",
+            Scenario::AcquirePause => "Redlock held between its SETs and reading the votes, past the TTL; with and without the validity check (antirez's reply)",
+            Scenario::ClockSlew => "every Redlock node's clock runs 1 % fast, slewed not jumped (antirez: the drift factor covers it)",
         }
     }
 
@@ -107,7 +113,10 @@ impl Scenario {
                 "pg-for-update",
             ],
             Scenario::SlowNetwork => &["set-nx-px-token", "watchdog", "redlock", "fenced"],
-            Scenario::ClockJump | Scenario::RedlockRestart => &["redlock"],
+            Scenario::ClockJump
+            | Scenario::RedlockRestart
+            | Scenario::AcquirePause
+            | Scenario::ClockSlew => &["redlock"],
             Scenario::Failover => &["set-nx-px-token", "fenced"],
             Scenario::CrashHolder => &[
                 "setnx",
@@ -136,6 +145,7 @@ impl Scenario {
             Scenario::ClockJump => clock_jump::VARIANTS,
             Scenario::RedlockRestart => redlock_restart::VARIANTS,
             Scenario::Failover => failover::VARIANTS,
+            Scenario::AcquirePause => acquire_pause::VARIANTS,
             _ => &[""],
         }
     }
@@ -159,6 +169,8 @@ impl Scenario {
             Scenario::ClockSkew => clock_skew::expect(strategy, variant),
             Scenario::UnlockBeforeCommit => unlock_before_commit::expect(strategy, variant),
             Scenario::DependencyLoss => dependency_loss::expect(strategy, variant),
+            Scenario::AcquirePause => acquire_pause::expect(strategy, variant),
+            Scenario::ClockSlew => clock_slew::expect(strategy, variant),
         }
     }
 
@@ -174,6 +186,8 @@ impl Scenario {
             Scenario::ClockSkew => clock_skew::run(cx).await,
             Scenario::UnlockBeforeCommit => unlock_before_commit::run(cx).await,
             Scenario::DependencyLoss => dependency_loss::run(cx).await,
+            Scenario::AcquirePause => acquire_pause::run(cx).await,
+            Scenario::ClockSlew => clock_slew::run(cx).await,
         }
     }
 }

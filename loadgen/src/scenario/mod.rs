@@ -9,7 +9,8 @@
 //! switches the strategy, starts a new mutual-exclusion history run, drives
 //! closed-loop buyers, applies its fault (a real `SIGSTOP`, a clock jump,
 //! a node restart, a promoted replica, a slow link, a `kill -9`, a stopped
-//! Redis or a cut PostgreSQL), undoes it, and stops everything it started
+//! Redis or a cut PostgreSQL, a paused Redlock acquisition, a slewed
+//! clock), undoes it, and stops everything it started
 //! — also on failure and on Ctrl-C.
 //!
 //! Each case is judged against what its design promises under *that*
@@ -17,21 +18,28 @@
 //! overlapping critical sections counted by the history arbiter, and the
 //! database's audit (oversold units, lost updates, duplicates). A run that
 //! showed no contention, sold nothing, or never landed its fault is
-//! `inconclusive`, never `as-expected`. The README's scenarios section and
-//! `docs/workshop.md` say what each one teaches.
+//! `inconclusive`, never `as-expected`: each scenario proves its fault
+//! landed (a stopped process, a clock read ahead, a delay timed, a node's
+//! new `run_id`, …) and prints the proof among its steps. With `--trials
+//! N` each case runs N times and is `as-expected` only if all N were.
+//! The README's scenarios section and `docs/workshop.md` say what each
+//! one teaches.
 
 //! Layout: `list.rs` names the scenarios (a clap `ValueEnum`) and each has
 //! its file — what each strategy should do under it, and its fault script
-//! (`gc_pause.rs` … `dependency_loss.rs`); `lab.rs` is what a run owns,
+//! (`gc_pause.rs` … `dependency_loss.rs`, `acquire_pause.rs`,
+//! `clock_slew.rs`); `lab.rs` is what a run owns,
 //! `world.rs` what a case starts and the moves every scenario makes,
 //! `buyers.rs` the load, `runner.rs` the loop, `observe.rs` what a case left
 //! behind, `case.rs` a case's record and
 //! its judgement (through [`crate::judge`]), `report.rs` the files.
 
+mod acquire_pause;
 mod buyers;
 mod case;
 mod clock_jump;
 mod clock_skew;
+mod clock_slew;
 mod crash_holder;
 mod dependency_loss;
 mod failover;
