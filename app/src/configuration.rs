@@ -113,6 +113,11 @@ pub struct Settings {
     /// `history.rs`); unset: the service's own Redis. The scenario runner
     /// points every replica at a dedicated server it never breaks.
     pub history_url: Option<String>,
+    /// A section the history arbiter has held inside for longer than this
+    /// is taken for one whose exit was lost (a failed call): the next entry
+    /// of its product drops it, counts it as `stale`, and does not count it
+    /// as a holder. Keep it above the longest section you want judged.
+    pub history_stale_ms: u64,
     /// This replica's name in the history and in logs; unset: `pid-{pid}`.
     pub instance_id: Option<String>,
     /// After a Redis lock write (`set-nx-px*`), `WAIT` for this many
@@ -163,6 +168,7 @@ impl Default for Settings {
             control_refresh_ms: 250,
             log_format: "text".into(),
             history_url: None,
+            history_stale_ms: 60_000,
             instance_id: None,
             redis_wait_replicas: 0,
             redis_wait_timeout_ms: 250,
@@ -406,6 +412,7 @@ impl Settings {
                 self.database_acquire_timeout_ms,
             ),
             ("control_refresh_ms", self.control_refresh_ms),
+            ("history_stale_ms", self.history_stale_ms),
             ("redis_wait_timeout_ms", self.redis_wait_timeout_ms),
             (
                 "database_max_connections",

@@ -13,7 +13,8 @@
 //!    [`faults`] — the workshop faults, as plain data.
 //! 3. [`db`] — schema access and the audit (the ground truth);
 //!    [`redis_client`] — Redis connections and the refresh loop of shared
-//!    state; [`metrics`] — Prometheus metrics.
+//!    state; [`metrics`] — Prometheus metrics; [`orders`] — a product's
+//!    orders, paged (what a load generator checks its orders against).
 //! 4. [`history`] — the mutual-exclusion history that counts overlapping
 //!    critical sections across replicas.
 //! 5. [`strategy`] — what a strategy is: the [`strategy::Strategy`] trait,
@@ -47,6 +48,7 @@ pub mod locking;
 pub mod metrics;
 pub mod openapi;
 pub mod order_batch;
+pub mod orders;
 pub mod redis_client;
 pub mod registry;
 pub mod routes;

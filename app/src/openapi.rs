@@ -29,10 +29,13 @@ use crate::routes;
         routes::admin::strategies,
         routes::admin::switch_strategy,
         routes::admin::reset_product,
+        routes::admin::product_orders,
         routes::admin::audit,
         routes::admin::get_faults,
         routes::admin::put_faults,
+        routes::admin::clear_faults,
         routes::admin::get_history,
+        routes::admin::history_sections,
         routes::admin::put_history,
         routes::admin::forget_history,
         routes::status::page,
@@ -46,7 +49,7 @@ use crate::routes;
         (name = "products", description = "Stock and the active strategy"),
         (name = "status", description = "The status page and its data"),
         (name = "health", description = "Liveness, readiness, Prometheus metrics"),
-        (name = "admin", description = "Strategy switch, reset, audit, faults, history (admin token)"),
+        (name = "admin", description = "Strategy switch, reset, orders, audit, faults, history (admin token)"),
     )
 )]
 #[derive(Debug)]

@@ -75,6 +75,7 @@ impl Application {
             settings.instance(),
             metrics.clone(),
         )?;
+        history.set_stale_after(Duration::from_millis(settings.history_stale_ms));
         if let Err(e) = history.refresh().await {
             tracing::warn!(error = %e, "history arbiter not reachable at start");
         }
@@ -154,10 +155,13 @@ impl Application {
                 .service(routes::admin::strategies)
                 .service(routes::admin::switch_strategy)
                 .service(routes::admin::reset_product)
+                .service(routes::admin::product_orders)
                 .service(routes::admin::audit)
                 .service(routes::admin::get_faults)
                 .service(routes::admin::put_faults)
+                .service(routes::admin::clear_faults)
                 .service(routes::admin::get_history)
+                .service(routes::admin::history_sections)
                 .service(routes::admin::put_history)
                 .service(routes::admin::forget_history)
                 .service(routes::status::page)

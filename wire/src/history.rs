@@ -1,6 +1,7 @@
 //! The mutual-exclusion history: `GET /admin/history` ([`HistoryReport`]),
-//! `PUT /admin/history` ([`HistorySwitch`] in, [`HistorySwitched`] out) and
-//! `POST /admin/history/forget` ([`ForgetBody`] in, [`Forgotten`] out).
+//! `GET /admin/history/sections` ([`SectionsBody`]), `PUT /admin/history`
+//! ([`HistorySwitch`] in, [`HistorySwitched`] out) and `POST
+//! /admin/history/forget` ([`ForgetBody`] in, [`Forgotten`] out).
 
 use serde::{Deserialize, Serialize};
 

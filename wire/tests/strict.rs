@@ -104,3 +104,36 @@ fn the_faults_and_the_error_body_round_trip() {
     assert_eq!(error.error, "busy");
     assert!(serde_json::from_value::<StrategiesBody>(json!({"active": "none"})).is_err());
 }
+
+#[test]
+fn a_section_and_an_orders_page_must_send_their_nulls() {
+    use seckill_wire::history::{Section, SectionsBody};
+    use seckill_wire::orders::OrdersPage;
+
+    let section = json!({
+        "instance": "r1", "member": "r1:7", "strategy": "none", "product": 1,
+        "entered_us": 1_795_614_330_725_800_i64, "exited_us": null, "overlap": true
+    });
+    let decoded: Section = serde_json::from_value(section.clone()).expect("decodes");
+    assert_eq!(decoded.exited_us, None);
+    assert_eq!(serde_json::to_value(&decoded).expect("encodes"), section);
+    for field in ["exited_us", "overlap", "instance"] {
+        assert!(
+            serde_json::from_value::<Section>(without(section.clone(), field)).is_err(),
+            "{field}"
+        );
+    }
+    let body = json!({ "run": null, "sections": [section], "dropped": 0 });
+    let decoded: SectionsBody = serde_json::from_value(body.clone()).expect("decodes");
+    assert_eq!((decoded.run, decoded.sections.len()), (None, 1));
+    assert!(serde_json::from_value::<SectionsBody>(without(body, "run")).is_err());
+
+    let page = json!({
+        "orders": [{"order_id": 3, "user_id": 9, "quantity": 2,
+                    "created_at": "2026-11-25T16:32:04.000001Z"}],
+        "next_after": null
+    });
+    let decoded: OrdersPage = serde_json::from_value(page.clone()).expect("decodes");
+    assert_eq!((decoded.orders[0].order_id, decoded.next_after), (3, None));
+    assert!(serde_json::from_value::<OrdersPage>(without(page, "next_after")).is_err());
+}

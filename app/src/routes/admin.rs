@@ -1,13 +1,15 @@
-//! `/admin/*` — strategy switch, product reset, audit, faults. Every route
-//! takes the [`AdminAuth`] extractor: `Authorization: Bearer <token>`.
+//! `/admin/*` — strategy switch, product reset, a product's orders, audit,
+//! faults, history. Every route takes the [`AdminAuth`] extractor:
+//! `Authorization: Bearer <token>`.
 
 use std::future::{ready, Ready};
 
 use actix_web::dev::Payload;
 use actix_web::http::header;
-use actix_web::{get, post, put, web, FromRequest, HttpRequest, HttpResponse};
+use actix_web::{delete, get, post, put, web, FromRequest, HttpRequest, HttpResponse};
 use seckill_wire::audit::AuditBody;
 use seckill_wire::history::{ForgetBody, Forgotten, HistorySwitch, HistorySwitched};
+use seckill_wire::orders::OrdersPage;
 use seckill_wire::products::{ProductBody, ResetBody};
 use seckill_wire::strategies::{StrategiesBody, StrategyEntry, SwitchBody};
 use serde::Deserialize;
@@ -15,9 +17,10 @@ use serde::Deserialize;
 use crate::db;
 use crate::error::{ApiError, ErrorBody, GrabError};
 use crate::faults::{Faults, FaultsPatch};
-use crate::history::HistoryReport;
+use crate::history::{HistoryReport, SectionsBody};
 use crate::lock::{fenced, redis_lua_stock};
 use crate::locking::lock_key;
+use crate::orders;
 use crate::registry::STRATEGY_NAMES;
 use crate::state::AppState;
 
@@ -205,6 +208,62 @@ async fn settle_write_behind(state: &AppState, what: &str) {
     }
 }
 
+/// `GET /admin/products/{id}/orders?after=&limit=`.
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct OrdersQuery {
+    /// Only orders with an id above this one (default 0: from the first).
+    #[param(minimum = 0)]
+    pub after: Option<i64>,
+    /// At most this many orders (default 1000, at most 10000).
+    #[param(minimum = 1, maximum = 10000)]
+    pub limit: Option<i64>,
+}
+
+/// The product's orders since its last reset, ascending by id, one page
+/// at a time: follow `next_after` until it is `null`.
+#[utoipa::path(
+    tag = "admin",
+    security(("admin_token" = [])),
+    params(("id" = i64, Path, minimum = 1, description = "Product id"), OrdersQuery),
+    responses(
+        (status = 200, description = "One page of orders (`next_after` null on the last page)", body = OrdersPage),
+        (status = 400, description = "`invalid_limit`, `invalid_after`, `invalid_product_id`, or a bad query string (`invalid_query`)", body = ErrorBody),
+        super::AdminDenied,
+        (status = 404, description = "No such product (`not_found`)", body = ErrorBody),
+        (status = 503, description = "PostgreSQL is down (`unavailable`)", body = ErrorBody),
+    )
+)]
+#[get("/admin/products/{id}/orders")]
+pub async fn product_orders(
+    _: AdminAuth,
+    state: web::Data<AppState>,
+    id: web::Path<i64>,
+    query: web::Query<OrdersQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let id = super::product_id(id.into_inner())?;
+    let after = query.after.unwrap_or(0);
+    if after < 0 {
+        return Err(ApiError::bad_request(
+            "invalid_after",
+            "after must be an order id, 0 or more",
+        ));
+    }
+    let limit = query.limit.unwrap_or(orders::DEFAULT_LIMIT);
+    if !(1..=orders::MAX_LIMIT).contains(&limit) {
+        return Err(ApiError::bad_request(
+            "invalid_limit",
+            format!("limit must be between 1 and {}", orders::MAX_LIMIT),
+        ));
+    }
+    let page = orders::page(&state.read_pool, id, after, limit)
+        .await
+        .map_err(GrabError::from)?
+        .ok_or(GrabError::NotFound)?;
+    Ok(HttpResponse::Ok().json(page))
+}
+
 /// `GET /admin/audit?recount=true`.
 #[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
@@ -308,6 +367,29 @@ pub async fn put_faults(
     Ok(HttpResponse::Ok().json(faults))
 }
 
+/// Clear every fault, for every replica: the faults of a fresh deployment
+/// (`work_delay_ms` back to `SECKILL_WORK_DELAY_MS`: simulated work, not a
+/// fault; everything else off).
+#[utoipa::path(
+    tag = "admin",
+    security(("admin_token" = [])),
+    responses(
+        (status = 200, description = "The faults now in force (all cleared)", body = Faults),
+        super::AdminDenied,
+        (status = 503, description = "Redis is down (`unavailable`); nothing changed", body = ErrorBody),
+    )
+)]
+#[delete("/admin/faults")]
+pub async fn clear_faults(
+    _: AdminAuth,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let faults = Faults::with_work_delay(state.settings.work_delay_ms);
+    state.control.set_faults(&state.deps, faults).await?;
+    tracing::info!(?faults, "faults cleared");
+    Ok(HttpResponse::Ok().json(faults))
+}
+
 /// The mutual-exclusion history of the current run, as the arbiter has it
 /// (every replica's sections), plus this replica's own view (`run`,
 /// `instance`, `errors`).
@@ -326,6 +408,27 @@ pub async fn get_history(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     Ok(HttpResponse::Ok().json(state.deps.history.report().await?))
+}
+
+/// The current run's critical sections as the arbiter has them: each
+/// with its replica, entry and exit time (arbiter clock) and whether it
+/// overlapped another; the finished ones first (the most recent 20000),
+/// then those inside now (`exited_us` null).
+#[utoipa::path(
+    tag = "admin",
+    security(("admin_token" = [])),
+    responses(
+        (status = 200, description = "The run's sections (`run` null and none when the history is off)", body = SectionsBody),
+        super::AdminDenied,
+        (status = 503, description = "Redis (the arbiter) is down (`unavailable`)", body = ErrorBody),
+    )
+)]
+#[get("/admin/history/sections")]
+pub async fn history_sections(
+    _: AdminAuth,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    Ok(HttpResponse::Ok().json(state.deps.history.sections().await?))
 }
 
 /// Start a new history run, or stop recording (every replica follows

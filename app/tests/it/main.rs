@@ -10,5 +10,7 @@ mod concurrency;
 mod exclusion;
 mod failures;
 mod ground_truth;
+mod history_truth;
 mod openapi;
+mod orders_route;
 mod status;
