@@ -142,6 +142,11 @@ pub struct Settings {
     /// Order batches of `redis-lua-stock` committing at once; the orders
     /// that arrive meanwhile form the next batch.
     pub order_batch_commits: usize,
+    /// Most orders of `redis-lua-stock` waiting for their batch. A grab
+    /// that finds the queue full answers `busy` (429, `Retry-After`) before
+    /// it reserves any stock, so a rush the database cannot keep up with
+    /// costs retries, not memory and ever longer waits.
+    pub order_batch_queue: usize,
 }
 
 impl Default for Settings {
@@ -177,6 +182,7 @@ impl Default for Settings {
             zookeeper_url: None,
             order_batch_max: 256,
             order_batch_commits: 2,
+            order_batch_queue: 4_096,
         }
     }
 }
@@ -384,6 +390,12 @@ impl Settings {
                 return Err(SettingsError::new(field, "must be between 1 and 10000"));
             }
         }
+        if !(1..=1_000_000).contains(&self.order_batch_queue) {
+            return Err(SettingsError::new(
+                "order_batch_queue",
+                "must be between 1 and 1000000",
+            ));
+        }
         if !["on", "off", "local", "remote_write", "remote_apply"]
             .contains(&self.synchronous_commit.as_str())
         {
@@ -575,6 +587,10 @@ mod tests {
         assert_eq!(err.name, "SECKILL_SEED_PRODUCTS");
         let err = load(&[("SECKILL_LISTEN", "nowhere")]).expect_err("must fail");
         assert_eq!(err.name, "SECKILL_LISTEN");
+        let err = load(&[("SECKILL_ORDER_BATCH_QUEUE", "0")]).expect_err("must fail");
+        assert_eq!(err.name, "SECKILL_ORDER_BATCH_QUEUE");
+        let s = load(&[("SECKILL_ORDER_BATCH_QUEUE", "8")]).expect("loads");
+        assert_eq!(s.order_batch_queue, 8);
     }
 
     #[test]

@@ -133,6 +133,12 @@ pub enum GrabError {
     /// `seckill_db_pool_starved_total{strategy}`.
     #[error("every pooled postgres connection is taken; the server answers")]
     PoolStarved,
+    /// `redis-lua-stock`'s order batch queue was full
+    /// (`SECKILL_ORDER_BATCH_QUEUE` orders waiting for their batch): the
+    /// grab was refused before it reserved anything. Answered `busy` (429,
+    /// `Retry-After`) like a lock wait that ran out.
+    #[error("the order batch queue is full")]
+    QueueFull,
     /// A bug or an unexpected answer; the detail is for the log only.
     #[error("internal error: {0}")]
     Internal(String),
@@ -163,7 +169,7 @@ impl GrabError {
         match self {
             GrabError::SoldOut => "sold_out",
             GrabError::AlreadyPurchased => "already_purchased",
-            GrabError::Busy(_) | GrabError::PoolStarved => "busy",
+            GrabError::Busy(_) | GrabError::PoolStarved | GrabError::QueueFull => "busy",
             GrabError::Rejected(_) => "rejected",
             GrabError::NotFound => NOT_FOUND,
             GrabError::Unavailable { .. } | GrabError::PoolTimedOut | GrabError::Internal(_) => {
@@ -303,6 +309,10 @@ impl ApiError {
                     "every database connection is taken by grabs waiting for the lock; retry later"
                         .into(),
                 ),
+                GrabError::QueueFull => (
+                    "busy",
+                    "too many orders are waiting to be written; retry later".into(),
+                ),
                 GrabError::Rejected(why) => {
                     ("rejected", format!("nothing was written: {}", why.as_str()))
                 }
@@ -341,7 +351,9 @@ impl ResponseError for ApiError {
                 GrabError::SoldOut | GrabError::AlreadyPurchased | GrabError::Rejected(_) => {
                     StatusCode::CONFLICT
                 }
-                GrabError::Busy(_) | GrabError::PoolStarved => StatusCode::TOO_MANY_REQUESTS,
+                GrabError::Busy(_) | GrabError::PoolStarved | GrabError::QueueFull => {
+                    StatusCode::TOO_MANY_REQUESTS
+                }
                 GrabError::NotFound => StatusCode::NOT_FOUND,
                 GrabError::Unavailable { .. } | GrabError::PoolTimedOut => {
                     StatusCode::SERVICE_UNAVAILABLE
@@ -369,7 +381,7 @@ impl ResponseError for ApiError {
         }
         let mut response = HttpResponse::build(self.status_code());
         match self {
-            ApiError::Grab(GrabError::Busy(_) | GrabError::PoolStarved) => {
+            ApiError::Grab(GrabError::Busy(_) | GrabError::PoolStarved | GrabError::QueueFull) => {
                 response.insert_header((header::RETRY_AFTER, "1"));
             }
             ApiError::Grab(GrabError::Unavailable { .. } | GrabError::PoolTimedOut) => {
@@ -399,6 +411,7 @@ mod outcome_tests {
             },
             GrabError::PoolTimedOut,
             GrabError::PoolStarved,
+            GrabError::QueueFull,
             GrabError::Internal(String::new()),
         ];
         let mut from_errors: Vec<&str> = errors

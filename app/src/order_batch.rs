@@ -13,13 +13,23 @@
 //! while the previous commits run form the next batch, so batches grow with
 //! the load and the commits per second stay about the same.
 //!
+//! **Bounded.** At most `SECKILL_ORDER_BATCH_QUEUE` orders wait for their
+//! batch. A grab takes its place in the queue ([`OrderBatcher::reserve`])
+//! *before* it reserves stock; when the queue is full it is refused at once
+//! with `busy` (429, `Retry-After`), having touched nothing — a rush the
+//! database cannot keep up with is pushed back to the clients instead of
+//! growing memory and every grab's wait without bound.
+//!
 //! **What is promised.** A grab is answered only after the statement that
 //! holds its order committed: nothing acknowledged is ever lost. A batch
 //! that fails fails as a whole (one statement): every grab in it gets the
-//! error, and the strategy gives back exactly those reservations (checking
-//! first, as for one order, whether a commit that answered an error
-//! happened after all). The audit tally's trigger runs once per row inside
-//! the batch's transaction, so the audit stays exact.
+//! error, and the strategy settles each of them as it settles one failed
+//! order (a reservation is given back only when its order surely does not
+//! exist). After a commit the strategy's hook may still refuse an order it
+//! had to undo (`redis-lua-stock`: a reservation swept meanwhile); that
+//! grab gets the hook's answer instead of its order. The audit tally's
+//! trigger runs once per row inside the batch's transaction, so the audit
+//! stays exact.
 //!
 //! **The price.** Each grab's answer waits for its batch: the time queued
 //! before its batch started is answered in `Server-Timing: batch;dur=<ms>`
@@ -30,6 +40,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
+use tokio::sync::mpsc::error::TrySendError;
 use tokio::sync::{mpsc, oneshot, Semaphore};
 use tokio::time::{Duration, Instant};
 
@@ -86,16 +97,31 @@ struct Pending {
     answer: oneshot::Sender<(Result<Order, GrabError>, Duration)>,
 }
 
-/// What runs after a batch committed, before its grabs are answered (the
-/// strategy forgets the batch's reservations), with the batch's orders.
+/// What runs after a batch committed, before its grabs are answered, with
+/// the batch's orders; the grabs are answered their orders.
 pub type AfterCommit = fn(Deps, Vec<GrabRequest>) -> BoxFuture<'static, ()>;
+
+/// What runs after a batch committed, before its grabs are answered (the
+/// strategy confirms the batch's orders: `redis-lua-stock` forgets their
+/// reservations), with the batch's orders; it answers, for each order in
+/// the same place, what its grab is told: the order, or why it was undone.
+pub type Confirm = fn(Deps, Vec<Order>) -> BoxFuture<'static, Vec<Result<Order, GrabError>>>;
+
+/// The hook a batcher runs after each commit.
+#[derive(Debug, Clone, Copy)]
+enum Hook {
+    /// Runs; every grab gets its order.
+    AfterCommit(AfterCommit),
+    /// Runs and answers each grab.
+    Confirm(Confirm),
+}
 
 /// What the dispatcher writes with.
 #[derive(Debug, Clone)]
 struct Writer {
     deps: Deps,
     strategy: &'static str,
-    after_commit: AfterCommit,
+    hook: Hook,
 }
 
 /// Groups the orders of concurrent grabs into multi-row `INSERT`s (see the
@@ -106,9 +132,18 @@ pub struct OrderBatcher {
     strategy: &'static str,
     max: usize,
     commits: usize,
+    capacity: usize,
     runtime: Option<tokio::runtime::Handle>,
-    after_commit: AfterCommit,
-    queue: OnceLock<mpsc::UnboundedSender<Pending>>,
+    hook: Hook,
+    queue: OnceLock<mpsc::Sender<Pending>>,
+}
+
+/// A place in the batch queue, held from before the grab's reservation
+/// until its order is queued ([`QueueSlot::insert`]); dropped unused, it
+/// frees the place.
+#[derive(Debug)]
+pub struct QueueSlot<'a> {
+    permit: mpsc::Permit<'a, Pending>,
 }
 
 tokio::task_local! {
@@ -119,21 +154,52 @@ tokio::task_local! {
 
 impl OrderBatcher {
     /// Batches of up to `max` orders (1 = every order its own `INSERT`, no
-    /// batcher), `commits` batches in flight at once. Built inside the
-    /// runtime the dispatcher should run on (the service's main runtime).
+    /// batcher), `commits` batches in flight at once, at most the default
+    /// `SECKILL_ORDER_BATCH_QUEUE` orders waiting. Built inside the runtime
+    /// the dispatcher should run on (the service's main runtime).
     /// `after_commit` runs once per committed batch, before its grabs are
-    /// answered.
+    /// answered their orders.
     pub fn new(
         strategy: &'static str,
         max: usize,
         commits: usize,
         after_commit: AfterCommit,
     ) -> Self {
+        let capacity = crate::configuration::Settings::default().order_batch_queue;
+        Self::with_hook(
+            strategy,
+            max,
+            commits,
+            capacity,
+            Hook::AfterCommit(after_commit),
+        )
+    }
+
+    /// Like [`OrderBatcher::new`], at most `capacity` orders waiting, and
+    /// `confirm` runs once per committed batch and answers its grabs.
+    pub fn confirming(
+        strategy: &'static str,
+        max: usize,
+        commits: usize,
+        capacity: usize,
+        confirm: Confirm,
+    ) -> Self {
+        Self::with_hook(strategy, max, commits, capacity, Hook::Confirm(confirm))
+    }
+
+    fn with_hook(
+        strategy: &'static str,
+        max: usize,
+        commits: usize,
+        capacity: usize,
+        hook: Hook,
+    ) -> Self {
         Self {
             strategy,
-            after_commit,
+            hook,
             max: max.max(1),
             commits: commits.max(1),
+            capacity: capacity.max(1),
             runtime: tokio::runtime::Handle::try_current().ok(),
             queue: OnceLock::new(),
         }
@@ -145,14 +211,33 @@ impl OrderBatcher {
     }
 
     /// Queue `req`'s order and wait until the batch holding it committed
-    /// (or failed: then the error, and nothing of the batch was written).
+    /// (or failed: then the error, and nothing of the batch was written);
+    /// [`GrabError::QueueFull`] at once when the queue is full.
     pub async fn insert(&self, deps: &Deps, req: GrabRequest) -> Result<Order, GrabError> {
-        let queue = self.queue.get_or_init(|| {
-            let (tx, rx) = mpsc::unbounded_channel();
+        self.reserve(deps)?.insert(req).await
+    }
+
+    /// A place in the queue, or [`GrabError::QueueFull`] (`busy`) when
+    /// `capacity` orders are waiting already. Take it before reserving
+    /// anything: a refusal then has nothing to give back.
+    pub fn reserve(&self, deps: &Deps) -> Result<QueueSlot<'_>, GrabError> {
+        match self.queue(deps).try_reserve() {
+            Ok(permit) => Ok(QueueSlot { permit }),
+            Err(TrySendError::Full(())) => Err(GrabError::QueueFull),
+            Err(TrySendError::Closed(())) => {
+                Err(GrabError::Internal("the order batcher stopped".into()))
+            }
+        }
+    }
+
+    /// The queue, its dispatcher started with the first order.
+    fn queue(&self, deps: &Deps) -> &mpsc::Sender<Pending> {
+        self.queue.get_or_init(|| {
+            let (tx, rx) = mpsc::channel(self.capacity);
             let writer = Writer {
                 deps: deps.clone(),
                 strategy: self.strategy,
-                after_commit: self.after_commit,
+                hook: self.hook,
             };
             let dispatch = dispatch(rx, writer, self.max, self.commits);
             match &self.runtime {
@@ -160,15 +245,21 @@ impl OrderBatcher {
                 None => drop(tokio::spawn(dispatch)),
             }
             tx
-        });
+        })
+    }
+}
+
+impl QueueSlot<'_> {
+    /// Queue `req`'s order in this place and wait until the batch holding
+    /// it committed (or failed: then the error, and nothing of the batch
+    /// was written).
+    pub async fn insert(self, req: GrabRequest) -> Result<Order, GrabError> {
         let (answer, answered) = oneshot::channel();
-        queue
-            .send(Pending {
-                req,
-                queued: Instant::now(),
-                answer,
-            })
-            .map_err(|_| GrabError::Internal("the order batcher stopped".into()))?;
+        self.permit.send(Pending {
+            req,
+            queued: Instant::now(),
+            answer,
+        });
         let (result, waited) = answered
             .await
             .map_err(|_| GrabError::Internal("the order batcher dropped an order".into()))?;
@@ -179,12 +270,7 @@ impl OrderBatcher {
 
 /// Take what is queued, up to `max`, whenever one of `commits` slots is
 /// free; write each batch in a task of its own.
-async fn dispatch(
-    mut queue: mpsc::UnboundedReceiver<Pending>,
-    writer: Writer,
-    max: usize,
-    commits: usize,
-) {
+async fn dispatch(mut queue: mpsc::Receiver<Pending>, writer: Writer, max: usize, commits: usize) {
     let slots = Arc::new(Semaphore::new(commits));
     loop {
         let Ok(slot) = slots.clone().acquire_owned().await else {
@@ -225,10 +311,7 @@ impl Writer {
             .with_label_values(&labels)
             .observe(started.elapsed().as_secs_f64());
         let mut ids = match result {
-            Ok(ids) => {
-                (self.after_commit)(self.deps.clone(), batch.iter().map(|p| p.req).collect()).await;
-                ids
-            }
+            Ok(ids) => ids,
             Err(e) => {
                 tracing::warn!(strategy = self.strategy, orders = size, error = %e,
                     "an order batch failed: none of its orders was written");
@@ -239,27 +322,49 @@ impl Writer {
                 return;
             }
         };
-        for p in batch {
+        let mut answers: Vec<Result<Order, GrabError>> = batch
+            .iter()
+            .map(|p| {
+                let id = ids
+                    .get_mut(&(p.req.product_id, p.req.user_id))
+                    .and_then(Vec::pop);
+                match id {
+                    Some(order_id) => Ok(Order {
+                        order_id,
+                        product_id: p.req.product_id,
+                        user_id: p.req.user_id,
+                        quantity: p.req.quantity,
+                        strategy: self.strategy.into(),
+                        fence_token: None,
+                    }),
+                    None => Err(GrabError::Internal(
+                        "an order batch did not return every order's id".into(),
+                    )),
+                }
+            })
+            .collect();
+        match self.hook {
+            Hook::AfterCommit(after_commit) => {
+                after_commit(self.deps.clone(), batch.iter().map(|p| p.req).collect()).await;
+            }
+            Hook::Confirm(confirm) => {
+                // It sees the committed orders and answers each in its place.
+                let (places, committed): (Vec<usize>, Vec<Order>) = answers
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, a)| a.as_ref().ok().map(|order| (i, order.clone())))
+                    .unzip();
+                let settled = confirm(self.deps.clone(), committed).await;
+                for (i, answer) in places.into_iter().zip(settled) {
+                    answers[i] = answer;
+                }
+            }
+        }
+        for (p, answer) in batch.into_iter().zip(answers) {
             let waited = started.saturating_duration_since(p.queued);
             m.order_batch_wait
                 .with_label_values(&labels)
                 .observe(waited.as_secs_f64());
-            let id = ids
-                .get_mut(&(p.req.product_id, p.req.user_id))
-                .and_then(Vec::pop);
-            let answer = match id {
-                Some(order_id) => Ok(Order {
-                    order_id,
-                    product_id: p.req.product_id,
-                    user_id: p.req.user_id,
-                    quantity: p.req.quantity,
-                    strategy: self.strategy.into(),
-                    fence_token: None,
-                }),
-                None => Err(GrabError::Internal(
-                    "an order batch did not return every order's id".into(),
-                )),
-            };
             // A grab whose task is gone (the process stops) cannot be told.
             let _ = p.answer.send((answer, waited));
         }

@@ -121,6 +121,7 @@ impl Strategies {
             Arc::new(redis_lua_stock::RedisLuaStock::new(
                 settings.order_batch_max,
                 settings.order_batch_commits,
+                settings.order_batch_queue,
             )),
         ];
         debug_assert_eq!(

@@ -6,9 +6,11 @@
 //! atomic script), *Confirm* persists the order (in a batch: one
 //! PostgreSQL statement inserts the orders of many grabs, see
 //! [`crate::order_batch`]; `SECKILL_ORDER_BATCH_MAX=1` inserts each on its
-//! own), *Cancel* gives the reservation back when Confirm fails
-//! (`stock_cancel.lua`) — for a failed batch, exactly its grabs'
-//! reservations.
+//! own), *Cancel* gives the reservation back when Confirm fails and the
+//! order surely does not exist (`stock_cancel.lua`) — for a failed batch,
+//! exactly its grabs' reservations. The batch queue is bounded
+//! (`SECKILL_ORDER_BATCH_QUEUE`): a grab takes its place in it before the
+//! try, and a full queue answers `429 busy` with nothing reserved.
 //!
 //! **Guarantee:** safe, and the throughput ceiling: the only serialised
 //! step is one script inside Redis, and the database sees one commit per
@@ -41,13 +43,37 @@
 //! leaves `buyers:product:{id}`, so the crash neither loses the unit for
 //! good nor locks the buyer out with `already_purchased` and no order. A
 //! confirm slower than the timeout that finds its reservation swept takes
-//! the unit again (its order exists).
+//! the unit again (its order exists) — if it is still there.
+//!
+//! **A confirm after the sweep, its unit sold again.** If the sweep gave a
+//! slow confirm's unit back and another buyer took it before that confirm's
+//! order committed, the stock left is below the order's quantity.
+//! `stock_confirm.lua` then takes nothing — Redis stock never goes below 0
+//! — and answers a *conflict*, counted in
+//! `seckill_stock_confirm_conflicts_total`. The order committed but was
+//! never acknowledged, and the unit belongs to the other buyer (who may
+//! have been answered `201` already), so the late order is the one that
+//! must go: it is deleted again (the tally triggers count the deletion)
+//! and its grab answered `409 sold_out` — what a new try would answer. If
+//! that delete fails, the grab answers `503` and the delete is retried in
+//! the background for up to [`RESERVATION_TIMEOUT`]; only if every retry
+//! fails does the audit show the unit oversold (logged as an error).
+//!
+//! **A confirm whose outcome is unknown is never cancelled.** When the
+//! confirm answers an error, the order is looked for in PostgreSQL first:
+//! found (the `INSERT` committed and its reply was lost), it is confirmed
+//! and answered `201` with the order as read back; surely absent, the
+//! reservation is cancelled; and when the database cannot even be asked,
+//! nothing is given back — the reservation (unit and buyer) waits for the
+//! sweep, which decides once the database answers — and the grab answers
+//! `503`. (A pool timeout needs no check: no connection, no statement.)
 //!
 //! **How it fails:** the two stores can drift. If Confirm fails *and* Cancel
-//! cannot reach Redis, the reservation waits for the sweep; a crashed
-//! holder's unit is unavailable for up to [`RESERVATION_TIMEOUT`] (plus
-//! the next grab's sweep). An `INSERT` that committed but answered an error
-//! is checked for before cancelling. If Redis loses its keys, the reload
+//! cannot reach Redis, or whether the order exists cannot be told, the
+//! reservation waits for the sweep; a crashed holder's unit (or one whose
+//! confirm's outcome was unknown) is unavailable for up to
+//! [`RESERVATION_TIMEOUT`] (plus the next grab's sweep), and its buyer
+//! meanwhile answered `already_purchased`. If Redis loses its keys, the reload
 //! from the database counts only committed orders and drops the
 //! reservations on record; confirms in flight then take their unit again,
 //! but one that committed just before the reload read the orders is
@@ -60,7 +86,9 @@
 //!
 //! Keys: `stock:product:{id}` (units left), `buyers:product:{id}` (a set
 //! of user ids, the one-order-per-user rule kept inside the script) and
-//! `reservations:product:{id}` (tries not yet confirmed, by time).
+//! `reservations:product:{id}` (tries not yet confirmed, by time). Only
+//! products that exist get them (and an entry in this replica's sweep
+//! times): the grab route answers an unknown product `404` first.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, LazyLock, Mutex};
@@ -69,7 +97,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use redis::Script;
 
-use crate::error::GrabError;
+use crate::error::{Dependency, GrabError};
 use crate::order_batch::OrderBatcher;
 use crate::section::{insert_order, simulated_work};
 use crate::strategy::{
@@ -147,7 +175,11 @@ impl Default for RedisLuaStock {
     /// Batches as the default settings say.
     fn default() -> Self {
         let settings = crate::configuration::Settings::default();
-        Self::new(settings.order_batch_max, settings.order_batch_commits)
+        Self::new(
+            settings.order_batch_max,
+            settings.order_batch_commits,
+            settings.order_batch_queue,
+        )
     }
 }
 
@@ -155,16 +187,31 @@ const NOT_LOADED: i64 = -1;
 const ALREADY_PURCHASED: i64 = -2;
 const SOLD_OUT: i64 = -3;
 
+/// `stock_confirm.lua`'s answer for one order: its reservation forgotten.
+const FORGOTTEN: i64 = 0;
+/// The reservation was gone and the unit taken again.
+const TAKEN_AGAIN: i64 = 1;
+/// The reservation was gone and the stock below the order's quantity:
+/// nothing taken, the order must be undone.
+const CONFLICT: i64 = 2;
+/// No stock key: the reload from the database counts the order.
+const NO_STOCK_KEY: i64 = 3;
+
 impl RedisLuaStock {
     /// Build the strategy: orders committed in batches of up to
-    /// `batch_max` (1: one `INSERT` each), `batch_commits` batches at once.
-    pub fn new(batch_max: usize, batch_commits: usize) -> Self {
+    /// `batch_max` (1: one `INSERT` each), `batch_commits` batches at once,
+    /// at most `batch_queue` orders waiting for their batch.
+    pub fn new(batch_max: usize, batch_commits: usize, batch_queue: usize) -> Self {
         Self {
             pending: Arc::default(),
             last_sweep: Mutex::default(),
-            batcher: OrderBatcher::new(INFO.name, batch_max, batch_commits, |deps, orders| {
-                Box::pin(forget_reservations(deps, orders))
-            }),
+            batcher: OrderBatcher::confirming(
+                INFO.name,
+                batch_max,
+                batch_commits,
+                batch_queue,
+                |deps, orders| Box::pin(confirm_committed(deps, orders)),
+            ),
         }
     }
 
@@ -224,6 +271,64 @@ impl RedisLuaStock {
         }
     }
 
+    /// Settle a confirm that answered `error` for the reservation of `req`
+    /// (public so a test can play an `INSERT` whose reply was lost):
+    ///
+    /// - the order is in the database after all (the `INSERT` committed
+    ///   and its reply was lost): it is confirmed like any committed order
+    ///   ([`confirm_committed`]) and answered — `201` with the order read
+    ///   back;
+    /// - it surely is not: the reservation is given back (the *cancel*)
+    ///   and `error` answered. A pool timeout is such a case without asking:
+    ///   no connection, so no statement was ever sent;
+    /// - nobody can tell (the check itself fails): nothing is given back —
+    ///   the reservation is left to the sweep, which decides once the
+    ///   database answers — and the grab answers `503 unavailable`.
+    pub async fn after_failed_confirm(
+        &self,
+        deps: &Deps,
+        req: GrabRequest,
+        error: GrabError,
+    ) -> Result<Order, GrabError> {
+        if matches!(error, GrabError::PoolTimedOut) {
+            self.cancel(deps, req).await;
+            return Err(error);
+        }
+        match find_order(deps, req).await {
+            Ok(Some(order)) => {
+                tracing::warn!(
+                    product_id = req.product_id,
+                    user_id = req.user_id,
+                    order_id = order.order_id,
+                    error = %error,
+                    "redis-lua-stock: a confirm that answered an error had committed; confirmed"
+                );
+                confirm_committed(deps.clone(), vec![order])
+                    .await
+                    .pop()
+                    .unwrap_or_else(|| Err(GrabError::Internal("confirm answered nothing".into())))
+            }
+            Ok(None) => {
+                self.cancel(deps, req).await;
+                Err(error)
+            }
+            Err(check) => {
+                tracing::warn!(
+                    product_id = req.product_id,
+                    user_id = req.user_id,
+                    error = %error,
+                    check = %check,
+                    "redis-lua-stock: a confirm failed and whether its order exists is unknown; \
+                     the reservation is left to the sweep"
+                );
+                Err(GrabError::Unavailable {
+                    dependency: Dependency::Postgres,
+                    detail: format!("confirm failed ({error}); its order is unknown ({check})"),
+                })
+            }
+        }
+    }
+
     /// Give back the product's reservations older than `older_than` whose
     /// order does not exist (see `sweep_stale_reservations`); the grabs
     /// run this in the background with [`RESERVATION_TIMEOUT`]. Returns how
@@ -275,39 +380,129 @@ impl RedisLuaStock {
 }
 
 /// After the orders committed: forget their reservations, one script call
-/// per product (`stock_confirm.lua`), or take a unit again where the
-/// sweep gave it back meanwhile. A failure leaves the reservations to the
-/// sweep, which finds the orders and only forgets them.
-async fn forget_reservations(deps: Deps, orders: Vec<GrabRequest>) {
-    let mut by_product: HashMap<i64, Vec<GrabRequest>> = HashMap::new();
-    for req in orders {
-        by_product.entry(req.product_id).or_default().push(req);
+/// per product (`stock_confirm.lua`), or take a unit again where the sweep
+/// gave it back meanwhile. Answers each order in its place: the order, or —
+/// for a *conflict*, a swept reservation whose unit another buyer took
+/// (the script took nothing: Redis stock never goes below 0) — the order
+/// deleted again and `sold_out` (counted in
+/// `seckill_stock_confirm_conflicts_total`; see the module doc). A script
+/// call that fails leaves its reservations to the sweep, which finds the
+/// orders and only forgets them. Public so a test can play a confirm that
+/// comes after the sweep.
+pub async fn confirm_committed(deps: Deps, orders: Vec<Order>) -> Vec<Result<Order, GrabError>> {
+    let mut by_product: HashMap<i64, Vec<usize>> = HashMap::new();
+    for (i, order) in orders.iter().enumerate() {
+        by_product.entry(order.product_id).or_default().push(i);
     }
+    let mut conflicts: Vec<usize> = Vec::new();
     let mut conn = deps.redis.clone();
-    for (product_id, reqs) in by_product {
+    for (product_id, places) in by_product {
         let mut call = CONFIRM_SCRIPT.key(stock_key(product_id));
         call.key(buyers_key(product_id))
             .key(reservations_key(product_id));
-        for req in &reqs {
-            call.arg(req.user_id)
-                .arg(req.quantity)
-                .arg(reservation_member(req.user_id, req.quantity));
+        for &i in &places {
+            let order = &orders[i];
+            call.arg(order.user_id)
+                .arg(order.quantity)
+                .arg(reservation_member(order.user_id, order.quantity));
         }
-        match call.invoke_async::<i64>(&mut conn).await {
-            Ok(taken) if taken > 0 => tracing::warn!(
-                product_id,
-                taken,
-                "redis-lua-stock: confirms outlived their reservations (swept); units taken again"
-            ),
-            Ok(_) => {}
+        match call.invoke_async::<Vec<i64>>(&mut conn).await {
+            Ok(codes) => {
+                let count = |code: i64| codes.iter().filter(|&&c| c == code).count();
+                let (taken, conflicted) = (count(TAKEN_AGAIN), count(CONFLICT));
+                if taken > 0 {
+                    tracing::warn!(
+                        product_id,
+                        taken,
+                        "redis-lua-stock: confirms outlived their reservations (swept); units taken again"
+                    );
+                }
+                if conflicted > 0 {
+                    tracing::warn!(
+                        product_id,
+                        conflicted,
+                        "redis-lua-stock: confirms outlived their reservations and the units were sold again; undoing their orders"
+                    );
+                }
+                debug_assert!(codes.iter().all(|c| [
+                    FORGOTTEN,
+                    TAKEN_AGAIN,
+                    CONFLICT,
+                    NO_STOCK_KEY
+                ]
+                .contains(c)));
+                conflicts.extend(
+                    places
+                        .iter()
+                        .zip(&codes)
+                        .filter(|(_, &code)| code == CONFLICT)
+                        .map(|(&i, _)| i),
+                );
+            }
             Err(e) => tracing::warn!(
                 product_id,
-                orders = reqs.len(),
+                orders = places.len(),
                 error = %e,
                 "redis-lua-stock: could not forget confirmed reservations; the sweep will"
             ),
         }
     }
+    let mut answers: Vec<Result<Order, GrabError>> = orders.into_iter().map(Ok).collect();
+    if conflicts.is_empty() {
+        return answers;
+    }
+    deps.metrics
+        .stock_confirm_conflicts
+        .inc_by(conflicts.len() as u64);
+    let ids: Vec<i64> = conflicts
+        .iter()
+        .filter_map(|&i| answers[i].as_ref().ok().map(|order| order.order_id))
+        .collect();
+    let refusal = match undo_orders(&deps, &ids).await {
+        Ok(()) => GrabError::SoldOut,
+        Err(e) => {
+            tracing::error!(orders = ?ids, error = %e,
+                "redis-lua-stock: could not undo conflicting orders; retrying in the background");
+            tokio::spawn(undo_later(deps.clone(), ids));
+            GrabError::Unavailable {
+                dependency: Dependency::Postgres,
+                detail: format!("undoing an order sold twice failed: {e}"),
+            }
+        }
+    };
+    for i in conflicts {
+        answers[i] = Err(refusal.clone());
+    }
+    answers
+}
+
+/// Delete orders that must not stand (a conflict: their unit was sold to
+/// another buyer). The tally triggers count the deletion.
+async fn undo_orders(deps: &Deps, ids: &[i64]) -> Result<(), GrabError> {
+    sqlx::query("DELETE FROM orders WHERE id = ANY($1)")
+        .bind(ids)
+        .execute(&deps.pool)
+        .await?;
+    Ok(())
+}
+
+/// [`undo_orders`] again every second for up to [`RESERVATION_TIMEOUT`],
+/// when it failed on the grab's path (the grab answered `503`: its order
+/// was never acknowledged).
+async fn undo_later(deps: Deps, ids: Vec<i64>) {
+    let deadline = tokio::time::Instant::now() + RESERVATION_TIMEOUT;
+    while tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        match undo_orders(&deps, &ids).await {
+            Ok(()) => {
+                tracing::warn!(orders = ?ids, "redis-lua-stock: conflicting orders undone");
+                return;
+            }
+            Err(e) => tracing::debug!(orders = ?ids, error = %e, "undo failed; retrying"),
+        }
+    }
+    tracing::error!(orders = ?ids,
+        "redis-lua-stock: conflicting orders could not be undone; the audit shows them oversold");
 }
 
 /// The *cancel*: give a reservation back (stock up, buyer out), only if it
@@ -410,19 +605,28 @@ async fn sweep_stale_reservations(
     Ok(given_back)
 }
 
-/// Whether the order of this buyer is in the database after all: an
-/// `INSERT` can commit and still answer an I/O error. When even this check
-/// fails, nobody can know; the reservation is given back (and logged), as
-/// an unconfirmed order is the likelier case.
-async fn order_exists(deps: &Deps, req: GrabRequest) -> bool {
-    sqlx::query_scalar::<_, bool>(
-        "SELECT EXISTS (SELECT 1 FROM orders WHERE product_id = $1 AND user_id = $2)",
+/// The order of this buyer, if it is in the database after all: an
+/// `INSERT` can commit and still answer an I/O error. `Err` when the
+/// database cannot say (then nobody knows).
+async fn find_order(deps: &Deps, req: GrabRequest) -> Result<Option<Order>, GrabError> {
+    let row: Option<(i64, i32, String, Option<i64>)> = sqlx::query_as(
+        "SELECT id, quantity, strategy, fence_token FROM orders
+         WHERE product_id = $1 AND user_id = $2 ORDER BY id LIMIT 1",
     )
     .bind(req.product_id)
     .bind(req.user_id)
-    .fetch_one(&deps.pool)
-    .await
-    .unwrap_or(false)
+    .fetch_optional(&deps.pool)
+    .await?;
+    Ok(
+        row.map(|(order_id, quantity, strategy, fence_token)| Order {
+            order_id,
+            product_id: req.product_id,
+            user_id: req.user_id,
+            quantity,
+            strategy: strategy.into(),
+            fence_token,
+        }),
+    )
 }
 
 /// Load one product's stock and buyers from the database into Redis,
@@ -516,6 +720,13 @@ impl Strategy for RedisLuaStock {
 
     async fn grab(&self, cx: GrabContext<'_>, req: GrabRequest) -> Result<Order, GrabError> {
         let deps = cx.deps;
+        // A place in the batch queue before anything is reserved: a full
+        // queue answers `busy` with nothing to give back.
+        let slot = if self.batcher.batching() {
+            Some(self.batcher.reserve(deps)?)
+        } else {
+            None
+        };
         self.maybe_sweep(deps, req.product_id);
         simulated_work(cx).await;
         // Try.
@@ -530,30 +741,35 @@ impl Strategy for RedisLuaStock {
             n if n < 0 => return Err(GrabError::Internal(format!("stock script answered {n}"))),
             _ => {}
         }
-        // Confirm: the order in a batch (whose writer forgets the batch's
-        // reservations once it committed), or one autocommit INSERT.
-        let confirmed = if self.batcher.batching() {
-            self.batcher.insert(deps, req).await
-        } else {
-            let inserted = match deps.pool.acquire().await {
-                Ok(mut conn) => insert_order(&mut conn, req, INFO.name, None).await,
-                Err(e) => Err(e.into()),
-            };
-            if inserted.is_ok() {
-                forget_reservations(deps.clone(), vec![req]).await;
+        // Confirm: the order in a batch (whose writer confirms the batch's
+        // orders once it committed), or one autocommit INSERT.
+        let confirmed = match slot {
+            Some(slot) => slot.insert(req).await,
+            None => {
+                let inserted = match deps.pool.acquire().await {
+                    Ok(mut conn) => insert_order(&mut conn, req, INFO.name, None).await,
+                    Err(e) => Err(e.into()),
+                };
+                match inserted {
+                    Ok(order) => confirm_committed(deps.clone(), vec![order])
+                        .await
+                        .pop()
+                        .unwrap_or_else(|| {
+                            Err(GrabError::Internal("confirm answered nothing".into()))
+                        }),
+                    Err(e) => Err(e),
+                }
             }
-            inserted
         };
-        // Cancel, unless the failed INSERT committed after all.
-        if confirmed.is_err() {
-            if order_exists(deps, req).await {
-                forget_reservations(deps.clone(), vec![req]).await;
-            } else {
-                self.cancel(deps, req).await;
-            }
-        }
+        let answer = match confirmed {
+            Ok(order) => Ok(order),
+            // Committed, then undone by the confirm (a conflict): settled.
+            Err(GrabError::SoldOut) => Err(GrabError::SoldOut),
+            // Cancel only when the order surely does not exist.
+            Err(e) => self.after_failed_confirm(deps, req, e).await,
+        };
         self.write_behind(deps, req.product_id);
-        confirmed
+        answer
     }
 
     async fn activate(&self, deps: &Deps) -> Result<(), GrabError> {

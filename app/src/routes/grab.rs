@@ -59,7 +59,7 @@ fn validate(body: &GrabBody, product_id: i64, max_quantity: u32) -> Result<GrabR
         (status = 404, description = "No such product (`not_found`)", body = ErrorBody),
         (status = 409, description = "No order: `sold_out`, `already_purchased`, or `rejected` (a stale lock holder; nothing written)", body = ErrorBody),
         super::BodyRefused,
-        (status = 429, description = "The lock was not acquired within the wait budget, or every database connection was taken by grabs waiting for it while the database answered (`busy`); `Retry-After: 1`", body = ErrorBody),
+        (status = 429, description = "The lock was not acquired within the wait budget, or every database connection was taken by grabs waiting for it while the database answered, or `redis-lua-stock`'s order batch queue was full (`busy`); `Retry-After: 1`", body = ErrorBody),
         (status = 503, description = "A dependency is down (`unavailable`); nothing half-written; `Retry-After: 2`", body = ErrorBody),
     )
 )]
