@@ -1,6 +1,6 @@
 # seckill-lab — the commands a person types. Each target says what it does.
 SHELL := /bin/bash
-.PHONY: docker-images check-docker doc import-graph check-scripts fuzz-api demo demo-stop scenarios test check check-stack check-panels fmt clippy build bench bench-locks bench-audit
+.PHONY: docker-images check-docker doc import-graph check-scripts fuzz-api demo demo-stop scenarios debate test check check-stack check-panels fmt clippy build bench bench-locks bench-audit
 
 ## Run the demo without Docker: own PostgreSQL, Redis, five Redlock nodes,
 ## three replicas, nginx, Prometheus (state in .demo/), then a short
@@ -52,6 +52,14 @@ check-panels:
 ## Report: loadgen-report/scenarios.{json,md,html}.
 scenarios:
 	@scripts/scenarios.sh
+
+## The Redlock debate, claim by claim (Kleppmann 2016, antirez's reply, the
+## Redis docs): release build, every scenario the claims need with
+## --trials 5 (TRIALS=n) into loadgen-report/debate/, then
+## docs/redlock-debate.md — each claim, its case, k of N as expected,
+## overlaps and damage. Long: each case five times.
+debate:
+	@scripts/debate.sh
 
 ## Run every test (installs/starts what the tests need).
 test:

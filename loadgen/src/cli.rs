@@ -1,5 +1,5 @@
-//! The command line (clap): the flags of `run`, `compare`, `scenario` and
-//! `probe`, checked and handed to the module that does the work.
+//! The command line (clap): the flags of `run`, `compare`, `scenario`,
+//! `debate` and `probe`, checked and handed to the module that does the work.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -8,6 +8,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 
 use crate::compare::{self, Settings};
+use crate::debate;
 use crate::load::{self, Shape, Workload};
 use crate::scenario::{self, Selection};
 
@@ -111,6 +112,23 @@ enum Command {
         /// the case UNEXPECTED, else any inconclusive one inconclusive).
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
         trials: u32,
+    },
+    /// The Redlock debate, claim by claim (Kleppmann 2016, antirez's
+    /// reply, the Redis docs): read a scenarios.json and write a Markdown
+    /// table of each claim, the case that tests it, and what was measured
+    /// (k of N trials as expected, overlaps, oversold / lost updates). A
+    /// claim whose case is missing or inconclusive says so loudly (exit 4);
+    /// a contradicted one exits 1. `make debate` runs the scenarios first.
+    Debate {
+        /// The scenarios.json to read.
+        #[arg(long, default_value = "loadgen-report/scenarios.json")]
+        from: PathBuf,
+        /// The Markdown file to write.
+        #[arg(long, default_value = "docs/redlock-debate.md")]
+        out: PathBuf,
+        /// Print the scenario names the claims need, one a line, and exit.
+        #[arg(long)]
+        scenarios: bool,
     },
     /// Read-only load: GET one path (default: product 1) with N users for a
     /// fixed time and print requests/s and latency as JSON. Used by
@@ -383,6 +401,17 @@ pub async fn run() -> ExitCode {
             users,
             run_time,
         } => return load::probe::main(&urls, &path, users, run_time).await,
+        Command::Debate {
+            from,
+            out,
+            scenarios,
+        } => {
+            if scenarios {
+                println!("{}", debate::scenarios().join("\n"));
+                return ExitCode::SUCCESS;
+            }
+            return debate::main(&from, &out);
+        }
         Command::Scenario {
             names,
             list,

@@ -10,6 +10,8 @@
 //!   `run.rs`), the loop, the exit status.
 //! - [`scenario`] — `scenario`: the fault scenarios, one file each, the
 //!   lab that owns their processes, their report.
+//! - [`debate`] — `debate`: the Redlock debate's claims against a
+//!   scenarios report.
 //! - [`report`] — the side-by-side report: text tables, HTML, SVG charts.
 //! - [`judge`] — the one judge: audit + history → breaches → verdict, for
 //!   every command alike.
@@ -32,6 +34,7 @@
 pub mod api;
 pub mod cli;
 pub mod compare;
+pub mod debate;
 pub mod expect;
 pub mod judge;
 pub mod load;
