@@ -657,9 +657,9 @@ async fn history_counts_overlaps_across_replicas_and_faults_set_the_expectation(
 
 /// `seckill-loadgen run … --run-time 4` started in the background, its
 /// output collected by a thread.
-fn run_in_background(args: Vec<String>) -> std::thread::JoinHandle<Output> {
+fn run_in_background(args: &[String]) -> std::thread::JoinHandle<Output> {
     let child = Command::new(env!("CARGO_BIN_EXE_seckill-loadgen"))
-        .args(&args)
+        .args(args)
         .env("SECKILL_ADMIN_TOKEN", TOKEN)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -702,7 +702,7 @@ fn timed_run(urls: &str, strategy: &str, extra: &[&str], dir: &Path) -> Vec<Stri
 async fn orders_deleted_behind_the_service_are_acknowledged_missing() {
     let stack = Stack::start(1).await;
     let dir = out_dir("ack-missing");
-    let run = run_in_background(timed_run(&stack.urls(), "none", &[], &dir));
+    let run = run_in_background(&timed_run(&stack.urls(), "none", &[], &dir));
     let pool = sqlx::PgPool::connect(&stack.database_url)
         .await
         .expect("connect");
@@ -751,7 +751,7 @@ async fn a_run_whose_arbiter_dies_is_inconclusive() {
     let mut arbiter = RedisServer::start();
     let stack = Stack::start_with(1, vec![("SECKILL_HISTORY_URL", arbiter.url())]).await;
     let dir = out_dir("arbiter-dies");
-    let run = run_in_background(timed_run(
+    let run = run_in_background(&timed_run(
         &stack.urls(),
         "set-nx-px-token",
         &["--history"],
