@@ -118,7 +118,9 @@ pub struct Settings {
     /// of its product drops it, counts it as `stale`, and does not count it
     /// as a holder. Keep it above the longest section you want judged.
     pub history_stale_ms: u64,
-    /// This replica's name in the history and in logs; unset: `pid-{pid}`.
+    /// This replica's name in the history and in logs; unset:
+    /// `{hostname}-{pid}` (in containers every replica is pid 1: the
+    /// hostname, the container's id, tells them apart).
     pub instance_id: Option<String>,
     /// After a Redis lock write (`set-nx-px*`), `WAIT` for this many
     /// replicas to acknowledge it before entering; 0 = don't wait (Redis's
@@ -505,7 +507,14 @@ impl Settings {
         self.instance_id
             .clone()
             .filter(|id| !id.trim().is_empty())
-            .unwrap_or_else(|| format!("pid-{}", std::process::id()))
+            .unwrap_or_else(|| {
+                let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+                    .map(|h| h.trim().to_owned())
+                    .ok()
+                    .filter(|h| !h.is_empty())
+                    .unwrap_or_else(|| "pid".to_owned());
+                format!("{host}-{}", std::process::id())
+            })
     }
 
     /// `mysql_url` when set and not blank.
