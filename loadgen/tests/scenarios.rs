@@ -95,6 +95,12 @@ fn every_scenario_ends_as_its_design_predicts() {
         ] {
             assert!(c["observed"][key].is_number(), "observed.{key} in {c}");
         }
+        // Whatever the fault, no acknowledged order vanished and no order
+        // appeared that no answer explains; the history had no gap.
+        assert_eq!(c["observed"]["acknowledged_missing"], 0, "{c}");
+        assert_eq!(c["observed"]["unacknowledged_present"], 0, "{c}");
+        assert!(c["observed"]["indeterminate"]["found"].is_u64(), "{c}");
+        assert_eq!(c["observed"]["history_errors"], 0, "{c}");
     }
     // The headline failures, measured.
     let watchdog = case(cases, "gc-pause", "watchdog", None);

@@ -353,6 +353,7 @@ pub async fn put_faults(
         ("pause_ms", patch.pause_ms),
         ("setnx_expire_gap_ms", patch.setnx_expire_gap_ms),
         ("release_gap_ms", patch.release_gap_ms),
+        ("acquire_pause_ms", patch.acquire_pause_ms),
     ] {
         if value.is_some_and(|v| v > 600_000) {
             return Err(ApiError::bad_request(

@@ -214,7 +214,7 @@ const TIMELINE_MAX: usize = 600;
 /// A timeline of critical sections, one row per replica, each section a
 /// bar from its entry to its exit on the arbiter's clock; sections that
 /// overlapped another are red. A section still inside runs to the end.
-/// Long runs show a window of [`TIMELINE_MAX`] sections, starting a little
+/// Long runs show a window of 600 sections, starting a little
 /// before the first overlap.
 pub fn section_timeline(sections: &[Section]) -> Markup {
     let mut all: Vec<&Section> = sections.iter().collect();

@@ -153,12 +153,14 @@ impl CaseResult {
             o.rejected.to_string(),
             o.busy.to_string(),
             o.orders.to_string(),
+            self.trials
+                .map_or("-".into(), |t| format!("{}/{}", t.as_expected, t.runs)),
             self.verdict.as_str().to_owned(),
         ]
     }
 
     /// The column names of [`CaseResult::cells`].
-    pub const HEAD: [&'static str; 18] = [
+    pub const HEAD: [&'static str; 19] = [
         "scenario",
         "strategy",
         "variant",
@@ -176,6 +178,7 @@ impl CaseResult {
         "rejected",
         "busy",
         "orders",
+        "trials as expected",
         "verdict",
     ];
 }

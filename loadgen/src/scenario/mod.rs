@@ -118,6 +118,13 @@ pub async fn main(names: &[Selection], list: bool, options: Options) -> ExitCode
                 eprintln!("seckill-loadgen: {unexpected} case(s) UNEXPECTED");
                 return ExitCode::from(1);
             }
+            let inconclusive = report.inconclusive();
+            if inconclusive > 0 {
+                eprintln!(
+                    "seckill-loadgen: {inconclusive} case(s) inconclusive: they could not tell (see their steps)"
+                );
+                return ExitCode::from(4);
+            }
             ExitCode::SUCCESS
         }
         Err(e) => {

@@ -42,7 +42,7 @@ pub struct Skipped {
 }
 
 /// Column widths of the terminal table (the verdict, last, is not padded).
-const WIDTHS: [usize; 14] = [20, 19, 20, 7, 8, 5, 5, 5, 5, 4, 4, 5, 5, 6];
+const WIDTHS: [usize; 18] = [20, 19, 20, 7, 8, 5, 5, 5, 5, 4, 4, 5, 5, 6, 5, 5, 5, 6];
 
 impl ScenarioReport {
     /// How many verdicts are `UNEXPECTED`.
@@ -50,6 +50,14 @@ impl ScenarioReport {
         self.scenarios
             .iter()
             .filter(|c| c.verdict == CaseVerdict::Unexpected)
+            .count()
+    }
+
+    /// How many verdicts are `inconclusive`.
+    pub fn inconclusive(&self) -> usize {
+        self.scenarios
+            .iter()
+            .filter(|c| c.verdict == CaseVerdict::Inconclusive)
             .count()
     }
 
@@ -76,7 +84,8 @@ impl ScenarioReport {
         };
         let head: Vec<String> = [
             "scenario", "strategy", "variant", "expect", "overlaps", "max", "over", "lost",
-            "under", "dup", "neg", "rej", "busy", "orders", "verdict",
+            "under", "dup", "neg", "ack-", "unack", "indet", "rej", "busy", "orders", "trials",
+            "verdict",
         ]
         .iter()
         .map(|h| (*h).to_owned())
@@ -92,7 +101,7 @@ impl ScenarioReport {
     pub fn markdown(&self) -> String {
         let mut out = format!("| {} |\n|", CaseResult::HEAD.join(" | "));
         for (i, _) in CaseResult::HEAD.iter().enumerate() {
-            out.push_str(if (4..14).contains(&i) {
+            out.push_str(if (4..18).contains(&i) {
                 "---:|"
             } else {
                 "---|"
