@@ -6,8 +6,8 @@
 
 use maud::{html, Markup, PreEscaped, DOCTYPE};
 
-use super::{charts, Report, Run};
-use crate::api::OverlapEvent;
+use super::{Report, Run};
+use crate::api::{OverlapEvent, Section};
 
 impl Report {
     /// One self-contained HTML page, 1280 pixels wide at most (a
@@ -77,7 +77,7 @@ impl Report {
                         h2 { "Critical sections (--history)" }
                         @for run in self.runs.iter().filter(|r| !r.sections.is_empty()) {
                             h3 { (run.strategy) }
-                            (charts::section_timeline(&run.sections))
+                            (section_timeline(&run.sections))
                         }
                     }
                     @if !overlapping.is_empty() {
@@ -140,6 +140,79 @@ pub fn overlap_timeline(events: &[OverlapEvent]) -> Markup {
                 code { "+" (decimals((event.at_us - t0) as f64 / 1000.0, 1)) " ms" } " "
                 b { (event.entered) }
                 " entered while inside: " (event.inside.join(", "))
+            }
+        }
+    }
+}
+
+/// The most sections one timeline draws: a window of the run, around its
+/// first overlap when there is one.
+const TIMELINE_MAX: usize = 600;
+
+/// A timeline of critical sections, one row per replica, each section a
+/// bar from its entry to its exit on the arbiter's clock; sections that
+/// overlapped another are red. A section still inside runs to the end.
+/// Long runs show a window of 600 sections, starting a little
+/// before the first overlap.
+pub fn section_timeline(sections: &[Section]) -> Markup {
+    let mut all: Vec<&Section> = sections.iter().collect();
+    all.sort_by_key(|s| (s.entered_us, s.member.clone()));
+    let start = all
+        .iter()
+        .position(|s| s.overlap)
+        .map_or(0, |i| i.saturating_sub(TIMELINE_MAX / 4))
+        .min(all.len().saturating_sub(TIMELINE_MAX));
+    let shown = &all[start..all.len().min(start + TIMELINE_MAX)];
+    let mut replicas: Vec<&str> = shown.iter().map(|s| s.instance.as_str()).collect();
+    replicas.sort_unstable();
+    replicas.dedup();
+    let t0 = shown.first().map_or(0, |s| s.entered_us);
+    let t1 = shown
+        .iter()
+        .map(|s| s.exited_us.unwrap_or(s.entered_us))
+        .max()
+        .unwrap_or(t0)
+        .max(t0 + 1);
+    let (label_w, plot_w, row_h) = (110.0, 1090.0, 26.0);
+    let x = |us: i64| label_w + (us - t0) as f64 / (t1 - t0) as f64 * plot_w;
+    let height = 24.0 + row_h * replicas.len() as f64;
+    let overlapped = shown.iter().filter(|s| s.overlap).count();
+    html! {
+        figure.chart.timeline {
+            figcaption {
+                b { "Critical sections per replica" }
+                " (the arbiter's clock; red: overlapped another section): "
+                (shown.len()) " of " (sections.len()) " sections shown, "
+                (overlapped) " of them overlapping, over "
+                (decimals((t1 - t0) as f64 / 1000.0, 1)) " ms"
+            }
+            svg xmlns=(SVG_NS) width=(decimals(label_w + plot_w + 10.0, 0)) height=(decimals(height, 0))
+                viewBox={ "0 0 " (decimals(label_w + plot_w + 10.0, 0)) " " (decimals(height, 0)) } {
+                @for (row, replica) in replicas.iter().enumerate() {
+                    @let y = 4.0 + row_h * row as f64;
+                    text x="4" y=(decimals(y + 15.0, 1)) font-size="12" { (replica) }
+                    line x1=(decimals(label_w, 1)) x2=(decimals(label_w + plot_w, 1))
+                        y1=(decimals(y + row_h / 2.0, 1)) y2=(decimals(y + row_h / 2.0, 1))
+                        stroke="#eee" {}
+                    @for s in shown.iter().filter(|s| s.instance == *replica) {
+                        @let end = s.exited_us.unwrap_or(t1);
+                        rect x=(decimals(x(s.entered_us), 2)) y=(decimals(y + 3.0, 1))
+                            width=(decimals((x(end) - x(s.entered_us)).max(1.0), 2))
+                            height=(decimals(row_h - 8.0, 1))
+                            fill=(if s.overlap { "#d32f2f" } else { "#4a90d9" })
+                            data-replica=(s.instance) data-overlap=(s.overlap) {
+                            title {
+                                (s.member) ": "
+                                (decimals((end - s.entered_us) as f64 / 1000.0, 2)) " ms"
+                                @if s.exited_us.is_none() { " (still inside)" }
+                            }
+                        }
+                    }
+                }
+                text x=(decimals(label_w, 1)) y=(decimals(height - 2.0, 1)) font-size="11" fill="#666" { "0 ms" }
+                text x=(decimals(label_w + plot_w, 1)) y=(decimals(height - 2.0, 1)) font-size="11" fill="#666" text-anchor="end" {
+                    (decimals((t1 - t0) as f64 / 1000.0, 1)) " ms"
+                }
             }
         }
     }

@@ -3,7 +3,7 @@
 //! the README, keys of the design's wire shapes kept) and one
 //! self-contained HTML page ([`html`]) with SVG charts (`charts.rs`).
 
-pub mod charts;
+mod charts;
 pub mod html;
 mod tables;
 

@@ -10,8 +10,7 @@ use serde::Serialize;
 
 use super::case::CaseResult;
 use crate::judge::CaseVerdict;
-use crate::report::charts::section_timeline;
-use crate::report::html::{decimals, overlap_timeline, SCENARIOS_CSS};
+use crate::report::html::{decimals, overlap_timeline, section_timeline, SCENARIOS_CSS};
 
 /// `scenarios.json`.
 #[derive(Debug, Serialize)]
