@@ -32,12 +32,13 @@ pub enum Source {
 }
 
 impl Source {
-    /// As the table names it (a Markdown link).
+    /// As the table names it: author and title, no link (the page stands
+    /// on its own, like every page of the manual).
     pub fn cite(self) -> &'static str {
         match self {
-            Source::Kleppmann => "[Kleppmann 2016](https://martin.kleppmann.com/2016/02/08/how-to-do-distributed-locking.html)",
-            Source::Antirez => "[antirez, \"Is Redlock safe?\"](http://antirez.com/news/101)",
-            Source::RedisDocs => "[Redis docs](https://redis.io/docs/latest/develop/use/patterns/distributed-locks/)",
+            Source::Kleppmann => "Kleppmann, \"How to do distributed locking\" (2016)",
+            Source::Antirez => "antirez, \"Is Redlock safe?\" (2016)",
+            Source::RedisDocs => "the Redis docs (distributed locks; `WAIT`)",
             Source::Control => "control run",
         }
     }

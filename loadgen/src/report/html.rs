@@ -54,14 +54,16 @@ impl Report {
                         Some(|r: &Run| r.orders_per_sec),
                     ))
                     (self.bar_chart("chart-p99", "p99 grab latency (ms)", |r| r.p99_ms, None))
-                    table #results {
-                        thead { tr { @for h in head { th { (h) } } } }
-                        tbody {
-                            @for (row, run) in rows.iter().zip(&self.runs) {
-                                tr class=(run.verdict.as_str()) {
-                                    @if let Some((strategy, figures)) = row.split_first() {
-                                        td { a href=(run.goose_report) { (strategy) } }
-                                        @for cell in figures { td { (cell) } }
+                    div.wide {
+                        table #results {
+                            thead { tr { @for h in head { th { (h) } } } }
+                            tbody {
+                                @for (row, run) in rows.iter().zip(&self.runs) {
+                                    tr class=(run.verdict.as_str()) {
+                                        @if let Some((strategy, figures)) = row.split_first() {
+                                            td { a href=(run.goose_report) { (strategy) } }
+                                            @for cell in figures { td { (cell) } }
+                                        }
                                     }
                                 }
                             }
@@ -109,8 +111,9 @@ impl Report {
 /// The report page's style sheet.
 const REPORT_CSS: &str = "\
 body{font-family:system-ui,sans-serif;margin:1rem 1.25rem;color:#222;max-width:1240px}\
-table{border-collapse:collapse;font-size:.8rem}\
-td,th{border:1px solid #ccc;padding:.2rem .35rem;text-align:right}\
+table{border-collapse:collapse;font-size:.72rem}\
+td,th{border:1px solid #ccc;padding:.15rem .25rem;text-align:right}\
+.wide{overflow-x:auto;max-width:100%}\
 td:first-child,th:first-child{text-align:left}\
 tr.VIOLATION{background:#fdd}tr.expected-unsafe{background:#fff3cd}\
 .chart{margin:1.25rem 0}.chart svg{max-width:100%;height:auto}\
