@@ -50,11 +50,12 @@ pub struct Faults {
     /// service handed out (etcd's create revision, ZooKeeper's sequence) as
     /// a fencing token, exactly as `fenced` checks its counter.
     pub check_revision: bool,
-    /// `redlock` only: hold the client this long after its `SET`s were
-    /// sent and before it reads the nodes' votes (a pause *during*
+    /// `redlock` only: hold the client this long after the nodes answered
+    /// its `SET`s and before it reads their votes (a pause *during*
     /// acquisition: a GC, a descheduled thread). Taken by one acquire
-    /// attempt in `pause_every` on each replica (its own count of
-    /// attempts, retries included; `pause_ms` need not be set). Redlock's
+    /// attempt in `pause_every` among those that won a quorum, on each
+    /// replica (an attempt that lost teaches nothing; `pause_ms` need not
+    /// be set). Redlock's
     /// validity check (TTL − elapsed − drift, elapsed counted from before
     /// the `SET`s) refuses the late quorum.
     pub acquire_pause_ms: u64,

@@ -29,8 +29,9 @@
 //!
 //! Two workshop faults reproduce antirez's reply to Kleppmann ("Is Redlock
 //! safe?", the `acquire-pause` scenario): `acquire_pause_ms` holds the
-//! client after its `SET`s were sent and before it reads the votes (one
-//! attempt in `pause_every` on each replica), for longer than the TTL if
+//! client after its `SET`s were answered and before it reads the votes (one
+//! attempt in `pause_every` among those that won a quorum, on each
+//! replica), for longer than the TTL if
 //! you like — the start time of step 1 is taken before the `SET`s, so the
 //! elapsed time includes the pause and step 4 refuses the late quorum; and
 //! `skip_validity_check` drops step 4's check (the validity is then counted
@@ -131,8 +132,8 @@ impl Redlock {
         self.nodes.len() / 2 + 1
     }
 
-    /// Whether this acquire attempt takes the `acquire_pause_ms` fault:
-    /// one attempt in `pause_every`, counted by this client.
+    /// Whether this winning acquire attempt takes the `acquire_pause_ms`
+    /// fault: one in `pause_every`, counted by this client.
     fn pauses_now(&self, cx: &GrabContext<'_>) -> bool {
         if cx.faults.acquire_pause_ms == 0 {
             return false;
@@ -246,39 +247,19 @@ impl DistributedLock for Redlock {
                 }
             })
             .collect();
-        // The `acquire_pause_ms` fault: the SETs go out (their futures are
-        // driven, the answers kept aside unread), then the client is held
-        // before it reads a single vote. `started` is already taken.
-        let mut unread = Vec::new();
-        if self.pauses_now(&cx) {
-            let pause = tokio::time::sleep(Duration::from_millis(cx.faults.acquire_pause_ms));
-            tokio::pin!(pause);
-            loop {
-                tokio::select! {
-                    () = &mut pause => break,
-                    next = votes.next(), if !votes.is_empty() => {
-                        unread.extend(next);
-                    }
-                }
-            }
-        }
         let deadline = tokio::time::sleep_until(started + self.node_timeout);
         tokio::pin!(deadline);
 
         let (mut yes, mut held, mut failed) = (0usize, 0usize, 0usize);
         let mut answered = vec![false; total];
         let in_time = loop {
-            let (index, vote) = if let Some(answer) = unread.pop() {
-                answer
-            } else {
-                tokio::select! {
-                    biased;
-                    next = votes.next() => match next {
-                        Some(answer) => answer,
-                        None => break true,
-                    },
-                    () = &mut deadline => break false,
-                }
+            let (index, vote) = tokio::select! {
+                biased;
+                next = votes.next() => match next {
+                    Some(answer) => answer,
+                    None => break true,
+                },
+                () = &mut deadline => break false,
             };
             answered[index] = true;
             match vote {
@@ -310,6 +291,15 @@ impl DistributedLock for Redlock {
         // its node's connection, where it runs and the release, queued
         // behind it on the same connection, deletes what it set.
         drop(votes);
+
+        // The `acquire_pause_ms` fault: the votes are in (on the sockets),
+        // and the client is held before it reads them — taken by one
+        // attempt in `pause_every` among those whose votes make a quorum
+        // (a pause on an attempt that lost teaches nothing). `started` was
+        // taken before the SETs, so the pause counts as elapsed.
+        if yes >= quorum && self.pauses_now(&cx) {
+            tokio::time::sleep(Duration::from_millis(cx.faults.acquire_pause_ms)).await;
+        }
 
         let drift = ttl / 100 + Duration::from_millis(2);
         let (started, elapsed) = if cx.faults.skip_validity_check {
