@@ -13,9 +13,8 @@
 use std::time::Duration;
 
 use seckill_app::configuration::Settings;
-use seckill_app::startup::Application;
 
-use crate::harness::{fresh_database, PgProxy, RedisServer, TestApp, ADMIN_TOKEN};
+use crate::harness::{fresh_database, PgProxy, RedisServer, TestApp};
 
 /// The service on `database_url` and `redis_url` with `strategy`, the
 /// harness's test settings, and whatever `tweak` changes (settings the
@@ -26,38 +25,9 @@ async fn spawn(
     strategy: &str,
     tweak: impl FnOnce(&mut Settings),
 ) -> TestApp {
-    let mut settings = Settings {
-        listen: "127.0.0.1:0".into(),
-        database_url: database_url.into(),
-        redis_url: redis_url.into(),
-        strategy: strategy.into(),
-        work_delay_ms: 0,
-        lock_wait_ms: 5_000,
-        lock_ttl_ms: 10_000,
-        admin_token: Some(ADMIN_TOKEN.into()),
-        database_acquire_timeout_ms: 1_500,
-        seed_products: "1:100".into(),
-        control_refresh_ms: 50,
-        ..Settings::default()
-    };
+    let mut settings = TestApp::base_settings(database_url, redis_url, strategy);
     tweak(&mut settings);
-    settings.validate().expect("valid test settings");
-    let app = Application::build(settings).await.expect("app builds");
-    let address = format!("http://127.0.0.1:{}", app.port());
-    let handle = app.handle();
-    let state = app.state();
-    tokio::spawn(app.run_until_stopped());
-    let client = reqwest::Client::builder()
-        .pool_max_idle_per_host(256)
-        .timeout(Duration::from_secs(60))
-        .build()
-        .expect("client");
-    TestApp {
-        address,
-        client,
-        handle,
-        state,
-    }
+    TestApp::start(settings).await
 }
 
 /// A `WAIT` that fails (here: the Redis user may not run it, so Redis

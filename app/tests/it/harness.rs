@@ -204,6 +204,31 @@ impl TestApp {
             control_refresh_ms: 50,
             ..Settings::default()
         };
+        Self::start(settings).await
+    }
+
+    /// The settings every test replica starts from: `strategy` on
+    /// `database_url` and `redis_url`, no work delay, roomy waits, the test
+    /// admin token, product 1 with 100 units.
+    pub fn base_settings(database_url: &str, redis_url: &str, strategy: &str) -> Settings {
+        Settings {
+            listen: "127.0.0.1:0".into(),
+            database_url: database_url.into(),
+            redis_url: redis_url.into(),
+            strategy: strategy.into(),
+            work_delay_ms: 0,
+            lock_wait_ms: 5_000,
+            lock_ttl_ms: 10_000,
+            admin_token: Some(ADMIN_TOKEN.into()),
+            database_acquire_timeout_ms: 1_500,
+            seed_products: "1:100".into(),
+            control_refresh_ms: 50,
+            ..Settings::default()
+        }
+    }
+
+    /// Validate `settings`, start the service on them, and a client for it.
+    pub async fn start(settings: Settings) -> Self {
         settings.validate().expect("valid test settings");
         let app = Application::build(settings).await.expect("app builds");
         let address = format!("http://127.0.0.1:{}", app.port());
@@ -212,7 +237,7 @@ impl TestApp {
         tokio::spawn(app.run_until_stopped());
         let client = reqwest::Client::builder()
             .pool_max_idle_per_host(256)
-            .timeout(Duration::from_secs(30))
+            .timeout(Duration::from_secs(60))
             .build()
             .expect("client");
         Self {

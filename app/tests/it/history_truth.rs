@@ -11,11 +11,10 @@ use std::time::Duration;
 
 use reqwest::Method;
 use seckill_app::configuration::Settings;
-use seckill_app::startup::Application;
 use seckill_wire::history::{HistoryReport, Section, SectionsBody};
 use serde_json::{json, Value};
 
-use crate::harness::{fresh_database, PgProxy, RedisServer, TestApp, ADMIN_TOKEN};
+use crate::harness::{fresh_database, PgProxy, RedisServer, TestApp};
 
 /// A replica named `instance` whose history arbiter is `arbiter_url`, with
 /// the stale bound `stale_ms` (otherwise as [`TestApp::spawn`] builds it).
@@ -26,39 +25,13 @@ async fn replica(
     instance: &str,
     stale_ms: u64,
 ) -> TestApp {
-    let settings = Settings {
-        listen: "127.0.0.1:0".into(),
-        database_url: db.to_owned(),
-        redis_url: redis.url(),
+    TestApp::start(Settings {
         history_url: Some(arbiter_url.to_owned()),
         history_stale_ms: stale_ms,
         instance_id: Some(instance.to_owned()),
-        strategy: "set-nx-px-token".into(),
-        work_delay_ms: 0,
-        lock_wait_ms: 5_000,
-        lock_ttl_ms: 10_000,
-        admin_token: Some(ADMIN_TOKEN.into()),
-        database_acquire_timeout_ms: 1_500,
-        seed_products: "1:100".into(),
-        control_refresh_ms: 50,
-        ..Settings::default()
-    };
-    settings.validate().expect("valid test settings");
-    let app = Application::build(settings).await.expect("app builds");
-    let address = format!("http://127.0.0.1:{}", app.port());
-    let handle = app.handle();
-    let state = app.state();
-    tokio::spawn(app.run_until_stopped());
-    let client = reqwest::Client::builder()
-        .timeout(Duration::from_secs(30))
-        .build()
-        .expect("client");
-    TestApp {
-        address,
-        client,
-        handle,
-        state,
-    }
+        ..TestApp::base_settings(db, &redis.url(), "set-nx-px-token")
+    })
+    .await
 }
 
 /// A proxy in front of `arbiter`, and the arbiter's URL through it.
