@@ -64,7 +64,7 @@ APP_TARGET = "app"
 STANDINS_SCRIPT = "docker/standins/make.sh"
 # Images of ours (built here) and those with no Debian package to stand in.
 NO_STANDIN = ("seckill-lab/", "grafana/")
-# Settings the stack cannot run without (DESIGN.md, "Configuration").
+# Settings the stack cannot run without (docs/api.md, the settings).
 REQUIRED_APP_ENV = {
     "SECKILL_LISTEN",
     "SECKILL_DATABASE_URL",

@@ -252,7 +252,7 @@ pub async fn reset_product(pool: &PgPool, id: i64, stock: i64) -> Result<(), sql
     tx.commit().await
 }
 
-/// The ground truth of one product (DESIGN.md "the audit"): a wire type,
+/// The ground truth of one product (the audit of docs/api.md): a wire type,
 /// shared with the load generator (`GET /admin/audit`).
 pub use seckill_wire::audit::AuditRow;
 
@@ -270,7 +270,7 @@ pub fn with_stock(row: &AuditRow, stock: i64) -> AuditRow {
 }
 
 /// The row of these counts, with oversold, lost updates, undersold and
-/// negative stock derived from them (DESIGN.md "the audit").
+/// negative stock derived from them (the audit of docs/api.md).
 fn judge(
     product_id: i64,
     initial_stock: i64,

@@ -1,4 +1,4 @@
-//! Prometheus metrics with the names of DESIGN.md (prefix `seckill_`, base
+//! Prometheus metrics with the names of docs/metrics.md (prefix `seckill_`, base
 //! units). One [`Metrics`] per process, registered on its own registry so
 //! tests that run several apps in one process do not collide.
 //!

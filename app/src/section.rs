@@ -1,4 +1,4 @@
-//! The critical section of DESIGN.md — deliberately lost-update prone.
+//! The critical section — deliberately lost-update prone.
 //!
 //! Inside one transaction:
 //! 1. `SELECT stock FROM products WHERE id = $1` (plus `FOR UPDATE` or an

@@ -2,7 +2,7 @@
 //! [`Strategy`](crate::strategy::Strategy) trait.
 //!
 //! Start here when teaching. Every strategy file opens with the same three
-//! headings — **Seed step** (which blog post of `shared/seeds/` it rebuilds),
+//! headings — **Seed step** (which step of the lineage it rebuilds: docs/strategies.md),
 //! **Guarantee**, **How it fails** — then the code, short enough to read in
 //! front of a room.
 //!

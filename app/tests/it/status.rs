@@ -402,7 +402,7 @@ async fn status_page_shows_a_safe_strategy_clean() {
     app.stop().await;
 }
 
-/// The keys of every status body (DESIGN.md style: add freely, rename none).
+/// The keys of every status body (the wire rule: add freely, rename none).
 const STATUS_KEYS: &[&str] = &[
     "strategy",
     "product_id",

@@ -1,5 +1,5 @@
 //! `clock-skew` — one replica's wall clock runs ahead by more than the TTL
-//! (the clock-shifting preload). `setnx-getset` (seed 004 v3) writes expiry
+//! (the clock-shifting preload). `setnx-getset` (survey scheme 2) writes expiry
 //! times from the client's clock, so the fast replica takes over a live
 //! lock; locks whose expiry the server decides do not care. The TTL (3 s
 //! against 60 ms of work) leaves the locks that should hold room for a
@@ -19,7 +19,7 @@ use crate::procs;
 
 /// What `strategy` should do when one replica's clock runs ahead.
 pub fn expect(strategy: &StrategyEntry, _variant: &str) -> Expectation {
-    // Seed 004 v3 is the one design that trusts the client's clock.
+    // Survey scheme 2 (value = expiry time, GETSET) is the one design that trusts the client's clock.
     Ok(match strategy.name.as_str() {
         "setnx-getset" => (
             Breaks,
