@@ -19,7 +19,18 @@
 # started (the PostgreSQL cluster and the ports are reused);
 # `make demo-stop` stops exactly what the pid files under .demo/ name.
 #
-#   scripts/demo.sh [up|stop|urls|check-urls]
+#   scripts/demo.sh [up|stop|urls|check-urls|env]
+#   scripts/demo.sh restart [all|1|2|3]... [SECKILL_NAME=value]...
+#   scripts/demo.sh restart redlock
+#
+# `up` writes .demo/env: `source .demo/env` sets A, B, C (the replicas'
+# URLs), L (the load generator), SECKILL_ADMIN_TOKEN, REDIS_PORT and
+# REDLOCK_PORTS for the workshop's commands; `env` prints it again.
+# `restart` restarts the named replicas (default all) on their ports with
+# those extra settings, and nothing else: Redis and its keys, the database,
+# the faults and the strategy in force stay as they are. A restart without
+# settings brings a replica back to the demo's defaults. `restart redlock`
+# starts again (empty) the Redlock nodes that were stopped.
 #
 # Knobs: DEMO_STRATEGIES, DEMO_STOCK (100), DEMO_USERS (50),
 # DEMO_WORK_DELAY_MS (5), DEMO_SCRAPE_INTERVAL (2s), SECKILL_DATABASE_URL,
@@ -63,9 +74,59 @@ PANELS
   echo "  audit         curl -H 'Authorization: Bearer $STACK_TOKEN' $url/admin/audit"
   echo "  switch        curl -XPUT -H 'Authorization: Bearer $STACK_TOKEN' -H 'content-type: application/json' -d '{\"strategy\":\"none\"}' $url/admin/strategy"
   echo "  grab          curl -XPOST -H 'content-type: application/json' -d '{\"user_id\":1}' $url/api/v1/products/1/grab"
-  echo "  run again     SECKILL_ADMIN_TOKEN=$STACK_TOKEN target/release/seckill-loadgen compare --url $(replica_urls) --strategies none,redlock --stock 100 --users 50 --out .demo/report"
+  echo "  run again     SECKILL_ADMIN_TOKEN=$STACK_TOKEN $LOADGEN_BIN compare --url $(replica_urls) --strategies none,redlock --stock 100 --users 50 --out .demo/report"
   echo "  logs          .demo/*.log, $(own_pg_dir)/postgres.log"
+  for i in $(seq 1 "$STACK_REPLICAS"); do
+    [[ -s "$STACK_DIR/app-$i.settings" ]] && echo "  replica $i runs with: $(tr '\n' ' ' < "$STACK_DIR/app-$i.settings")(scripts/demo.sh restart $i: back to the defaults)"
+  done
+  echo
+  echo "The workshop's variables (also in .demo/env — in another shell: source .demo/env):"
+  sed -n 's/^export /  export /p' "$STACK_DIR/env" 2>/dev/null || true
+  echo "Restart replicas with other settings (Redis keys kept): scripts/demo.sh restart all SECKILL_LOCK_TTL_MS=100"
   echo "Stop everything with: make demo-stop"
+}
+
+# write_env: .demo/env, the variables the workshop's commands use.
+write_env() {
+  local urls i ports=""
+  IFS=, read -r -a urls <<< "$(replica_urls)"
+  for i in 1 2 3 4 5; do ports+="${ports:+ }$(cat "$STACK_DIR/redlock-$i.port")"; done
+  {
+    echo "# Written by make demo (scripts/demo.sh): the workshop's variables. Use: source .demo/env"
+    echo "export A=${urls[0]} B=${urls[1]:-${urls[0]}} C=${urls[2]:-${urls[0]}} L=$LOADGEN_BIN SECKILL_ADMIN_TOKEN=$STACK_TOKEN"
+    echo "export REDIS_PORT=$(cat "$STACK_DIR/redis.port") REDLOCK_PORTS='$ports'"
+  } > "$STACK_DIR/env"
+}
+
+# restart_redlock: start again, empty, the Redlock nodes that are down (a
+# workshop exercise stops some); the running ones are left alone.
+restart_redlock() {
+  local i started=()
+  for i in 1 2 3 4 5; do
+    if ! pid_alive "$STACK_DIR/redlock-$i.pid" redis-server; then start_redis "redlock-$i"; started+=("$i"); fi
+  done
+  say "Redlock nodes started again: ${started[*]:-none was down}"
+}
+
+# restart [all|N]... [NAME=value]...: see the header.
+restart_replicas() {
+  local which=() settings=() arg i
+  for arg in "$@"; do
+    case $arg in
+      all) which+=($(seq 1 "$STACK_REPLICAS")) ;;
+      redlock) restart_redlock; [[ $# -gt 1 ]] || return 0 ;;
+      [0-9]*) [[ $arg -ge 1 && $arg -le $STACK_REPLICAS ]] || die "no replica $arg (1..$STACK_REPLICAS)"; which+=("$arg") ;;
+      [A-Z]*=*) settings+=("$arg") ;;
+      *) die "usage: scripts/demo.sh restart [all|1..$STACK_REPLICAS]... [SECKILL_NAME=value]..." ;;
+    esac
+  done
+  [[ ${#which[@]} -gt 0 ]] || which=($(seq 1 "$STACK_REPLICAS"))
+  mapfile -t which < <(printf '%s\n' "${which[@]}" | sort -nu)
+  for i in "${which[@]}"; do
+    if [[ ${#settings[@]} -gt 0 ]]; then printf '%s\n' "${settings[@]}" > "$STACK_DIR/app-$i.settings"; else rm -f "$STACK_DIR/app-$i.settings"; fi
+  done
+  stack_restart_replicas "${which[@]}"
+  say "restarted replica(s) ${which[*]} ${settings[*]:-with the defaults} (Redis, its keys, the faults and the strategy untouched)"
 }
 
 # check_urls: every http URL print_urls shows must answer 200.
@@ -87,8 +148,10 @@ case "${1:-up}" in
     exit 0 ;;
   urls) print_urls; exit ;;
   check-urls) check_urls; exit ;;
+  env) cat "$STACK_DIR/env" 2>/dev/null || die "no .demo/env — run: make demo"; exit ;;
+  restart) shift; restart_replicas "$@"; exit ;;
   up) ;;
-  *) echo "usage: $0 [up|stop|urls|check-urls]" >&2; exit 2 ;;
+  *) echo "usage: $0 [up|stop|urls|check-urls|env] | restart [all|N]... [SECKILL_NAME=value]..." >&2; exit 2 ;;
 esac
 
 started=$SECONDS
@@ -105,7 +168,9 @@ stopping=(lb nginx app seckill-app)
 for f in "$STACK_DIR"/prometheus*.pid; do [[ -e "$f" ]] && stopping+=("$(basename "$f" .pid)" prometheus); done
 for f in "$STACK_DIR"/app-*.pid; do [[ -e "$f" ]] && stopping+=("$(basename "$f" .pid)" seckill-app); done
 stop_pid "${stopping[@]}"
+rm -f "$STACK_DIR"/app-*.settings # a new demo: every replica with the defaults
 stack_up
+write_env
 stack_prometheus prometheus "${DEMO_SCRAPE_INTERVAL:-2s}"
 say "Prometheus: $PROM_URL (scraping $STACK_REPLICAS replicas every ${DEMO_SCRAPE_INTERVAL:-2s}, rules of prometheus/alerts.yml)"
 say "stack up in $((SECONDS - up_started)) s"

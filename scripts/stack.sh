@@ -10,6 +10,7 @@
 #   stack_prometheus <scrape>         Prometheus scraping the replicas, alerts loaded
 #   stack_down                        stop exactly what the pid files under STACK_DIR name
 #   stack_healthy                     true when every replica of STACK_DIR answers ready
+#   stack_restart_replicas <i>...     restart replicas with their extra settings, the rest untouched
 #
 # Everything lives under STACK_DIR: <name>.pid, <name>.port, <name>.log,
 # etcd/, zookeeper/, mariadb/ (data of the coordination servers),
@@ -60,6 +61,11 @@ stack_require() {
 
 stack_build() {
   if [[ "${SECKILL_SKIP_BUILD:-0}" == 1 && -x "$APP_BIN" && -x "$LOADGEN_BIN" ]]; then return 0; fi
+  if [[ -n "${SECKILL_BIN_DIR:-}" ]]; then # binaries built elsewhere (e.g. target/debug): no release build
+    [[ -x "$APP_BIN" && -x "$LOADGEN_BIN" ]] || die "SECKILL_BIN_DIR=$SECKILL_BIN_DIR holds no seckill-app and seckill-loadgen"
+    say "binaries of $BIN_DIR (SECKILL_BIN_DIR): no release build"
+    return 0
+  fi
   [[ -x "$APP_BIN" && -x "$LOADGEN_BIN" ]] || say "first release build: several minutes"
   release_build seckill-app seckill-loadgen 2>&1 | grep -v '^ *Compiling' || true
   [[ -x "$APP_BIN" && -x "$LOADGEN_BIN" ]] || die "the release build failed"
@@ -248,12 +254,25 @@ replica_urls() { # comma list
   echo "$out"
 }
 
-start_replica() { # start_replica <i>
-  local name="app-$1" port
+# The replicas' wiring, written by stack_up to STACK_DIR/replicas.env and
+# read back by stack_restart_replicas (the demo's `restart`): the same
+# database, Redis, Redlock nodes, etcd, ZooKeeper and MariaDB.
+save_wiring() {
+  printf '%s=%q\n' DB_URL "$DB_URL" REDLOCK_URLS "$REDLOCK_URLS" ETCD_URL "$ETCD_URL" \
+    ZK_URL "$ZK_URL" MYSQL_URL "$MYSQL_URL" > "$STACK_DIR/replicas.env"
+}
+
+# start_replica <i>: (re)start replica i. Extra settings (NAME=value lines,
+# e.g. SECKILL_LOCK_TTL_MS=100) are read from STACK_DIR/app-<i>.settings
+# when that file exists.
+start_replica() {
+  local name="app-$1" port extra=()
   stop_pid "$name" seckill-app >/dev/null
   port=$(pick_port "$name")
+  [[ -f "$STACK_DIR/$name.settings" ]] && mapfile -t extra < "$STACK_DIR/$name.settings"
   (
     cd "$STACK_DIR"
+    [[ ${#extra[@]} -eq 0 ]] || export "${extra[@]}"
     SECKILL_LISTEN="127.0.0.1:$port" SECKILL_DATABASE_URL="$DB_URL" \
     SECKILL_REDIS_URL="redis://127.0.0.1:$(cat "$STACK_DIR/redis.port")" \
     SECKILL_REDLOCK_URLS="$REDLOCK_URLS" SECKILL_ADMIN_TOKEN="$STACK_TOKEN" \
@@ -411,7 +430,20 @@ stack_up() {
   for i in $(seq 2 "$STACK_REPLICAS"); do start_replica "$i"; done
   for i in $(seq 2 "$STACK_REPLICAS"); do wait_replica "$i"; done
   say "replicas: $(replica_urls | tr ',' ' ')"
+  save_wiring
   start_lb
+}
+
+# stack_restart_replicas <i>...: restart those replicas on their ports with
+# the wiring stack_up saved (Redis, its keys and the other servers are left
+# alone), each with its STACK_DIR/app-<i>.settings, and wait until ready.
+stack_restart_replicas() {
+  [[ -f "$STACK_DIR/replicas.env" ]] || die "no replicas to restart in $STACK_DIR: run make demo first"
+  # shellcheck disable=SC1091
+  . "$STACK_DIR/replicas.env"
+  local i
+  for i in "$@"; do start_replica "$i"; done
+  for i in "$@"; do wait_replica "$i"; done
 }
 
 stack_healthy() {
