@@ -1,6 +1,6 @@
 # seckill-lab — the commands a person types. Each target says what it does.
 SHELL := /bin/bash
-.PHONY: docker-images check-docker doc import-graph check-scripts fuzz-api demo demo-stop scenarios debate test check check-stack check-panels fmt clippy build bench bench-locks bench-audit
+.PHONY: docker-images check-docker doc import-graph check-scripts check-docs fuzz-api demo demo-stop scenarios scenarios-table results debate test check check-stack check-panels fmt clippy build bench bench-locks bench-audit
 
 ## Run the demo without Docker: own PostgreSQL, Redis, five Redlock nodes,
 ## three replicas, nginx, Prometheus (state in .demo/), then a short
@@ -49,9 +49,29 @@ check-panels:
 ## Every fault scenario (release build, then about 4 minutes): each lock
 ## broken where it is weak, overlaps counted by the history arbiter, verdicts
 ## against each design's promise. One scenario: make scenarios S=gc-pause.
-## Report: loadgen-report/scenarios.{json,md,html}.
+## Each run keeps its report: loadgen-report/scenarios/<names>/scenarios.{json,md,html}
+## (<names>: S joined by +, or all). SECKILL_BIN_DIR=target/debug: no
+## release build; SCENARIO_FLAGS=--quick: shorter fault windows.
 scenarios:
 	@scripts/scenarios.sh
+
+## Every scenario report kept so far in one table, the newest run of each
+## case (the workshop's wrap-up): loadgen-report/scenarios/table.md.
+scenarios-table:
+	@scripts/scenarios.sh table
+
+## Run the shell blocks of docs/workshop.md and the README's quick start
+## against a small demo (debug binaries with SECKILL_BIN_DIR=target/debug,
+## scenarios --quick); fails naming the block that failed. Skips, by an
+## explicit list with reasons, what is checked elsewhere (scripts/check_docs.sh).
+check-docs:
+	@scripts/check_docs.sh
+
+## The figures the README and the workshop quote, from one dated run:
+## the demo's comparison, the workshop's exercise 1 and every scenario,
+## written to docs/results.md (release build, about 8 minutes).
+results:
+	@scripts/results.sh
 
 ## The Redlock debate, claim by claim (Kleppmann 2016, antirez's reply, the
 ## Redis docs): release build, every scenario the claims need with
