@@ -52,6 +52,9 @@ pub const STRATEGY_NAMES: &[&str] = &[
 /// service listens on a non-loopback address.
 pub const DEMO_ADMIN_TOKEN: &str = "seckill-demo-admin";
 
+/// The largest `fault_delay_max_ms`: ten minutes.
+pub const FAULT_DELAY_MAX_MS: u64 = 600_000;
+
 /// Every setting of the service. Field `foo_bar` is `SECKILL_FOO_BAR` in the
 /// environment and `foo_bar = ...` in the TOML file. The doc comments below
 /// are also `seckill-app --help` ([`settings_help`]): keep them for users.
@@ -103,6 +106,11 @@ pub struct Settings {
     /// Simulated work inside the critical section (between read and write),
     /// until an admin changes it through `PUT /admin/faults`.
     pub work_delay_ms: u64,
+    /// Longest delay `PUT /admin/faults` accepts for each `*_ms` fault (at
+    /// most 600000, ten minutes); the OpenAPI document states it as each
+    /// field's `maximum`. `make fuzz-api` lowers it, so a fuzzer cannot
+    /// switch on ten-minute pauses.
+    pub fault_delay_max_ms: u64,
     /// Products created at start when missing, `id:stock` comma list.
     pub seed_products: String,
     /// How often each replica re-reads the shared strategy and faults from Redis.
@@ -171,6 +179,7 @@ impl Default for Settings {
             admin_token: None,
             max_quantity: 5,
             work_delay_ms: 2,
+            fault_delay_max_ms: FAULT_DELAY_MAX_MS,
             seed_products: "1:100".into(),
             control_refresh_ms: 250,
             log_format: "text".into(),
@@ -427,6 +436,7 @@ impl Settings {
             ),
             ("control_refresh_ms", self.control_refresh_ms),
             ("history_stale_ms", self.history_stale_ms),
+            ("fault_delay_max_ms", self.fault_delay_max_ms),
             ("redis_wait_timeout_ms", self.redis_wait_timeout_ms),
             (
                 "database_max_connections",
@@ -438,6 +448,12 @@ impl Settings {
             if value == 0 {
                 return Err(SettingsError::new(field, "must be greater than 0"));
             }
+        }
+        if self.fault_delay_max_ms > FAULT_DELAY_MAX_MS {
+            return Err(SettingsError::new(
+                "fault_delay_max_ms",
+                format!("must be at most {FAULT_DELAY_MAX_MS} (ten minutes)"),
+            ));
         }
         if matches!(&self.admin_token, Some(t) if t.trim().is_empty()) {
             return Err(SettingsError::new(

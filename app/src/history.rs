@@ -488,6 +488,26 @@ impl History {
         Ok(inside)
     }
 
+    /// The run this replica records (`None`: the history is off).
+    pub fn current_run(&self) -> Option<String> {
+        self.run()
+    }
+
+    /// The overlaps the arbiter counted in `run`, every strategy summed:
+    /// one `HGETALL`, cheap enough for every status event.
+    pub async fn overlaps(&self, run: &str) -> Result<u64, GrabError> {
+        let mut conn = self.inner.conn.clone();
+        let fields: Vec<(String, u64)> = redis::cmd("HGETALL")
+            .arg(RunKeys::of(run).stats)
+            .query_async(&mut conn)
+            .await?;
+        Ok(fields
+            .iter()
+            .filter(|(field, _)| field.ends_with("|overlaps"))
+            .map(|(_, n)| n)
+            .sum())
+    }
+
     /// The current run's figures, read from the arbiter.
     pub async fn report(&self) -> Result<HistoryReport, GrabError> {
         let (run, errors) = {
@@ -568,10 +588,11 @@ impl History {
         Ok(report)
     }
 
-    /// The current run's sections as the arbiter has them: the finished
-    /// ones it keeps (the most recent [`SECTIONS_KEPT`]), oldest entry
-    /// first, then those inside now (`exited_us` null), oldest entry first.
-    pub async fn sections(&self) -> Result<SectionsBody, GrabError> {
+    /// The current run's sections as the arbiter has them: the most recent
+    /// `last` finished ones it keeps (at most [`SECTIONS_KEPT`]), oldest
+    /// entry first, then those inside now (`exited_us` null), oldest entry
+    /// first.
+    pub async fn sections(&self, last: u64) -> Result<SectionsBody, GrabError> {
         let Some(run) = self.run() else {
             return Ok(SectionsBody {
                 run: None,
@@ -589,9 +610,11 @@ impl History {
             .arg(&keys.overlapping)
             .query_async(&mut conn)
             .await?;
+        // The list is in exit order, oldest first: its tail is the newest.
+        let from = -i64::try_from(last.max(1)).unwrap_or(i64::MAX);
         let records: Vec<String> = redis::cmd("LRANGE")
             .arg(&keys.sections)
-            .arg(0)
+            .arg(from)
             .arg(-1)
             .query_async(&mut conn)
             .await?;

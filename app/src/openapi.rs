@@ -5,11 +5,14 @@
 //! every mounted route to it; `make fuzz-api` runs schemathesis against a
 //! live replica: no 5xx, every answer matching the document).
 
-use actix_web::{get, HttpResponse};
+use actix_web::{get, web, HttpResponse};
+use utoipa::openapi::schema::Schema;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::openapi::RefOr;
 use utoipa::{Modify, OpenApi};
 
 use crate::routes;
+use crate::state::AppState;
 
 /// The document.
 #[derive(OpenApi)]
@@ -74,14 +77,41 @@ impl Modify for AdminToken {
     }
 }
 
-/// This document.
+/// This document, with this replica's bounds (see [`with_bounds`]).
 #[utoipa::path(
     tag = "health",
     responses((status = 200, description = "The OpenAPI 3.1 document of this API", body = Object))
 )]
 #[get("/openapi.json")]
-pub async fn openapi_json() -> HttpResponse {
-    HttpResponse::Ok().json(document())
+pub async fn openapi_json(state: web::Data<AppState>) -> HttpResponse {
+    HttpResponse::Ok().json(with_bounds(state.settings.fault_delay_max_ms))
+}
+
+/// [`document`] with the bounds this replica enforces on `PUT
+/// /admin/faults` written into the request schema (`FaultsPatch`): every
+/// `*_ms` delay at most `fault_delay_max_ms` (`SECKILL_FAULT_DELAY_MAX_MS`),
+/// `pause_every` at least 1. A client (or a fuzzer) reading the document
+/// knows what the route accepts; what it answers is not narrowed.
+pub fn with_bounds(fault_delay_max_ms: u64) -> utoipa::openapi::OpenApi {
+    let mut doc = document().clone();
+    let patch = doc
+        .components
+        .as_mut()
+        .and_then(|c| c.schemas.get_mut("FaultsPatch"));
+    if let Some(RefOr::T(Schema::Object(patch))) = patch {
+        let max = usize::try_from(fault_delay_max_ms).unwrap_or(usize::MAX);
+        for (name, property) in &mut patch.properties {
+            let RefOr::T(Schema::Object(field)) = property else {
+                continue;
+            };
+            if name.ends_with("_ms") {
+                field.maximum = Some(utoipa::Number::UInt(max));
+            } else if name == "pause_every" {
+                field.minimum = Some(utoipa::Number::UInt(1));
+            }
+        }
+    }
+    doc
 }
 
 /// The document, built once.
@@ -92,4 +122,72 @@ pub fn document() -> &'static utoipa::openapi::OpenApi {
         doc.info.version = env!("CARGO_PKG_VERSION").to_owned();
         doc
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn json(doc: &utoipa::openapi::OpenApi) -> serde_json::Value {
+        serde_json::to_value(doc).expect("the document serializes")
+    }
+
+    #[test]
+    fn the_faults_patch_carries_the_replicas_delay_bound() {
+        let doc = json(&with_bounds(50));
+        let patch = &doc["components"]["schemas"]["FaultsPatch"]["properties"];
+        for field in [
+            "work_delay_ms",
+            "pause_ms",
+            "setnx_expire_gap_ms",
+            "release_gap_ms",
+            "acquire_pause_ms",
+        ] {
+            assert_eq!(patch[field]["maximum"], 50, "{field}: {}", patch[field]);
+        }
+        assert_eq!(
+            patch["pause_every"]["minimum"], 1,
+            "{}",
+            patch["pause_every"]
+        );
+        // The answers are not narrowed.
+        let faults = &doc["components"]["schemas"]["Faults"]["properties"];
+        assert!(faults["pause_ms"].get("maximum").is_none(), "{faults}");
+    }
+
+    #[test]
+    fn each_stream_event_is_described_with_its_json_payloads_schema() {
+        let doc = json(document());
+        let ok = &doc["paths"]["/api/v1/status/stream"]["get"]["responses"]["200"]["content"]
+            ["text/event-stream"]["schema"];
+        assert_eq!(ok["$ref"], "#/components/schemas/StatusEvent", "{ok}");
+        let event = &doc["components"]["schemas"]["StatusEvent"];
+        let kinds = event["oneOf"].as_array().expect("oneOf");
+        let payload = |name: &str| {
+            kinds
+                .iter()
+                .find(|k| k["properties"]["event"]["enum"][0] == name)
+                .map(|k| k["properties"]["data"].clone())
+                .unwrap_or_else(|| panic!("an `{name}` event in {event}"))
+        };
+        for (name, body) in [("message", "StatusBody"), ("unavailable", "ErrorBody")] {
+            let data = payload(name);
+            assert_eq!(data["type"], "string", "{data}");
+            assert_eq!(data["contentMediaType"], "application/json", "{data}");
+            assert_eq!(
+                data["contentSchema"]["$ref"],
+                format!("#/components/schemas/{body}"),
+                "{data}"
+            );
+        }
+        let params = doc["paths"]["/api/v1/status/stream"]["get"]["parameters"]
+            .as_array()
+            .expect("parameters");
+        let events = params
+            .iter()
+            .find(|p| p["name"] == "events")
+            .expect("?events=");
+        assert_eq!(events["schema"]["maximum"], 1000, "{events}");
+        assert!(doc["components"]["schemas"]["FaultInForce"].is_object());
+    }
 }

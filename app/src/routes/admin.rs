@@ -329,7 +329,7 @@ pub async fn get_faults(_: AdminAuth, state: web::Data<AppState>) -> HttpRespons
     request_body = FaultsPatch,
     responses(
         (status = 200, description = "The faults now in force", body = Faults),
-        (status = 400, description = "`invalid_faults` (a delay over ten minutes, `pause_every` 0) or a bad body", body = ErrorBody),
+        (status = 400, description = "`invalid_faults` (a delay over `SECKILL_FAULT_DELAY_MAX_MS`, ten minutes by default; `pause_every` 0) or a bad body", body = ErrorBody),
         super::AdminDenied,
         super::BodyRefused,
         (status = 503, description = "Redis or PostgreSQL is down (`unavailable`); nothing changed", body = ErrorBody),
@@ -355,10 +355,11 @@ pub async fn put_faults(
         ("release_gap_ms", patch.release_gap_ms),
         ("acquire_pause_ms", patch.acquire_pause_ms),
     ] {
-        if value.is_some_and(|v| v > 600_000) {
+        let max = state.settings.fault_delay_max_ms;
+        if value.is_some_and(|v| v > max) {
             return Err(ApiError::bad_request(
                 "invalid_faults",
-                format!("{name} must be at most 600000 (ten minutes)"),
+                format!("{name} must be at most {max} (SECKILL_FAULT_DELAY_MAX_MS)"),
             ));
         }
     }
@@ -411,15 +412,29 @@ pub async fn get_history(
     Ok(HttpResponse::Ok().json(state.deps.history.report().await?))
 }
 
+/// `GET /admin/history/sections?last=`.
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct SectionsQuery {
+    /// Only the most recent this many finished sections (default: every
+    /// one the arbiter keeps, at most 20000). The console's live timeline
+    /// polls with a few hundred.
+    #[param(minimum = 1, maximum = 20000)]
+    pub last: Option<u64>,
+}
+
 /// The current run's critical sections as the arbiter has them: each
 /// with its replica, entry and exit time (arbiter clock) and whether it
-/// overlapped another; the finished ones first (the most recent 20000),
-/// then those inside now (`exited_us` null).
+/// overlapped another; the finished ones first (the most recent 20000,
+/// or `last`), then those inside now (`exited_us` null).
 #[utoipa::path(
     tag = "admin",
     security(("admin_token" = [])),
+    params(SectionsQuery),
     responses(
         (status = 200, description = "The run's sections (`run` null and none when the history is off)", body = SectionsBody),
+        (status = 400, description = "`invalid_last`, or a bad query string (`invalid_query`)", body = ErrorBody),
         super::AdminDenied,
         (status = 503, description = "Redis (the arbiter) is down (`unavailable`)", body = ErrorBody),
     )
@@ -428,8 +443,19 @@ pub async fn get_history(
 pub async fn history_sections(
     _: AdminAuth,
     state: web::Data<AppState>,
+    query: web::Query<SectionsQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    Ok(HttpResponse::Ok().json(state.deps.history.sections().await?))
+    let last = query.last.unwrap_or(crate::history::SECTIONS_KEPT);
+    if !(1..=crate::history::SECTIONS_KEPT).contains(&last) {
+        return Err(ApiError::bad_request(
+            "invalid_last",
+            format!(
+                "last must be between 1 and {}",
+                crate::history::SECTIONS_KEPT
+            ),
+        ));
+    }
+    Ok(HttpResponse::Ok().json(state.deps.history.sections(last).await?))
 }
 
 /// Start a new history run, or stop recording (every replica follows

@@ -9,8 +9,12 @@
 //! - `GET /api/v1/status?product=N` — one [`StatusBody`] as JSON (the page
 //!   reads it once at load, so the first numbers never wait for the stream;
 //!   it is also the polling fallback and what tests read).
-//! - `GET /api/v1/status/stream?product=N` — Server-Sent Events: one
-//!   [`StatusBody`] every [`STREAM_INTERVAL`].
+//! - `GET /api/v1/status/stream?product=N&events=K` — Server-Sent Events:
+//!   one [`StatusBody`] every [`STREAM_INTERVAL`], endless unless `events`
+//!   bounds it (a test, a fuzzer, `curl` reading K events and stopping).
+//!   The OpenAPI document describes each event as the object a client
+//!   parses out of the stream ([`StatusEvent`]): its `event` name and its
+//!   `data`, a JSON text whose schema is `contentSchema`.
 //!
 //! `product` defaults to 1. The correctness numbers (stock, orders, oversold,
 //! lost updates, duplicates) are the database's ground truth from
@@ -18,7 +22,10 @@
 //! never disagree with the audit. `grabs_total` and `grabs_per_sec` are *this
 //! replica's* `seckill_grab_requests_total` (every outcome), the rate taken
 //! over the last [`RATE_WINDOW`] of samples by [`GrabRate`]; behind a load
-//! balancer each replica shows its own share, named by `replica`.
+//! balancer each replica shows its own share, named by `replica`. `faults`
+//! lists the faults set away from a fresh deployment's values (the page's
+//! banner) and `history_run`/`overlaps` the history arbiter's overlap count
+//! of the current run (`null` when the history is off).
 
 use std::collections::VecDeque;
 use std::sync::{Mutex, OnceLock};
@@ -32,6 +39,7 @@ use serde::Deserialize;
 use tokio::time::Instant;
 
 use crate::error::{ApiError, ErrorBody, GrabError};
+use crate::faults::Faults;
 use crate::metrics::Metrics;
 use crate::state::AppState;
 
@@ -53,9 +61,13 @@ const PAGE_CSP: &str = "default-src 'none'; script-src 'unsafe-inline'; \
      style-src 'unsafe-inline'; connect-src 'self'; img-src 'self' data:; \
      base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
-/// What the page shows, for one product, as one replica sees it: a wire
-/// type, shared with the load generator.
-pub use seckill_wire::status::StatusBody;
+/// Most events one bounded stream (`?events=K`) sends.
+pub const MAX_STREAM_EVENTS: u64 = 1_000;
+
+/// What the page shows, for one product, as one replica sees it, and one
+/// fault set away from its fresh-deployment value: wire types, shared with
+/// the load generator.
+pub use seckill_wire::status::{FaultInForce, StatusBody};
 
 /// Samples of this replica's grab counter, for a rate. Shared by every
 /// worker (registered once as app data), so the one-shot endpoint and every
@@ -130,6 +142,64 @@ impl StatusQuery {
     }
 }
 
+/// `?product=N&events=K` of the stream, kept as text so a bad value gets
+/// our JSON 400.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct StreamQuery {
+    /// Product id (1 when absent).
+    product: Option<String>,
+    /// End the stream after this many events (1 to 1000); absent: endless.
+    #[param(value_type = Option<u64>, minimum = 1, maximum = 1000)]
+    events: Option<String>,
+}
+
+impl StreamQuery {
+    fn product_id(&self) -> Result<i64, ApiError> {
+        StatusQuery {
+            product: self.product.clone(),
+        }
+        .product_id()
+    }
+
+    /// How many events to send; `None`: until the client goes away.
+    fn events(&self) -> Result<Option<u64>, ApiError> {
+        let Some(raw) = self.events.as_deref() else {
+            return Ok(None);
+        };
+        match raw.trim().parse::<u64>() {
+            Ok(n) if (1..=MAX_STREAM_EVENTS).contains(&n) => Ok(Some(n)),
+            _ => Err(ApiError::bad_request(
+                "invalid_events",
+                format!("events must be an integer between 1 and {MAX_STREAM_EVENTS}"),
+            )),
+        }
+    }
+}
+
+/// The faults of `faults` whose value is not `fresh`'s, by field name
+/// (alphabetical), each value as text.
+pub fn faults_in_force(faults: &Faults, fresh: &Faults) -> Vec<FaultInForce> {
+    let (Ok(serde_json::Value::Object(now)), Ok(serde_json::Value::Object(fresh))) =
+        (serde_json::to_value(faults), serde_json::to_value(fresh))
+    else {
+        return Vec::new();
+    };
+    let mut list: Vec<FaultInForce> = now
+        .into_iter()
+        .filter(|(name, value)| fresh.get(name) != Some(value))
+        .map(|(name, value)| FaultInForce {
+            name,
+            value: match value {
+                serde_json::Value::String(text) => text,
+                other => other.to_string(),
+            },
+        })
+        .collect();
+    list.sort_by(|a, b| a.name.cmp(&b.name));
+    list
+}
+
 fn host_name() -> &'static str {
     static HOST: OnceLock<String> = OnceLock::new();
     HOST.get_or_init(|| {
@@ -147,6 +217,21 @@ fn replica(req: &HttpRequest) -> String {
     format!("{}:{}", host_name(), req.app_config().local_addr().port())
 }
 
+/// The overlaps the arbiter counted in `run`; `None` when the history is
+/// off, or the arbiter could not be read in time (it is not the status's
+/// ground truth: the numbers still come).
+async fn overlaps_of(state: &AppState, run: Option<&str>) -> Option<u64> {
+    let run = run?;
+    match tokio::time::timeout(READ_TIMEOUT, state.deps.history.overlaps(run)).await {
+        Ok(Ok(n)) => Some(n),
+        Ok(Err(e)) => {
+            tracing::debug!(error = %e, "status: the history arbiter could not be read");
+            None
+        }
+        Err(_) => None,
+    }
+}
+
 /// Read the status of `product_id` now.
 pub async fn read(
     state: &AppState,
@@ -154,12 +239,15 @@ pub async fn read(
     product_id: i64,
     replica: String,
 ) -> Result<StatusBody, GrabError> {
-    let rows = tokio::time::timeout(
-        READ_TIMEOUT,
-        super::audit_now(state, crate::db::Count::Tally),
-    )
-    .await
-    .map_err(|_| GrabError::Unavailable {
+    let history_run = state.deps.history.current_run();
+    let (rows, overlaps) = tokio::join!(
+        tokio::time::timeout(
+            READ_TIMEOUT,
+            super::audit_now(state, crate::db::Count::Tally),
+        ),
+        overlaps_of(state, history_run.as_deref()),
+    );
+    let rows = rows.map_err(|_| GrabError::Unavailable {
         dependency: crate::error::Dependency::Postgres,
         detail: "status: audit query timed out".into(),
     })??;
@@ -184,6 +272,12 @@ pub async fn read(
         grabs_total: total,
         grabs_per_sec: (rate.observe(Instant::now(), total) * 10.0).round() / 10.0,
         replica,
+        faults: faults_in_force(
+            &state.control.faults(),
+            &Faults::with_work_delay(state.settings.work_delay_ms),
+        ),
+        history_run,
+        overlaps,
     })
 }
 
@@ -233,15 +327,84 @@ fn frame(event: Option<&str>, json: &str) -> web::Bytes {
     }
 }
 
+/// One event of the stream as the OpenAPI document describes it: the
+/// object a client parses out of `text/event-stream` — `event` its name
+/// (`message` when the frame names none), `data` its text. OpenAPI 3.1
+/// describes each event of an event stream with the media type's `schema`
+/// (3.2 names it `itemSchema`); the `data` text is JSON, so its own schema
+/// is the JSON Schema `contentMediaType` + `contentSchema` pair:
+/// [`StatusBody`] for a `message`, [`ErrorBody`] for `unavailable`.
+#[derive(Debug)]
+pub struct StatusEvent;
+
+impl utoipa::PartialSchema for StatusEvent {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder, Type};
+        let event = |name: &str, body: &str, what: &str| {
+            let mut data = ObjectBuilder::new()
+                .schema_type(Type::String)
+                .content_media_type("application/json")
+                .description(Some(format!("{what}: one `{body}` as JSON text")))
+                .build();
+            data.extensions.get_or_insert_with(Default::default).insert(
+                "contentSchema".into(),
+                serde_json::json!({ "$ref": format!("#/components/schemas/{body}") }),
+            );
+            ObjectBuilder::new()
+                .property(
+                    "event",
+                    ObjectBuilder::new()
+                        .schema_type(Type::String)
+                        .enum_values(Some([name])),
+                )
+                .required("event")
+                .property("data", data)
+                .required("data")
+                .description(Some(format!("`event: {name}`: {what}")))
+        };
+        OneOfBuilder::new()
+            .item(event(
+                "message",
+                "StatusBody",
+                "the status now (the frame carries no `event:` line)",
+            ))
+            .item(event(
+                "unavailable",
+                "ErrorBody",
+                "the status could not be read; the stream carries on",
+            ))
+            .description(Some(
+                "One Server-Sent Event, as parsed out of the stream: its name and its `data` text",
+            ))
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for StatusEvent {
+    fn schemas(
+        schemas: &mut Vec<(
+            String,
+            utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>,
+        )>,
+    ) {
+        use utoipa::PartialSchema;
+        schemas.push((StatusBody::name().into_owned(), StatusBody::schema()));
+        StatusBody::schemas(schemas);
+        schemas.push((ErrorBody::name().into_owned(), ErrorBody::schema()));
+        ErrorBody::schemas(schemas);
+    }
+}
+
 /// The status as Server-Sent Events, every [`STREAM_INTERVAL`], until the
-/// client goes away. A failed read sends an `unavailable` event (the page
-/// marks its numbers stale) and the stream carries on.
+/// client goes away or `?events=K` were sent. A failed read sends an
+/// `unavailable` event (the page marks its numbers stale) and the stream
+/// carries on.
 #[utoipa::path(
     tag = "status",
-    params(StatusQuery),
+    params(StreamQuery),
     responses(
-        (status = 200, description = "Server-sent events: a `StatusBody` JSON per `data:` line every 500 ms", body = String, content_type = "text/event-stream"),
-        (status = 400, description = "`product` is not a positive integer", body = ErrorBody),
+        (status = 200, description = "Server-sent events every 500 ms, endless unless `events` bounds them: each a `message` whose `data:` line is a `StatusBody` JSON, or an `unavailable` event whose `data:` is an `ErrorBody`. The schema describes one event as parsed out of the stream", body = StatusEvent, content_type = "text/event-stream"),
+        (status = 400, description = "`product` is not a positive integer (`invalid_product_id`), `events` is not an integer from 1 to 1000 (`invalid_events`), or a bad query string (`invalid_query`)", body = ErrorBody),
         (status = 404, description = "No such product (`not_found`)", body = ErrorBody),
         (status = 503, description = "PostgreSQL is down or slow (`unavailable`)", body = ErrorBody),
     )
@@ -251,9 +414,10 @@ pub async fn status_stream(
     req: HttpRequest,
     state: web::Data<AppState>,
     rate: web::Data<GrabRate>,
-    query: web::Query<StatusQuery>,
+    query: web::Query<StreamQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let product_id = query.product_id()?;
+    let limit = query.events()?;
     // Unknown product or a database down: answer now, not as an endless stream.
     let first = read(&state, &rate, product_id, replica(&req)).await?;
     let replica_name = first.replica.clone();
@@ -284,6 +448,10 @@ pub async fn status_stream(
             Some((Ok::<_, actix_web::Error>(bytes), (ticker, None)))
         }
     });
+    let events = futures::StreamExt::take(
+        events,
+        limit.map_or(usize::MAX, |n| usize::try_from(n).unwrap_or(usize::MAX)),
+    );
     Ok(HttpResponse::Ok()
         .content_type("text/event-stream")
         .insert_header((header::CACHE_CONTROL, "no-cache"))
@@ -319,5 +487,46 @@ mod tests {
         assert_eq!(q(Some("7")).product_id().ok(), Some(7));
         assert!(q(Some("0")).product_id().is_err());
         assert!(q(Some("x")).product_id().is_err());
+    }
+
+    #[test]
+    fn events_are_bounded_or_absent() {
+        let q = |e: Option<&str>| StreamQuery {
+            product: None,
+            events: e.map(str::to_owned),
+        };
+        assert_eq!(q(None).events().ok(), Some(None));
+        assert_eq!(q(Some("3")).events().ok(), Some(Some(3)));
+        assert_eq!(q(Some("1000")).events().ok(), Some(Some(1000)));
+        for bad in ["0", "1001", "-1", "x", ""] {
+            assert!(q(Some(bad)).events().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn faults_in_force_are_the_fields_away_from_a_fresh_deployment() {
+        let fresh = Faults::with_work_delay(2);
+        assert!(faults_in_force(&fresh, &fresh).is_empty());
+        let mut now = fresh;
+        now.pause_ms = 2_000;
+        now.pause_at = crate::faults::PauseAt::BeforeWrite;
+        now.unlock_before_commit = true;
+        let shown: Vec<(String, String)> = faults_in_force(&now, &fresh)
+            .into_iter()
+            .map(|f| (f.name, f.value))
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                ("pause_at".to_owned(), "before-write".to_owned()),
+                ("pause_ms".to_owned(), "2000".to_owned()),
+                ("unlock_before_commit".to_owned(), "true".to_owned()),
+            ]
+        );
+        // The work delay is a fault only away from SECKILL_WORK_DELAY_MS.
+        assert_eq!(
+            faults_in_force(&Faults::with_work_delay(5), &fresh)[0].value,
+            "5"
+        );
     }
 }

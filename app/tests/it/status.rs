@@ -16,6 +16,11 @@
 //! `SECKILL_REQUIRE_CHROMIUM` is set (CI), where a missing browser fails.
 //! `SECKILL_STATUS_SCREENSHOT=path` keeps a copy of the screenshot
 //! (that is how `docs/status-page.png` is made).
+//!
+//! The faults banner, the undersold units and the history's overlaps: a
+//! fault switched on through `PUT /admin/faults` shows in the page, `DELETE
+//! /admin/faults` clears it ("no fault"); the overlaps read "history off"
+//! until `PUT /admin/history` starts a run, then the arbiter's count.
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -23,6 +28,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use reqwest::Method;
 use serde_json::{json, Value};
 use tokio::task::JoinHandle;
 
@@ -415,6 +421,10 @@ const STATUS_KEYS: &[&str] = &[
     "grabs_total",
     "grabs_per_sec",
     "replica",
+    "undersold",
+    "faults",
+    "history_run",
+    "overlaps",
 ];
 
 fn assert_status_shape(body: &Value) {
@@ -538,5 +548,124 @@ async fn status_json_and_event_stream_follow_the_audit() {
     );
     let (status, body) = app.get("/api/v1/status/stream?product=999").await;
     assert_eq!((status, body["error"].as_str()), (404, Some("not_found")));
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn status_page_shows_the_faults_in_force_undersold_and_the_historys_overlaps() {
+    let (_redis, app) = app_with("set-nx-px-token", 50).await;
+
+    // A fresh deployment: no fault, history off.
+    let (status, body) = app.get("/api/v1/status").await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["faults"], json!([]), "{body}");
+    assert_eq!(body["history_run"], Value::Null, "{body}");
+    assert_eq!(body["overlaps"], Value::Null, "{body}");
+    assert_eq!(body["undersold"], 0, "{body}");
+
+    // Two faults on: both in the JSON, by name, values as text.
+    let (status, faults) = app
+        .admin(
+            Method::PUT,
+            "/admin/faults",
+            Some(
+                json!({ "pause_ms": 25, "pause_at": "before-write", "unlock_before_commit": true }),
+            ),
+        )
+        .await;
+    assert_eq!(status, 200, "{faults}");
+    let (_, body) = app.get("/api/v1/status").await;
+    assert_eq!(
+        body["faults"],
+        json!([
+            { "name": "pause_at", "value": "before-write" },
+            { "name": "pause_ms", "value": "25" },
+            { "name": "unlock_before_commit", "value": "true" },
+        ]),
+        "{body}"
+    );
+    // A history run: its id and the arbiter's count (none yet).
+    let (status, run) = app
+        .admin(
+            Method::PUT,
+            "/admin/history",
+            Some(json!({ "enabled": true })),
+        )
+        .await;
+    assert_eq!(status, 200, "{run}");
+    let (_, body) = app.get("/api/v1/status").await;
+    assert_eq!(body["history_run"], run["run"], "{body}");
+    assert_eq!(body["overlaps"], 0, "{body}");
+
+    // The bounded stream carries the same fields and ends after two events.
+    let response = app
+        .client
+        .get(format!("{}/api/v1/status/stream?events=2", app.address))
+        .send()
+        .await
+        .expect("stream");
+    assert_eq!(response.status(), 200);
+    let text = tokio::time::timeout(Duration::from_secs(10), response.text())
+        .await
+        .expect("a bounded stream ends")
+        .expect("stream read");
+    let events: Vec<Value> = text
+        .split("\n\n")
+        .filter_map(|frame| frame.lines().find_map(|l| l.strip_prefix("data: ")))
+        .map(|data| serde_json::from_str(data).expect("event JSON"))
+        .collect();
+    assert_eq!(events.len(), 2, "{text}");
+    for event in &events {
+        assert_status_shape(event);
+        assert_eq!(event["faults"].as_array().map(Vec::len), Some(3), "{event}");
+        assert_eq!(event["history_run"], run["run"], "{event}");
+    }
+    for bad in ["0", "1001", "x"] {
+        let (status, body) = app
+            .get(&format!("/api/v1/status/stream?events={bad}"))
+            .await;
+        assert_eq!(
+            (status, body["error"].as_str()),
+            (400, Some("invalid_events")),
+            "events={bad}: {body}"
+        );
+    }
+
+    if chromium_available() {
+        let page = dump_dom(&app, 1).await;
+        let banner = page.text("faults");
+        for shown in [
+            "pause_ms=25",
+            "pause_at=before-write",
+            "unlock_before_commit=true",
+        ] {
+            assert!(banner.contains(shown), "{shown} in the banner: {banner:?}");
+        }
+        assert_eq!(page.attr("faults", "data-count"), "3");
+        assert_eq!(page.int("overlaps"), 0);
+        assert_eq!(page.int("undersold"), 0);
+        assert!(!page.is_red("overlaps") && !page.is_red("undersold"));
+    }
+
+    // Cleared: no fault, and with the history off again, "history off".
+    let (status, cleared) = app.admin(Method::DELETE, "/admin/faults", None).await;
+    assert_eq!(status, 200, "{cleared}");
+    let (status, off) = app
+        .admin(
+            Method::PUT,
+            "/admin/history",
+            Some(json!({ "enabled": false })),
+        )
+        .await;
+    assert_eq!(status, 200, "{off}");
+    let (_, body) = app.get("/api/v1/status").await;
+    assert_eq!(body["faults"], json!([]), "{body}");
+    assert_eq!(body["overlaps"], Value::Null, "{body}");
+    if chromium_available() {
+        let page = dump_dom(&app, 1).await;
+        assert_eq!(page.text("faults"), "no fault");
+        assert_eq!(page.attr("faults", "data-count"), "0");
+        assert_eq!(page.text("overlaps"), "history off");
+    }
     app.stop().await;
 }
