@@ -1,6 +1,6 @@
 # seckill-lab — the commands a person types. Each target says what it does.
 SHELL := /bin/bash
-.PHONY: docker-images check-docker doc import-graph check-scripts check-docs fuzz-api demo demo-stop scenarios scenarios-table results debate test check check-stack check-panels fmt clippy build bench bench-locks bench-audit
+.PHONY: docker-images check-docker doc import-graph check-scripts check-docs fuzz-api cheatsheet check-cheatsheet demo demo-stop scenarios scenarios-table results debate test check check-stack check-panels fmt clippy build bench bench-locks bench-audit
 
 ## Run the demo without Docker: own PostgreSQL, Redis, five Redlock nodes,
 ## three replicas, nginx, Prometheus (state in .demo/), then a short
@@ -37,8 +37,20 @@ check-stack:
 check-scripts:
 	@python3 scripts/check_scripts.py
 
+## docs/cheatsheet.md printed on one A4 page: HTML with print CSS, headless
+## Chromium's --print-to-pdf into docs/cheatsheet.pdf (commit it), pdfinfo
+## checks it is exactly one A4 page, pdftoppm draws .state/cheatsheet/cheatsheet.png.
+cheatsheet:
+	@scripts/cheatsheet.sh
+
+## The one-page check alone (CI): docs/ left untouched.
+check-cheatsheet:
+	@scripts/cheatsheet.sh check
+
 ## schemathesis (PyPI, in .state/venv) against one live replica, driven by
-## its GET /openapi.json: no 5xx, every answer matching the document.
+## its GET /openapi.json: every operation (the event stream and PUT
+## /admin/faults included), no 5xx, every answer matching the document. A
+## fresh seed each run, printed first; FUZZ_SEED=<n> replays one.
 fuzz-api:
 	@scripts/fuzz_api.sh
 
