@@ -21,16 +21,16 @@ import sys
 from pathlib import Path
 
 CSS = """
-@page { size: A4 landscape; margin: 9mm 10mm; }
+@page { size: A4 landscape; margin: 7mm 9mm; }
 * { box-sizing: border-box; }
 html { -webkit-print-color-adjust: exact; print-color-adjust: exact; }
-body { margin: 0; font: 7.6pt/1.28 "DejaVu Sans", "Liberation Sans", Arial, sans-serif; color: #111; }
+body { margin: 0; font: 7.5pt/1.24 "DejaVu Sans", "Liberation Sans", Arial, sans-serif; color: #111; }
 h1 { font-size: 13pt; margin: 0 0 1.2mm; }
 h1 small { font-size: 7.5pt; font-weight: normal; color: #555; margin-left: 3mm; }
 p { margin: 0 0 1.4mm; }
 code { font: 7pt "DejaVu Sans Mono", "Liberation Mono", monospace; background: #eef1f6; padding: 0 .5mm; border-radius: .6mm; }
 table { width: 100%; border-collapse: collapse; margin: 1.2mm 0 1.8mm; table-layout: fixed; }
-th, td { border: .2mm solid #9aa3b5; padding: .5mm 1mm; vertical-align: top; text-align: left; }
+th, td { border: .2mm solid #9aa3b5; padding: .35mm 1mm; vertical-align: top; text-align: left; }
 th { background: #dfe5f0; font-size: 7.4pt; }
 tr:nth-child(even) td { background: #f6f8fb; }
 td:first-child { white-space: nowrap; font-weight: bold; }
