@@ -12,8 +12,9 @@
 #     comparison in `make demo`);
 #   - `--run-time Ns` becomes N/10 s (at least 2 s), `sleep N` N/10 (at
 #     least 1): the paced loads and the waits inside them, together;
-#   - a `make scenarios S=…` line already run earlier in the test is not run
-#     again (same command, same report folder).
+#   - a `make demo` or `make scenarios S=…` line already run earlier in the
+#     test is not run again (same command: the same stack, the same report
+#     folder).
 # Lines not run at all — each printed as SKIP with its reason — are the
 # SKIP list below: commands CI runs as steps of their own (`make test`, the
 # Docker lines: `scripts/docker.sh ci`), or that take far beyond the
@@ -100,10 +101,10 @@ for path in FILES:
             if why:
                 out.append(f"echo {shlex.quote('  SKIP  ' + stripped + '   -- ' + why)}")
                 continue
-            m = re.match(r"make scenarios (S=.*?)(\s+#|$)", stripped)
+            m = re.match(r"(make demo|make scenarios S=\S+)(\s+#|$)", stripped)
             if m:
                 if m.group(1) in seen_scenarios:
-                    out.append(f"echo {shlex.quote('  SKIP  ' + stripped + '   -- already run above (same report folder)')}")
+                    out.append(f"echo {shlex.quote('  SKIP  ' + stripped + '   -- already run above (same command, same state)')}")
                     continue
                 seen_scenarios.add(m.group(1))
             scaled = scale(line, notes)
