@@ -18,7 +18,7 @@ as_root() {
 
 ensure_packages() {
   local needs=(redis-server:redis-server redis-cli:redis-tools psql:postgresql-client python3:python3
-    chromium:chromium cc:gcc pg:server:postgresql
+    chromium:chromium chromedriver:chromium-driver cc:gcc pg:server:postgresql
     protoc:protobuf-compiler /usr/include/google/protobuf/descriptor.proto:libprotobuf-dev
     etcd:etcd-server java:default-jre-headless "$ZK_JAR:zookeeper"
     /usr/sbin/mariadbd:mariadb-server mariadb:mariadb-client)

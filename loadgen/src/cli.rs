@@ -1,5 +1,5 @@
 //! The command line (clap): the flags of `run`, `compare`, `scenario`,
-//! `debate` and `probe`, checked and handed to the module that does the work.
+//! `console`, `debate` and `probe`, checked and handed to the module that does the work.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -8,6 +8,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 
 use crate::compare::{self, Settings};
+use crate::console;
 use crate::debate;
 use crate::load::{self, Shape, Workload};
 use crate::scenario::{self, Selection};
@@ -129,6 +130,48 @@ enum Command {
         /// Print the scenario names the claims need, one a line, and exit.
         #[arg(long)]
         scenarios: bool,
+    },
+    /// The room's control room: a web page (Locust's port, 8089, by
+    /// default) to choose the strategy, start and stop a paced load,
+    /// switch every fault, reset everything, run one fault scenario, and
+    /// watch the live figures and a timeline of who holds the lock when.
+    /// It holds the admin token: it listens on 127.0.0.1 unless --bind
+    /// says otherwise.
+    Console {
+        #[command(flatten)]
+        target: Target,
+        /// Bearer token of the admin endpoints.
+        #[arg(
+            long,
+            env = "SECKILL_ADMIN_TOKEN",
+            default_value = "seckill-demo-admin",
+            hide_env_values = true
+        )]
+        admin_token: String,
+        /// Port of the page.
+        #[arg(long, default_value_t = 8089)]
+        port: u16,
+        /// Address to listen on (0.0.0.0 in a container).
+        #[arg(long, default_value = "127.0.0.1")]
+        bind: std::net::IpAddr,
+        /// The product the room buys.
+        #[arg(long, default_value_t = 1)]
+        product: u64,
+        /// The strategy "reset everything" goes back to [default: the one
+        /// active when the console starts].
+        #[arg(long)]
+        default_strategy: Option<String>,
+        /// Report folders of the scenarios run from the page, one per run.
+        #[arg(long, default_value = "loadgen-report/console")]
+        scenario_out: PathBuf,
+        /// The seckill-app binary the scenarios start [default: beside this
+        /// one, or on PATH].
+        #[arg(long)]
+        app_bin: Option<PathBuf>,
+        /// PostgreSQL server the scenarios create their database on
+        /// [default: SECKILL_DATABASE_URL, else the local one].
+        #[arg(long)]
+        database_url: Option<String>,
     },
     /// Read-only load: GET one path (default: product 1) with N users for a
     /// fixed time and print requests/s and latency as JSON. Used by
@@ -401,6 +444,31 @@ pub async fn run() -> ExitCode {
             users,
             run_time,
         } => return load::probe::main(&urls, &path, users, run_time).await,
+        Command::Console {
+            target: Target { urls },
+            admin_token,
+            port,
+            bind,
+            product,
+            default_strategy,
+            scenario_out,
+            app_bin,
+            database_url,
+        } => {
+            return console::main(console::Options {
+                urls,
+                admin_token,
+                bind: std::net::SocketAddr::new(bind, port),
+                product,
+                default_strategy,
+                runner: console::RunnerOptions {
+                    out: scenario_out,
+                    app_bin,
+                    database_url,
+                },
+            })
+            .await;
+        }
         Command::Debate {
             from,
             out,

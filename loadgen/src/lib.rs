@@ -10,6 +10,8 @@
 //!   `run.rs`), the loop, the exit status.
 //! - [`scenario`] — `scenario`: the fault scenarios, one file each, the
 //!   lab that owns their processes, their report.
+//! - [`console`] — `console`: the room's control room, a web page over
+//!   the same service client, with a paced load and a live timeline.
 //! - [`debate`] — `debate`: the Redlock debate's claims against a
 //!   scenarios report.
 //! - [`report`] — the side-by-side report: text tables, HTML, SVG charts.
@@ -34,6 +36,7 @@
 pub mod api;
 pub mod cli;
 pub mod compare;
+pub mod console;
 pub mod debate;
 pub mod expect;
 pub mod judge;

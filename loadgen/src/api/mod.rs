@@ -341,6 +341,89 @@ impl Service {
         .await
     }
 
+    /// Clear every fault (`DELETE /admin/faults`: the shared set, so every
+    /// replica); the faults now in force.
+    pub async fn clear_faults(&self) -> Result<Faults, ServiceError> {
+        self.admin(
+            "DELETE /admin/faults",
+            reqwest::Method::DELETE,
+            self.first(),
+            "/admin/faults",
+            None::<&()>,
+        )
+        .await
+    }
+
+    /// `GET /admin/faults` of one replica (each reads the shared set).
+    pub async fn faults_of(&self, base: &str) -> Result<Faults, ServiceError> {
+        self.admin(
+            "GET /admin/faults",
+            reqwest::Method::GET,
+            base,
+            "/admin/faults",
+            None::<&()>,
+        )
+        .await
+    }
+
+    /// Stop recording the history (`PUT /admin/history {"enabled": false}`).
+    pub async fn history_stop(&self) -> Result<(), ServiceError> {
+        self.admin::<IgnoredAny, _>(
+            "PUT /admin/history",
+            reqwest::Method::PUT,
+            self.first(),
+            "/admin/history",
+            Some(&HistorySwitch { enabled: false }),
+        )
+        .await
+        .map(|_| ())
+    }
+
+    /// The most recent `last` finished sections of the current history run,
+    /// then those inside now (`GET /admin/history/sections?last=`).
+    pub async fn recent_sections(&self, last: u64) -> Result<SectionsBody, ServiceError> {
+        self.admin(
+            "GET /admin/history/sections",
+            reqwest::Method::GET,
+            self.first(),
+            &format!("/admin/history/sections?last={last}"),
+            None::<&()>,
+        )
+        .await
+    }
+
+    /// `GET /api/v1/status?product=` of one replica: what its status page
+    /// shows (its own grabs/s among them).
+    pub async fn status_of(&self, base: &str, product: u64) -> Result<StatusBody, ServiceError> {
+        let url = format!("{base}/api/v1/status?product={product}");
+        let (_, text) = self.call("GET status", self.http.get(&url), base).await?;
+        decode("GET status", base, &text)
+    }
+
+    /// One grab of `quantity` units of `product` by `user` at `base`: the
+    /// status and body, or the transport error (no answer). Not an error
+    /// for a 4xx/5xx: the caller classifies it ([`crate::load::Outcome::of`]).
+    pub async fn grab(
+        &self,
+        base: &str,
+        product: u64,
+        user: i64,
+        quantity: i64,
+    ) -> Result<(u16, Vec<u8>), reqwest::Error> {
+        let response = self
+            .http
+            .post(format!("{base}/api/v1/products/{product}/grab"))
+            .json(&GrabBody {
+                user_id: user,
+                quantity,
+            })
+            .send()
+            .await?;
+        let status = response.status().as_u16();
+        let body = response.bytes().await?;
+        Ok((status, body.to_vec()))
+    }
+
     /// `/metrics` of every replica, summed.
     pub async fn scrape(&self) -> Result<Scrape, ServiceError> {
         let mut total = Scrape::default();

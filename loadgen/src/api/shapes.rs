@@ -4,8 +4,8 @@
 //! reading as 0.
 
 pub use seckill_wire::audit::{AuditBody, AuditRow};
-pub use seckill_wire::faults::{Faults, FaultsPatch};
-pub use seckill_wire::grab::Order;
+pub use seckill_wire::faults::{Faults, FaultsPatch, PauseAt};
+pub use seckill_wire::grab::{GrabBody, Order};
 pub use seckill_wire::history::{
     ForgetBody, Forgotten, HistoryReport, HistorySwitch, HistorySwitched, OverlapEvent,
     StrategyHistory,
@@ -13,6 +13,7 @@ pub use seckill_wire::history::{
 pub use seckill_wire::history::{Section, SectionsBody};
 pub use seckill_wire::orders::{OrderRow, OrdersPage};
 pub use seckill_wire::products::{ProductBody, ResetBody};
+pub use seckill_wire::status::StatusBody;
 pub use seckill_wire::strategies::{Kind, Safety, StrategiesBody, StrategyEntry, SwitchBody};
 
 use super::error::ServiceError;

@@ -1,0 +1,542 @@
+//! The console's HTTP routes: the page, its two JSON feeds, and the
+//! controls. Each control is one request to the service through
+//! [`crate::api::Service`]; a service that refuses or is down gives
+//! `502 {"error": "service", "message"}`, bad input `400 {"error",
+//! "message"}`.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use actix_web::http::StatusCode;
+use actix_web::{delete, get, post, put, web, App, HttpResponse, HttpServer, ResponseError};
+use clap::ValueEnum;
+use serde::{Deserialize, Serialize};
+
+use super::{lock, Console, LoadSettings, Pacer};
+use crate::api::{Faults, FaultsPatch, Section, ServiceError, StrategyEntry};
+use crate::scenario::Scenario;
+
+const PAGE: &str = include_str!("page.html");
+
+/// The most recent finished sections the timeline asks the arbiter for.
+const TIMELINE_SECTIONS: u64 = 800;
+
+/// An error answer of the console.
+#[derive(Debug, thiserror::Error)]
+enum ConsoleError {
+    /// Bad input from the page.
+    #[error("{0}")]
+    BadRequest(String),
+    /// A refused control (a scenario already running, none to stop).
+    #[error("{0}")]
+    Conflict(String),
+    /// The service refused or could not be reached.
+    #[error("{0}")]
+    Service(#[from] ServiceError),
+}
+
+#[derive(Serialize)]
+struct ErrorJson<'a> {
+    error: &'a str,
+    message: String,
+}
+
+impl ResponseError for ConsoleError {
+    fn status_code(&self) -> StatusCode {
+        match self {
+            ConsoleError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            ConsoleError::Conflict(_) => StatusCode::CONFLICT,
+            ConsoleError::Service(_) => StatusCode::BAD_GATEWAY,
+        }
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        let error = match self {
+            ConsoleError::BadRequest(_) => "bad_request",
+            ConsoleError::Conflict(_) => "conflict",
+            ConsoleError::Service(_) => "service",
+        };
+        HttpResponse::build(self.status_code()).json(ErrorJson {
+            error,
+            message: self.to_string(),
+        })
+    }
+}
+
+type Answer = Result<HttpResponse, ConsoleError>;
+
+/// Serve the console on `bind` until Ctrl-C.
+pub async fn serve(console: Console, bind: SocketAddr) -> std::io::Result<()> {
+    let console = web::Data::new(console);
+    let server = HttpServer::new({
+        let console = console.clone();
+        move || {
+            App::new()
+                .app_data(console.clone())
+                .app_data(web::JsonConfig::default().error_handler(|e, _| {
+                    ConsoleError::BadRequest(format!("bad JSON body: {e}")).into()
+                }))
+                .service(page)
+                .service(state)
+                .service(sections)
+                .service(switch)
+                .service(load_start)
+                .service(load_stop)
+                .service(faults_set)
+                .service(faults_clear)
+                .service(reset_all)
+                .service(scenario_start)
+                .service(scenario_stop)
+        }
+    })
+    .workers(2)
+    .disable_signals()
+    .bind(bind)?;
+    let addrs = server.addrs();
+    let server = server.run();
+    let handle = server.handle();
+    for addr in addrs {
+        println!(
+            "console: http://{addr}/ (against {})",
+            console.service.urls.join(", ")
+        );
+    }
+    tokio::spawn(async move {
+        let _ = tokio::signal::ctrl_c().await;
+        handle.stop(true).await;
+    });
+    let result = server.await;
+    console.stop_all().await;
+    result
+}
+
+impl Console {
+    /// Stop the load and any scenario (the console is going away).
+    async fn stop_all(&self) {
+        self.stop_load().await;
+        let _ = self.runner.stop();
+    }
+
+    /// Stop the load, if one runs, and wait for its grabs in flight; it
+    /// shows as running (stopping) until they are answered.
+    async fn stop_load(&self) {
+        let pacer = lock(&self.load).clone();
+        if let Some(pacer) = pacer {
+            pacer.stop().await;
+            let mut slot = lock(&self.load);
+            if slot.as_ref().is_some_and(|p| Arc::ptr_eq(p, &pacer)) {
+                *slot = None;
+            }
+        }
+    }
+}
+
+#[get("/")]
+async fn page() -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type("text/html; charset=utf-8")
+        .insert_header(("Cache-Control", "no-store"))
+        .body(PAGE)
+}
+
+/// One replica as the console sees it.
+#[derive(Debug, Serialize)]
+struct ReplicaView {
+    url: String,
+    /// Its history instance id (the timeline's row name), when it answered.
+    instance: Option<String>,
+    strategy: Option<String>,
+    faults: Option<Faults>,
+    grabs_per_sec: Option<f64>,
+    /// Why it could not be read.
+    error: Option<String>,
+}
+
+/// The live figures of the product (from the first replica that answers,
+/// grabs/s summed over every replica).
+#[derive(Debug, Default, Serialize)]
+struct Live {
+    stock: Option<i64>,
+    initial_stock: Option<i64>,
+    orders: Option<i64>,
+    oversold: Option<i64>,
+    lost_updates: Option<i64>,
+    undersold: Option<i64>,
+    duplicates: Option<i64>,
+    grabs_per_sec: f64,
+    /// Whether the history records a run (the timeline and overlaps need it).
+    history: bool,
+    overlaps: Option<u64>,
+    max_holders: Option<u64>,
+    /// Failed arbiter calls of the run, every replica: any makes the
+    /// overlap count incomplete.
+    history_errors: Option<u64>,
+}
+
+#[derive(Debug, Serialize)]
+struct LoadView {
+    running: bool,
+    /// A stop was asked for; the grabs in flight are being answered.
+    stopping: bool,
+    settings: LoadSettings,
+    seconds: Option<f64>,
+    counts: Option<super::pacer::CountsView>,
+}
+
+#[derive(Debug, Serialize)]
+struct ScenarioItem {
+    name: &'static str,
+    summary: &'static str,
+}
+
+/// `GET /api/state`.
+#[derive(Debug, Serialize)]
+struct StateView<'a> {
+    product: u64,
+    strategy: Option<String>,
+    default_strategy: &'a str,
+    strategies: &'a [StrategyEntry],
+    replicas: Vec<ReplicaView>,
+    /// The faults of the first replica that answered.
+    faults: Option<Faults>,
+    /// Each fault in force, as text (`[]` when none).
+    faults_in_force: Vec<String>,
+    /// Whether every replica that answered reports the same faults.
+    faults_agree: bool,
+    pause_at_options: [&'static str; 3],
+    live: Live,
+    load: LoadView,
+    scenario: super::runner::RunView,
+    scenarios: Vec<ScenarioItem>,
+}
+
+#[get("/api/state")]
+async fn state(console: web::Data<Console>) -> HttpResponse {
+    let service = &console.service;
+    let mut replicas = Vec::with_capacity(service.urls.len());
+    let mut live = Live::default();
+    let mut first_status = None;
+    for base in &service.urls {
+        let mut view = ReplicaView {
+            url: base.clone(),
+            instance: None,
+            strategy: None,
+            faults: None,
+            grabs_per_sec: None,
+            error: None,
+        };
+        match service.status_of(base, console.product).await {
+            Ok(status) => {
+                view.strategy = Some(status.strategy.clone());
+                view.grabs_per_sec = Some(status.grabs_per_sec);
+                live.grabs_per_sec += status.grabs_per_sec;
+                first_status.get_or_insert(status);
+            }
+            Err(e) => view.error = Some(e.to_string()),
+        }
+        match service.faults_of(base).await {
+            Ok(faults) => view.faults = Some(faults),
+            Err(e) => view.error = view.error.or(Some(e.to_string())),
+        }
+        match service.history_of(base).await {
+            Ok(history) => {
+                view.instance = Some(history.instance.clone());
+                if history.enabled {
+                    live.history = true;
+                    *live.history_errors.get_or_insert(0) += history.errors;
+                    if live.overlaps.is_none() {
+                        live.overlaps = Some(history.strategies.iter().map(|s| s.overlaps).sum());
+                        live.max_holders = history.strategies.iter().map(|s| s.max_holders).max();
+                    }
+                }
+            }
+            Err(e) => view.error = view.error.or(Some(e.to_string())),
+        }
+        replicas.push(view);
+    }
+    if let Some(status) = &first_status {
+        live.stock = Some(status.stock);
+        live.initial_stock = Some(status.initial_stock);
+        live.orders = Some(status.orders);
+        live.oversold = Some(status.oversold);
+        live.lost_updates = Some(status.lost_updates);
+        live.undersold = Some(status.undersold);
+        live.duplicates = Some(status.duplicates);
+    }
+    let faults = replicas.iter().find_map(|r| r.faults);
+    let faults_agree = replicas
+        .iter()
+        .filter_map(|r| r.faults)
+        .all(|f| Some(f) == faults);
+    let load = {
+        let guard = lock(&console.load);
+        match guard.as_ref() {
+            Some(pacer) => LoadView {
+                running: true,
+                stopping: pacer.stopping(),
+                settings: pacer.settings,
+                seconds: Some(pacer.seconds()),
+                counts: Some(pacer.counts.view()),
+            },
+            None => LoadView {
+                running: false,
+                stopping: false,
+                settings: LoadSettings {
+                    stock: *lock(&console.stock),
+                    ..LoadSettings::default()
+                },
+                seconds: None,
+                counts: None,
+            },
+        }
+    };
+    HttpResponse::Ok()
+        .insert_header(("Cache-Control", "no-store"))
+        .json(StateView {
+            product: console.product,
+            strategy: first_status.map(|s| s.strategy),
+            default_strategy: &console.default_strategy,
+            strategies: &console.strategies.strategies,
+            replicas,
+            faults_in_force: faults.as_ref().map(in_force).unwrap_or_default(),
+            faults,
+            faults_agree,
+            pause_at_options: ["before-read", "before-write", "before-commit"],
+            live,
+            load,
+            scenario: console.runner.view(),
+            scenarios: Scenario::value_variants()
+                .iter()
+                .map(|s| ScenarioItem {
+                    name: s.name(),
+                    summary: s.summary(),
+                })
+                .collect(),
+        })
+}
+
+/// Each fault of `faults` that is in force, as the banner says it. The
+/// work delay is the section's simulated work, not a fault: never listed.
+pub fn in_force(faults: &Faults) -> Vec<String> {
+    let mut on = Vec::new();
+    if faults.pause_ms > 0 {
+        on.push(format!(
+            "pause_ms={} (every {}, at {})",
+            faults.pause_ms,
+            faults.pause_every,
+            serde_json::to_value(faults.pause_at)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default()
+        ));
+    }
+    for (name, ms) in [
+        ("setnx_expire_gap_ms", faults.setnx_expire_gap_ms),
+        ("release_gap_ms", faults.release_gap_ms),
+        ("acquire_pause_ms", faults.acquire_pause_ms),
+    ] {
+        if ms > 0 {
+            on.push(format!("{name}={ms}"));
+        }
+    }
+    for (name, set) in [
+        ("unlock_before_commit", faults.unlock_before_commit),
+        ("check_revision", faults.check_revision),
+        ("skip_validity_check", faults.skip_validity_check),
+    ] {
+        if set {
+            on.push(name.to_owned());
+        }
+    }
+    on
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SectionsQuery {
+    /// The window drawn, in milliseconds (1000 to 120000; 10000 by default).
+    window_ms: Option<u64>,
+}
+
+/// `GET /api/sections`.
+#[derive(Debug, Serialize)]
+struct SectionsView {
+    /// The right edge of the timeline: microseconds since the epoch.
+    now_us: i64,
+    window_us: i64,
+    run: Option<String>,
+    /// One row per replica, in `--url` order (instance ids; a replica that
+    /// did not answer is left out).
+    rows: Vec<String>,
+    /// The product's sections that touch the window, oldest entry first.
+    sections: Vec<Section>,
+}
+
+#[get("/api/sections")]
+async fn sections(console: web::Data<Console>, query: web::Query<SectionsQuery>) -> Answer {
+    let window_ms = query.window_ms.unwrap_or(10_000);
+    if !(1_000..=120_000).contains(&window_ms) {
+        return Err(ConsoleError::BadRequest(
+            "window_ms must be between 1000 and 120000".into(),
+        ));
+    }
+    let body = console.service.recent_sections(TIMELINE_SECTIONS).await?;
+    let mut rows = Vec::new();
+    for base in &console.service.urls {
+        if let Ok(history) = console.service.history_of(base).await {
+            rows.push(history.instance);
+        }
+    }
+    // The arbiter's clock is Redis's; the console's is this machine's.
+    // The right edge is whichever is later, so a live bar is never cut off.
+    let wall = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX));
+    let newest = body
+        .sections
+        .iter()
+        .map(|s| s.exited_us.unwrap_or(s.entered_us))
+        .max()
+        .unwrap_or(0);
+    let now_us = wall.max(newest);
+    let window_us = i64::try_from(window_ms * 1000).unwrap_or(i64::MAX);
+    let product = i64::try_from(console.product).unwrap_or(i64::MAX);
+    let sections = body
+        .sections
+        .into_iter()
+        .filter(|s| s.product == product && s.exited_us.unwrap_or(now_us) >= now_us - window_us)
+        .collect();
+    Ok(HttpResponse::Ok()
+        .insert_header(("Cache-Control", "no-store"))
+        .json(SectionsView {
+            now_us,
+            window_us,
+            run: body.run,
+            rows,
+            sections,
+        }))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SwitchRequest {
+    strategy: String,
+}
+
+/// Switch every replica; a history run being recorded starts anew, so the
+/// timeline and the overlap count are the new strategy's alone.
+#[put("/api/strategy")]
+async fn switch(console: web::Data<Console>, body: web::Json<SwitchRequest>) -> Answer {
+    let service = &console.service;
+    crate::api::entry(&console.strategies, &body.strategy)
+        .map_err(|e| ConsoleError::BadRequest(e.to_string()))?;
+    service.switch(&body.strategy, console.product).await?;
+    if service.history().await?.enabled {
+        service.history_start().await?;
+    }
+    Ok(HttpResponse::NoContent().finish())
+}
+
+/// Reset the stock, start a history run, then the paced load (a load
+/// already running is stopped first).
+#[post("/api/load/start")]
+async fn load_start(console: web::Data<Console>, body: web::Json<LoadSettings>) -> Answer {
+    let settings = body.into_inner();
+    settings.check().map_err(ConsoleError::BadRequest)?;
+    console.stop_load().await;
+    let service = &console.service;
+    service.reset(console.product, settings.stock).await?;
+    *lock(&console.stock) = settings.stock;
+    service.history_start().await?;
+    let pacer = Pacer::start(service, console.product, settings);
+    *lock(&console.load) = Some(Arc::new(pacer));
+    Ok(HttpResponse::NoContent().finish())
+}
+
+#[post("/api/load/stop")]
+async fn load_stop(console: web::Data<Console>) -> HttpResponse {
+    console.stop_load().await;
+    HttpResponse::NoContent().finish()
+}
+
+/// A patch of the shared faults (any subset of `/admin/faults`' keys).
+#[put("/api/faults")]
+async fn faults_set(console: web::Data<Console>, body: web::Json<FaultsPatch>) -> Answer {
+    let faults = console.service.set_faults(body.into_inner()).await?;
+    Ok(HttpResponse::Ok().json(faults))
+}
+
+#[delete("/api/faults")]
+async fn faults_clear(console: web::Data<Console>) -> Answer {
+    let faults = console.service.clear_faults().await?;
+    Ok(HttpResponse::Ok().json(faults))
+}
+
+/// Load stopped, faults cleared, stock reset, the default strategy back,
+/// the history off (the timeline empties).
+#[post("/api/reset")]
+async fn reset_all(console: web::Data<Console>) -> Answer {
+    console.stop_load().await;
+    let service = &console.service;
+    service.clear_faults().await?;
+    service
+        .switch(&console.default_strategy, console.product)
+        .await?;
+    let stock = *lock(&console.stock);
+    service.reset(console.product, stock).await?;
+    service.history_stop().await?;
+    Ok(HttpResponse::NoContent().finish())
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScenarioRequest {
+    name: String,
+}
+
+#[post("/api/scenario")]
+async fn scenario_start(console: web::Data<Console>, body: web::Json<ScenarioRequest>) -> Answer {
+    let scenario = Scenario::value_variants()
+        .iter()
+        .find(|s| s.name() == body.name)
+        .ok_or_else(|| ConsoleError::BadRequest(format!("unknown scenario {:?}", body.name)))?;
+    let out = console
+        .runner
+        .start(*scenario, &console.runner_options)
+        .map_err(ConsoleError::Conflict)?;
+    Ok(HttpResponse::Accepted().json(serde_json::json!({ "out": out })))
+}
+
+#[post("/api/scenario/stop")]
+async fn scenario_stop(console: web::Data<Console>) -> Answer {
+    console.runner.stop().map_err(ConsoleError::Conflict)?;
+    Ok(HttpResponse::NoContent().finish())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_banner_lists_each_fault_in_force_and_nothing_for_the_defaults() {
+        let quiet = Faults::with_work_delay(5);
+        assert!(in_force(&quiet).is_empty(), "{:?}", in_force(&quiet));
+        let loud = Faults {
+            pause_ms: 2000,
+            pause_every: 4,
+            pause_at: crate::api::PauseAt::BeforeCommit,
+            unlock_before_commit: true,
+            acquire_pause_ms: 300,
+            ..quiet
+        };
+        assert_eq!(
+            in_force(&loud),
+            vec![
+                "pause_ms=2000 (every 4, at before-commit)".to_owned(),
+                "acquire_pause_ms=300".to_owned(),
+                "unlock_before_commit".to_owned(),
+            ]
+        );
+    }
+}

@@ -1,0 +1,163 @@
+//! One fault scenario run from the console: this very binary's `scenario
+//! NAME --quick` as a child process (it owns its replicas, Redis nodes and
+//! database, never the room's stack), its step lines kept as they come so
+//! the page shows the story while it happens. Stopping sends it SIGINT:
+//! the scenario's own interrupt handler stops what it started.
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+
+use serde::Serialize;
+use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
+use tokio::process::Command;
+
+use crate::scenario::Scenario;
+
+/// Lines kept per run (the oldest are dropped first).
+const LINES_KEPT: usize = 2_000;
+
+/// Where a scenario runs from: the flags the console passes on.
+#[derive(Debug, Clone)]
+pub struct RunnerOptions {
+    /// Report folders go under it, one per run.
+    pub out: PathBuf,
+    /// `--app-bin`, when the console was given one.
+    pub app_bin: Option<PathBuf>,
+    /// `--database-url`, when the console was given one.
+    pub database_url: Option<String>,
+}
+
+/// The page's view of the last run.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct RunView {
+    /// Scenario name (`null` before the first run).
+    pub name: Option<String>,
+    /// Whether it is still running.
+    pub running: bool,
+    /// Its exit code once it ended (`null` while running, or killed by a
+    /// signal).
+    pub exit_code: Option<i32>,
+    /// Its report folder.
+    pub out: Option<String>,
+    /// Its output, stdout and stderr as they came.
+    pub lines: Vec<String>,
+}
+
+/// The last scenario run.
+#[derive(Debug, Default)]
+pub struct Runner {
+    view: Arc<Mutex<RunView>>,
+    pid: Arc<Mutex<Option<u32>>>,
+}
+
+impl Runner {
+    /// What the page shows.
+    pub fn view(&self) -> RunView {
+        lock(&self.view).clone()
+    }
+
+    /// Start `scenario` unless one is running; the report folder.
+    pub fn start(&self, scenario: Scenario, options: &RunnerOptions) -> Result<String, String> {
+        if lock(&self.view).running {
+            return Err("a scenario is already running: stop it first".into());
+        }
+        let stamp = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let out = options.out.join(format!("{}-{stamp}", scenario.name()));
+        let exe = std::env::current_exe().map_err(|e| format!("cannot find this binary: {e}"))?;
+        let mut command = Command::new(exe);
+        command
+            .arg("scenario")
+            .arg(scenario.name())
+            .arg("--quick")
+            .arg("--out")
+            .arg(&out)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            // Its own process group: a Ctrl-C in the console's terminal
+            // reaches the console, which stops the run the same way.
+            .process_group(0);
+        if let Some(bin) = &options.app_bin {
+            command.arg("--app-bin").arg(bin);
+        }
+        if let Some(url) = &options.database_url {
+            command.arg("--database-url").arg(url);
+        }
+        let mut child = command
+            .spawn()
+            .map_err(|e| format!("cannot start the scenario: {e}"))?;
+        let out_text = out.display().to_string();
+        *lock(&self.view) = RunView {
+            name: Some(scenario.name().to_owned()),
+            running: true,
+            exit_code: None,
+            out: Some(out_text.clone()),
+            lines: vec![format!(
+                "$ seckill-loadgen scenario {} --quick --out {out_text}",
+                scenario.name()
+            )],
+        };
+        *lock(&self.pid) = child.id();
+        let readers = [
+            child
+                .stdout
+                .take()
+                .map(|s| keep_lines(s, Arc::clone(&self.view))),
+            child
+                .stderr
+                .take()
+                .map(|s| keep_lines(s, Arc::clone(&self.view))),
+        ];
+        let (view, pid) = (Arc::clone(&self.view), Arc::clone(&self.pid));
+        tokio::spawn(async move {
+            let status = child.wait().await;
+            for reader in readers.into_iter().flatten() {
+                let _ = reader.await;
+            }
+            *lock(&pid) = None;
+            let mut view = lock(&view);
+            view.running = false;
+            match status {
+                Ok(status) => {
+                    view.exit_code = status.code();
+                    view.lines.push(format!("(exit {status})"));
+                }
+                Err(e) => view.lines.push(format!("(could not wait for it: {e})")),
+            }
+        });
+        Ok(out_text)
+    }
+
+    /// Ask the running scenario to stop (SIGINT): it stops its processes
+    /// and exits 130.
+    pub fn stop(&self) -> Result<(), String> {
+        let pid = (*lock(&self.pid)).ok_or("no scenario is running")?;
+        seckill_launch::process::send_signal(pid, "INT").map_err(|e| e.to_string())
+    }
+}
+
+fn keep_lines(
+    stream: impl AsyncRead + Unpin + Send + 'static,
+    view: Arc<Mutex<RunView>>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut lines = BufReader::new(stream).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            let mut view = lock(&view);
+            if view.lines.len() >= LINES_KEPT {
+                view.lines.remove(0);
+            }
+            view.lines.push(line);
+        }
+    })
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
