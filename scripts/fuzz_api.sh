@@ -67,9 +67,14 @@ stack_up
 URL="http://127.0.0.1:$(cat "$STACK_DIR/app-1.port")"
 
 CONFIG="$STACK_DIR/schemathesis.toml"
-cat > "$CONFIG" <<'TOML'
-# Written by scripts/fuzz_api.sh: an event stream is read until it ends or
-# for at most this many events (the stream's own ?events=K may end it first).
+cat > "$CONFIG" <<TOML
+# Written by scripts/fuzz_api.sh. schemathesis keeps its crash cache (what
+# \`schemathesis replay\` reads) here, not in the checkout.
+[cache]
+directory = "$STACK_DIR/schemathesis-cache"
+
+# An event stream is read until it ends or for at most this many events
+# (the stream's own ?events=K may end it first).
 [[operations]]
 include-name = "GET /api/v1/status/stream"
 max-stream-events = 3
