@@ -165,6 +165,25 @@ check_shared_state() {
   echo "ok   one strategy and one fault set: a switch through the balancer reached app-1, app-2 and app-3"
 }
 
+# check_console: the console's page and state through its published port,
+# every replica seen, and a fault switched through it reaching each one.
+check_console() {
+  local console=http://127.0.0.1:8089 i got
+  curl -fsS "$console/" | grep -q 'data-testid="timeline"' || die "the console's page at $console/ has no timeline"
+  got=$(curl -fsS "$console/api/state" | json 'sum(1 for r in d["replicas"] if r["strategy"] and not r["error"])')
+  [[ $got == 3 ]] || die "the console sees $got healthy replicas of 3 ($console/api/state)"
+  curl -fsS -X PUT -H 'Content-Type: application/json' -d '{"unlock_before_commit": true}' "$console/api/faults" >/dev/null \
+    || die "PUT /api/faults through the console failed"
+  for i in 1 2 3; do
+    got=$(in_replica "$i" /admin/faults | json 'd["unlock_before_commit"]')
+    [[ $got == True ]] || die "app-$i's unlock_before_commit is $got after the console switched it on"
+  done
+  curl -fsS -X POST "$console/api/reset" >/dev/null || die "POST /api/reset through the console failed"
+  got=$(curl -fsS "$console/api/state" | json 'len(d["faults_in_force"])')
+  [[ $got == 0 ]] || die "after the console's reset $got faults are still in force"
+  echo "ok   the console (127.0.0.1:8089) sees app-1, app-2 and app-3; a fault switched in it reached each; its reset cleared it"
+}
+
 grabs_of() { # grabs_of N: grab requests replica N has counted
   in_replica "$1" /metrics | awk '/^seckill_grab_requests_total/ {n += $NF} END {printf "%d\n", n}'
 }
@@ -282,7 +301,7 @@ check_stack() { # check_stack full|quick
   for image in seckill-lab/app:local seckill-lab/loadgen:local; do
     docker image inspect "$image" >/dev/null 2>&1 || die "$image is missing: make docker-images"
   done
-  for port in 8080 9090; do
+  for port in 8080 8089 9090; do
     port_free "$port" || die "port $port is taken on 127.0.0.1 (a running demo? make demo-stop): the compose stack publishes it"
   done
   mapfile -t services < <(stack_services)
@@ -297,6 +316,7 @@ check_stack() { # check_stack full|quick
 
   check_prometheus
   check_shared_state
+  check_console
 
   local strategies=()
   if [[ $mode == quick ]]; then
