@@ -60,6 +60,7 @@ scen_s=$((SECONDS - t))
 bin=${SECKILL_BIN_DIR:-target/release}
 build="release (target/release)"
 [[ -n "${SECKILL_BIN_DIR:-}" ]] && build="binaries of $bin (SECKILL_BIN_DIR) — not a release build: not the figures to publish"
+[[ -n "${SCENARIO_FLAGS:-}" ]] && build="$build; scenarios with SCENARIO_FLAGS=${SCENARIO_FLAGS}"
 commit=$(git rev-parse --short HEAD)
 git diff --quiet HEAD -- app loadgen wire proxy testkit migrations Cargo.lock 2>/dev/null || commit="$commit + uncommitted changes"
 machine="$(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)), $(free -g | awk '/Mem:/{print $2}') GiB, Linux $(uname -r)"
