@@ -133,7 +133,8 @@ own_pg_dir() {
 }
 
 # own_postgres: the one private cluster of this checkout (trust auth,
-# loopback only, max_connections 200 — three demo replicas' pools and the
+# loopback only, max_connections 200, max_prepared_transactions 64 for
+# pg-2pc — three demo replicas' pools and the
 # tests fit). Reused when it answers, started when it exists, created
 # otherwise. `make test` (when the machine's server is down), `make bench`
 # and `make demo` / `make check-panels` all share it, each in its own
@@ -160,7 +161,7 @@ own_postgres() {
   echo "$port" > "$OWN_PG_DIR/port"
   # pg_ctl -w returns once the server accepts connections (its own readiness check).
   as_pg "$bin/pg_ctl" -D "$data" -l "$OWN_PG_DIR/postgres.log" -w -t 60 \
-    -o "-p $port -k /tmp -c listen_addresses=127.0.0.1 -c max_connections=200" start >/dev/null \
+    -o "-p $port -k /tmp -c listen_addresses=127.0.0.1 -c max_connections=200 -c max_prepared_transactions=64" start >/dev/null \
     || { tail -5 "$OWN_PG_DIR/postgres.log" >&2 || true; die "PostgreSQL did not start (log: $OWN_PG_DIR/postgres.log)"; }
   OWN_PG_URL="postgres://postgres@127.0.0.1:$port/postgres"
   say "PostgreSQL: own cluster at $OWN_PG_URL (log $OWN_PG_DIR/postgres.log)"

@@ -76,7 +76,7 @@ ensure_mariadb() {
 
 ensure_postgres() {
   local url=${SECKILL_TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}
-  if pg_answers "$url"; then PG_ADMIN_URL=$url; say "PostgreSQL: using $url"; return; fi
+  if pg_answers "$url"; then PG_ADMIN_URL=$url; say "PostgreSQL: using $url"; ensure_prepared_transactions "$url"; return; fi
   # The machine's cluster may only be stopped.
   if [ -z "${SECKILL_TEST_DATABASE_URL:-}" ] && command -v pg_ctlcluster >/dev/null && [ -d /etc/postgresql ]; then
     local version
@@ -90,6 +90,27 @@ ensure_postgres() {
   fi
   own_postgres
   PG_ADMIN_URL=$OWN_PG_URL
+}
+
+# ensure_prepared_transactions URL: `pg-2pc` prepares transactions
+# (PREPARE TRANSACTION), which a server with max_prepared_transactions = 0
+# refuses. The machine's cluster is set to 64 (ALTER SYSTEM) and restarted
+# once; a server we cannot restart is left as it is and `pg-2pc` says it is
+# unavailable there.
+ensure_prepared_transactions() {
+  local url=$1 now version
+  now=$(psql "$url" -qAtc "show max_prepared_transactions" 2>/dev/null || echo "")
+  [[ -z "$now" || "$now" != 0 ]] && return 0
+  if [ -z "${SECKILL_TEST_DATABASE_URL:-}" ] && command -v pg_ctlcluster >/dev/null && [ -d /etc/postgresql ]; then
+    version=$(ls /etc/postgresql | sort -V | tail -n 1)
+    say "PostgreSQL: max_prepared_transactions is 0; setting 64 for pg-2pc and restarting cluster $version/main"
+    psql "$url" -qAtc "ALTER SYSTEM SET max_prepared_transactions = 64" >/dev/null &&
+      as_root pg_ctlcluster --skip-systemctl-redirect "$version" main restart >/dev/null 2>&1 || true
+    for _ in $(seq 1 30); do pg_answers "$url" && break; sleep 0.5; done
+  fi
+  now=$(psql "$url" -qAtc "show max_prepared_transactions" 2>/dev/null || echo "?")
+  [[ "$now" == 0 ]] && say "PostgreSQL: max_prepared_transactions is 0 at $url: pg-2pc's tests skip"
+  return 0
 }
 
 with_database() { echo "${1%/*}/$2"; }
