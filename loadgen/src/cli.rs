@@ -139,15 +139,7 @@ enum Command {
     /// says otherwise.
     Console {
         #[command(flatten)]
-        target: Target,
-        /// Bearer token of the admin endpoints.
-        #[arg(
-            long,
-            env = "SECKILL_ADMIN_TOKEN",
-            default_value = "seckill-demo-admin",
-            hide_env_values = true
-        )]
-        admin_token: String,
+        service: ServiceArgs,
         /// Port of the page.
         #[arg(long, default_value_t = 8089)]
         port: u16,
@@ -207,8 +199,9 @@ struct Target {
     urls: Vec<String>,
 }
 
+/// The replicas, and the token of their admin endpoints.
 #[derive(Debug, Args)]
-struct Common {
+struct ServiceArgs {
     #[command(flatten)]
     target: Target,
     /// Bearer token of the admin endpoints (the service's SECKILL_ADMIN_TOKEN;
@@ -220,6 +213,12 @@ struct Common {
         hide_env_values = true
     )]
     admin_token: String,
+}
+
+#[derive(Debug, Args)]
+struct Common {
+    #[command(flatten)]
+    service: ServiceArgs,
     #[command(flatten)]
     load: LoadArgs,
     /// Folder for report.{json,md,html} and goose's reports (goose/<strategy>.html).
@@ -445,8 +444,11 @@ pub async fn run() -> ExitCode {
             run_time,
         } => return load::probe::main(&urls, &path, users, run_time).await,
         Command::Console {
-            target: Target { urls },
-            admin_token,
+            service:
+                ServiceArgs {
+                    target: Target { urls },
+                    admin_token,
+                },
             port,
             bind,
             product,
@@ -513,8 +515,8 @@ pub async fn run() -> ExitCode {
         }
     };
     let settings = Settings {
-        urls: common.target.urls,
-        admin_token: common.admin_token,
+        urls: common.service.target.urls,
+        admin_token: common.service.admin_token,
         workload,
         work_delay_ms: common.load.work_delay_ms,
         out: common.out,

@@ -110,6 +110,32 @@ impl Room {
         all
     }
 
+    /// Wait until every replica reports `unlock_before_commit` as `on`.
+    async fn unlock_before_commit_everywhere(&self, on: bool) {
+        eventually(
+            &format!("every replica reports unlock_before_commit {on}"),
+            || async {
+                self.faults_everywhere()
+                    .await
+                    .iter()
+                    .all(|f| f["unlock_before_commit"] == json!(on))
+                    .then_some(())
+            },
+        )
+        .await;
+    }
+
+    /// Wait until the banner's text starts with `start`.
+    async fn banner_starts_with(&self, start: &str) {
+        eventually(&format!("the banner says {start:?}"), || async {
+            self.text("faults-banner")
+                .await
+                .starts_with(start)
+                .then_some(())
+        })
+        .await;
+    }
+
     /// The strategy every replica reports, when they agree.
     async fn strategy_everywhere(&self) -> Option<String> {
         let mut seen = Vec::new();
@@ -345,38 +371,13 @@ async fn exercise(room: &Room) {
 
     // 1. A fault switched on in the page: on every replica, in the banner.
     room.click("fault-unlock_before_commit").await;
-    eventually("every replica reports unlock_before_commit", || async {
-        room.faults_everywhere()
-            .await
-            .iter()
-            .all(|f| f["unlock_before_commit"] == json!(true))
-            .then_some(())
-    })
-    .await;
-    eventually("the banner names unlock_before_commit", || async {
-        room.text("faults-banner")
-            .await
-            .contains("Faults in force: unlock_before_commit")
-            .then_some(())
-    })
-    .await;
+    room.unlock_before_commit_everywhere(true).await;
+    room.banner_starts_with("Faults in force: unlock_before_commit")
+        .await;
     room.shot("fault-on").await;
     room.click("reset-all").await;
-    eventually("every replica's faults are cleared", || async {
-        room.faults_everywhere()
-            .await
-            .iter()
-            .all(|f| f["unlock_before_commit"] == json!(false))
-            .then_some(())
-    })
-    .await;
-    eventually("the banner says no fault", || async {
-        room.text("faults-banner")
-            .await
-            .starts_with("No fault in force")
-            .then_some(())
-    })
-    .await;
+    room.unlock_before_commit_everywhere(false).await;
+    room.banner_starts_with("No fault in force").await;
 
     // 2. `none` under a paced load: red bars.
     room.choose_strategy("none").await;
@@ -425,14 +426,7 @@ async fn exercise(room: &Room) {
 
     // 4. Reset everything: default strategy, no fault, history off.
     room.click("fault-unlock_before_commit").await;
-    eventually("the fault is on again", || async {
-        room.faults_everywhere()
-            .await
-            .iter()
-            .all(|f| f["unlock_before_commit"] == json!(true))
-            .then_some(())
-    })
-    .await;
+    room.unlock_before_commit_everywhere(true).await;
     room.start_load("20", "5", "500").await;
     room.click("reset-all").await;
     eventually("everything is reset", || async {
