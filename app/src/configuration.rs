@@ -45,6 +45,7 @@ pub const STRATEGY_NAMES: &[&str] = &[
     "pg-advisory",
     "pg-atomic",
     "redis-lua-stock",
+    "pg-2pc",
 ];
 
 /// The admin token that loopback-only demos use when `SECKILL_ADMIN_TOKEN`
@@ -157,6 +158,18 @@ pub struct Settings {
     /// it reserves any stock, so a rush the database cannot keep up with
     /// costs retries, not memory and ever longer waits.
     pub order_batch_queue: usize,
+    /// `pg-2pc`'s second PostgreSQL database, the stock side of its
+    /// two-phase commit (`postgres://user@host:5432/seckill_stock`: a second
+    /// database on the same server, or another cluster); the orders stay
+    /// in `SECKILL_DATABASE_URL`. Unset or empty: `pg-2pc` is unavailable.
+    /// Both servers need `max_prepared_transactions` > 0.
+    pub stock_database_url: Option<String>,
+    /// Whether `pg-2pc`'s coordinator writes its commit decision to its
+    /// durable log (the `two_pc_decisions` table) before the second phase.
+    /// Off, a coordinator that restarts finds no decision for its in-doubt
+    /// transactions and rolls them back (presumed abort): the workshop's
+    /// lesson of a coordinator without a log.
+    pub two_pc_decision_log: bool,
 }
 
 impl Default for Settings {
@@ -194,6 +207,8 @@ impl Default for Settings {
             order_batch_max: 256,
             order_batch_commits: 2,
             order_batch_queue: 4_096,
+            stock_database_url: None,
+            two_pc_decision_log: true,
         }
     }
 }
@@ -371,6 +386,14 @@ impl Settings {
                 ));
             }
         }
+        if let Some(url) = self.stock_database_url() {
+            if !url.starts_with("postgres://") && !url.starts_with("postgresql://") {
+                return Err(SettingsError::new(
+                    "stock_database_url",
+                    format!("`{url}` must start with postgres:// or postgresql://"),
+                ));
+            }
+        }
         if let Some(url) = self.mysql_url() {
             if !url.starts_with("mysql://") && !url.starts_with("mariadb://") {
                 return Err(SettingsError::new(
@@ -536,6 +559,14 @@ impl Settings {
     /// `mysql_url` when set and not blank.
     pub fn mysql_url(&self) -> Option<&str> {
         self.mysql_url
+            .as_deref()
+            .map(str::trim)
+            .filter(|url| !url.is_empty())
+    }
+
+    /// `stock_database_url` when set and not blank.
+    pub fn stock_database_url(&self) -> Option<&str> {
+        self.stock_database_url
             .as_deref()
             .map(str::trim)
             .filter(|url| !url.is_empty())

@@ -7,10 +7,10 @@ use std::sync::Arc;
 
 use crate::configuration::Settings;
 use crate::lock::{
-    etcd_lease, fenced, local_mutex, mysql_get_lock, none, pg_advisory, pg_atomic, pg_for_update,
-    pg_lock_table, pg_optimistic, redis_lua_stock, redlock, set_nx_px, set_nx_px_check_del,
-    set_nx_px_token, setnx, setnx_expire, setnx_expire_lua, setnx_getset, watchdog,
-    zk_ephemeral_seq,
+    etcd_lease, fenced, local_mutex, mysql_get_lock, none, pg_2pc, pg_advisory, pg_atomic,
+    pg_for_update, pg_lock_table, pg_optimistic, redis_lua_stock, redlock, set_nx_px,
+    set_nx_px_check_del, set_nx_px_token, setnx, setnx_expire, setnx_expire_lua, setnx_getset,
+    watchdog, zk_ephemeral_seq,
 };
 use crate::locking::Locked;
 use crate::strategy::{Strategy, StrategyInfo};
@@ -45,6 +45,7 @@ const INFOS: &[&StrategyInfo] = &[
     &pg_advisory::INFO,
     &pg_atomic::INFO,
     &redis_lua_stock::INFO,
+    &pg_2pc::INFO,
 ];
 
 // The names settings accept are exactly the strategies' own, in order.
@@ -79,6 +80,7 @@ const fn names_match(infos: &[&StrategyInfo], names: &[&str]) -> bool {
 #[derive(Debug, Clone)]
 pub struct Strategies {
     all: Vec<Arc<dyn Strategy>>,
+    two_pc: Arc<pg_2pc::Pg2pc>,
 }
 
 impl Strategies {
@@ -87,6 +89,7 @@ impl Strategies {
     /// taken around the section runs as a strategy through
     /// [`Locked`]. Must run inside the tokio runtime.
     pub fn new(settings: &Settings) -> anyhow::Result<Self> {
+        let two_pc = Arc::new(pg_2pc::Pg2pc::new(settings)?);
         let all: Vec<Arc<dyn Strategy>> = vec![
             Arc::new(none::NoLock),
             Arc::new(Locked(local_mutex::LocalMutex::default())),
@@ -123,12 +126,18 @@ impl Strategies {
                 settings.order_batch_commits,
                 settings.order_batch_queue,
             )),
+            two_pc.clone(),
         ];
         debug_assert_eq!(
             all.iter().map(|s| s.info().name).collect::<Vec<_>>(),
             STRATEGY_NAMES
         );
-        Ok(Self { all })
+        Ok(Self { all, two_pc })
+    }
+
+    /// `pg-2pc`'s coordinator (its recovery on start, its stock side).
+    pub fn two_pc(&self) -> &Arc<pg_2pc::Pg2pc> {
+        &self.two_pc
     }
 
     /// Index of a strategy by name.

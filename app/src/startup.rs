@@ -108,6 +108,29 @@ impl Application {
             tracing::warn!(error = %e, "redis not reachable at start; using the configured strategy");
         }
 
+        // pg-2pc: the stock schema, whether the servers allow prepared
+        // transactions, and the recovery of this coordinator's in-doubt
+        // transactions — retried until the databases answer.
+        if settings.stock_database_url().is_some() {
+            let two_pc = control.strategies().two_pc().clone();
+            let main = deps.pool.clone();
+            let first = two_pc.start(&main).await;
+            if let Err(e) = first {
+                tracing::warn!(error = %e, "pg-2pc: start/recovery failed; retrying in the background");
+                tokio::spawn(async move {
+                    loop {
+                        tokio::time::sleep(Duration::from_secs(2)).await;
+                        match two_pc.start(&main).await {
+                            Ok(_) => break,
+                            Err(e) => {
+                                tracing::debug!(error = %e, "pg-2pc: start/recovery retry failed")
+                            }
+                        }
+                    }
+                });
+            }
+        }
+
         let (stop_background, stop_rx) = tokio::sync::watch::channel(false);
         tokio::spawn(control.clone().refresh_loop(
             deps.clone(),

@@ -20,8 +20,14 @@ pub enum PauseAt {
     /// stale value it read — the lost update of every TTL-lock seed.
     BeforeWrite,
     /// After the lock's last check (lease, validity), just before the
-    /// commit: no check before commit can help; only fencing does.
+    /// commit: no check before commit can help; only fencing does. For
+    /// `pg-2pc`, between the two phases: both sides prepared and the
+    /// decision logged, nothing committed yet.
     BeforeCommit,
+    /// `pg-2pc` only: inside the second phase, after the order side's
+    /// `COMMIT PREPARED` and before the stock side's (other strategies
+    /// never pause here).
+    BetweenCommits,
 }
 
 /// The faults in force (`GET /admin/faults`, the answer of `PUT`). Every

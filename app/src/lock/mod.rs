@@ -27,7 +27,8 @@
 //!   their lock inside the section's own transaction.
 //! - *Not locks at all* (`pg-atomic`, `redis-lua-stock`) replace the
 //!   read-modify-write with one atomic operation; they are the floors and
-//!   ceilings the locks are measured against.
+//!   ceilings the locks are measured against. `pg-2pc` splits the same
+//!   decrement and order over two databases, in a two-phase commit.
 //!
 //! `none` runs the section bare, to show what the locks are for.
 
@@ -36,6 +37,7 @@ pub mod fenced;
 pub mod local_mutex;
 pub mod mysql_get_lock;
 pub mod none;
+pub mod pg_2pc;
 pub mod pg_advisory;
 pub mod pg_atomic;
 pub mod pg_for_update;

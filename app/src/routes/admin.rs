@@ -18,7 +18,7 @@ use crate::db;
 use crate::error::{ApiError, ErrorBody, GrabError};
 use crate::faults::{Faults, FaultsPatch};
 use crate::history::{HistoryReport, SectionsBody};
-use crate::lock::{fenced, redis_lua_stock};
+use crate::lock::{fenced, pg_2pc, redis_lua_stock};
 use crate::locking::lock_key;
 use crate::orders;
 use crate::registry::STRATEGY_NAMES;
@@ -191,6 +191,14 @@ pub async fn reset_product(
         .await
         .map_err(GrabError::from)?;
     redis_lua_stock::load_product(&state.deps, id, false).await?;
+    if state.control.active().info().name == pg_2pc::INFO.name {
+        state
+            .control
+            .strategies()
+            .two_pc()
+            .load_stock(&state.deps.pool, Some(id))
+            .await?;
+    }
     tracing::info!(product_id = id, stock = body.stock, "product reset");
     Ok(HttpResponse::Ok().json(super::products::load(&state, id).await?))
 }
@@ -200,6 +208,13 @@ pub async fn reset_product(
 /// the database's own numbers are still the truth of what was ordered, so
 /// a failed copy is logged and `what` goes on.
 async fn settle_write_behind(state: &AppState, what: &str) {
+    if state.control.active().info().name == pg_2pc::INFO.name {
+        let two_pc = state.control.strategies().two_pc();
+        if let Err(e) = two_pc.sync_stock_column(&state.deps.pool).await {
+            tracing::warn!(error = %e, "{what}: could not copy pg-2pc's stock side into the column first");
+        }
+        return;
+    }
     if state.control.active().info().name != redis_lua_stock::INFO.name {
         return;
     }

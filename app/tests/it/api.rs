@@ -277,6 +277,7 @@ async fn every_listed_strategy_carries_its_kind() {
         ("pg-advisory", "in-transaction"),
         ("pg-atomic", "not-a-lock"),
         ("redis-lua-stock", "not-a-lock"),
+        ("pg-2pc", "not-a-lock"),
     ];
     let listed: Vec<(&str, &str)> = body["strategies"]
         .as_array()
@@ -304,6 +305,7 @@ async fn coordination_locks_without_their_server_are_listed_unavailable() {
         ("mysql-get-lock", "SECKILL_MYSQL_URL"),
         ("etcd-lease", "SECKILL_ETCD_URLS"),
         ("zk-ephemeral-seq", "SECKILL_ZOOKEEPER_URL"),
+        ("pg-2pc", "SECKILL_STOCK_DATABASE_URL"),
     ] {
         let entry = body["strategies"]
             .as_array()

@@ -13,4 +13,5 @@ mod ground_truth;
 mod history_truth;
 mod openapi;
 mod orders_route;
+mod pg_2pc;
 mod status;
