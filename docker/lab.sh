@@ -11,7 +11,7 @@ seckill-lab/lab:local — the whole seckill lab in one container: the service,
 the load generator, and the servers they use (PostgreSQL, Redis and five
 Redlock nodes, etcd, ZooKeeper, MariaDB, nginx, Prometheus), all inside.
 
-  docker run --rm -p 8080:8080 -p 9090:9090 seckill-lab/lab:local demo
+  docker run --rm -p 8080:8080 -p 8089:8089 -p 9090:9090 seckill-lab/lab:local demo
       `make demo` inside the container: three replicas behind nginx, a
       side-by-side flash sale over thirteen strategies, its results table.
       Then the stack stays up until Ctrl-C:
@@ -73,17 +73,19 @@ case "${1:---help}" in
     shift
     export STACK_DIR="$ROOT/.demo" STACK_BIND=0.0.0.0
     mkdir -p "$STACK_DIR"
-    # The ports the container publishes: the balancer and Prometheus.
+    # The ports the container publishes: the balancer, the console and Prometheus.
     echo 8080 > "$STACK_DIR/lb.port"
     echo 9090 > "$STACK_DIR/prometheus.port"
+    echo 8089 > "$STACK_DIR/console.port"
     cleanup() { scripts/demo.sh stop >/dev/null 2>&1 || true; }
     status=0
     run_child scripts/demo.sh up || status=$?
     if [[ $status -ge 2 ]]; then cleanup; exit "$status"; fi
     cat <<'URLS'
 
-[lab] From the host (published with -p 8080:8080 -p 9090:9090):
+[lab] From the host (published with -p 8080:8080 -p 8089:8089 -p 9090:9090):
         http://127.0.0.1:8080/            live status page, through nginx over the three replicas
+        http://127.0.0.1:8089/            the console: strategy, paced load, faults, who holds the lock
         http://127.0.0.1:9090/classic/    Prometheus (alerts, graphs)
       The replicas' own ports above are inside the container.
 [lab] The stack stays up: Ctrl-C (or docker stop) stops it.

@@ -40,6 +40,7 @@ if stack_healthy; then
 else
   STACK_DIR="$ROOT/.demo/check-panels"
   STACK_LB=0
+  STACK_CONSOLE=0
   own_stack=1
   # Short enough that a pause can outlive it within the check's seconds.
   export SECKILL_LOCK_TTL_MS=${SECKILL_LOCK_TTL_MS:-1000}

@@ -12,6 +12,8 @@
 #                mysql-get-lock — or the MariaDB named by SECKILL_MYSQL_URL
 #   replicas     three seckill-app (release build) on free ports
 #   nginx        a balancer in front of them, when nginx is installed
+#   console      the workshop's control room over the replicas (port 8089
+#                when free): seckill-loadgen console
 #   Prometheus   scraping the replicas with prometheus/alerts.yml loaded
 #
 # then a short `seckill-loadgen compare` over the three replicas, its table,
@@ -52,6 +54,8 @@ print_urls() {
     printf '  replica %s     http://127.0.0.1:%s/   (status page; /metrics, /health/ready)\n' "$i" "$(cat "$STACK_DIR/app-$i.port")"
   done
   [[ -n "$lb" ]] && printf '  balancer      %s/   (nginx over the three replicas)\n' "$lb"
+  pid_alive "$STACK_DIR/console.pid" seckill-loadgen \
+    && printf '  console       http://127.0.0.1:%s/   (the control room: strategy, load, faults, who holds the lock)\n' "$(cat "$STACK_DIR/console.port")"
   if [[ -n "$prom" ]]; then
     # Debian's Prometheus 2.42 serves its UI under /classic/; newer ones at /.
     local ui="$prom"
@@ -164,7 +168,7 @@ mkdir -p "$STACK_DIR"
 # PostgreSQL cluster is kept running and reused).
 # The replicas, nginx and Prometheus are stopped together here (a replica
 # takes a moment to finish in-flight requests); Redis is restarted below.
-stopping=(lb nginx app seckill-app)
+stopping=(console seckill-loadgen lb nginx app seckill-app)
 for f in "$STACK_DIR"/prometheus*.pid; do [[ -e "$f" ]] && stopping+=("$(basename "$f" .pid)" prometheus); done
 for f in "$STACK_DIR"/app-*.pid; do [[ -e "$f" ]] && stopping+=("$(basename "$f" .pid)" seckill-app); done
 stop_pid "${stopping[@]}"

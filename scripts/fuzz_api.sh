@@ -29,6 +29,7 @@ ROOT=$(pwd)
 STACK_DIR="$ROOT/.demo/fuzz-api"
 STACK_REPLICAS=1
 STACK_LB=0
+STACK_CONSOLE=0
 . scripts/stack.sh
 
 stack_require

@@ -6,7 +6,7 @@
 #   stack_require [with-prometheus]   explain (and, where we may, install) missing packages
 #   stack_build                       release binaries of seckill-app and seckill-loadgen
 #   stack_up                          PostgreSQL + Redis + 5 Redlock nodes + etcd + ZooKeeper
-#                                     + MariaDB + 3 replicas (+ nginx)
+#                                     + MariaDB + 3 replicas (+ nginx) + the console
 #   stack_prometheus <scrape>         Prometheus scraping the replicas, alerts loaded
 #   stack_down                        stop exactly what the pid files under STACK_DIR name
 #   stack_healthy                     true when every replica of STACK_DIR answers ready
@@ -26,8 +26,9 @@
 # Variables read: SECKILL_DATABASE_URL (use that database instead of our own
 # cluster), SECKILL_ADMIN_TOKEN, SECKILL_SKIP_BUILD=1, SECKILL_NO_INSTALL=1
 # (only explain what is missing), STACK_REPLICAS (3), STACK_LB (1: nginx in
-# front of the replicas when nginx is installed), STACK_BIND (127.0.0.1:
-# the address the balancer and Prometheus listen on; the lab image sets
+# front of the replicas when nginx is installed), STACK_CONSOLE (1: the
+# console over the replicas), STACK_BIND (127.0.0.1: the address the
+# balancer, the console and Prometheus listen on; the lab image sets
 # 0.0.0.0 so that a published port reaches them).
 
 set -euo pipefail
@@ -292,6 +293,30 @@ wait_replica() {
   fi
 }
 
+# ---------------------------------------------------------------- console
+
+# start_console: the workshop's control room (seckill-loadgen console) over
+# the replicas, on 8089 (Locust's port) when free, else a free port kept in
+# console.port. Scenarios started from its page use this stack's binaries,
+# PostgreSQL server and MariaDB; their reports go to loadgen-report/console/.
+start_console() {
+  local port
+  stop_pid console seckill-loadgen >/dev/null
+  [[ -f "$STACK_DIR/console.port" ]] || echo 8089 > "$STACK_DIR/console.port"
+  port=$(pick_port console)
+  (
+    cd "$STACK_ROOT"
+    SECKILL_ADMIN_TOKEN="$STACK_TOKEN" SECKILL_DATABASE_URL="$DB_URL" SECKILL_MYSQL_URL="$MYSQL_URL" \
+      exec setsid "$LOADGEN_BIN" console --url "$(replica_urls)" --bind "$STACK_BIND" --port "$port" \
+        --app-bin "$APP_BIN" --scenario-out "$STACK_ROOT/loadgen-report/console" \
+        </dev/null >"$STACK_DIR/console.log" 2>&1
+  ) &
+  echo $! > "$STACK_DIR/console.pid"
+  wait_http "http://127.0.0.1:$port/api/state" 30 \
+    || { tail -n 10 "$STACK_DIR/console.log" >&2; die "the console did not answer (log $STACK_DIR/console.log)"; }
+  say "console: http://127.0.0.1:$port/ (the workshop's control room over $(replica_urls | tr ',' ' '))"
+}
+
 # ---------------------------------------------------------------- nginx
 
 start_lb() {
@@ -432,6 +457,8 @@ stack_up() {
   say "replicas: $(replica_urls | tr ',' ' ')"
   save_wiring
   start_lb
+  [[ "${STACK_CONSOLE:-1}" == 1 ]] && start_console
+  return 0
 }
 
 # stack_restart_replicas <i>...: restart those replicas on their ports with
@@ -459,7 +486,7 @@ stack_down() {
   local f name args=()
   [[ -d "$STACK_DIR" ]] || return 0
   for f in "$STACK_DIR"/prometheus*.pid; do [[ -e "$f" ]] && args+=("$(basename "$f" .pid)" prometheus); done
-  args+=(lb nginx app seckill-app)   # app: the single replica of the earlier demo script
+  args+=(console seckill-loadgen lb nginx app seckill-app)   # app: the single replica of the earlier demo script
   for f in "$STACK_DIR"/app-*.pid; do [[ -e "$f" ]] && args+=("$(basename "$f" .pid)" seckill-app); done
   stop_pid "${args[@]}"
   args=()

@@ -35,15 +35,23 @@ pub struct LoadSettings {
     pub stock: u64,
     /// Share of grabs by a buyer who already tried (0 to 1).
     pub repeat_ratio: f64,
+    /// The simulated work inside the critical section, set on every
+    /// replica when the load starts (the `work_delay_ms` of
+    /// `/admin/faults`); absent: left as it is. Sections long beside the
+    /// gap between grabs are what lets a broken lock show its overlaps at
+    /// a rate a room can watch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub work_delay_ms: Option<u64>,
 }
 
 impl Default for LoadSettings {
     fn default() -> Self {
         Self {
-            rate: 50.0,
+            rate: 30.0,
             buyers: 20,
             stock: 1000,
             repeat_ratio: 0.1,
+            work_delay_ms: Some(20),
         }
     }
 }
@@ -62,6 +70,9 @@ impl LoadSettings {
         }
         if !(0.0..=1.0).contains(&self.repeat_ratio) {
             return Err("repeat_ratio must be between 0 and 1".into());
+        }
+        if self.work_delay_ms.is_some_and(|ms| ms > 10_000) {
+            return Err("work_delay_ms must be at most 10000".into());
         }
         Ok(())
     }
@@ -250,6 +261,13 @@ mod tests {
             (LoadSettings { rate: 0.0, ..ok }, "rate"),
             (LoadSettings { buyers: 0, ..ok }, "buyers"),
             (LoadSettings { stock: 0, ..ok }, "stock"),
+            (
+                LoadSettings {
+                    work_delay_ms: Some(60_000),
+                    ..ok
+                },
+                "work_delay_ms",
+            ),
             (
                 LoadSettings {
                     repeat_ratio: 1.5,

@@ -438,14 +438,22 @@ async fn switch(console: web::Data<Console>, body: web::Json<SwitchRequest>) -> 
     Ok(HttpResponse::NoContent().finish())
 }
 
-/// Reset the stock, start a history run, then the paced load (a load
-/// already running is stopped first).
+/// Set the work delay (when given), reset the stock, start a history run,
+/// then the paced load (a load already running is stopped first).
 #[post("/api/load/start")]
 async fn load_start(console: web::Data<Console>, body: web::Json<LoadSettings>) -> Answer {
     let settings = body.into_inner();
     settings.check().map_err(ConsoleError::BadRequest)?;
     console.stop_load().await;
     let service = &console.service;
+    if let Some(ms) = settings.work_delay_ms {
+        service
+            .set_faults(FaultsPatch {
+                work_delay_ms: Some(ms),
+                ..FaultsPatch::default()
+            })
+            .await?;
+    }
     service.reset(console.product, settings.stock).await?;
     *lock(&console.stock) = settings.stock;
     service.history_start().await?;
