@@ -49,6 +49,7 @@ fn every_scenario_ends_as_its_design_predicts() {
         "dependency-loss",
         "acquire-pause",
         "clock-slew",
+        "coordinator-crash",
     ] {
         assert!(names.iter().any(|n| n == name), "{name} listed: {names:?}");
     }
@@ -146,6 +147,40 @@ fn every_scenario_ends_as_its_design_predicts() {
     assert!(setnx["observed"]["recovered_after_ms"].is_null(), "{setnx}");
     let ttl = case(cases, "crash-holder", "set-nx-px-token", None);
     assert!(ttl["observed"]["recovered_after_ms"].is_number(), "{ttl}");
+    // 2PC's coordinator killed between the phases: everyone waits (busy)
+    // until it restarts; recovery from its log leaves the stock exact, and
+    // without the log a crash inside phase two loses a unit's decrement.
+    let skipped = report["skipped"].as_array().cloned().unwrap_or_default();
+    let two_pc_skipped = skipped.iter().any(|s| s["name"] == "coordinator-crash");
+    if two_pc_skipped {
+        eprintln!(
+            "coordinator-crash skipped (a server without prepared transactions): {skipped:?}"
+        );
+    }
+    for variant in [
+        "decision-log",
+        "decision-log-mid-commit",
+        "no-decision-log",
+        "no-decision-log-mid-commit",
+    ]
+    .into_iter()
+    .filter(|_| !two_pc_skipped)
+    {
+        let c = case(cases, "coordinator-crash", "pg-2pc", Some(variant));
+        assert!(
+            c["faults"]["busy_during_crash"].as_u64().unwrap_or(0) > 0,
+            "blocked during the crash: {c}"
+        );
+        assert_eq!(c["faults"]["orders_during_crash"], 0, "{c}");
+        assert!(c["observed"]["recovered_after_ms"].is_number(), "{c}");
+        let lost = if variant == "no-decision-log-mid-commit" {
+            1
+        } else {
+            0
+        };
+        assert_eq!(c["observed"]["lost_updates"], lost, "{variant}: {c}");
+        assert_eq!(c["observed"]["oversold"], 0, "{c}");
+    }
     assert!(out.join("scenarios.html").exists());
     let _ = std::fs::remove_dir_all(&out);
 }

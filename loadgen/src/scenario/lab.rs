@@ -43,6 +43,8 @@ pub struct Lab {
     pub app_bin: PathBuf,
     pub admin_db: String,
     pub db_url: String,
+    /// `pg-2pc`'s stock database (every replica is given it).
+    pub stock_db_url: String,
     pub arbiter: RedisNode,
     pub clockshift: Option<Clockshift>,
     pub http: reqwest::Client,
@@ -73,7 +75,19 @@ impl Lab {
             sqlx::query(&format!("CREATE DATABASE {db_name}"))
                 .execute(&mut conn)
                 .await?;
+            // pg-2pc's stock side: a second database on the same server.
+            let stock_name = stock_database_name();
+            sqlx::query(&format!(
+                "DROP DATABASE IF EXISTS {stock_name} WITH (FORCE)"
+            ))
+            .execute(&mut conn)
+            .await?;
+            sqlx::query(&format!("CREATE DATABASE {stock_name}"))
+                .execute(&mut conn)
+                .await?;
         }
+        let mut stock_url = db_url.clone();
+        stock_url.set_path(&format!("/{}", stock_database_name()));
         db_url.set_path(&format!("/{db_name}"));
         let arbiter = RedisNode::start(&dir, "arbiter", &[], Vec::new()).await?;
         Ok(Self {
@@ -81,6 +95,7 @@ impl Lab {
             app_bin,
             admin_db,
             db_url: db_url.to_string(),
+            stock_db_url: stock_url.to_string(),
             arbiter,
             clockshift: None,
             http: reqwest::Client::builder()
@@ -180,18 +195,7 @@ impl Lab {
     }
 
     pub async fn drop_database(&self) {
-        use sqlx::Connection as _;
-        let name = self
-            .db_url
-            .rsplit('/')
-            .next()
-            .unwrap_or_default()
-            .to_owned();
-        if let Ok(mut conn) = sqlx::PgConnection::connect(&self.admin_db).await {
-            let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-                .execute(&mut conn)
-                .await;
-        }
+        drop_run_database(&self.admin_db).await;
     }
 
     /// The environment of one replica.
@@ -214,6 +218,10 @@ impl Lab {
             ("SECKILL_SYNCHRONOUS_COMMIT".into(), "off".into()),
             ("SECKILL_DATABASE_MAX_CONNECTIONS".into(), "12".into()),
             ("SECKILL_DATABASE_ACQUIRE_TIMEOUT_MS".into(), "1000".into()),
+            (
+                "SECKILL_STOCK_DATABASE_URL".into(),
+                self.stock_db_url.clone(),
+            ),
         ];
         if !setup.redlock_urls.is_empty() {
             env.push(("SECKILL_REDLOCK_URLS".into(), setup.redlock_urls.join(",")));
@@ -228,15 +236,27 @@ fn run_database_name() -> String {
     format!("seckill_scenarios_{}", std::process::id())
 }
 
-/// Drop this run's database (at the end, or after Ctrl-C).
+/// This run's stock database (`pg-2pc`'s second database).
+fn stock_database_name() -> String {
+    format!("{}_stock", run_database_name())
+}
+
+/// Drop this run's databases (at the end, or after Ctrl-C), after rolling
+/// back any transaction a killed `pg-2pc` coordinator left prepared in
+/// them (PostgreSQL refuses to drop a database that has one).
 pub async fn drop_run_database(admin_url: &str) {
     use sqlx::Connection as _;
-    if let Ok(mut conn) = sqlx::PgConnection::connect(admin_url).await {
-        let sql = format!(
-            "DROP DATABASE IF EXISTS {} WITH (FORCE)",
-            run_database_name()
-        );
-        let _ = sqlx::query(&sql).execute(&mut conn).await;
+    for name in [run_database_name(), stock_database_name()] {
+        if let Ok(url) = reqwest::Url::parse(admin_url).map(|mut url| {
+            url.set_path(&format!("/{name}"));
+            url.to_string()
+        }) {
+            crate::scenario::coordinator_crash::roll_back_leftovers(&url).await;
+        }
+        if let Ok(mut conn) = sqlx::PgConnection::connect(admin_url).await {
+            let sql = format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)");
+            let _ = sqlx::query(&sql).execute(&mut conn).await;
+        }
     }
 }
 

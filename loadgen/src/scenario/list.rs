@@ -10,8 +10,8 @@ use serde_json::Value;
 use super::case::Expectation;
 use super::world::CaseRun;
 use super::{
-    acquire_pause, clock_jump, clock_skew, clock_slew, crash_holder, dependency_loss, failover,
-    gc_pause, redlock_restart, slow_network, unlock_before_commit,
+    acquire_pause, clock_jump, clock_skew, clock_slew, coordinator_crash, crash_holder,
+    dependency_loss, failover, gc_pause, redlock_restart, slow_network, unlock_before_commit,
 };
 use crate::api::{Kind, StrategyEntry};
 use crate::judge::Expected;
@@ -30,6 +30,7 @@ pub enum Scenario {
     DependencyLoss,
     AcquirePause,
     ClockSlew,
+    CoordinatorCrash,
 }
 
 /// What the command line named: every scenario, or one.
@@ -72,6 +73,7 @@ impl Scenario {
             Scenario::DependencyLoss => "dependency-loss",
             Scenario::AcquirePause => "acquire-pause",
             Scenario::ClockSlew => "clock-slew",
+            Scenario::CoordinatorCrash => "coordinator-crash",
         }
     }
 
@@ -89,6 +91,7 @@ impl Scenario {
             Scenario::DependencyLoss => "Redis killed and restarted, then PostgreSQL (and etcd/ZooKeeper/MariaDB) cut and restored, mid-run: 503s, never a half-written order",
             Scenario::AcquirePause => "Redlock held between its SETs and reading the votes, past the TTL; with and without the validity check (antirez's reply)",
             Scenario::ClockSlew => "every Redlock node's clock runs 1 % fast, slewed not jumped (antirez: the drift factor covers it)",
+            Scenario::CoordinatorCrash => "pg-2pc: kill -9 the coordinator between the phases (or inside phase two); everyone blocks until it restarts and recovers, with and without its decision log",
         }
     }
 
@@ -136,6 +139,7 @@ impl Scenario {
                 "zk-ephemeral-seq",
                 "mysql-get-lock",
             ],
+            Scenario::CoordinatorCrash => &["pg-2pc"],
         }
     }
 
@@ -146,6 +150,7 @@ impl Scenario {
             Scenario::RedlockRestart => redlock_restart::VARIANTS,
             Scenario::Failover => failover::VARIANTS,
             Scenario::AcquirePause => acquire_pause::VARIANTS,
+            Scenario::CoordinatorCrash => coordinator_crash::VARIANTS,
             _ => &[""],
         }
     }
@@ -171,6 +176,7 @@ impl Scenario {
             Scenario::DependencyLoss => dependency_loss::expect(strategy, variant),
             Scenario::AcquirePause => acquire_pause::expect(strategy, variant),
             Scenario::ClockSlew => clock_slew::expect(strategy, variant),
+            Scenario::CoordinatorCrash => coordinator_crash::expect(strategy, variant),
         }
     }
 
@@ -188,6 +194,7 @@ impl Scenario {
             Scenario::DependencyLoss => dependency_loss::run(cx).await,
             Scenario::AcquirePause => acquire_pause::run(cx).await,
             Scenario::ClockSlew => clock_slew::run(cx).await,
+            Scenario::CoordinatorCrash => coordinator_crash::run(cx).await,
         }
     }
 }

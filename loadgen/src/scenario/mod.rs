@@ -10,7 +10,8 @@
 //! closed-loop buyers, applies its fault (a real `SIGSTOP`, a clock jump,
 //! a node restart, a promoted replica, a slow link, a `kill -9`, a stopped
 //! Redis or a cut PostgreSQL, a paused Redlock acquisition, a slewed
-//! clock), undoes it, and stops everything it started
+//! clock, a two-phase-commit coordinator killed between its phases),
+//! undoes it, and stops everything it started
 //! — also on failure and on Ctrl-C.
 //!
 //! Each case is judged against what its design promises under *that*
@@ -28,7 +29,7 @@
 //! Layout: `list.rs` names the scenarios (a clap `ValueEnum`) and each has
 //! its file — what each strategy should do under it, and its fault script
 //! (`gc_pause.rs` … `dependency_loss.rs`, `acquire_pause.rs`,
-//! `clock_slew.rs`); `lab.rs` is what a run owns,
+//! `clock_slew.rs`, `coordinator_crash.rs`); `lab.rs` is what a run owns,
 //! `world.rs` what a case starts and the moves every scenario makes,
 //! `buyers.rs` the load, `runner.rs` the loop, `observe.rs` what a case left
 //! behind, `case.rs` a case's record and
@@ -40,6 +41,7 @@ mod case;
 mod clock_jump;
 mod clock_skew;
 mod clock_slew;
+pub(crate) mod coordinator_crash;
 mod crash_holder;
 mod dependency_loss;
 mod failover;

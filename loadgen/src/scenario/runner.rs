@@ -236,7 +236,7 @@ async fn run_case(lab: &mut Lab, trial: Trial<'_>) -> anyhow::Result<CaseResult>
     let guarantee = Guarantee::of(entry.kind);
     let checks = Checks {
         fault_landed: case.fault_landed,
-        crash: scenario == Scenario::CrashHolder,
+        crash: matches!(scenario, Scenario::CrashHolder | Scenario::CoordinatorCrash),
         outage: scenario == Scenario::DependencyLoss,
     };
     let (verdict, verdict_reason) = judge(checks, guarantee, expected, &observed);
