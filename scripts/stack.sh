@@ -141,18 +141,24 @@ stack_postgres() {
   if [[ -n "${SECKILL_DATABASE_URL:-}" ]]; then
     DB_URL=$SECKILL_DATABASE_URL
     say "PostgreSQL: SECKILL_DATABASE_URL (${DB_URL%%@*}@…); the database must exist"
+    STOCK_DB_URL=${SECKILL_STOCK_DATABASE_URL:-} # pg-2pc's second database, if named
     return 0
   fi
   own_postgres
-  local db=seckill
+  local db=seckill d
   if [[ "$STACK_DIR" != "$STACK_ROOT/.demo" ]]; then
     db="seckill_$(basename "$STACK_DIR" | tr -c 'a-z0-9\n' _)"
     psql "$OWN_PG_URL" -qc "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null
+    psql "$OWN_PG_URL" -qc "DROP DATABASE IF EXISTS ${db}_stock WITH (FORCE)" >/dev/null 2>&1 || true
   fi
-  if [[ -z $(psql "$OWN_PG_URL" -qAtc "select 1 from pg_database where datname = '$db'") ]]; then
-    psql "$OWN_PG_URL" -qc "CREATE DATABASE $db" >/dev/null
-  fi
+  # ${db}_stock: pg-2pc's stock side, a second database on the same cluster.
+  for d in "$db" "${db}_stock"; do
+    if [[ -z $(psql "$OWN_PG_URL" -qAtc "select 1 from pg_database where datname = '$d'") ]]; then
+      psql "$OWN_PG_URL" -qc "CREATE DATABASE $d" >/dev/null
+    fi
+  done
   DB_URL="${OWN_PG_URL%/*}/$db"
+  STOCK_DB_URL="${OWN_PG_URL%/*}/${db}_stock"
 }
 
 # ----------------------------------------------------------------- Redis
@@ -260,7 +266,7 @@ replica_urls() { # comma list
 # database, Redis, Redlock nodes, etcd, ZooKeeper and MariaDB.
 save_wiring() {
   printf '%s=%q\n' DB_URL "$DB_URL" REDLOCK_URLS "$REDLOCK_URLS" ETCD_URL "$ETCD_URL" \
-    ZK_URL "$ZK_URL" MYSQL_URL "$MYSQL_URL" > "$STACK_DIR/replicas.env"
+    ZK_URL "$ZK_URL" MYSQL_URL "$MYSQL_URL" STOCK_DB_URL "${STOCK_DB_URL:-}" > "$STACK_DIR/replicas.env"
 }
 
 # start_replica <i>: (re)start replica i. Extra settings (NAME=value lines,
@@ -278,6 +284,7 @@ start_replica() {
     SECKILL_REDIS_URL="redis://127.0.0.1:$(cat "$STACK_DIR/redis.port")" \
     SECKILL_REDLOCK_URLS="$REDLOCK_URLS" SECKILL_ADMIN_TOKEN="$STACK_TOKEN" \
     SECKILL_ETCD_URLS="$ETCD_URL" SECKILL_ZOOKEEPER_URL="$ZK_URL" SECKILL_MYSQL_URL="$MYSQL_URL" \
+    SECKILL_STOCK_DATABASE_URL="${STOCK_DB_URL:-}" \
     SECKILL_LOG_FORMAT=text RUST_LOG="${RUST_LOG:-info,sqlx=warn}" \
       exec setsid "$APP_BIN" </dev/null >"$STACK_DIR/$name.log" 2>&1
   ) &
