@@ -136,7 +136,10 @@ impl Pg2pc {
                     ]);
                 Ok::<_, sqlx::Error>(
                     PgPoolOptions::new()
-                        .max_connections(settings.database_max_connections)
+                        // Half the main pool's size: three demo replicas'
+                        // pools of both databases stay under the server's
+                        // max_connections (200).
+                        .max_connections((settings.database_max_connections / 2).max(2))
                         .acquire_timeout(Duration::from_millis(
                             settings.database_acquire_timeout_ms,
                         ))
@@ -324,35 +327,45 @@ impl Pg2pc {
         );
         let (gid_stock, gid_order) = (format!("{base}:stock"), format!("{base}:order"));
 
-        // Phase one, the stock side: decrement and prepare.
+        // Phase one, the stock side: decrement and prepare. The grab keeps
+        // its connection to each database to the end: its second phase
+        // must never wait for a pooled connection held by a grab that
+        // waits for the row it holds.
         pause_at(cx, PauseAt::BeforeRead).await;
-        let mut conn = stock.acquire().await?;
-        if let Err(e) = prepare_stock(&mut conn, req, &gid_stock).await {
-            drop(conn);
-            if matches!(e, GrabError::NotFound) {
+        let mut sconn = match stock.acquire().await {
+            Ok(conn) => conn,
+            // Every stock connection open and taken, by grabs waiting for
+            // the row: a pool starved by its own waiters, not a dead server.
+            Err(sqlx::Error::PoolTimedOut) if crate::db::pool_exhausted(stock) => {
+                return Err(GrabError::PoolStarved)
+            }
+            Err(e) => return Err(e.into()),
+        };
+        match prepare_stock(&mut sconn, req, &gid_stock).await {
+            Ok(()) => {}
+            Err(GrabError::NotFound) => {
                 // A product the stock side never saw: load it, try once more.
                 self.load_stock(main, Some(req.product_id)).await?;
-                let mut conn = stock.acquire().await?;
-                prepare_stock(&mut conn, req, &gid_stock).await?;
-            } else {
-                return Err(e);
+                prepare_stock(&mut sconn, req, &gid_stock).await?;
             }
-        } else {
-            drop(conn);
+            Err(e) => return Err(e),
         }
         pause_at(cx, PauseAt::BeforeWrite).await;
 
         // Phase one, the order side: the buyer check, the order, prepare.
-        let voted = match main.acquire().await {
-            Ok(mut conn) => prepare_order(&mut conn, req, &gid_order).await,
-            Err(e) => Err(e.into()),
+        let mut mconn = match main.acquire().await {
+            Ok(conn) => conn,
+            Err(e) => {
+                abort(&mut sconn, stock, &gid_stock).await;
+                return Err(e.into());
+            }
         };
-        let order = match voted {
+        let order = match prepare_order(&mut mconn, req, &gid_order).await {
             Ok(order) => order,
             Err(e) => {
                 // A no vote: both sides roll back.
-                abort(stock, &gid_stock).await;
-                abort(main, &gid_order).await;
+                abort(&mut sconn, stock, &gid_stock).await;
+                abort(&mut mconn, main, &gid_order).await;
                 return Err(e);
             }
         };
@@ -363,11 +376,11 @@ impl Pg2pc {
                 sqlx::query("INSERT INTO two_pc_decisions (gid, coordinator) VALUES ($1, $2)")
                     .bind(&base)
                     .bind(&self.instance)
-                    .execute(main)
+                    .execute(&mut *mconn)
                     .await;
             if let Err(e) = logged {
-                abort(stock, &gid_stock).await;
-                abort(main, &gid_order).await;
+                abort(&mut sconn, stock, &gid_stock).await;
+                abort(&mut mconn, main, &gid_order).await;
                 return Err(e.into());
             }
         }
@@ -375,13 +388,13 @@ impl Pg2pc {
 
         // Phase two: the order side first (the stock row stays locked until
         // the order is visible), then the stock side.
-        if let Err(e) = finish_prepared(main, &gid_order, true).await {
+        if let Err(e) = finish_prepared(&mut *mconn, &gid_order, true).await {
             commit_later(main.clone(), gid_order);
             commit_later(stock.clone(), gid_stock);
             return Err(e.into());
         }
         pause_at(cx, PauseAt::BetweenCommits).await;
-        if let Err(e) = finish_prepared(stock, &gid_stock, true).await {
+        if let Err(e) = finish_prepared(&mut *sconn, &gid_stock, true).await {
             commit_later(stock.clone(), gid_stock);
             return Err(e.into());
         }
@@ -466,12 +479,16 @@ async fn prepare_order(
     .await
 }
 
-/// `COMMIT PREPARED` or `ROLLBACK PREPARED` `gid`; a transaction that is
-/// no longer prepared (settled already) is no error.
-pub async fn finish_prepared(pool: &PgPool, gid: &str, commit: bool) -> Result<(), sqlx::Error> {
+/// `COMMIT PREPARED` or `ROLLBACK PREPARED` `gid` (on a pool, or on a
+/// connection outside any transaction); a transaction that is no longer
+/// prepared (settled already) is no error.
+pub async fn finish_prepared<'e, E>(on: E, gid: &str, commit: bool) -> Result<(), sqlx::Error>
+where
+    E: sqlx::Executor<'e, Database = Postgres>,
+{
     let verb = if commit { "COMMIT" } else { "ROLLBACK" };
     match sqlx::query(&format!("{verb} PREPARED '{gid}'"))
-        .execute(pool)
+        .execute(on)
         .await
     {
         Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some("42704") => Ok(()),
@@ -480,10 +497,11 @@ pub async fn finish_prepared(pool: &PgPool, gid: &str, commit: bool) -> Result<(
 }
 
 /// Roll back one side after a no vote (prepared or not: a side that never
-/// got prepared was rolled back already); retried in the background when
-/// its database does not answer.
-async fn abort(pool: &PgPool, gid: &str) {
-    if let Err(e) = finish_prepared(pool, gid, false).await {
+/// got prepared was rolled back already), on the grab's own connection;
+/// retried in the background through the pool when that fails.
+async fn abort(conn: &mut PoolConnection<Postgres>, pool: &PgPool, gid: &str) {
+    if let Err(e) = finish_prepared(&mut **conn, gid, false).await {
+        conn.close_on_drop();
         tracing::warn!(gid, error = %e, "pg-2pc: rollback failed; retrying in the background");
         settle_later(pool.clone(), gid.to_owned(), false);
     }

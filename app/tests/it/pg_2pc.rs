@@ -39,6 +39,9 @@ fn settings(
     s.stock_database_url = Some(stock.to_owned());
     s.instance_id = Some(instance.to_owned());
     s.lock_wait_ms = 500;
+    // Two pools per replica (the stock side's and the orders'), two
+    // replicas, on a server other tests share.
+    s.database_max_connections = 8;
     s
 }
 

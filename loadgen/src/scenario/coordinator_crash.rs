@@ -253,25 +253,3 @@ async fn wait_settled(url: &str, instance: &str, within: Duration) -> anyhow::Re
         pause(20).await;
     }
 }
-
-/// Roll back every `pg-2pc` transaction still prepared in the database at
-/// `url` (a run that failed mid-case): a database with one cannot be
-/// dropped.
-pub async fn roll_back_leftovers(url: &str) {
-    use sqlx::Connection as _;
-    let Ok(mut conn) = sqlx::PgConnection::connect(url).await else {
-        return;
-    };
-    let gids: Vec<String> = sqlx::query_scalar(
-        "SELECT gid FROM pg_prepared_xacts WHERE database = current_database() AND gid LIKE 'seckill2pc:%'",
-    )
-    .fetch_all(&mut conn)
-    .await
-    .unwrap_or_default();
-    for gid in gids {
-        let _ = sqlx::query(&format!("ROLLBACK PREPARED '{gid}'"))
-            .execute(&mut conn)
-            .await;
-    }
-    let _ = conn.close().await;
-}

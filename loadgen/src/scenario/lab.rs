@@ -251,7 +251,7 @@ pub async fn drop_run_database(admin_url: &str) {
             url.set_path(&format!("/{name}"));
             url.to_string()
         }) {
-            crate::scenario::coordinator_crash::roll_back_leftovers(&url).await;
+            roll_back_leftovers(&url).await;
         }
         if let Ok(mut conn) = sqlx::PgConnection::connect(admin_url).await {
             let sql = format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)");
@@ -311,4 +311,26 @@ impl Setup {
         self.extra = env;
         self
     }
+}
+
+/// Roll back every `pg-2pc` transaction still prepared in the database at
+/// `url` (a run that failed mid-case): a database with one cannot be
+/// dropped.
+pub async fn roll_back_leftovers(url: &str) {
+    use sqlx::Connection as _;
+    let Ok(mut conn) = sqlx::PgConnection::connect(url).await else {
+        return;
+    };
+    let gids: Vec<String> = sqlx::query_scalar(
+        "SELECT gid FROM pg_prepared_xacts WHERE database = current_database() AND gid LIKE 'seckill2pc:%'",
+    )
+    .fetch_all(&mut conn)
+    .await
+    .unwrap_or_default();
+    for gid in gids {
+        let _ = sqlx::query(&format!("ROLLBACK PREPARED '{gid}'"))
+            .execute(&mut conn)
+            .await;
+    }
+    let _ = conn.close().await;
 }

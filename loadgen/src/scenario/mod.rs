@@ -41,7 +41,7 @@ mod case;
 mod clock_jump;
 mod clock_skew;
 mod clock_slew;
-pub(crate) mod coordinator_crash;
+mod coordinator_crash;
 mod crash_holder;
 mod dependency_loss;
 mod failover;
