@@ -307,7 +307,10 @@ mod tests {
         assert!((mean - 0.02).abs() < 0.002, "mean gap {mean} s at 50/s");
         // Exponential: about e^-1 of the gaps are longer than the mean.
         let longer = gaps.iter().filter(|g| **g > 0.02).count() as f64 / gaps.len() as f64;
-        assert!((longer - (-1.0f64).exp()).abs() < 0.03, "{longer} longer than the mean");
+        assert!(
+            (longer - (-1.0f64).exp()).abs() < 0.03,
+            "{longer} longer than the mean"
+        );
     }
 
     #[test]
