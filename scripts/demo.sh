@@ -179,7 +179,7 @@ stack_prometheus prometheus "${DEMO_SCRAPE_INTERVAL:-2s}"
 say "Prometheus: $PROM_URL (scraping $STACK_REPLICAS replicas every ${DEMO_SCRAPE_INTERVAL:-2s}, rules of prometheus/alerts.yml)"
 say "stack up in $((SECONDS - up_started)) s"
 
-STRATEGIES=${DEMO_STRATEGIES:-none,local-mutex,setnx-expire,set-nx-px-token,watchdog,redlock,fenced,zk-ephemeral-seq,etcd-lease,mysql-get-lock,pg-for-update,pg-atomic,redis-lua-stock}
+STRATEGIES=${DEMO_STRATEGIES:-none,local-mutex,setnx-expire,set-nx-px-token,watchdog,redlock,fenced,zk-ephemeral-seq,etcd-lease,mysql-get-lock,pg-for-update,pg-atomic,redis-lua-stock,pg-2pc}
 STOCK=${DEMO_STOCK:-100}
 USERS=${DEMO_USERS:-50}
 WORK=${DEMO_WORK_DELAY_MS:-5}
