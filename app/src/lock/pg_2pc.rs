@@ -14,7 +14,8 @@
 //! load generator's acknowledged-order check read pg-2pc's orders exactly as
 //! every other strategy's. The `products.stock` column of the order side is
 //! a copy of the stock side written behind ([`Pg2pc::sync_stock_column`]:
-//! before every audit and every switch away), so the audit compares the
+//! [`WRITE_BEHIND`] after a committed grab, and before every audit
+//! and every switch away), so the audit compares the
 //! orders of one database with the stock of the other — any disagreement
 //! between the two databases shows as a lost update or an undersold unit.
 //!
@@ -99,6 +100,10 @@ pub const ORPHAN_AFTER: Duration = Duration::from_secs(60);
 /// failed.
 pub const RETRY_FOR: Duration = Duration::from_secs(600);
 
+/// A committed grab's stock reaches `products.stock` at most this long
+/// after it (plus the copy), so the status page counts down during a run.
+pub const WRITE_BEHIND: Duration = Duration::from_millis(100);
+
 const READY: u8 = 1;
 const NO_PREPARED_XACTS: u8 = 2;
 
@@ -111,6 +116,9 @@ pub struct Pg2pc {
     /// 0 until [`Pg2pc::start`] has asked the servers, then [`READY`] or
     /// [`NO_PREPARED_XACTS`].
     state: Arc<AtomicU8>,
+    /// A copy of the stock side into the column is scheduled (see
+    /// [`WRITE_BEHIND`]).
+    copy_pending: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// What a recovery settled.
@@ -154,6 +162,7 @@ impl Pg2pc {
             decision_log: settings.two_pc_decision_log,
             instance: settings.instance(),
             state: Arc::default(),
+            copy_pending: Arc::default(),
         })
     }
 
@@ -203,13 +212,15 @@ impl Pg2pc {
             return Ok(Recovered::default());
         };
         let mine = format!("{GID_PREFIX}{}:%", self.instance);
-        // Base gid → its sides still prepared. Both databases may be on one
-        // server (pg_prepared_xacts lists the whole cluster): a set.
+        // Base gid → its sides still prepared, each in its own database
+        // (pg_prepared_xacts lists the whole server: other databases, other
+        // labs with the same instance ids, are not this coordinator's).
         let mut in_doubt: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for pool in [main, stock] {
             let gids: Vec<String> = sqlx::query_scalar(
                 "SELECT gid FROM pg_prepared_xacts
-                 WHERE gid LIKE $1 AND (gid LIKE $2 OR prepared < now() - make_interval(secs => $3))",
+                 WHERE database = current_database() AND gid LIKE $1
+                   AND (gid LIKE $2 OR prepared < now() - make_interval(secs => $3))",
             )
             .bind(format!("{GID_PREFIX}%"))
             .bind(&mine)
@@ -293,25 +304,58 @@ impl Pg2pc {
     }
 
     /// Copy the stock side into the order side's `products.stock` column
-    /// (written behind): before an audit reads it, before a switch leaves
-    /// `pg-2pc`.
+    /// (written behind): after committed grabs, before an audit reads it,
+    /// before a switch leaves `pg-2pc`. Each copy holds the product row
+    /// (`FOR NO KEY UPDATE`: the orders' foreign-key locks, prepared ones
+    /// too, do not block it) while it reads the stock side, so of two
+    /// copies the later one reads the newer value and writes last.
     pub async fn sync_stock_column(&self, main: &PgPool) -> Result<(), GrabError> {
         let Some(stock) = &self.stock else {
             return Ok(());
         };
-        let rows: Vec<(i64, i64)> = sqlx::query_as("SELECT product_id, stock FROM stock")
+        let ids: Vec<i64> = sqlx::query_scalar("SELECT product_id FROM stock ORDER BY product_id")
             .fetch_all(stock)
             .await?;
-        for (id, units) in rows {
-            sqlx::query(
-                "UPDATE products SET stock = $2, updated_at = now() WHERE id = $1 AND stock <> $2",
-            )
-            .bind(id)
-            .bind(units)
-            .execute(main)
-            .await?;
+        for id in ids {
+            let mut tx = main.begin().await?;
+            sqlx::query("SELECT 1 FROM products WHERE id = $1 FOR NO KEY UPDATE")
+                .bind(id)
+                .fetch_optional(&mut *tx)
+                .await?;
+            let units: Option<i64> =
+                sqlx::query_scalar("SELECT stock FROM stock WHERE product_id = $1")
+                    .bind(id)
+                    .fetch_optional(stock)
+                    .await?;
+            if let Some(units) = units {
+                sqlx::query(
+                    "UPDATE products SET stock = $2, updated_at = now() WHERE id = $1 AND stock <> $2",
+                )
+                .bind(id)
+                .bind(units)
+                .execute(&mut *tx)
+                .await?;
+            }
+            tx.commit().await?;
         }
         Ok(())
+    }
+
+    /// Copy the stock side into the column [`WRITE_BEHIND`] from now, in
+    /// the background, unless a copy is scheduled already (it will see
+    /// this grab: it reads after its wait).
+    fn write_behind(&self, main: &PgPool) {
+        if self.copy_pending.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let (this, main) = (self.clone(), main.clone());
+        tokio::spawn(async move {
+            tokio::time::sleep(WRITE_BEHIND).await;
+            this.copy_pending.store(false, Ordering::Release);
+            if let Err(e) = this.sync_stock_column(&main).await {
+                tracing::debug!(error = %e, "pg-2pc: stock column not written behind");
+            }
+        });
     }
 
     async fn coordinate(&self, cx: GrabContext<'_>, req: GrabRequest) -> Result<Order, GrabError> {
@@ -398,6 +442,9 @@ impl Pg2pc {
             commit_later(stock.clone(), gid_stock);
             return Err(e.into());
         }
+        drop(sconn);
+        drop(mconn);
+        self.write_behind(main);
         Ok(order)
     }
 }

@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use serde_json::json;
+use serde_json::{json, Value};
 use sqlx::PgPool;
 
 use crate::harness::{fresh_database, hammer, RedisServer, TestApp};
@@ -81,8 +81,13 @@ async fn stock_side(stock: &str) -> i64 {
 async fn until_prepared(main: &str, stock: &str, sides: usize) -> Vec<String> {
     for _ in 0..200 {
         let gids = in_doubt(main, stock).await;
-        if gids.len() >= sides {
-            return gids;
+        // Both sides are prepared for a moment inside phase two too: wait
+        // until the set stays.
+        if gids.len() == sides {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            if in_doubt(main, stock).await == gids {
+                return gids;
+            }
         }
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
@@ -117,6 +122,17 @@ async fn pg_2pc_sells_exactly_the_stock_across_two_replicas() {
     // One buyer, one order: the check runs under the stock row's lock.
     let (status, body) = a.grab(1, 1, 1).await;
     assert!(status == 409, "a repeat buyer is refused: {status} {body}");
+    // The stock column follows the stock side without an audit (written
+    // behind after committed grabs), so the status page counts down.
+    let mut column = Value::Null;
+    for _ in 0..50 {
+        column = a.get("/api/v1/products/1").await.1["stock"].clone();
+        if column == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(column, 0, "the column written behind");
     let audit = a.audit(1).await;
     assert_eq!(audit["orders"], 100, "{audit}");
     assert_eq!(audit["stock"], 0, "the stock side, written behind: {audit}");
@@ -172,9 +188,10 @@ async fn crash_and_recover(
     assert_eq!(status, 429, "blocked by the in-doubt stock side: {body}");
     // The coordinator comes back under the same name and recovers.
     let restarted = TestApp::start(crashed).await;
+    let left = in_doubt(main, stock).await;
     assert!(
-        in_doubt(main, stock).await.is_empty(),
-        "recovery settled every side"
+        left.is_empty(),
+        "recovery settled every side: {left:?} (at the crash: {prepared:?})"
     );
     let (status, body) = b.grab(1, 4, 1).await;
     assert_eq!(status, 201, "the product is free again: {body}");

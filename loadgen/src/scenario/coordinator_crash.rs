@@ -87,6 +87,7 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
         (PauseAt::BeforeCommit, 2)
     };
     let ttl = 2000;
+    let dbs = [lab.db_url.clone(), lab.stock_db_url.clone()];
     let redis = RedisNode::start(&lab.dir, "redis", &[], Vec::new()).await?;
     let redis_url = redis.url();
     world.nodes.push(redis);
@@ -136,7 +137,7 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
         "buyers on a only; pause_at {} for 60 s: a's next grab stops {where_}",
         serde_json::to_value(pause_at)?.as_str().unwrap_or("?")
     ));
-    let prepared = wait_prepared(&lab.db_url, "a", in_doubt_sides, Duration::from_secs(5)).await?;
+    let prepared = wait_prepared(&dbs, "a", in_doubt_sides, Duration::from_secs(5)).await?;
     let pid = world.replica("a")?.pid().unwrap_or(0);
     world.replica("a")?.kill();
     case.crashed_at = Some(Instant::now());
@@ -152,7 +153,7 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     let ordered_before = Tally::get(&case.tally.ordered);
     let crash_ms = 1500;
     pause(crash_ms).await;
-    let still = in_doubt(&lab.db_url, "a").await?;
+    let still = in_doubt(&dbs, "a").await?;
     let busy = Tally::get(&case.tally.busy) - busy_before;
     let sold = Tally::get(&case.tally.ordered) - ordered_before;
     case.step(format!(
@@ -174,7 +175,7 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     world.replicas.retain(|r| r.name != "a");
     let replica = Replica::start(&lab.app_bin, &lab.dir, "a", env).await?;
     world.replicas.push(replica);
-    let left = wait_settled(&lab.db_url, "a", Duration::from_secs(10)).await?;
+    let left = wait_settled(&dbs, "a", Duration::from_secs(10)).await?;
     case.step(format!(
         "replica a restarted; {} in {} ms: {}",
         if left.is_empty() {
@@ -204,22 +205,29 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     }))
 }
 
-/// The gids of replica a's transactions still prepared, in the database
-/// at `url` (`pg_prepared_xacts` lists the whole server, both databases).
-async fn in_doubt(url: &str, instance: &str) -> anyhow::Result<Vec<String>> {
+/// The gids of `instance`'s transactions still prepared in this run's two
+/// databases (`pg_prepared_xacts` lists the whole server: another run's
+/// replica a is not this one).
+async fn in_doubt(urls: &[String; 2], instance: &str) -> anyhow::Result<Vec<String>> {
     use sqlx::Connection as _;
-    let mut conn = sqlx::PgConnection::connect(url).await?;
-    let gids: Vec<String> =
-        sqlx::query_scalar("SELECT gid FROM pg_prepared_xacts WHERE gid LIKE $1 ORDER BY gid")
-            .bind(format!("seckill2pc:{instance}:%"))
-            .fetch_all(&mut conn)
-            .await?;
-    let _ = conn.close().await;
-    Ok(gids)
+    let mut all = Vec::new();
+    for url in urls {
+        let mut conn = sqlx::PgConnection::connect(url).await?;
+        let gids: Vec<String> = sqlx::query_scalar(
+            "SELECT gid FROM pg_prepared_xacts WHERE database = current_database() AND gid LIKE $1",
+        )
+        .bind(format!("seckill2pc:{instance}:%"))
+        .fetch_all(&mut conn)
+        .await?;
+        let _ = conn.close().await;
+        all.extend(gids);
+    }
+    all.sort();
+    Ok(all)
 }
 
 async fn wait_prepared(
-    url: &str,
+    url: &[String; 2],
     instance: &str,
     sides: usize,
     within: Duration,
@@ -243,7 +251,11 @@ async fn wait_prepared(
     }
 }
 
-async fn wait_settled(url: &str, instance: &str, within: Duration) -> anyhow::Result<Vec<String>> {
+async fn wait_settled(
+    url: &[String; 2],
+    instance: &str,
+    within: Duration,
+) -> anyhow::Result<Vec<String>> {
     let deadline = Instant::now() + within;
     loop {
         let gids = in_doubt(url, instance).await?;
