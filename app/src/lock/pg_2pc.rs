@@ -40,7 +40,13 @@
 //! a decision row commits both sides, none rolls them back (presumed
 //! abort: no row means the coordinator never decided). A live coordinator
 //! whose phase two fails (a database gone) retries it in the background
-//! for [`RETRY_FOR`].
+//! for [`RETRY_FOR`]. Only the transactions of its own two databases are
+//! its business (`pg_prepared_xacts` lists the whole server). The default
+//! instance id (`<host>-<pid>`) changes with every start: a restarted
+//! coordinator then finds its old transactions as orphans, after
+//! [`ORPHAN_AFTER`] — give it a stable `SECKILL_INSTANCE_ID` (the scenario
+//! does). A coordinator that never returns leaves its transactions to the
+//! next start of any replica.
 //!
 //! **Guarantee:** safe: both databases commit or neither does, as long as
 //! the coordinator's decision survives it. A grab answered `201` has both
