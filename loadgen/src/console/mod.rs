@@ -32,13 +32,14 @@
 pub mod pacer;
 mod routes;
 pub mod runner;
+mod state;
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
-use crate::api::{Service, StrategiesBody};
+use crate::api::Service;
+use state::Console;
 
 pub use pacer::{LoadSettings, Pacer};
 pub use runner::{Runner, RunnerOptions};
@@ -59,23 +60,6 @@ pub struct Options {
     pub default_strategy: Option<String>,
     /// Scenario runs.
     pub runner: RunnerOptions,
-}
-
-/// The console's state, shared by its routes.
-#[derive(Debug)]
-pub struct Console {
-    service: Service,
-    product: u64,
-    default_strategy: String,
-    strategies: StrategiesBody,
-    /// The load running (or stopping: it leaves once its grabs in flight
-    /// are answered).
-    load: Mutex<Option<Arc<Pacer>>>,
-    /// The stock the last load (or reset) set: what "reset everything"
-    /// puts back.
-    stock: Mutex<u64>,
-    runner: Runner,
-    runner_options: RunnerOptions,
 }
 
 /// Run the console until Ctrl-C; exit 3 when the service cannot be reached
@@ -117,15 +101,4 @@ pub async fn main(options: Options) -> ExitCode {
             ExitCode::from(3)
         }
     }
-}
-
-/// The default report folder of the console's scenario runs.
-pub fn default_scenario_out() -> PathBuf {
-    PathBuf::from("loadgen-report/console")
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }

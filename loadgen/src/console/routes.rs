@@ -13,7 +13,9 @@ use actix_web::{delete, get, post, put, web, App, HttpResponse, HttpServer, Resp
 use clap::ValueEnum;
 use serde::{Deserialize, Serialize};
 
-use super::{lock, Console, LoadSettings, Pacer};
+use super::pacer::{CountsView, LoadSettings, Pacer};
+use super::runner::RunView;
+use super::state::{lock, Console};
 use crate::api::{Faults, FaultsPatch, Section, ServiceError, StrategyEntry};
 use crate::scenario::Scenario;
 
@@ -111,27 +113,6 @@ pub async fn serve(console: Console, bind: SocketAddr) -> std::io::Result<()> {
     result
 }
 
-impl Console {
-    /// Stop the load and any scenario (the console is going away).
-    async fn stop_all(&self) {
-        self.stop_load().await;
-        let _ = self.runner.stop();
-    }
-
-    /// Stop the load, if one runs, and wait for its grabs in flight; it
-    /// shows as running (stopping) until they are answered.
-    async fn stop_load(&self) {
-        let pacer = lock(&self.load).clone();
-        if let Some(pacer) = pacer {
-            pacer.stop().await;
-            let mut slot = lock(&self.load);
-            if slot.as_ref().is_some_and(|p| Arc::ptr_eq(p, &pacer)) {
-                *slot = None;
-            }
-        }
-    }
-}
-
 #[get("/")]
 async fn page() -> HttpResponse {
     HttpResponse::Ok()
@@ -181,7 +162,7 @@ struct LoadView {
     stopping: bool,
     settings: LoadSettings,
     seconds: Option<f64>,
-    counts: Option<super::pacer::CountsView>,
+    counts: Option<CountsView>,
 }
 
 #[derive(Debug, Serialize)]
@@ -207,7 +188,7 @@ struct StateView<'a> {
     pause_at_options: [&'static str; 3],
     live: Live,
     load: LoadView,
-    scenario: super::runner::RunView,
+    scenario: RunView,
     scenarios: Vec<ScenarioItem>,
 }
 
