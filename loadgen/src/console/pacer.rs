@@ -22,7 +22,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use crate::api::Service;
-use crate::load::Outcome;
+use crate::load::{lock, Outcome};
 
 /// What the room asked for (`POST /api/load/start`).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -218,12 +218,6 @@ impl Drop for Pacer {
             buyer.abort();
         }
     }
-}
-
-fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Tickets at `rate` per second on average, arriving as a crowd does: a

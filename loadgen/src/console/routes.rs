@@ -15,8 +15,9 @@ use serde::{Deserialize, Serialize};
 
 use super::pacer::{CountsView, LoadSettings, Pacer};
 use super::runner::RunView;
-use super::state::{lock, Console};
-use crate::api::{Faults, FaultsPatch, Section, ServiceError, StrategyEntry};
+use super::state::Console;
+use crate::api::{FaultInForce, Faults, FaultsPatch, Section, ServiceError, StrategyEntry};
+use crate::load::lock;
 use crate::scenario::Scenario;
 
 const PAGE: &str = include_str!("page.html");
@@ -276,11 +277,14 @@ async fn state(console: web::Data<Console>) -> HttpResponse {
         .insert_header(("Cache-Control", "no-store"))
         .json(StateView {
             product: console.product,
+            faults_in_force: first_status
+                .as_ref()
+                .map(|s| banner(&s.faults))
+                .unwrap_or_default(),
             strategy: first_status.map(|s| s.strategy),
             default_strategy: &console.default_strategy,
             strategies: &console.strategies.strategies,
             replicas,
-            faults_in_force: faults.as_ref().map(in_force).unwrap_or_default(),
             faults,
             faults_agree,
             pause_at_options: ["before-read", "before-write", "before-commit"],
@@ -297,40 +301,20 @@ async fn state(console: web::Data<Console>) -> HttpResponse {
         })
 }
 
-/// Each fault of `faults` that is in force, as the banner says it. The
-/// work delay is the section's simulated work, not a fault: never listed.
-pub fn in_force(faults: &Faults) -> Vec<String> {
-    let mut on = Vec::new();
-    if faults.pause_ms > 0 {
-        on.push(format!(
-            "pause_ms={} (every {}, at {})",
-            faults.pause_ms,
-            faults.pause_every,
-            serde_json::to_value(faults.pause_at)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_default()
-        ));
-    }
-    for (name, ms) in [
-        ("setnx_expire_gap_ms", faults.setnx_expire_gap_ms),
-        ("release_gap_ms", faults.release_gap_ms),
-        ("acquire_pause_ms", faults.acquire_pause_ms),
-    ] {
-        if ms > 0 {
-            on.push(format!("{name}={ms}"));
-        }
-    }
-    for (name, set) in [
-        ("unlock_before_commit", faults.unlock_before_commit),
-        ("check_revision", faults.check_revision),
-        ("skip_validity_check", faults.skip_validity_check),
-    ] {
-        if set {
-            on.push(name.to_owned());
-        }
-    }
-    on
+/// The banner's entries from the faults the service itself lists as in
+/// force (`StatusBody::faults`: every field away from a fresh deployment's
+/// value — the status page's banner reads the same list): a switch by its
+/// name, any other value as `name=value`. The work delay is the section's
+/// simulated work, shown beside the banner, never listed as a fault.
+fn banner(in_force: &[FaultInForce]) -> Vec<String> {
+    in_force
+        .iter()
+        .filter(|fault| fault.name != "work_delay_ms")
+        .map(|fault| match fault.value.as_str() {
+            "true" => fault.name.clone(),
+            value => format!("{}={value}", fault.name),
+        })
+        .collect()
 }
 
 #[derive(Debug, Deserialize)]
@@ -508,22 +492,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_banner_lists_each_fault_in_force_and_nothing_for_the_defaults() {
-        let quiet = Faults::with_work_delay(5);
-        assert!(in_force(&quiet).is_empty(), "{:?}", in_force(&quiet));
-        let loud = Faults {
-            pause_ms: 2000,
-            pause_every: 4,
-            pause_at: crate::api::PauseAt::BeforeCommit,
-            unlock_before_commit: true,
-            acquire_pause_ms: 300,
-            ..quiet
+    fn the_banner_names_switches_and_values_and_never_the_work_delay() {
+        assert!(banner(&[]).is_empty());
+        let fault = |name: &str, value: &str| FaultInForce {
+            name: name.into(),
+            value: value.into(),
         };
         assert_eq!(
-            in_force(&loud),
+            banner(&[
+                fault("acquire_pause_ms", "300"),
+                fault("pause_at", "before-commit"),
+                fault("pause_ms", "2000"),
+                fault("unlock_before_commit", "true"),
+                fault("work_delay_ms", "20"),
+            ]),
             vec![
-                "pause_ms=2000 (every 4, at before-commit)".to_owned(),
                 "acquire_pause_ms=300".to_owned(),
+                "pause_at=before-commit".to_owned(),
+                "pause_ms=2000".to_owned(),
                 "unlock_before_commit".to_owned(),
             ]
         );

@@ -12,6 +12,7 @@ use serde::Serialize;
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 use tokio::process::Command;
 
+use crate::load::lock;
 use crate::scenario::Scenario;
 
 /// Lines kept per run (the oldest are dropped first).
@@ -154,10 +155,4 @@ fn keep_lines(
             view.lines.push(line);
         }
     })
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }

@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 use super::pacer::Pacer;
 use super::runner::{Runner, RunnerOptions};
 use crate::api::{Service, StrategiesBody};
+use crate::load::lock;
 
 /// The console's state, shared by its routes.
 #[derive(Debug)]
@@ -43,10 +44,4 @@ impl Console {
             }
         }
     }
-}
-
-pub(super) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }

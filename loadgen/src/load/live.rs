@@ -178,7 +178,8 @@ impl Latencies {
     }
 }
 
-/// A mutex of the run, poisoned or not (a panicked user loses nothing).
-pub(super) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+/// A mutex, poisoned or not (a panicked task loses nothing): the runs'
+/// counters here, the console's load and scenario state.
+pub fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }

@@ -31,6 +31,6 @@ mod workload;
 
 pub use attack::run;
 pub use ledger::{Accounting, Answer, Ledger};
-pub use live::Live;
+pub use live::{lock, Live};
 pub use outcome::Outcome;
 pub use workload::{Shape, Workload};
