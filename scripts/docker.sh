@@ -169,7 +169,7 @@ check_shared_state() {
 # every replica seen, and a fault switched through it reaching each one.
 check_console() {
   local console=http://127.0.0.1:8089 i got
-  curl -fsS "$console/" | grep -q 'data-testid="timeline"' || die "the console's page at $console/ has no timeline"
+  curl -fsS "$console/" | grep 'data-testid="timeline"' >/dev/null || die "the console's page at $console/ has no timeline"
   got=$(curl -fsS "$console/api/state" | json 'sum(1 for r in d["replicas"] if r["strategy"] and not r["error"])')
   [[ $got == 3 ]] || die "the console sees $got healthy replicas of 3 ($console/api/state)"
   curl -fsS -X PUT -H 'Content-Type: application/json' -d '{"unlock_before_commit": true}' "$console/api/faults" >/dev/null \

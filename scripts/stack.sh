@@ -220,7 +220,7 @@ start_zookeeper() {
   echo $! > "$STACK_DIR/zookeeper.pid"
   local _
   for _ in $(seq 1 300); do
-    if zk_says "$port" srvr | grep -q Mode:; then ZK_URL="127.0.0.1:$port"; return 0; fi
+    if zk_says "$port" srvr | grep Mode: >/dev/null; then ZK_URL="127.0.0.1:$port"; return 0; fi
     sleep 0.2
   done
   tail -5 "$STACK_DIR/zookeeper.log" >&2; die "ZooKeeper did not answer on $port (log $STACK_DIR/zookeeper.log)"

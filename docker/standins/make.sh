@@ -87,6 +87,6 @@ command -v docker >/dev/null || die "docker is missing"
 wanted=("$@")
 for entry in "${STANDINS[@]}"; do
   tag=${entry%|*}; dir=${entry#*|}
-  if [[ ${#wanted[@]} -gt 0 ]] && ! printf '%s\n' "${wanted[@]}" | grep -qxF "$tag"; then continue; fi
+  if [[ ${#wanted[@]} -gt 0 ]] && ! printf '%s\n' "${wanted[@]}" | grep -xF "$tag" >/dev/null; then continue; fi
   make_one "$tag" "$dir"
 done
