@@ -170,6 +170,11 @@ pub struct Settings {
     /// transactions and rolls them back (presumed abort): the workshop's
     /// lesson of a coordinator without a log.
     pub two_pc_decision_log: bool,
+    /// The scenario runner's hooks (`POST /admin/freeze`: the process
+    /// stops itself at a named point of its next critical section, until
+    /// a `SIGCONT`). Off, those routes answer 403: a replica nobody will
+    /// continue must never stop itself.
+    pub scenario_hooks: bool,
 }
 
 impl Default for Settings {
@@ -209,6 +214,7 @@ impl Default for Settings {
             order_batch_queue: 4_096,
             stock_database_url: None,
             two_pc_decision_log: true,
+            scenario_hooks: false,
         }
     }
 }

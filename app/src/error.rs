@@ -251,6 +251,9 @@ pub enum ApiError {
     /// 403: admin endpoints are disabled (no token configured on a public listener).
     #[error("admin disabled")]
     AdminDisabled,
+    /// 403: the scenario hooks are off (`SECKILL_SCENARIO_HOOKS`).
+    #[error("scenario hooks disabled")]
+    HooksDisabled,
     /// 404 for an unknown route or product.
     #[error("not found: {0}")]
     NotFound(String),
@@ -284,6 +287,10 @@ impl ApiError {
             ApiError::AdminDisabled => (
                 "admin_disabled",
                 "no admin token is configured for this listener; set SECKILL_ADMIN_TOKEN".into(),
+            ),
+            ApiError::HooksDisabled => (
+                "hooks_disabled",
+                "the scenario hooks are off on this replica; set SECKILL_SCENARIO_HOOKS=true (only where a scenario runner will continue a stopped process)".into(),
             ),
             ApiError::NotFound(what) => ("not_found", format!("{what} not found")),
             ApiError::PayloadTooLarge(limit) => (
@@ -343,7 +350,7 @@ impl ResponseError for ApiError {
         match self {
             ApiError::BadRequest { .. } => StatusCode::BAD_REQUEST,
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
-            ApiError::AdminDisabled => StatusCode::FORBIDDEN,
+            ApiError::AdminDisabled | ApiError::HooksDisabled => StatusCode::FORBIDDEN,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,

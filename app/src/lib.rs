@@ -42,6 +42,7 @@ pub mod control;
 pub mod db;
 pub mod error;
 pub mod faults;
+pub mod freeze;
 pub mod history;
 pub mod lock;
 pub mod locking;

@@ -470,7 +470,10 @@ pub async fn grab_with_lock(
         }
     };
     let spec = SectionSpec::plain(name).with_fence(guard.fence(cx.faults));
-    let prepared = match section::prepare(cx, req, spec).await {
+    // The lock's last check runs inside the section, just before the
+    // write: a lease lost or run out, or Redlock's validity run out, ends
+    // it there with nothing written.
+    let prepared = match section::prepare_checked(cx, req, spec, Some(&guard)).await {
         Ok(Some(prepared)) => prepared,
         Ok(None) => {
             release_and_record(lock, cx, guard).await;
@@ -478,23 +481,18 @@ pub async fn grab_with_lock(
             return Err(GrabError::Rejected(Rejection::StaleToken));
         }
         Err(e) => {
+            // A renewal that found the lock gone counted it already; a
+            // deadline that passed unnoticed (a frozen process, a stuck
+            // renewal) or a Redlock validity that ran out is counted here.
+            if let GrabError::Rejected(Rejection::LockLost(lost)) = &e {
+                if *lost != LockLost::LeaseLost {
+                    metrics.lock_lost.with_label_values(&[name]).inc();
+                }
+            }
             release_and_record(lock, cx, guard).await;
             return Err(e);
         }
     };
-    if let Err(lost) = guard.check_still_held() {
-        // The lease was lost or ran out, or Redlock's validity did: abort
-        // before commit — nothing is written.
-        prepared.abort().await;
-        // A renewal that found the lock gone counted it already; a
-        // deadline that passed unnoticed (a frozen process, a stuck
-        // renewal) or a Redlock validity that ran out is counted here.
-        if lost != LockLost::LeaseLost {
-            metrics.lock_lost.with_label_values(&[name]).inc();
-        }
-        release_and_record(lock, cx, guard).await;
-        return Err(GrabError::Rejected(lost.into()));
-    }
     if cx.faults.unlock_before_commit {
         release_and_record(lock, cx, guard).await;
         return prepared.commit().await;

@@ -37,6 +37,8 @@ use crate::state::AppState;
         routes::admin::get_faults,
         routes::admin::put_faults,
         routes::admin::clear_faults,
+        routes::admin::arm_freeze,
+        routes::admin::disarm_freeze,
         routes::admin::get_history,
         routes::admin::history_sections,
         routes::admin::put_history,

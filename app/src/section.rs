@@ -28,7 +28,9 @@ use tokio::time::{sleep, Duration, Instant};
 
 use crate::error::GrabError;
 use crate::faults::PauseAt;
+use crate::freeze::{FreezeAt, SectionWatch};
 use crate::history::{Entered, History};
+use crate::locking::LockGuard;
 use crate::strategy::{GrabContext, GrabRequest, Order};
 
 /// How step 1 reads and step 4 writes.
@@ -95,6 +97,8 @@ pub struct Prepared {
     commit_releases: bool,
     /// The `before-commit` pause of this grab, if it takes one.
     pause_before_commit: Option<Duration>,
+    /// Open while the section runs (the hook's `anywhere` draw).
+    _watch: SectionWatch,
 }
 
 impl Prepared {
@@ -170,7 +174,27 @@ pub async fn prepare(
     req: GrabRequest,
     spec: SectionSpec,
 ) -> Result<Option<Prepared>, GrabError> {
+    prepare_checked(cx, req, spec, None).await
+}
+
+/// [`prepare`] under an external lock: just before the write (step 4) the
+/// lock's last check runs ([`LockGuard::check_still_held`]: a lease lost
+/// or past its deadline, Redlock's validity run out), and a lock that can
+/// no longer be trusted ends the section with `409 rejected`, nothing
+/// written. The check is the classic one — "still mine? then write" — and
+/// a pause after it (the scenario hook's `after-check`) is the one it
+/// cannot catch.
+pub async fn prepare_checked(
+    cx: GrabContext<'_>,
+    req: GrabRequest,
+    spec: SectionSpec,
+    check: Option<&LockGuard>,
+) -> Result<Option<Prepared>, GrabError> {
     let started = Instant::now();
+    let watch = cx
+        .deps
+        .freeze
+        .section(Duration::from_millis(cx.faults.work_delay_ms));
     let history = &cx.deps.history;
     let commit_releases = matches!(spec.row_lock, RowLock::ForUpdate | RowLock::Advisory);
     // An external lock (or none) is held already: the section begins here.
@@ -196,7 +220,19 @@ pub async fn prepare(
             return Err(e.into());
         }
     };
-    let steps = run_steps(&mut tx, cx, req, spec, started, registered, &mut entered).await;
+    let steps = run_steps(
+        &mut tx,
+        cx,
+        req,
+        spec,
+        Steps {
+            started,
+            registered_stock: registered,
+            check,
+        },
+        &mut entered,
+    )
+    .await;
     match steps {
         Ok(Some((order, locked_at))) => Ok(Some(Prepared {
             tx,
@@ -208,6 +244,7 @@ pub async fn prepare(
             commit_releases,
             pause_before_commit: (cx.pause && cx.faults.pause_at == PauseAt::BeforeCommit)
                 .then(|| Duration::from_millis(cx.faults.pause_ms)),
+            _watch: watch,
         })),
         other => {
             finish(history, entered, commit_releases, tx).await;
@@ -244,15 +281,27 @@ async fn register_fence(
     }
 }
 
+/// What [`run_steps`] carries besides the grab: when it began, the stock
+/// the fence registration read, the lock to check before the write.
+struct Steps<'g> {
+    started: Instant,
+    registered_stock: Option<i64>,
+    check: Option<&'g LockGuard>,
+}
+
 async fn run_steps(
     conn: &mut PgConnection,
     cx: GrabContext<'_>,
     req: GrabRequest,
     spec: SectionSpec,
-    started: Instant,
-    registered_stock: Option<i64>,
+    steps: Steps<'_>,
     entered: &mut Option<Entered>,
 ) -> Result<Option<(Order, Instant)>, GrabError> {
+    let Steps {
+        started,
+        registered_stock,
+        check,
+    } = steps;
     let history = &cx.deps.history;
     pause_if(cx, PauseAt::BeforeRead).await;
     if spec.row_lock == RowLock::Advisory {
@@ -298,6 +347,15 @@ async fn run_steps(
     // Step 3: the work that widens the race.
     simulated_work(cx).await;
     pause_if(cx, PauseAt::BeforeWrite).await;
+    // Holding a value read, before the lock's last check and the write.
+    cx.deps.freeze.at(FreezeAt::BeforeCheck);
+    if let Some(guard) = check {
+        guard
+            .check_still_held()
+            .map_err(|lost| GrabError::Rejected(lost.into()))?;
+    }
+    // Past the last check, before the write: the pause no check catches.
+    cx.deps.freeze.at(FreezeAt::AfterCheck);
 
     // Step 4: blind write of the value read in step 1.
     let new_stock = stock - quantity;

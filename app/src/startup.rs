@@ -90,6 +90,7 @@ impl Application {
             lock_wait: settings.lock_wait(),
             lock_retry: Duration::from_millis(settings.lock_retry_ms),
             optimistic_max_retries: settings.optimistic_max_retries,
+            freeze: crate::freeze::FreezeHook::default(),
         };
         let control = Arc::new(Control::new(
             Strategies::new(&settings)?,
@@ -183,6 +184,8 @@ impl Application {
                 .service(routes::admin::get_faults)
                 .service(routes::admin::put_faults)
                 .service(routes::admin::clear_faults)
+                .service(routes::admin::arm_freeze)
+                .service(routes::admin::disarm_freeze)
                 .service(routes::admin::get_history)
                 .service(routes::admin::history_sections)
                 .service(routes::admin::put_history)

@@ -83,6 +83,8 @@ pub struct Deps {
     pub redis_wait_replicas: u32,
     /// Bound of that `WAIT`.
     pub redis_wait_timeout: Duration,
+    /// The scenario hook that stops the process inside a section.
+    pub freeze: crate::freeze::FreezeHook,
 }
 
 /// Everything one grab runs with: the dependencies and this grab's faults.

@@ -37,6 +37,7 @@ pub fn deps(redis_url: &str, ttl: Duration, wait: Duration) -> Deps {
         lock_wait: wait,
         lock_retry: Duration::from_millis(2),
         optimistic_max_retries: 0,
+        freeze: seckill_app::freeze::FreezeHook::default(),
     }
 }
 

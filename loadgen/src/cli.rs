@@ -113,6 +113,18 @@ enum Command {
         /// the case UNEXPECTED, else any inconclusive one inconclusive).
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
         trials: u32,
+        /// Set a dial of the fault: NAME=VALUE (repeatable). Durations are
+        /// ms or a multiple of the TTL (`pause=1.5ttl`). See --params.
+        #[arg(long = "set", value_name = "NAME=VALUE", value_parser = scenario::parse_set)]
+        sets: Vec<(String, String)>,
+        /// Run each case at each value of one dial: NAME=v1,v2,… The
+        /// report gives the curve (scenarios.json, scenarios.html).
+        #[arg(long, value_name = "NAME=V1,V2,…", value_parser = scenario::parse_sweep)]
+        sweep: Option<(String, Vec<String>)>,
+        /// List the dials of the named scenarios (name, unit, default,
+        /// meaning) and exit.
+        #[arg(long)]
+        params: bool,
     },
     /// The Redlock debate, claim by claim (Kleppmann 2016, antirez's
     /// reply, the Redis docs): read a scenarios.json and write a Markdown
@@ -493,8 +505,16 @@ pub async fn run() -> ExitCode {
             quick,
             quiet,
             trials,
+            sets,
+            sweep,
+            params,
         } => {
+            if params {
+                return scenario::describe_params(&names);
+            }
             let options = scenario::Options {
+                sets,
+                sweep,
                 strategies,
                 out,
                 database_url,

@@ -311,9 +311,15 @@ pub enum CaseVerdict {
     /// Observed the opposite.
     #[serde(rename = "UNEXPECTED")]
     Unexpected,
-    /// No contention, nothing sold, or the fault never landed.
+    /// No contention, nothing sold, the fault never landed, or a measured
+    /// rate whose interval straddles the line (`undecided`).
     #[serde(rename = "inconclusive")]
     Inconclusive,
+    /// The case could not run here (its strategy is unavailable: a setting
+    /// or a server missing); `reason` says which, and the remedy. Never
+    /// counted as passed.
+    #[serde(rename = "not-run")]
+    NotRun,
 }
 
 impl CaseVerdict {
@@ -333,6 +339,7 @@ impl CaseVerdict {
             CaseVerdict::AsExpected => "as-expected",
             CaseVerdict::Unexpected => "UNEXPECTED",
             CaseVerdict::Inconclusive => "inconclusive",
+            CaseVerdict::NotRun => "not-run",
         }
     }
 }

@@ -165,3 +165,48 @@ impl FaultsPatch {
         faults
     }
 }
+
+/// Where `POST /admin/freeze` stops the whole process (a `SIGSTOP` the
+/// process sends itself; the scenario runner's `SIGCONT` ends it): the
+/// gc-pause scenario's `where` dial.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "kebab-case")]
+pub enum FreezeAt {
+    /// Between the read and the write, before the lock's last check
+    /// (lease deadline, validity): a holder that wakes past its TTL is
+    /// refused by the check and writes nothing.
+    BeforeCheck,
+    /// After the lock's last check, just before the commit: nothing the
+    /// holder checks can help it; only the storage (a fence, a row lock)
+    /// can refuse the stale write.
+    AfterCheck,
+    /// A uniformly random moment of the section's work (`work_delay_ms`),
+    /// drawn when a section begins; a draw that falls after the section
+    /// ended is drawn again by the next section.
+    Anywhere,
+    /// `redlock` only, before any section: between the nodes' answers to
+    /// its `SET`s (a quorum of yes) and reading them — antirez's pause
+    /// *during* acquisition, which its validity check (TTL − elapsed)
+    /// must catch.
+    DuringAcquire,
+}
+
+/// `POST /admin/freeze` body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct FreezeBody {
+    /// Where the next section of this replica stops the process.
+    pub at: FreezeAt,
+}
+
+/// The answer of `POST` and `DELETE /admin/freeze`: what is armed now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct FreezeArmed {
+    /// The point armed, or `null` (nothing armed).
+    #[serde(deserialize_with = "crate::nullable::required")]
+    #[cfg_attr(feature = "openapi", schema(required = true))]
+    pub armed: Option<FreezeAt>,
+}

@@ -300,6 +300,10 @@ impl DistributedLock for Redlock {
         if yes >= quorum && self.pauses_now(&cx) {
             tokio::time::sleep(Duration::from_millis(cx.faults.acquire_pause_ms)).await;
         }
+        // The scenario hook's whole-process freeze at the same point.
+        if yes >= quorum {
+            cx.deps.freeze.at(crate::freeze::FreezeAt::DuringAcquire);
+        }
 
         let drift = ttl / 100 + Duration::from_millis(2);
         let (started, elapsed) = if cx.faults.skip_validity_check {

@@ -17,6 +17,7 @@ use serde::Deserialize;
 use crate::db;
 use crate::error::{ApiError, ErrorBody, GrabError};
 use crate::faults::{Faults, FaultsPatch};
+use crate::freeze::{FreezeArmed, FreezeBody};
 use crate::history::{HistoryReport, SectionsBody};
 use crate::lock::{fenced, pg_2pc, redis_lua_stock};
 use crate::locking::lock_key;
@@ -405,6 +406,59 @@ pub async fn clear_faults(
     state.control.set_faults(&state.deps, faults).await?;
     tracing::info!(?faults, "faults cleared");
     Ok(HttpResponse::Ok().json(faults))
+}
+
+/// Arm the scenario hook: the next critical section of *this* replica
+/// that reaches `at` stops the whole process (`SIGSTOP` to itself) until
+/// a `SIGCONT` — the gc-pause scenario's freeze, placed exactly. One arm,
+/// one freeze. Needs `SECKILL_SCENARIO_HOOKS=true`.
+#[utoipa::path(
+    tag = "admin",
+    security(("admin_token" = [])),
+    request_body = FreezeBody,
+    responses(
+        (status = 200, description = "Armed", body = FreezeArmed),
+        (status = 400, description = "A bad body", body = ErrorBody),
+        (status = 403, description = "`hooks_disabled` (SECKILL_SCENARIO_HOOKS is off), or admin disabled", body = ErrorBody),
+        (status = 401, description = "Missing or wrong admin token (`unauthorized`)", body = ErrorBody),
+        super::BodyRefused,
+    )
+)]
+#[post("/admin/freeze")]
+pub async fn arm_freeze(
+    _: AdminAuth,
+    state: web::Data<AppState>,
+    body: web::Json<FreezeBody>,
+) -> Result<HttpResponse, ApiError> {
+    if !state.settings.scenario_hooks {
+        return Err(ApiError::HooksDisabled);
+    }
+    let at = body.into_inner().at;
+    state.deps.freeze.arm(at);
+    tracing::info!(?at, "freeze armed");
+    Ok(HttpResponse::Ok().json(FreezeArmed { armed: Some(at) }))
+}
+
+/// Disarm the scenario hook (a freeze that never fired).
+#[utoipa::path(
+    tag = "admin",
+    security(("admin_token" = [])),
+    responses(
+        (status = 200, description = "Disarmed: what is armed now (nothing)", body = FreezeArmed),
+        (status = 403, description = "`hooks_disabled` (SECKILL_SCENARIO_HOOKS is off), or admin disabled", body = ErrorBody),
+        (status = 401, description = "Missing or wrong admin token (`unauthorized`)", body = ErrorBody),
+    )
+)]
+#[delete("/admin/freeze")]
+pub async fn disarm_freeze(
+    _: AdminAuth,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    if !state.settings.scenario_hooks {
+        return Err(ApiError::HooksDisabled);
+    }
+    state.deps.freeze.disarm();
+    Ok(HttpResponse::Ok().json(FreezeArmed { armed: None }))
 }
 
 /// The mutual-exclusion history of the current run, as the arbiter has it

@@ -44,6 +44,7 @@ pub fn deps(redis_url: &str, database_url: &str, ttl: Duration, wait: Duration) 
         lock_wait: wait,
         lock_retry: Duration::from_millis(2),
         optimistic_max_retries: 10,
+        freeze: seckill_app::freeze::FreezeHook::default(),
     })
 }
 

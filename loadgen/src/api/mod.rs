@@ -181,6 +181,31 @@ impl Service {
         .await
     }
 
+    /// Arm the scenario hook of the *first* replica (`POST /admin/freeze`):
+    /// its next section that reaches `at` stops the process until SIGCONT.
+    pub async fn arm_freeze(&self, at: FreezeAt) -> Result<FreezeArmed, ServiceError> {
+        self.admin(
+            "POST /admin/freeze",
+            reqwest::Method::POST,
+            self.first(),
+            "/admin/freeze",
+            Some(&FreezeBody { at }),
+        )
+        .await
+    }
+
+    /// Disarm the first replica's hook (`DELETE /admin/freeze`).
+    pub async fn disarm_freeze(&self) -> Result<FreezeArmed, ServiceError> {
+        self.admin::<FreezeArmed, ()>(
+            "DELETE /admin/freeze",
+            reqwest::Method::DELETE,
+            self.first(),
+            "/admin/freeze",
+            None,
+        )
+        .await
+    }
+
     /// Switch the strategy, then wait until every replica reports it.
     pub async fn switch(&self, strategy: &str, probe_product: u64) -> Result<(), ServiceError> {
         self.admin::<IgnoredAny, _>(

@@ -4,7 +4,7 @@
 //! reading as 0.
 
 pub use seckill_wire::audit::{AuditBody, AuditRow};
-pub use seckill_wire::faults::{Faults, FaultsPatch, PauseAt};
+pub use seckill_wire::faults::{Faults, FaultsPatch, FreezeArmed, FreezeAt, FreezeBody, PauseAt};
 pub use seckill_wire::grab::{GrabBody, Order};
 pub use seckill_wire::history::{
     ForgetBody, Forgotten, HistoryReport, HistorySwitch, HistorySwitched, OverlapEvent,

@@ -4,151 +4,198 @@
 //! after the keys could have expired (validity = TTL − elapsed − drift,
 //! elapsed counted from before the `SET`s).
 //!
-//! The `acquire_pause_ms` fault holds the Redlock client between sending
-//! its `SET`s and reading the votes, for 2.6× the TTL, on one winning
-//! acquire attempt in `pause_every` on each replica. With the check (`check`) the
-//! late quorum is given back and 0 sections overlap; with the check
-//! switched off by the `skip_validity_check` fault (`no-check`) the paused
-//! client enters on keys that expired while it slept, beside whoever took
-//! the lock meanwhile.
+//! Each injection stops replica a's whole process (its scenario hook,
+//! `POST /admin/freeze` at `during-acquire`: a `SIGSTOP` to itself) once
+//! its Redlock client has a quorum of yes on the sockets and before it
+//! reads them, for `pause`; the runner sends `SIGCONT`. With the check
+//! (`check`) a quorum older than the TTL is given back; with the check
+//! switched off by the `skip_validity_check` fault (`no-check`) the client
+//! trusts keys that expired while it was stopped.
 //!
-//! The proof the pause landed: every replica reads the faults back, and
-//! the replicas' lock-wait histogram (`seckill_lock_acquire_duration_seconds`)
-//! shows waits longer than the pause bucket (2.5 s) — acquires held at
-//! least that long.
+//! The check has a blind spot the sweep shows: a pause a little shorter
+//! than the TTL leaves a validity shorter than the work, so the keys
+//! expire while the holder is inside and the next holder enters beside it
+//! (the holder is refused at its check before commit: exclusion broken,
+//! data exact). Redlock's answer is that the client must not start work
+//! it cannot finish within the validity; the service does not know its
+//! work in advance, and this lab shows what that costs.
+//!
+//! The proof a pause landed: `/proc/<pid>/stat` reads state `T` after the
+//! hook was armed at `during-acquire`, and every replica reads the faults
+//! back.
 
+use std::time::Duration;
+
+use anyhow::Context as _;
 use serde_json::{json, Value};
+use tokio::time::Instant;
 
-use super::buyers;
 use super::case::Expectation;
-use super::world::{
-    arm, duration, faults_of_each, overlaps_so_far, pause, start_buyers, two_replicas, work,
-    CaseRun,
-};
-use crate::api::{FaultsPatch, Kind, Scrape, StrategyEntry};
+use super::inject::{self, Window};
+use super::lab::TOKEN;
+use super::params::{self, Params, Spec, Unit};
+use super::world::{arm, faults_of_each, pause, two_replicas, work, CaseRun};
+use crate::api::{FaultsPatch, FreezeAt, Kind, Service, StrategyEntry};
 use crate::judge::Expected::{Breaks, Holds};
+use crate::procs;
 
 /// With Redlock's validity check, and with it switched off.
 pub const VARIANTS: &[&str] = &["check", "no-check"];
 
-/// The lock-wait histogram the pause shows in.
-const WAIT_METRIC: &str = "seckill_lock_acquire_duration_seconds_bucket";
-/// Its bucket just below the pause: waits above it were paused.
-const BUCKET: &str = "2.5";
+/// Its dials.
+pub const PARAMS: &[Spec] = &[
+    params::ttl("1000"),
+    params::work("200"),
+    params::injections("12"),
+    Spec {
+        name: "pause",
+        unit: Unit::Ms,
+        default: "2.6ttl",
+        meaning:
+            "how long replica a's process stays stopped between the SETs' answers and reading them",
+    },
+    Spec {
+        name: "users",
+        unit: Unit::Count,
+        default: "8",
+        meaning: "closed-loop buyers, spread over both replicas",
+    },
+];
 
-/// Redlock only: what it should do with and without its validity check.
-pub fn expect(strategy: &StrategyEntry, variant: &str) -> Expectation {
+/// Redlock's drift allowance for a TTL (the service's: 1 % + 2 ms).
+fn drift_ms(ttl: u64) -> u64 {
+    ttl / 100 + 2
+}
+
+/// Redlock only: what it should do with and without its validity check,
+/// for the pause in force.
+pub fn expect(strategy: &StrategyEntry, variant: &str, params: &Params) -> Expectation {
     if strategy.kind != Kind::Validity {
         return Err(
             "this scenario pauses Redlock's acquisition (a Redlock fault); run it with redlock"
                 .into(),
         );
     }
+    let ttl = params.ttl_ms();
+    let pause = params.ms("pause");
+    let work = params.ms("work_ms");
+    let validity = ttl.saturating_sub(pause + drift_ms(ttl));
     Ok(match variant {
-        "check" => (
+        "check" if validity == 0 => (
             Holds,
             "elapsed (the pause included) exceeds the TTL: the late quorum is refused".into(),
         ),
-        _ => (
+        "check" if validity < work => (
             Breaks,
-            "without the check the paused client enters on expired keys, beside the next holder"
+            "the validity left (TTL − pause − drift) is shorter than the work: the keys expire while the holder is inside".into(),
+        ),
+        "check" => (
+            Holds,
+            "the validity left covers the work: the keys outlive the section".into(),
+        ),
+        _ if pause + work > ttl => (
+            Breaks,
+            "without the check the paused client enters on keys that expire before it leaves, beside the next holder"
                 .into(),
+        ),
+        _ => (
+            Holds,
+            "the pause and the work end before the keys expire, check or no check".into(),
         ),
     })
 }
 
-/// Pause one Redlock acquire attempt in ten, past the TTL, under load.
-/// The faults, as reported.
+/// Stop replica a during a Redlock acquisition `injections` times, each
+/// for `pause`. The faults, as reported.
 pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
+    let params = cx.params;
     let (lab, world, case, strategy, variant) = cx.parts();
-    let ttl = 1000;
-    let acquire_pause = 2600;
-    // One winning attempt in four: the others keep the lock busy, so a
-    // paused client that wakes finds one inside.
-    let every = 4;
-    let work_ms = 200;
+    let ttl = params.ttl_ms();
+    let work_ms = params.ms("work_ms");
+    let pause_ms = params.ms("pause");
+    let injections = params.injections();
+    let users = usize::try_from(params.count("users")).unwrap_or(8).max(2);
     let skip = variant == "no-check";
     two_replicas(lab, world, strategy, ttl, Vec::new()).await?;
     let service = world.service();
     arm(&service, strategy, work(work_ms)).await?;
-    let before = service.scrape().await?;
     service
         .set_faults(FaultsPatch {
-            acquire_pause_ms: Some(acquire_pause),
-            pause_every: Some(every),
             skip_validity_check: Some(skip),
             ..FaultsPatch::default()
         })
         .await?;
+    let each = faults_of_each(world).await?;
+    let read_back = each.len() == 2 && each.iter().all(|(_, f)| f.skip_validity_check == skip);
     case.step(format!(
-        "replicas a, b on 3 Redlock nodes (TTL {ttl} ms, work {work_ms} ms); one winning acquire attempt in {every} held {acquire_pause} ms between its SETs' answers and reading them; validity check {}",
+        "replicas a, b on 3 Redlock nodes (TTL {ttl} ms, work {work_ms} ms); validity check {} (read back on every replica: {read_back}); {injections} injections: replica a stops for {pause_ms} ms between its SETs' answers and reading them",
         if skip { "OFF (skip_validity_check)" } else { "on" }
     ));
-    pause(300).await;
-    let each = faults_of_each(world).await?;
-    let read_back = each.len() == 2
-        && each.iter().all(|(_, f)| {
-            f.acquire_pause_ms == acquire_pause
-                && f.pause_every == every
-                && f.skip_validity_check == skip
-        });
-    case.step(format!(
-        "GET /admin/faults on replicas {}: acquire_pause_ms {acquire_pause}, skip_validity_check {skip} {}",
-        each.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(", "),
-        if read_back { "on every one" } else { "NOT on every one" }
-    ));
-    let targets = buyers::targets(world.urls());
-    let load = start_buyers(lab, case, &targets, 8);
-    // The variant expected to break runs until the history shows an
-    // overlap (a paused client must wake while another is inside), as
-    // gc-pause freezes again until one shows; the one expected to hold
-    // runs its fixed length.
-    let windows = match (skip, lab.options.quick) {
-        (true, true) => 8,
-        (true, false) => 12,
-        (false, true) => 3,
-        (false, false) => 5,
-    };
-    for _ in 0..windows {
-        pause(duration(lab, 2500)).await;
-        if skip && overlaps_so_far(&service, strategy).await > 0 {
-            case.step("the history shows an overlap: no more waiting");
-            break;
+    let hook = Service::new(vec![world.replica("a")?.url()], TOKEN.into());
+    let settle = (2 * work_ms + 300).max(ttl / 2);
+    for _ in 0..injections {
+        let round = inject::begin(&lab.http, world, case, users, 150).await?;
+        hook.arm_freeze(FreezeAt::DuringAcquire).await?;
+        let pid = world
+            .replica("a")?
+            .pid()
+            .context("replica a is not running")?;
+        let stopped = wait_stopped(pid, Duration::from_secs(5)).await;
+        let start_ms = case.clock_ms();
+        let mut window = Window {
+            target: "replica a".into(),
+            holder: Some("a".into()),
+            start_ms,
+            end_ms: start_ms,
+            proof: None,
+        };
+        if stopped {
+            pause(pause_ms.saturating_sub(case.clock_ms() - start_ms)).await;
+            procs::signal(pid, "CONT")?;
+            window.end_ms = case.clock_ms();
+            if read_back {
+                window.proof = Some(format!(
+                    "/proc/{pid}/stat read T (stopped) for {} ms with a quorum of yes unread",
+                    window.end_ms - start_ms
+                ));
+            }
+        } else {
+            hook.disarm_freeze().await?;
+            case.step("replica a never won a quorum within 5 s: not counted");
         }
+        pause(settle).await;
+        round.end(world, case, strategy, window).await?;
     }
-    load.stop().await;
-    case.step("buyers stopped");
-    let waits = service.scrape().await?.since(&before);
-    let paused = waits_above(&waits, strategy, BUCKET);
-    if read_back && paused > 0.0 {
+    if case.injections.iter().any(|i| i.proof.is_some()) {
         case.proven(format!(
-            "every replica reads the faults back, and {paused} lock wait(s) took longer than {BUCKET} s (the pause is {acquire_pause} ms)"
-        ));
-    } else {
-        case.step(format!(
-            "not proven: faults read back on every replica {read_back}; waits longer than {BUCKET} s: {paused}"
+            "{} of {injections} pauses seen: replica a stopped (state T) holding a quorum of yes",
+            case.injections.iter().filter(|i| i.proof.is_some()).count()
         ));
     }
     service
         .set_faults(FaultsPatch {
-            acquire_pause_ms: Some(0),
             skip_validity_check: Some(false),
             ..FaultsPatch::default()
         })
         .await?;
     case.step("faults undone");
     Ok(json!({
-        "acquire_pause_ms": acquire_pause,
-        "pause_every": every,
+        "acquire_pause_ms": pause_ms,
+        "injections": injections,
         "skip_validity_check": skip,
         "lock_ttl_ms": ttl,
         "work_delay_ms": work_ms,
     }))
 }
 
-/// How many of `strategy`'s lock waits took longer than bucket `le`.
-fn waits_above(scrape: &Scrape, strategy: &str, le: &str) -> f64 {
-    let all = scrape.sum(WAIT_METRIC, &[("strategy", strategy), ("le", "+Inf")]);
-    let below = scrape.sum(WAIT_METRIC, &[("strategy", strategy), ("le", le)]);
-    all - below
+/// Wait up to `within` for process `pid` to read state `T`.
+pub async fn wait_stopped(pid: u32, within: Duration) -> bool {
+    let deadline = Instant::now() + within;
+    while Instant::now() < deadline {
+        if procs::process_state(pid) == Some('T') {
+            return true;
+        }
+        pause(1).await;
+    }
+    false
 }

@@ -6,8 +6,11 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::api::{OverlapEvent, Section};
+use super::inject::{Injection, Outcomes};
+use super::rate::{Rate, Standing};
+use crate::api::{OverlapEvent, Section, StrategyEntry};
 use crate::judge::{self, Breach, CaseVerdict, Evidence, Expected, Guarantee};
+
 use crate::load::Accounting;
 
 /// What a strategy should do under a scenario's fault (`Err`: the scenario
@@ -116,6 +119,75 @@ pub struct CaseResult {
     /// `as-expected` (the verdict is `as-expected` only when all were).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub trials: Option<Trials>,
+    /// Every dial in force (`--set`, `--sweep`, the defaults).
+    pub params: Value,
+    /// Each injection of the fault: target, window, proof, outcomes.
+    pub injections: Vec<Injection>,
+    /// k of n injections for each outcome, with Wilson 95 % intervals
+    /// (`null`: the scenario does not inject by rounds yet; its case is
+    /// judged whole, as before).
+    pub outcomes: Option<Outcomes>,
+    /// What the judged outcome's interval says of `expected`.
+    pub standing: Option<Standing>,
+    /// The curve of a swept case (every point of its sweep).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<Sweep>,
+    /// Why a `not-run` case did not run, and the remedy.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// `"sweep": {"key", "points": [{"value", "exclusion_broken", "data_damaged"}]}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Sweep {
+    /// The dial swept.
+    pub key: String,
+    /// One point per value, in the order given.
+    pub points: Vec<SweepPoint>,
+}
+
+/// One point of a sweep.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SweepPoint {
+    /// The value as typed (`1.5ttl`).
+    pub value: String,
+    /// The value in the dial's unit when it is a number (ms for a duration).
+    pub resolved: Option<f64>,
+    /// k of n.
+    pub exclusion_broken: Option<Rate>,
+    /// k of n.
+    pub data_damaged: Option<Rate>,
+    /// The standing of the judged outcome.
+    pub standing: Option<Standing>,
+    /// The verdict at this point.
+    pub verdict: CaseVerdict,
+}
+
+impl Sweep {
+    /// The curve of `cases`, each one point of a sweep of `key`.
+    pub fn of(key: &str, cases: &[CaseResult]) -> Self {
+        let points = cases
+            .iter()
+            .map(|c| SweepPoint {
+                value: c
+                    .params
+                    .get(format!("{key}_as_typed"))
+                    .or_else(|| c.params.get(key))
+                    .map_or_else(String::new, |v| {
+                        v.as_str().map_or_else(|| v.to_string(), str::to_owned)
+                    }),
+                resolved: c.params.get(key).and_then(Value::as_f64),
+                exclusion_broken: c.outcomes.map(|o| o.exclusion_broken),
+                data_damaged: c.outcomes.map(|o| o.data_damaged),
+                standing: c.standing,
+                verdict: c.verdict,
+            })
+            .collect();
+        Self {
+            key: key.to_owned(),
+            points,
+        }
+    }
 }
 
 /// `"trials": {"runs", "as_expected"}` of a case run more than once.
@@ -128,6 +200,112 @@ pub struct Trials {
 }
 
 impl CaseResult {
+    /// A case that could not run here: `reason` says why and the remedy.
+    #[allow(clippy::too_many_arguments)]
+    pub fn not_run(
+        scenario: super::list::Scenario,
+        entry: &StrategyEntry,
+        variant: &str,
+        params: &super::params::Params,
+        expected: Expected,
+        why: String,
+        reason: String,
+    ) -> Self {
+        Self {
+            name: scenario.name().to_owned(),
+            strategy: entry.name.clone(),
+            variant: (!variant.is_empty()).then(|| variant.to_owned()),
+            faults: Value::Null,
+            expected,
+            why,
+            guarantee: Guarantee::of(entry.kind),
+            observed: Observed::default(),
+            verdict: CaseVerdict::NotRun,
+            verdict_reason: reason.clone(),
+            steps: Vec::new(),
+            first_overlaps: Vec::new(),
+            sections: Vec::new(),
+            duration_s: 0.0,
+            trials: None,
+            params: params.json(),
+            injections: Vec::new(),
+            outcomes: None,
+            standing: None,
+            sweep: None,
+            reason: Some(reason),
+        }
+    }
+
+    /// The verdict of a measured case, from its rates: the judged
+    /// outcome's interval against the prediction (`agrees` →
+    /// `as-expected`, `contradicts` → `UNEXPECTED`, `undecided` →
+    /// `inconclusive`). What the whole-case judge found first still wins:
+    /// a lie to a buyer, an incomplete history, unread orders, nothing
+    /// sold, no contention.
+    pub fn judge_rates(&mut self) {
+        let Some(outcomes) = self.outcomes else {
+            return;
+        };
+        let rate = outcomes.judged(self.guarantee);
+        let standing = rate.standing(self.expected);
+        self.standing = Some(standing);
+        let lies: Vec<Breach> = self
+            .observed
+            .evidence()
+            .breaches(self.guarantee)
+            .into_iter()
+            .filter(Breach::always_a_violation)
+            .collect();
+        if !lies.is_empty() {
+            self.verdict = CaseVerdict::Unexpected;
+            self.verdict_reason = format!("the service lied to buyers: {}", judge::list(&lies));
+            return;
+        }
+        let what = match self.guarantee {
+            Guarantee::Exclusion => "exclusion broken",
+            Guarantee::Data => "data damaged",
+        };
+        let measured = format!(
+            "{what} {} (predicted {}: {} {:.0} % of the injections)",
+            rate.text(),
+            self.expected.as_str(),
+            if self.expected == Expected::Breaks {
+                "on more than"
+            } else {
+                "on fewer than"
+            },
+            super::rate::DECISION_RATE * 100.0
+        );
+        if rate.n == 0 {
+            self.verdict = CaseVerdict::Inconclusive;
+            self.verdict_reason = "no injection was proven to land (see the steps)".into();
+            return;
+        }
+        if self.verdict == CaseVerdict::Inconclusive
+            && !self.verdict_reason.starts_with("the fault was not proven")
+        {
+            self.verdict_reason = format!("{}; {measured}", self.verdict_reason);
+            return;
+        }
+        let data = format!("; data damaged {}", outcomes.data_damaged.text());
+        let data = if self.guarantee == Guarantee::Exclusion {
+            data
+        } else {
+            String::new()
+        };
+        (self.verdict, self.verdict_reason) = match standing {
+            Standing::Agrees => (CaseVerdict::AsExpected, format!("agrees: {measured}{data}")),
+            Standing::Contradicts => (
+                CaseVerdict::Unexpected,
+                format!("contradicts: {measured}{data}"),
+            ),
+            Standing::Undecided => (
+                CaseVerdict::Inconclusive,
+                format!("undecided: {measured}{data} — the interval straddles the line; more injections narrow it"),
+            ),
+        };
+    }
+
     /// The table cells of this case, in [`CaseResult::HEAD`]'s order.
     pub fn cells(&self) -> Vec<String> {
         let o = &self.observed;
@@ -155,12 +333,16 @@ impl CaseResult {
             o.orders.to_string(),
             self.trials
                 .map_or("-".into(), |t| format!("{}/{}", t.as_expected, t.runs)),
+            self.outcomes
+                .map_or("-".into(), |o| o.exclusion_broken.text()),
+            self.outcomes.map_or("-".into(), |o| o.data_damaged.text()),
+            self.standing.map_or("-", Standing::as_str).to_owned(),
             self.verdict.as_str().to_owned(),
         ]
     }
 
     /// The column names of [`CaseResult::cells`].
-    pub const HEAD: [&'static str; 19] = [
+    pub const HEAD: [&'static str; 22] = [
         "scenario",
         "strategy",
         "variant",
@@ -179,6 +361,9 @@ impl CaseResult {
         "busy",
         "orders",
         "trials as expected",
+        "exclusion broken",
+        "data damaged",
+        "standing",
         "verdict",
     ];
 }

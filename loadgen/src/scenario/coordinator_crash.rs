@@ -49,12 +49,6 @@ pub fn expect(strategy: &StrategyEntry, variant: &str) -> Expectation {
     if strategy.name != "pg-2pc" {
         return Err("only pg-2pc has a coordinator".into());
     }
-    if !strategy.available {
-        return Err(format!(
-            "pg-2pc is unavailable here: {}",
-            strategy.unavailable_reason.as_deref().unwrap_or("?")
-        ));
-    }
     Ok(match variant {
         "no-decision-log-mid-commit" => (
             Breaks,

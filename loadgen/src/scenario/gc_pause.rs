@@ -1,36 +1,98 @@
-//! `gc-pause` — Kleppmann's process pause: `SIGSTOP` a replica while it is
-//! inside its critical section, for 2.5× the TTL or lease, then `SIGCONT`.
-//! The renewal tasks freeze with it, so a lease runs out as surely as a
-//! TTL; the fence refuses the frozen holder's late write, and locks that
-//! never expire (or live as long as a connection or transaction) hold.
+//! `gc-pause` — Kleppmann's process pause: replica a's whole process
+//! stops while it is inside its critical section, for `pause`, then
+//! carries on where it stopped. The renewal tasks stop with it, so a lease
+//! runs out as surely as a TTL.
 //!
-//! A freeze counts (the proof it landed) when the arbiter shows replica a
-//! inside its section *and* `/proc/<pid>/stat` reads state `T`.
+//! Where it stops is a dial (`where`): the replica's scenario hook (`POST
+//! /admin/freeze`) makes its next section send `SIGSTOP` to its own
+//! process exactly there, and the runner sends `SIGCONT` after `pause`.
+//! - `before-check`: holding the stock it read, before the write and the
+//!   lock's last check (lease deadline, Redlock's validity). A holder that
+//!   wakes past its TTL overlaps the next one, and the check refuses its
+//!   write: exclusion broken, data exact.
+//! - `after-check`: past that check, just before the commit — Kleppmann's
+//!   point that a check before the write cannot fix this, because the
+//!   pause can land after it: the stale write commits (data damaged)
+//!   unless the storage refuses it (a fence, a row lock).
+//! - `anywhere`: a uniformly random moment of the section's work, where a
+//!   real GC pause would fall.
+//!
+//! Each injection is a round of its own ([`super::inject`]): fresh stock,
+//! a new history run, the freeze, `SIGCONT`, the round judged. The proof a
+//! freeze landed: `/proc/<pid>/stat` reads state `T` and the arbiter shows
+//! replica a inside its section while it is stopped.
 
 use std::time::Duration;
 
+use anyhow::Context as _;
 use serde_json::{json, Value};
 
-use super::buyers;
+use super::acquire_pause::wait_stopped;
 use super::case::Expectation;
+use super::inject::{self, Window};
 use super::lab::TOKEN;
-use super::world::{
-    arm, overlaps_so_far, pause, seen_stopped, start_buyers, two_replicas, wait_inside, work,
-    CaseRun,
-};
-use crate::api::{Kind, Service, StrategyEntry};
+use super::params::{self, Params, Spec, Unit};
+use super::world::{arm, pause, two_replicas, wait_inside, work, CaseRun};
+use crate::api::{FreezeAt, Kind, Service, StrategyEntry};
 use crate::judge::Expected::{Breaks, Holds};
+use crate::procs;
 
-/// What `strategy` should do when its holder is frozen past its TTL.
-pub fn expect(strategy: &StrategyEntry, _variant: &str) -> Expectation {
+/// Its dials.
+pub const PARAMS: &[Spec] = &[
+    params::ttl("400"),
+    params::work("40"),
+    params::injections("12"),
+    Spec {
+        name: "pause",
+        unit: Unit::Ms,
+        default: "2.5ttl",
+        meaning: "how long replica a's process stays stopped (SIGSTOP … SIGCONT)",
+    },
+    Spec {
+        name: "where",
+        unit: Unit::Choice(&["before-check", "after-check", "anywhere"]),
+        default: "before-check",
+        meaning: "where in the section it stops: before the lock's last check, after it (just before the commit), or a random moment of the work",
+    },
+    Spec {
+        name: "users",
+        unit: Unit::Count,
+        default: "8",
+        meaning: "closed-loop buyers, spread over both replicas",
+    },
+];
+
+/// Whether the holder's lock outlives the freeze: the time spent inside
+/// before the stop (the work; half of it on average for `anywhere`) plus
+/// the pause, against the TTL.
+fn outlived(params: &Params) -> bool {
+    let ttl = params.ttl_ms();
+    let work = params.ms("work_ms");
+    let inside = if params.choice("where") == "anywhere" {
+        work / 2
+    } else {
+        work
+    };
+    params.ms("pause") + inside > ttl
+}
+
+/// What `strategy` should do when its holder is frozen for `pause`.
+pub fn expect(strategy: &StrategyEntry, _variant: &str, params: &Params) -> Expectation {
+    let outlived = outlived(params);
     let (expected, why) = match strategy.kind {
-        Kind::Ttl | Kind::Validity | Kind::LockTable => {
-            (Breaks, "the frozen holder outlives its TTL; another enters")
-        }
-        Kind::Lease => (
+        Kind::Ttl | Kind::Validity | Kind::LockTable if outlived => (
+            Breaks,
+            "the frozen holder's key expires (pause + time inside > TTL); another enters",
+        ),
+        Kind::Ttl | Kind::Validity | Kind::LockTable => (
+            Holds,
+            "the pause ends before the key expires (pause + time inside < TTL)",
+        ),
+        Kind::Lease if outlived => (
             Breaks,
             "SIGSTOP freezes the renewal task too: the lease runs out",
         ),
+        Kind::Lease => (Holds, "the pause ends before the lease does"),
         Kind::Fenced => (
             Holds,
             "the next holder's larger token makes the database refuse the frozen one",
@@ -46,77 +108,90 @@ pub fn expect(strategy: &StrategyEntry, _variant: &str) -> Expectation {
     Ok((expected, why.into()))
 }
 
-/// Freeze replica a inside its section, up to four times, until the
-/// history shows an overlap. The faults, as reported.
+fn freeze_at(params: &Params) -> FreezeAt {
+    match params.choice("where") {
+        "after-check" => FreezeAt::AfterCheck,
+        "anywhere" => FreezeAt::Anywhere,
+        _ => FreezeAt::BeforeCheck,
+    }
+}
+
+/// Freeze replica a `injections` times at `where`, each for `pause`. The
+/// faults, as reported.
 pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
+    let params = cx.params;
     let (lab, world, case, strategy, _) = cx.parts();
-    // etcd grants leases in whole seconds: its lock lives at least one.
-    let ttl = if strategy == "etcd-lease" { 1000 } else { 400 };
-    let freeze = ttl * 5 / 2;
+    let ttl = params.ttl_ms();
+    let work_ms = params.ms("work_ms");
+    let freeze_ms = params.ms("pause");
+    let at = freeze_at(params);
+    let injections = params.injections();
+    let users = usize::try_from(params.count("users")).unwrap_or(8).max(2);
     two_replicas(lab, world, strategy, ttl, Vec::new()).await?;
     let service = world.service();
-    arm(&service, strategy, work(40)).await?;
-    case.step(format!(
-        "replicas a, b up (lock TTL / lease {ttl} ms, work 40 ms); 8 buyers on both"
-    ));
-    let targets = buyers::targets(world.urls());
-    let load = start_buyers(lab, case, &targets, 8);
-    pause(500).await;
+    arm(&service, strategy, work(work_ms)).await?;
+    let hook = Service::new(vec![world.replica("a")?.url()], TOKEN.into());
     let watcher = Service::new(vec![world.replica("b")?.url()], TOKEN.into());
-    // Freeze again until the history shows an overlap, at most four times:
-    // on two shared cores one freeze can land just as a lease was renewed,
-    // or the next holder's own lease can lag. A design that holds is frozen
-    // all four times and still shows none.
-    let freezes = 4;
-    let mut landed = 0;
-    for _ in 0..freezes {
-        let mut caught = false;
-        for _ in 0..20 {
-            if !wait_inside(&watcher, Some("a"), Duration::from_secs(2)).await? {
-                continue;
+    case.step(format!(
+        "replicas a, b up (lock TTL / lease {ttl} ms, work {work_ms} ms); {users} buyers on both; {injections} injections: replica a stops at {} for {freeze_ms} ms",
+        params.choice("where")
+    ));
+    // After the thaw: the woken holder finishes, and whoever took the lock
+    // meanwhile commits, before the round is judged.
+    let settle = (2 * work_ms + 300).max(ttl / 2);
+    for _ in 0..injections {
+        let round = inject::begin(&lab.http, world, case, users, 150).await?;
+        hook.arm_freeze(at).await?;
+        let pid = world
+            .replica("a")?
+            .pid()
+            .context("replica a is not running")?;
+        let stopped = wait_stopped(pid, Duration::from_secs(5)).await;
+        let start_ms = case.clock_ms();
+        let mut window = Window {
+            target: "replica a".into(),
+            holder: Some("a".into()),
+            start_ms,
+            end_ms: start_ms,
+            proof: None,
+        };
+        if stopped {
+            let inside = wait_inside(&watcher, Some("a"), Duration::from_millis(1)).await?;
+            pause(freeze_ms.saturating_sub(case.clock_ms() - start_ms)).await;
+            procs::signal(pid, "CONT")?;
+            window.end_ms = case.clock_ms();
+            if inside {
+                window.proof = Some(format!(
+                    "/proc/{pid}/stat read T (stopped) for {} ms, and the arbiter showed replica a inside",
+                    window.end_ms - start_ms
+                ));
+            } else {
+                case.step("replica a stopped, but the arbiter did not show it inside: not counted");
             }
-            world.replica("a")?.freeze()?;
-            let still = wait_inside(&watcher, Some("a"), Duration::from_millis(1)).await?;
-            if still {
-                caught = true;
-                break;
-            }
-            world.replica("a")?.thaw()?;
-        }
-        if !caught {
-            case.step("replica a was never caught inside a section");
-            continue;
-        }
-        // The proof: the kernel reports the process stopped (`T`).
-        let pid = world.replica("a")?.pid().unwrap_or(0);
-        let state = seen_stopped(pid).await;
-        if state != Some('T') {
+        } else {
+            // The hook never fired (no section of a reached the point):
+            // take it back, so it cannot fire later unwatched.
+            hook.disarm_freeze().await?;
             case.step(format!(
-                "replica a (pid {pid}) reads state {state:?} after SIGSTOP, not T: not counted"
+                "replica a never stopped within 5 s (no section reached {}): not counted",
+                params.choice("where")
             ));
-            world.replica("a")?.thaw()?;
-            continue;
         }
-        landed += 1;
-        case.step(format!("SIGSTOP replica a while it is inside its critical section, for {freeze} ms (kill -STOP)"));
-        case.proven(format!(
-            "the arbiter shows replica a inside, and /proc/{pid}/stat reads state T (stopped)"
-        ));
-        pause(freeze).await;
-        world.replica("a")?.thaw()?;
-        case.step("SIGCONT replica a: it carries on where it stopped");
-        pause(600).await;
-        let overlaps = overlaps_so_far(&service, strategy).await;
-        if overlaps > 0 {
-            case.step(format!(
-                "the history shows {overlaps} overlap(s): no more freezes"
-            ));
-            break;
-        }
+        pause(settle).await;
+        round.end(world, case, strategy, window).await?;
     }
-    load.stop().await;
-    case.step("buyers stopped; every grab answered");
-    Ok(
-        json!({ "sigstop_ms": freeze, "freezes": landed, "replica": "a", "lock_ttl_ms": ttl, "work_delay_ms": 40 }),
-    )
+    if case.injections.iter().any(|i| i.proof.is_some()) {
+        case.proven(format!(
+            "{} of {injections} freezes seen: replica a stopped (state T) inside its section each time",
+            case.injections.iter().filter(|i| i.proof.is_some()).count()
+        ));
+    }
+    Ok(json!({
+        "sigstop_ms": freeze_ms,
+        "where": params.choice("where"),
+        "injections": injections,
+        "replica": "a",
+        "lock_ttl_ms": ttl,
+        "work_delay_ms": work_ms,
+    }))
 }

@@ -31,6 +31,10 @@ pub struct Options {
     pub mysql_url: String,
     /// Runs of each case (`--trials`, at least 1): `as-expected` needs all.
     pub trials: u32,
+    /// `--set NAME=VALUE`, in order (later wins).
+    pub sets: Vec<(String, String)>,
+    /// `--sweep NAME=v1,v2,…`: each case at each value.
+    pub sweep: Option<(String, Vec<String>)>,
 }
 
 /// The admin token of every replica a scenario starts.
@@ -211,6 +215,8 @@ impl Lab {
             ("SECKILL_REDIS_URL".into(), setup.redis_url.clone()),
             ("SECKILL_HISTORY_URL".into(), self.arbiter.url()),
             ("SECKILL_ADMIN_TOKEN".into(), TOKEN.into()),
+            // POST /admin/freeze: the runner continues what it stops.
+            ("SECKILL_SCENARIO_HOOKS".into(), "true".into()),
             ("SECKILL_LOCK_TTL_MS".into(), setup.ttl_ms.to_string()),
             ("SECKILL_LOCK_WAIT_MS".into(), "3000".into()),
             ("SECKILL_SEED_PRODUCTS".into(), "1:100".into()),

@@ -8,6 +8,7 @@ use clap::ValueEnum;
 use serde_json::Value;
 
 use super::case::Expectation;
+use super::params::{Params, Spec};
 use super::world::CaseRun;
 use super::{
     acquire_pause, clock_jump, clock_skew, clock_slew, coordinator_crash, crash_holder,
@@ -155,9 +156,31 @@ impl Scenario {
         }
     }
 
-    /// What `strategy` should do under this scenario's `variant`. A
-    /// strategy whose lock no two replicas share breaks under any of them.
-    pub fn expect(self, strategy: &StrategyEntry, variant: &str) -> Expectation {
+    /// The dials it reads (`--set`, `--sweep`, `--params`).
+    pub fn params(self) -> &'static [Spec] {
+        match self {
+            Scenario::GcPause => gc_pause::PARAMS,
+            Scenario::SlowNetwork => slow_network::PARAMS,
+            Scenario::AcquirePause => acquire_pause::PARAMS,
+            _ => &[],
+        }
+    }
+
+    /// Dials a strategy needs set unless the user set them: etcd grants
+    /// leases in whole seconds, so its TTL is at least 1000 ms.
+    pub fn implied_sets(self, strategy: &str, sets: &[(String, String)]) -> Vec<(String, String)> {
+        let declared = self.params().iter().any(|s| s.name == "ttl_ms");
+        let user_set = sets.iter().any(|(k, _)| k == "ttl_ms");
+        if declared && !user_set && strategy == "etcd-lease" {
+            return vec![("ttl_ms".into(), "1000".into())];
+        }
+        Vec::new()
+    }
+
+    /// What `strategy` should do under this scenario's `variant`, with the
+    /// dials in force. A strategy whose lock no two replicas share breaks
+    /// under any of them.
+    pub fn expect(self, strategy: &StrategyEntry, variant: &str, params: &Params) -> Expectation {
         if matches!(strategy.kind, Kind::NoLock | Kind::ProcessLocal) {
             return Ok((
                 Expected::Breaks,
@@ -165,8 +188,8 @@ impl Scenario {
             ));
         }
         match self {
-            Scenario::GcPause => gc_pause::expect(strategy, variant),
-            Scenario::SlowNetwork => slow_network::expect(strategy, variant),
+            Scenario::GcPause => gc_pause::expect(strategy, variant, params),
+            Scenario::SlowNetwork => slow_network::expect(strategy, variant, params),
             Scenario::ClockJump => clock_jump::expect(strategy, variant),
             Scenario::RedlockRestart => redlock_restart::expect(strategy, variant),
             Scenario::Failover => failover::expect(strategy, variant),
@@ -174,7 +197,7 @@ impl Scenario {
             Scenario::ClockSkew => clock_skew::expect(strategy, variant),
             Scenario::UnlockBeforeCommit => unlock_before_commit::expect(strategy, variant),
             Scenario::DependencyLoss => dependency_loss::expect(strategy, variant),
-            Scenario::AcquirePause => acquire_pause::expect(strategy, variant),
+            Scenario::AcquirePause => acquire_pause::expect(strategy, variant, params),
             Scenario::ClockSlew => clock_slew::expect(strategy, variant),
             Scenario::CoordinatorCrash => coordinator_crash::expect(strategy, variant),
         }

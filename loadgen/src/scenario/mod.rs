@@ -43,12 +43,16 @@ mod clock_skew;
 mod clock_slew;
 mod coordinator_crash;
 mod crash_holder;
+mod curve;
 mod dependency_loss;
 mod failover;
 mod gc_pause;
+mod inject;
 mod lab;
 mod list;
 mod observe;
+mod params;
+mod rate;
 mod redlock_restart;
 mod report;
 mod runner;
@@ -61,9 +65,55 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use clap::ValueEnum as _;
 
+use crate::judge;
+
 pub use lab::Options;
 pub use list::{selection_parser, Scenario, Selection};
+pub use params::{parse_set, parse_sweep};
 pub use report::ScenarioReport;
+
+/// `seckill-loadgen scenario NAME --params`: each named scenario's dials.
+pub fn describe_params(names: &[Selection]) -> ExitCode {
+    let chosen: Vec<Scenario> = if names.is_empty() || names.contains(&Selection::All) {
+        Scenario::value_variants().to_vec()
+    } else {
+        names
+            .iter()
+            .filter_map(|n| match n {
+                Selection::One(s) => Some(*s),
+                Selection::All => None,
+            })
+            .collect()
+    };
+    for s in chosen {
+        if s.params().is_empty() {
+            println!(
+                "{}: no dials yet (its fault's size is fixed; see docs/scenarios.md)\n",
+                s.name()
+            );
+        } else {
+            println!("{}", params::describe(s.name(), s.params()));
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+/// Refuse, before anything starts, a `--set`/`--sweep` dial that a
+/// chosen scenario does not have, or a value it cannot read.
+fn check_dials(chosen: &[Scenario], options: &Options) -> Result<(), String> {
+    for s in chosen {
+        let mut sets = options.sets.clone();
+        if let Some((key, values)) = &options.sweep {
+            for v in values {
+                sets.push((key.clone(), v.clone()));
+                params::Params::new(s.name(), s.params(), &sets)?;
+                sets.pop();
+            }
+        }
+        params::Params::new(s.name(), s.params(), &sets)?;
+    }
+    Ok(())
+}
 
 /// `seckill-loadgen scenario …`: run, print, write `scenarios.json`, exit.
 pub async fn main(names: &[Selection], list: bool, options: Options) -> ExitCode {
@@ -90,6 +140,10 @@ pub async fn main(names: &[Selection], list: bool, options: Options) -> ExitCode
         }
         chosen
     };
+    if let Err(e) = check_dials(&chosen, &options) {
+        eprintln!("seckill-loadgen: {e}");
+        return ExitCode::from(2);
+    }
     let out = options.out.clone();
     let run = async {
         let report = runner::run_all(&chosen, &options).await?;
@@ -107,6 +161,18 @@ pub async fn main(names: &[Selection], list: bool, options: Options) -> ExitCode
         }
     };
     match report {
+        Ok(report) if report.scenarios.is_empty() => {
+            eprintln!(
+                "seckill-loadgen: no case ran (every strategy named was skipped: {}); nothing was tested",
+                report
+                    .skipped
+                    .iter()
+                    .map(|s| format!("{} · {}: {}", s.name, s.strategy, s.reason))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            );
+            ExitCode::from(4)
+        }
         Ok(report) => {
             println!("{}", report.terminal());
             println!(
@@ -119,6 +185,25 @@ pub async fn main(names: &[Selection], list: bool, options: Options) -> ExitCode
             if unexpected > 0 {
                 eprintln!("seckill-loadgen: {unexpected} case(s) UNEXPECTED");
                 return ExitCode::from(1);
+            }
+            let not_run = report.not_run();
+            if not_run > 0 {
+                for c in report
+                    .scenarios
+                    .iter()
+                    .filter(|c| c.verdict == judge::CaseVerdict::NotRun)
+                {
+                    eprintln!(
+                        "seckill-loadgen: NOT RUN {} · {}: {}",
+                        c.name,
+                        c.strategy,
+                        c.reason.as_deref().unwrap_or("?")
+                    );
+                }
+                eprintln!(
+                    "seckill-loadgen: {not_run} case(s) could not run here: not run is not passed"
+                );
+                return ExitCode::from(4);
             }
             let inconclusive = report.inconclusive();
             if inconclusive > 0 {

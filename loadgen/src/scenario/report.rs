@@ -41,7 +41,9 @@ pub struct Skipped {
 }
 
 /// Column widths of the terminal table (the verdict, last, is not padded).
-const WIDTHS: [usize; 18] = [20, 19, 20, 7, 8, 5, 5, 5, 5, 4, 4, 5, 5, 6, 5, 5, 5, 6];
+const WIDTHS: [usize; 21] = [
+    20, 19, 20, 7, 8, 5, 5, 5, 5, 4, 4, 5, 5, 6, 5, 5, 5, 6, 18, 18, 11,
+];
 
 impl ScenarioReport {
     /// How many verdicts are `UNEXPECTED`.
@@ -49,6 +51,14 @@ impl ScenarioReport {
         self.scenarios
             .iter()
             .filter(|c| c.verdict == CaseVerdict::Unexpected)
+            .count()
+    }
+
+    /// How many cases could not run here.
+    pub fn not_run(&self) -> usize {
+        self.scenarios
+            .iter()
+            .filter(|c| c.verdict == CaseVerdict::NotRun)
             .count()
     }
 
@@ -82,8 +92,27 @@ impl ScenarioReport {
             out
         };
         let head: Vec<String> = [
-            "scenario", "strategy", "variant", "expect", "overlaps", "max", "over", "lost",
-            "under", "dup", "neg", "ack-", "unack", "indet", "rej", "busy", "orders", "trials",
+            "scenario",
+            "strategy",
+            "variant",
+            "expect",
+            "overlaps",
+            "max",
+            "over",
+            "lost",
+            "under",
+            "dup",
+            "neg",
+            "ack-",
+            "unack",
+            "indet",
+            "rej",
+            "busy",
+            "orders",
+            "trials",
+            "excl broken",
+            "data damaged",
+            "standing",
             "verdict",
         ]
         .iter()
@@ -100,7 +129,7 @@ impl ScenarioReport {
     pub fn markdown(&self) -> String {
         let mut out = format!("| {} |\n|", CaseResult::HEAD.join(" | "));
         for (i, _) in CaseResult::HEAD.iter().enumerate() {
-            out.push_str(if (4..18).contains(&i) {
+            out.push_str(if (4..21).contains(&i) {
                 "---:|"
             } else {
                 "---|"
@@ -121,6 +150,7 @@ impl ScenarioReport {
             CaseVerdict::AsExpected => "#2e7d32",
             CaseVerdict::Unexpected => "#c62828",
             CaseVerdict::Inconclusive => "#9e9e9e",
+            CaseVerdict::NotRun => "#6d4c41",
         };
         html! {
             (DOCTYPE)
@@ -156,6 +186,49 @@ impl ScenarioReport {
                             "\n"
                         }
                     }
+                    @if report.scenarios.iter().any(|c| c.sweep.is_some()) {
+                        h2 { "Sweeps" }
+                        p {
+                            "Each outcome as k of n injections at every value of the dial swept, \
+                             with its Wilson 95 % interval as an error bar. A prediction of \
+                             breaks agrees when the whole bar lies above the grey line, holds \
+                             when it lies below; a bar across the line is undecided."
+                        }
+                        @for c in report.scenarios.iter().filter(|c| c.sweep.is_some()).collect::<Vec<_>>().chunk_by(|a, b| a.name == b.name && a.strategy == b.strategy && a.variant == b.variant).filter_map(|g| g.last()) {
+                            @if let Some(sweep) = &c.sweep {
+                                h3 {
+                                    (c.name) " · " (c.strategy)
+                                    @if let Some(variant) = &c.variant { " · " (variant) }
+                                    " · " (sweep.key)
+                                }
+                                div.curve { (PreEscaped(super::curve::svg(sweep))) }
+                                table {
+                                    tr { th { (sweep.key) } th { "exclusion broken" } th { "data damaged" } th { "standing" } th { "verdict" } }
+                                    @for point in &sweep.points {
+                                        tr {
+                                            td { (point.value) }
+                                            td { (point.exclusion_broken.map_or("-".into(), |r| r.text())) }
+                                            td { (point.data_damaged.map_or("-".into(), |r| r.text())) }
+                                            td { (point.standing.map_or("-", super::rate::Standing::as_str)) }
+                                            td { (point.verdict.as_str()) }
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                    h2 { "Injections" }
+                    p {
+                        "Each fault injected, on the case's clock: its target, its window and the \
+                         proof it landed; then what its round showed."
+                    }
+                    @for c in report.scenarios.iter().filter(|c| !c.injections.is_empty()) {
+                        h3 {
+                            (c.name) " · " (c.strategy)
+                            @if let Some(variant) = &c.variant { " · " (variant) }
+                        }
+                        (injection_timeline(c))
+                    }
                     h2 { "Critical sections" }
                     p {
                         "Each case's sections, one row per replica, as the arbiter timed them; \
@@ -184,6 +257,35 @@ impl ScenarioReport {
             }
         }
         .into_string()
+    }
+}
+
+/// One bar per injection on the case's clock, shaded red when exclusion
+/// broke, with an orange rim when data was damaged, grey when it was not
+/// proven to land.
+fn injection_timeline(c: &CaseResult) -> maud::Markup {
+    let end = c
+        .injections
+        .iter()
+        .map(|i| i.end_ms)
+        .max()
+        .unwrap_or(1)
+        .max(1) as f64;
+    let width = 640.0;
+    let x = |ms: u64| ms as f64 / end * width;
+    html! {
+        svg xmlns="http://www.w3.org/2000/svg" width=(width + 10.0) height="46" {
+            rect x="0" y="8" width=(width) height="22" fill="#f5f5f5" {}
+            @for i in &c.injections {
+                @let fill = if i.proof.is_none() { "#bdbdbd" } else if i.exclusion_broken { "#c62828" } else { "#2e7d32" };
+                @let stroke = if i.data_damaged { "#f57c00" } else { "none" };
+                rect x=(decimals(x(i.start_ms), 1)) y="8" width=(decimals((x(i.end_ms) - x(i.start_ms)).max(2.0), 1)) height="22" fill=(fill) stroke=(stroke) stroke-width="3" {
+                    title { (i.target) " " (i.start_ms) "–" (i.end_ms) " ms: " (i.proof.as_deref().unwrap_or("not proven")) "; " (if i.data_damaged { i.damage.as_str() } else { "data exact" }) }
+                }
+            }
+            text x="0" y="44" font-size="11" { "0 ms" }
+            text x=(width - 40.0) y="44" font-size="11" { (decimals(end, 0)) " ms" }
+        }
     }
 }
 
@@ -222,6 +324,12 @@ mod tests {
                 .sections,
             duration_s: 1.0,
             trials: None,
+            params: json!({}),
+            injections: Vec::new(),
+            outcomes: None,
+            standing: None,
+            sweep: None,
+            reason: None,
         };
         let report = ScenarioReport {
             tool: "seckill-loadgen",

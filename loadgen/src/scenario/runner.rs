@@ -16,10 +16,12 @@
 use anyhow::Context as _;
 use tokio::time::Instant;
 
-use super::case::{judge, CaseResult, Checks, Trials};
+use super::case::{judge, CaseResult, Checks, Sweep, Trials};
+use super::inject::Outcomes;
 use super::lab::{Lab, Options};
 use super::list::{shared_lock, Scenario};
 use super::observe::observe;
+use super::params::Params;
 use super::report::{ScenarioReport, Skipped};
 use super::world::{Case, CaseRun, World};
 use crate::api::StrategyEntry;
@@ -43,74 +45,9 @@ pub async fn run_all(chosen: &[Scenario], options: &Options) -> anyhow::Result<S
             for strategy in &strategies {
                 let entry = lab.strategy(strategy)?.clone();
                 for variant in scenario.variants() {
-                    let (expected, why) = match scenario.expect(&entry, variant) {
-                        Ok(e) => e,
-                        Err(reason) => {
-                            if variant == &scenario.variants()[0] {
-                                skipped.push(Skipped {
-                                    name: scenario.name().to_owned(),
-                                    strategy: strategy.clone(),
-                                    reason,
-                                });
-                            }
-                            continue;
-                        }
-                    };
-                    if !options.quiet {
-                        println!(
-                            "== {} · {}{} (expected: {})",
-                            scenario.name(),
-                            strategy,
-                            if variant.is_empty() {
-                                String::new()
-                            } else {
-                                format!(" · {variant}")
-                            },
-                            expected.as_str()
-                        );
-                    }
-                    let runs = options.trials.max(1);
-                    let mut trials = Vec::new();
-                    for trial in 1..=runs {
-                        let label = if runs > 1 {
-                            format!("[trial {trial}/{runs}] ")
-                        } else {
-                            String::new()
-                        };
-                        let one = Trial {
-                            scenario,
-                            entry: &entry,
-                            variant,
-                            expected,
-                            why: why.clone(),
-                            label,
-                        };
-                        let result = run_case(&mut lab, one).await.with_context(|| {
-                            format!("{} / {strategy} {variant} (trial {trial})", scenario.name())
-                        })?;
-                        if runs > 1 && !options.quiet {
-                            println!(
-                                "    [trial {trial}/{runs}] {}: {}",
-                                result.verdict.as_str(),
-                                result.verdict_reason
-                            );
-                        }
-                        trials.push(result);
-                    }
-                    let result = combine(trials);
-                    let counted = result.trials.map_or(String::new(), |t| {
-                        format!(" ({} of {} as-expected)", t.as_expected, t.runs)
-                    });
-                    println!(
-                        "{:>20} {:<16} {:<20} {:<12} {}{}",
-                        result.name,
-                        result.strategy,
-                        result.variant.as_deref().unwrap_or("-"),
-                        result.verdict.as_str(),
-                        result.verdict_reason,
-                        counted
-                    );
-                    results.push(result);
+                    let cases =
+                        run_points(&mut lab, scenario, &entry, variant, &mut skipped).await?;
+                    results.extend(cases);
                 }
             }
         }
@@ -135,6 +72,158 @@ pub async fn run_all(chosen: &[Scenario], options: &Options) -> anyhow::Result<S
         skipped,
         duration_s: (started.elapsed().as_secs_f64() * 10.0).round() / 10.0,
     })
+}
+
+/// One case (scenario × strategy × variant) at every point of the sweep
+/// (one point without `--sweep`), each with its trials.
+async fn run_points(
+    lab: &mut Lab,
+    scenario: Scenario,
+    entry: &StrategyEntry,
+    variant: &str,
+    skipped: &mut Vec<Skipped>,
+) -> anyhow::Result<Vec<CaseResult>> {
+    let options = lab.options.clone();
+    let strategy = entry.name.as_str();
+    let points: Vec<Option<(String, String)>> = match &options.sweep {
+        Some((key, values)) => values
+            .iter()
+            .map(|v| Some((key.clone(), v.clone())))
+            .collect(),
+        None => vec![None],
+    };
+    let mut cases = Vec::new();
+    for point in points {
+        let mut sets = scenario.implied_sets(strategy, &options.sets);
+        sets.extend(options.sets.iter().cloned());
+        sets.extend(point.clone());
+        let params = Params::new(scenario.name(), scenario.params(), &sets)
+            .map_err(|e| anyhow::anyhow!(e))?;
+        let (expected, why) = match scenario.expect(entry, variant, &params) {
+            Ok(e) => e,
+            Err(reason) => {
+                if variant == scenario.variants()[0] && point.is_none() {
+                    skipped.push(Skipped {
+                        name: scenario.name().to_owned(),
+                        strategy: strategy.to_owned(),
+                        reason,
+                    });
+                }
+                continue;
+            }
+        };
+        let label = case_label(scenario, strategy, variant, point.as_ref());
+        if let Some(reason) = cannot_run(lab, entry).await {
+            println!("{label}: NOT RUN — {reason}");
+            cases.push(CaseResult::not_run(
+                scenario, entry, variant, &params, expected, why, reason,
+            ));
+            continue;
+        }
+        if !options.quiet {
+            println!("== {label} (expected: {})", expected.as_str());
+        }
+        let runs = options.trials.max(1);
+        let mut trials = Vec::new();
+        for trial in 1..=runs {
+            let prefix = if runs > 1 {
+                format!("[trial {trial}/{runs}] ")
+            } else {
+                String::new()
+            };
+            let one = Trial {
+                scenario,
+                entry,
+                variant,
+                expected,
+                why: why.clone(),
+                label: prefix,
+                params: &params,
+            };
+            let result = run_case(lab, one)
+                .await
+                .with_context(|| format!("{label} (trial {trial})"))?;
+            if runs > 1 && !options.quiet {
+                println!(
+                    "    [trial {trial}/{runs}] {}: {}",
+                    result.verdict.as_str(),
+                    result.verdict_reason
+                );
+            }
+            trials.push(result);
+        }
+        let result = combine(trials);
+        let counted = result.trials.map_or(String::new(), |t| {
+            format!(" ({} of {} as-expected)", t.as_expected, t.runs)
+        });
+        println!(
+            "{:>20} {:<16} {:<20} {:<12} {}{}",
+            result.name,
+            result.strategy,
+            result.variant.as_deref().unwrap_or("-"),
+            result.verdict.as_str(),
+            result.verdict_reason,
+            counted
+        );
+        cases.push(result);
+    }
+    if let Some((key, _)) = &options.sweep {
+        let sweep = Sweep::of(key, &cases);
+        for case in &mut cases {
+            case.sweep = Some(sweep.clone());
+        }
+    }
+    Ok(cases)
+}
+
+/// Why `entry` cannot run here, if it cannot. The probe replica that
+/// listed the strategies had no Redlock nodes, etcd or ZooKeeper (each
+/// case starts its own), so only what the lab cannot supply counts: a
+/// PostgreSQL without prepared transactions (pg-2pc), no MariaDB.
+async fn cannot_run(lab: &Lab, entry: &StrategyEntry) -> Option<String> {
+    let strategy = entry.name.as_str();
+    if strategy == "mysql-get-lock" {
+        let addr = lab.coordination_addr(strategy).ok().flatten()?;
+        let reached = tokio::time::timeout(
+            std::time::Duration::from_secs(2),
+            tokio::net::TcpStream::connect(addr),
+        )
+        .await
+        .is_ok_and(|c| c.is_ok());
+        return (!reached).then(|| {
+            format!(
+                "no MariaDB/MySQL answers at {addr} (--mysql-url / SECKILL_MYSQL_URL): start one, or leave mysql-get-lock out with --strategies"
+            )
+        });
+    }
+    let supplied = ["redlock", "etcd-lease", "zk-ephemeral-seq"];
+    if entry.available || supplied.contains(&strategy) {
+        return None;
+    }
+    Some(format!(
+        "{strategy} is unavailable here: {}",
+        entry
+            .unavailable_reason
+            .as_deref()
+            .unwrap_or("the service gave no reason")
+    ))
+}
+
+/// `scenario · strategy · variant · key=value`, as the lines say it.
+fn case_label(
+    scenario: Scenario,
+    strategy: &str,
+    variant: &str,
+    point: Option<&(String, String)>,
+) -> String {
+    let mut label = format!("{} · {strategy}", scenario.name());
+    if !variant.is_empty() {
+        label.push_str(&format!(" · {variant}"));
+    }
+    if let Some((key, value)) = point {
+        label.push_str(&format!(" · {key}={value}"));
+    }
+    label
 }
 
 /// The strategies a scenario runs: `--strategies`, else its defaults —
@@ -168,6 +257,8 @@ struct Trial<'a> {
     why: String,
     /// Put before each of its steps (`[trial k/N] `, or nothing).
     label: String,
+    /// The dials in force.
+    params: &'a Params,
 }
 
 /// The trials of one case as one result (the rules are in the module's
@@ -203,10 +294,17 @@ fn combine(mut trials: Vec<CaseResult>) -> CaseResult {
             picked.map_or(0, |(_, i)| i)
         });
     let steps = trials.iter().flat_map(|t| t.steps.clone()).collect();
+    let injections: Vec<_> = trials.iter().flat_map(|t| t.injections.clone()).collect();
     let duration_s = (trials.iter().map(|t| t.duration_s).sum::<f64>() * 100.0).round() / 100.0;
     let mut result = trials.swap_remove(worst);
     result.steps = steps;
     result.duration_s = duration_s;
+    if !injections.is_empty() {
+        // k of n over every trial's injections: the verdict follows.
+        result.outcomes = Some(Outcomes::of(&injections));
+        result.injections = injections;
+        result.judge_rates();
+    }
     result.trials = Some(Trials { runs, as_expected });
     result
 }
@@ -219,6 +317,7 @@ async fn run_case(lab: &mut Lab, trial: Trial<'_>) -> anyhow::Result<CaseResult>
         expected,
         why,
         label,
+        params,
     } = trial;
     let strategy = entry.name.as_str();
     let mut case = Case::new(lab.options.quiet, label);
@@ -230,9 +329,14 @@ async fn run_case(lab: &mut Lab, trial: Trial<'_>) -> anyhow::Result<CaseResult>
             case: &mut case,
             strategy,
             variant,
+            params,
         })
         .await?;
-    let (observed, history) = observe(&world, &case, strategy).await?;
+    let (mut observed, history) = observe(&world, &case, strategy).await?;
+    if !case.rounds.is_empty() {
+        // The case's figures are its rounds' (each reset the product).
+        observed = super::inject::sum(&case.rounds);
+    }
     let guarantee = Guarantee::of(entry.kind);
     let checks = Checks {
         fault_landed: case.fault_landed,
@@ -240,7 +344,8 @@ async fn run_case(lab: &mut Lab, trial: Trial<'_>) -> anyhow::Result<CaseResult>
         outage: scenario == Scenario::DependencyLoss,
     };
     let (verdict, verdict_reason) = judge(checks, guarantee, expected, &observed);
-    Ok(CaseResult {
+    let measured = !case.injections.is_empty();
+    let mut result = CaseResult {
         name: scenario.name().to_owned(),
         strategy: strategy.to_owned(),
         variant: (!variant.is_empty()).then(|| variant.to_owned()),
@@ -261,5 +366,15 @@ async fn run_case(lab: &mut Lab, trial: Trial<'_>) -> anyhow::Result<CaseResult>
             .unwrap_or_default(),
         duration_s: (case.started.elapsed().as_secs_f64() * 100.0).round() / 100.0,
         trials: None,
-    })
+        params: params.json(),
+        outcomes: measured.then(|| Outcomes::of(&case.injections)),
+        injections: case.injections,
+        standing: None,
+        sweep: None,
+        reason: None,
+    };
+    if measured {
+        result.judge_rates();
+    }
+    Ok(result)
 }

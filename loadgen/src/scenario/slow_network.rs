@@ -1,40 +1,93 @@
 //! `slow-network` — Kleppmann's delayed packets: every reply from Redis to
-//! one replica arrives 1.5× the TTL late (a proxy holds it back; its
-//! requests go through at once). A TTL lock's grant arrives after its key
-//! expired, and the holder enters anyway; designs that check the time left
-//! (a lease deadline, Redlock's validity) give a late grant back.
+//! replica a arrives `delay` late (a proxy holds it back; its requests go
+//! through at once). A TTL lock's grant arrives after its key expired (or
+//! so late that it expires during the section), and the holder enters
+//! anyway; designs that check the time left (a lease deadline, Redlock's
+//! validity) give a late grant back.
 //!
-//! The proof the delay landed: a Redis `PING` through replica a's links
-//! (to its Redis and to Redlock node 1), timed while the delay is on,
-//! takes at least the delay.
+//! Redlock has two guards, and the dials separate them: the per-node
+//! timeout (`node_timeout_ms`, 50 ms by default, as the Redis docs advise
+//! a short one) drops a vote slower than it, so a delay above the timeout
+//! never makes a quorum at all; with a timeout longer than the delay the
+//! late votes arrive, and only the validity check (TTL − elapsed − drift)
+//! stands between the client and an expired lock — antirez's claim,
+//! tested where it matters.
+//!
+//! Each injection is one window of delay: the delay switched on while
+//! buyers press on both replicas, held for `delay` + TTL + work, switched
+//! off; the round judged. The proof the delay landed: a Redis `PING`
+//! through replica a's links (to its Redis and to Redlock node 1), timed
+//! while the delay is on, takes at least the delay.
 
 use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::buyers::{self, Buyers};
+use super::buyers;
 use super::case::Expectation;
+use super::inject::{self, Window};
 use super::lab::Setup;
-use super::world::{arm, duration, pause, start_buyers, start_replicas, timed_ping, work, CaseRun};
+use super::params::{self, Params, Spec, Unit};
+use super::world::{arm, pause, start_replicas, timed_ping, work, CaseRun};
 use crate::api::{Kind, StrategyEntry};
 use crate::judge::Expected::{Breaks, Holds};
 use crate::procs::{self, RedisNode};
 use seckill_proxy::Proxy;
 
-/// What `strategy` should do when its grants arrive late.
-pub fn expect(strategy: &StrategyEntry, _variant: &str) -> Expectation {
+/// Its dials.
+pub const PARAMS: &[Spec] = &[
+    params::ttl("400"),
+    params::work("300"),
+    params::injections("12"),
+    Spec {
+        name: "delay",
+        unit: Unit::Ms,
+        default: "1.5ttl",
+        meaning: "how late every reply from Redis reaches replica a",
+    },
+    Spec {
+        name: "node_timeout_ms",
+        unit: Unit::Count,
+        default: "50",
+        meaning: "Redlock's per-node timeout on both replicas (SECKILL_REDLOCK_NODE_TIMEOUT_MS)",
+    },
+];
+
+/// What `strategy` should do when its grants arrive `delay` late.
+pub fn expect(strategy: &StrategyEntry, _variant: &str, params: &Params) -> Expectation {
+    let ttl = params.ttl_ms();
+    let delay = params.ms("delay");
+    let work = params.ms("work_ms");
+    let timeout = params.count("node_timeout_ms");
+    let validity = ttl.saturating_sub(delay + ttl / 100 + 2);
     let (expected, why) = match strategy.kind {
-        Kind::Ttl => (
+        Kind::Ttl if delay + work > ttl => (
             Breaks,
-            "the grant arrives after the key expired; the holder enters anyway",
+            "the grant arrives so late that the key expires before the holder leaves; it enters anyway",
+        ),
+        Kind::Ttl => (
+            Holds,
+            "the grant arrives late, but the key outlives the section",
         ),
         Kind::Lease => (
             Holds,
-            "a grant that arrives after the lease deadline is given back",
+            "renewals reach Redis at once (only replies are late), and a grant that arrives after the lease deadline is given back",
+        ),
+        Kind::Validity if delay >= timeout => (
+            Holds,
+            "every vote is slower than the per-node timeout: no quorum, no lock",
+        ),
+        Kind::Validity if validity == 0 => (
+            Holds,
+            "the votes arrive, but elapsed exceeds the TTL: validity = TTL - elapsed refuses the quorum",
+        ),
+        Kind::Validity if validity < work => (
+            Breaks,
+            "the votes arrive with a validity shorter than the work: the keys expire while the holder is inside",
         ),
         Kind::Validity => (
             Holds,
-            "per-node timeouts, and validity = TTL - elapsed refuses a late quorum",
+            "the votes arrive in time: the validity left covers the work",
         ),
         Kind::Fenced => (Holds, "late holders are refused by the database"),
         Kind::NoExpiry | Kind::LockTable | Kind::InTransaction | Kind::NotALock | Kind::Session => {
@@ -45,12 +98,20 @@ pub fn expect(strategy: &StrategyEntry, _variant: &str) -> Expectation {
     Ok((expected, why.into()))
 }
 
-/// Delay every reply from Redis to replica a past the TTL while buyers
-/// press on both replicas. The faults, as reported.
+/// Delay every reply from Redis to replica a, `injections` windows. The
+/// faults, as reported.
 pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
+    let params = cx.params;
     let (lab, world, case, strategy, _) = cx.parts();
-    let ttl = 400;
-    let delay = ttl * 3 / 2;
+    let ttl = params.ttl_ms();
+    let delay = params.ms("delay");
+    let work_ms = params.ms("work_ms");
+    let timeout = params.count("node_timeout_ms");
+    let injections = params.injections();
+    let timeout_env = vec![(
+        "SECKILL_REDLOCK_NODE_TIMEOUT_MS".to_owned(),
+        timeout.to_string(),
+    )];
     let redis = RedisNode::start(&lab.dir, "redis", &[], Vec::new()).await?;
     let mut direct_nodes = Vec::new();
     for i in 1..=3 {
@@ -74,69 +135,89 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
         lab,
         world,
         [
-            ("a", Setup::new(&a_redis, ttl).redlock(a_redlock)),
-            ("b", Setup::new(&b_redis, ttl).redlock(b_redlock)),
+            (
+                "a",
+                Setup::new(&a_redis, ttl)
+                    .redlock(a_redlock)
+                    .extra(timeout_env.clone()),
+            ),
+            (
+                "b",
+                Setup::new(&b_redis, ttl)
+                    .redlock(b_redlock)
+                    .extra(timeout_env),
+            ),
         ],
     )
     .await?;
     world.proxies.extend(a_links);
     let service = world.service();
-    arm(&service, strategy, work(300)).await?;
-    // a's buyers press on; b's leave the lock free most of the time, so
-    // a's grants — each one late — are not all lost to b.
+    arm(&service, strategy, work(work_ms)).await?;
+    case.step(format!(
+        "replicas a, b up (TTL {ttl} ms, work {work_ms} ms, Redlock node timeout {timeout} ms); per injection 2 buyers on a, 2 on b pausing 800 ms between grabs; {injections} injections: every reply from Redis to a arrives {delay} ms late"
+    ));
     let on_a = buyers::targets(vec![world.replica("a")?.url()]);
     let on_b = buyers::targets(vec![world.replica("b")?.url()]);
-    let load_a = start_buyers(lab, case, &on_a, 2);
-    let load_b = Buyers::start(
-        &lab.http,
-        &on_b,
-        2,
-        Duration::from_millis(800),
-        &case.next_user,
-        &case.tally,
-    );
-    case.step(format!("replicas a, b up (TTL {ttl} ms, work 300 ms); 2 buyers on a, 2 on b pausing 800 ms between grabs"));
-    pause(300).await;
-    for proxy in &world.proxies {
-        proxy.set_delays(Duration::ZERO, Duration::from_millis(delay));
-    }
-    case.step(format!("every reply from Redis to replica a now arrives {delay} ms late (its requests are not delayed)"));
-    // The proof: a PING through a's links (its Redis, Redlock node 1)
-    // takes at least the delay.
-    let mut slowest = Vec::new();
-    for proxy in &world.proxies[..2] {
-        match timed_ping(proxy.port, Duration::from_millis(delay * 3)).await {
-            Ok(took) => slowest.push(took),
-            Err(e) => case.step(format!(
-                "PING through a's link on port {}: {e:#}",
-                proxy.port
-            )),
+    for _ in 0..injections {
+        // a's buyers press on; b's leave the lock free most of the time,
+        // so a's grants — each one late — are not all lost to b.
+        let loads = [
+            (&on_a, 2, Duration::ZERO),
+            (&on_b, 2, Duration::from_millis(800)),
+        ];
+        let round = inject::begin_aimed(&lab.http, world, case, &loads, 100).await?;
+        for proxy in &world.proxies {
+            proxy.set_delays(Duration::ZERO, Duration::from_millis(delay));
         }
+        let start_ms = case.clock_ms();
+        // The proof: a PING through a's links (its Redis, Redlock node 1)
+        // takes at least the delay.
+        let mut slowest = Vec::new();
+        for proxy in &world.proxies[..2] {
+            if let Ok(took) = timed_ping(proxy.port, Duration::from_millis(delay * 3 + 1000)).await
+            {
+                slowest.push(took);
+            }
+        }
+        let seen = slowest.len() == 2 && slowest.iter().all(|d| d.as_millis() >= u128::from(delay));
+        let held = delay + ttl + work_ms;
+        pause(held.saturating_sub(case.clock_ms() - start_ms)).await;
+        for proxy in &world.proxies {
+            proxy.set_delay(Duration::ZERO);
+        }
+        let end_ms = case.clock_ms();
+        let window = Window {
+            target: "replica a's links to Redis".into(),
+            holder: Some("a".into()),
+            start_ms,
+            end_ms,
+            proof: seen.then(|| {
+                format!(
+                    "a PING through a's links to Redis and to Redlock node 1 took {} (≥ {delay} ms)",
+                    slowest
+                        .iter()
+                        .map(|d| format!("{} ms", d.as_millis()))
+                        .collect::<Vec<_>>()
+                        .join(" and ")
+                )
+            }),
+        };
+        pause(work_ms + 300).await;
+        round.end(world, case, strategy, window).await?;
     }
-    let took: Vec<String> = slowest
-        .iter()
-        .map(|d| format!("{} ms", d.as_millis()))
-        .collect();
-    if slowest.len() == 2 && slowest.iter().all(|d| d.as_millis() >= u128::from(delay)) {
+    if case.injections.iter().any(|i| i.proof.is_some()) {
         case.proven(format!(
-            "a PING through replica a's links to Redis and to Redlock node 1 took {} (≥ {delay} ms)",
-            took.join(" and ")
-        ));
-    } else {
-        case.step(format!(
-            "a PING through replica a's links took {}: the delay is not seen",
-            took.join(" and ")
+            "{} of {injections} windows seen: a PING through a's links took at least {delay} ms",
+            case.injections.iter().filter(|i| i.proof.is_some()).count()
         ));
     }
-    pause(duration(lab, 5000)).await;
-    for proxy in &world.proxies {
-        proxy.set_delay(Duration::ZERO);
-    }
-    case.step("links restored");
-    load_a.stop().await;
-    load_b.stop().await;
-    case.step("buyers stopped");
-    Ok(
-        json!({ "reply_delay_ms": delay, "replica": "a", "links": "redis and every redlock node", "lock_ttl_ms": ttl }),
-    )
+    Ok(json!({
+        "reply_delay_ms": delay,
+        "node_timeout_ms": timeout,
+        "injections": injections,
+        "replica": "a",
+        "links": "redis and every redlock node",
+        "lock_ttl_ms": ttl,
+        "work_delay_ms": work_ms,
+    }))
 }

@@ -38,6 +38,11 @@ pub struct Case {
     pub crashed_at: Option<Instant>,
     /// Put before every step: `[trial k/N] ` with `--trials N` > 1.
     pub label: String,
+    /// The faults injected, each judged on its own (empty: the scenario
+    /// does not inject by rounds yet, and its case is judged whole).
+    pub injections: Vec<super::inject::Injection>,
+    /// What each injection's round left (summed into the case's figures).
+    pub rounds: Vec<super::case::Observed>,
 }
 
 impl Case {
@@ -51,7 +56,14 @@ impl Case {
             fault_landed: false,
             crashed_at: None,
             label,
+            injections: Vec::new(),
+            rounds: Vec::new(),
         }
+    }
+
+    /// Now, ms on the case's clock (the clock of its steps).
+    pub fn clock_ms(&self) -> u64 {
+        u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX)
     }
 
     /// The fault is proven to have landed: `proof` says how (a step).
@@ -88,6 +100,8 @@ pub struct CaseRun<'a> {
     pub strategy: &'a str,
     /// The variant of the fault (`""`: the scenario has one).
     pub variant: &'a str,
+    /// The dials in force.
+    pub params: &'a super::params::Params,
 }
 
 impl<'a> CaseRun<'a> {
@@ -462,20 +476,6 @@ pub fn parse_http_date(date: &str) -> Option<i64> {
     let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
     let days = era * 146_097 + doe - 719_468;
     Some(days * 86_400 + h * 3600 + m * 60 + s)
-}
-
-/// Whether process `pid` is stopped (`T`), polled for up to 200 ms: a
-/// `SIGSTOP` is delivered asynchronously.
-pub async fn seen_stopped(pid: u32) -> Option<char> {
-    let mut state = procs::process_state(pid);
-    for _ in 0..40 {
-        if state == Some('T') {
-            break;
-        }
-        pause(5).await;
-        state = procs::process_state(pid);
-    }
-    state
 }
 
 #[cfg(test)]

@@ -1,0 +1,261 @@
+//! Injections: a fault injected a fixed number of times in one world,
+//! each judged on its own.
+//!
+//! A trial injects its fault `injections` times, whatever the earlier
+//! ones showed — nothing repeats "until it shows". Each injection is a
+//! round of its own in the case's world ([`Round`]): the product reset to
+//! its stock, a new history run, a new tally of the buyers' answers,
+//! buyers started; then the scenario injects and records the window (its
+//! target, its start and end on the case's clock, the proof it landed);
+//! the buyers stop with every grab answered, and the round is judged for
+//! two outcomes:
+//! - **exclusion broken**: the history shows an overlap involving the
+//!   faulted holder (a section of the target entered while another was
+//!   inside, or another entered while one of the target's was);
+//! - **data damaged**: the audit and the acknowledgement check find a
+//!   committed stale write (lost update, oversold unit, negative stock,
+//!   duplicate, an acknowledged order missing, …).
+//!
+//! An injection that was not proven to land is kept in the record and
+//! left out of k of n.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::buyers::{self, Buyers, Tally};
+use super::case::Observed;
+use super::observe::observe;
+use super::rate::Rate;
+use super::world::{pause, Case, World};
+use crate::api::HistoryReport;
+use crate::judge::{self, Guarantee};
+
+/// One injection, as `scenarios.json` writes it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Injection {
+    /// What was faulted (`replica a`, `node 3`, `a's links`).
+    pub target: String,
+    /// When the fault began, ms on the case's clock (its steps' clock).
+    pub start_ms: u64,
+    /// When it was undone.
+    pub end_ms: u64,
+    /// How it was seen to land (`null`: not proven, not counted).
+    pub proof: Option<String>,
+    /// An overlap involved the faulted holder.
+    pub exclusion_broken: bool,
+    /// A committed stale write (what, in `damage`).
+    pub data_damaged: bool,
+    /// The breaches of the data, in words (empty: exact).
+    pub damage: String,
+    /// Overlaps of the round (all of them, the target's or not).
+    pub overlaps: u64,
+    /// Orders the round wrote.
+    pub orders: i64,
+}
+
+/// The window of one injection, as the scenario saw it.
+#[derive(Debug, Clone)]
+pub struct Window {
+    /// What was faulted.
+    pub target: String,
+    /// The instance id whose sections are the faulted holder's (`a`).
+    pub holder: Option<String>,
+    /// Start, ms on the case's clock.
+    pub start_ms: u64,
+    /// End, ms on the case's clock.
+    pub end_ms: u64,
+    /// The proof it landed, or `None`.
+    pub proof: Option<String>,
+}
+
+/// `outcomes` of a case: k of n injections for each.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Outcomes {
+    /// An overlap involving the faulted holder.
+    pub exclusion_broken: Rate,
+    /// A committed stale write.
+    pub data_damaged: Rate,
+}
+
+impl Outcomes {
+    /// Counted over the injections that landed.
+    pub fn of(injections: &[Injection]) -> Self {
+        let landed: Vec<&Injection> = injections.iter().filter(|i| i.proof.is_some()).collect();
+        let n = landed.len() as u64;
+        let count = |f: fn(&Injection) -> bool| landed.iter().filter(|i| f(i)).count() as u64;
+        Self {
+            exclusion_broken: Rate::of(count(|i| i.exclusion_broken), n),
+            data_damaged: Rate::of(count(|i| i.data_damaged), n),
+        }
+    }
+
+    /// The outcome a strategy's guarantee is judged on: exclusion for a
+    /// lock that promises it, the data for a fence or a non-lock.
+    pub fn judged(&self, guarantee: Guarantee) -> Rate {
+        match guarantee {
+            Guarantee::Exclusion => self.exclusion_broken,
+            Guarantee::Data => self.data_damaged,
+        }
+    }
+}
+
+/// One round of a case: a fresh stock, history run and tally, and buyers.
+#[derive(Debug)]
+pub struct Round {
+    loads: Vec<Buyers>,
+}
+
+/// A round with `users` buyers over every running replica.
+pub async fn begin(
+    http: &reqwest::Client,
+    world: &World,
+    case: &mut Case,
+    users: usize,
+    warm_ms: u64,
+) -> anyhow::Result<Round> {
+    let everywhere = buyers::targets(world.urls());
+    begin_aimed(
+        http,
+        world,
+        case,
+        &[(&everywhere, users, Duration::ZERO)],
+        warm_ms,
+    )
+    .await
+}
+
+/// A round with loads aimed by the scenario: `(targets, buyers, think)`
+/// each. The product is reset, a history run started and the tally made
+/// new before any buyer starts; `warm_ms` of load before the fault.
+pub async fn begin_aimed(
+    http: &reqwest::Client,
+    world: &World,
+    case: &mut Case,
+    loads: &[(&buyers::Targets, usize, Duration)],
+    warm_ms: u64,
+) -> anyhow::Result<Round> {
+    let service = world.service();
+    service.reset(1, 1000).await?;
+    service.history_start().await?;
+    case.tally = Arc::new(Tally::default());
+    let loads = loads
+        .iter()
+        .map(|(targets, users, think)| {
+            Buyers::start(http, targets, *users, *think, &case.next_user, &case.tally)
+        })
+        .collect();
+    pause(warm_ms).await;
+    Ok(Round { loads })
+}
+
+impl Round {
+    /// Stop the buyers (every grab answered), read what the round left
+    /// and judge the injection.
+    pub async fn end(
+        self,
+        world: &World,
+        case: &mut Case,
+        strategy: &str,
+        window: Window,
+    ) -> anyhow::Result<(Injection, Observed)> {
+        for load in self.loads {
+            load.stop().await;
+        }
+        let (observed, history) = observe(world, case, strategy).await?;
+        let involved = window
+            .holder
+            .as_deref()
+            .is_none_or(|holder| involves(&history, holder));
+        let exclusion_broken = observed.overlaps > 0 && involved;
+        let breaches = observed.evidence().breaches(Guarantee::Data);
+        let injection = Injection {
+            target: window.target,
+            start_ms: window.start_ms,
+            end_ms: window.end_ms,
+            proof: window.proof,
+            exclusion_broken,
+            data_damaged: !breaches.is_empty(),
+            damage: judge::list(&breaches),
+            overlaps: observed.overlaps,
+            orders: observed.orders,
+        };
+        let line = format!(
+            "injection {}: {}exclusion {}, data {}{}",
+            case.injections.len() + 1,
+            if injection.proof.is_some() {
+                ""
+            } else {
+                "NOT LANDED (not counted) — "
+            },
+            if exclusion_broken { "BROKEN" } else { "held" },
+            if injection.data_damaged {
+                "DAMAGED: "
+            } else {
+                "exact"
+            },
+            injection.damage
+        );
+        case.step(line);
+        case.injections.push(injection.clone());
+        case.rounds.push(observed.clone());
+        Ok((injection, observed))
+    }
+}
+
+/// Whether an overlap of the history involves a section of `holder`.
+fn involves(history: &HistoryReport, holder: &str) -> bool {
+    let prefix = format!("{holder}:");
+    history
+        .first_overlaps
+        .iter()
+        .any(|o| o.entered.starts_with(&prefix) || o.inside.iter().any(|m| m.starts_with(&prefix)))
+}
+
+/// The rounds of a case as one [`Observed`]: counts summed, the
+/// acknowledgement checks summed, contention seen in any round.
+pub fn sum(rounds: &[Observed]) -> Observed {
+    let mut total = Observed::default();
+    let mut accounting = Some(crate::load::Accounting::default());
+    for o in rounds {
+        total.overlaps += o.overlaps;
+        total.max_holders = total.max_holders.max(o.max_holders);
+        total.oversold += o.oversold;
+        total.lost_updates += o.lost_updates;
+        total.duplicates += o.duplicates;
+        total.undersold += o.undersold;
+        total.negative_stock |= o.negative_stock;
+        total.rejected += o.rejected;
+        total.busy += o.busy;
+        total.orders += o.orders;
+        total.unavailable += o.unavailable;
+        total.errors += o.errors;
+        total.entries += o.entries;
+        total.history_errors += o.history_errors;
+        total.stale += o.stale;
+        total.lock_retries = total.lock_retries.max(o.lock_retries);
+        total.mean_wait_ms = total.mean_wait_ms.max(o.mean_wait_ms);
+        total.contended |= o.contended;
+        accounting = match (accounting, o.accounting) {
+            (Some(a), Some(b)) => Some(add(a, b)),
+            _ => None,
+        };
+    }
+    total.accounting = if rounds.is_empty() { None } else { accounting };
+    total
+}
+
+fn add(a: crate::load::Accounting, b: crate::load::Accounting) -> crate::load::Accounting {
+    let mut sum = a;
+    sum.acknowledged += b.acknowledged;
+    sum.acknowledged_missing += b.acknowledged_missing;
+    sum.unacknowledged_present += b.unacknowledged_present;
+    sum.indeterminate.found += b.indeterminate.found;
+    sum.indeterminate.not_found += b.indeterminate.not_found;
+    sum.bounds.sold_units += b.bounds.sold_units;
+    sum.bounds.acknowledged_units += b.bounds.acknowledged_units;
+    sum.bounds.attempted_units += b.bounds.attempted_units;
+    sum.bounds.products_out += b.bounds.products_out;
+    sum
+}

@@ -1,0 +1,345 @@
+//! The dials of a scenario: `--set NAME=VALUE`, `--sweep NAME=v1,v2,…`
+//! and `scenario NAME --params`.
+//!
+//! Every scenario declares the dials it reads ([`Spec`]: name, unit,
+//! default, meaning); a name it does not declare is refused, never
+//! ignored. Durations are milliseconds (`600`, `600ms`) or a multiple of
+//! the case's TTL (`1.5ttl`), resolved against `ttl_ms` after every
+//! `--set` is read, so `--set pause=2ttl --set ttl_ms=300` is a 600 ms
+//! pause whatever the order.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde_json::{json, Map, Value};
+
+/// What a dial's value is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    /// Milliseconds, or a multiple of `ttl_ms` (`1.5ttl`).
+    Ms,
+    /// A whole number.
+    Count,
+    /// A number (a percentage, a factor).
+    Number,
+    /// One of a few words.
+    Choice(&'static [&'static str]),
+}
+
+impl Unit {
+    fn describe(self) -> String {
+        match self {
+            Unit::Ms => "ms or Nttl".into(),
+            Unit::Count => "count".into(),
+            Unit::Number => "number".into(),
+            Unit::Choice(words) => words.join(" | "),
+        }
+    }
+}
+
+/// One dial a scenario reads.
+#[derive(Debug, Clone, Copy)]
+pub struct Spec {
+    /// Its name (`--set NAME=…`).
+    pub name: &'static str,
+    /// Its unit.
+    pub unit: Unit,
+    /// Its default, as it would be typed.
+    pub default: &'static str,
+    /// What it sets.
+    pub meaning: &'static str,
+}
+
+/// `ttl_ms`, with `default` ms.
+pub const fn ttl(default: &'static str) -> Spec {
+    Spec {
+        name: "ttl_ms",
+        unit: Unit::Count,
+        default,
+        meaning: "the lock's TTL or lease, ms (every replica's SECKILL_LOCK_TTL_MS)",
+    }
+}
+
+/// `work_ms`, with `default` ms.
+pub const fn work(default: &'static str) -> Spec {
+    Spec {
+        name: "work_ms",
+        unit: Unit::Ms,
+        default,
+        meaning: "simulated work inside the critical section, ms (work_delay_ms)",
+    }
+}
+
+/// `injections`, with `default` of them per trial.
+pub const fn injections(default: &'static str) -> Spec {
+    Spec {
+        name: "injections",
+        unit: Unit::Count,
+        default,
+        meaning: "faults injected per trial, each judged on its own (k of n)",
+    }
+}
+
+/// The dials' values of one case, every one resolved.
+#[derive(Debug, Clone)]
+pub struct Params {
+    specs: &'static [Spec],
+    raw: BTreeMap<&'static str, String>,
+}
+
+/// `NAME=VALUE` split, for clap.
+pub fn parse_set(text: &str) -> Result<(String, String), String> {
+    let (name, value) = text
+        .split_once('=')
+        .ok_or_else(|| format!("expected NAME=VALUE, got {text:?}"))?;
+    let (name, value) = (name.trim(), value.trim());
+    if name.is_empty() || value.is_empty() {
+        return Err(format!("expected NAME=VALUE, got {text:?}"));
+    }
+    Ok((name.to_owned(), value.to_owned()))
+}
+
+/// `NAME=v1,v2,…` split, for clap.
+pub fn parse_sweep(text: &str) -> Result<(String, Vec<String>), String> {
+    let (name, values) = parse_set(text)?;
+    let values: Vec<String> = values
+        .split(',')
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+        .map(str::to_owned)
+        .collect();
+    if values.is_empty() {
+        return Err(format!("--sweep {name}= needs at least one value"));
+    }
+    Ok((name, values))
+}
+
+impl Params {
+    /// The defaults of `specs` with `sets` applied (later wins); an unknown
+    /// name or a value its unit cannot read is refused, naming the dials.
+    pub fn new(
+        scenario: &str,
+        specs: &'static [Spec],
+        sets: &[(String, String)],
+    ) -> Result<Self, String> {
+        let mut raw: BTreeMap<&'static str, String> = specs
+            .iter()
+            .map(|s| (s.name, s.default.to_owned()))
+            .collect();
+        for (name, value) in sets {
+            let Some(spec) = specs.iter().find(|s| s.name == name) else {
+                let known: Vec<&str> = specs.iter().map(|s| s.name).collect();
+                return Err(format!(
+                    "{scenario} has no dial {name:?}; its dials: {} (see `scenario {scenario} --params`)",
+                    known.join(", ")
+                ));
+            };
+            raw.insert(spec.name, value.clone());
+        }
+        let params = Self { specs, raw };
+        for spec in specs {
+            params.check(spec)?;
+        }
+        Ok(params)
+    }
+
+    fn check(&self, spec: &Spec) -> Result<(), String> {
+        let value = &self.raw[spec.name];
+        let bad = |why: &str| Err(format!("{}={value}: {why}", spec.name));
+        match spec.unit {
+            Unit::Ms => {
+                if self.try_ms(value).is_none() {
+                    return bad(
+                        "expected milliseconds (600, 600ms) or a multiple of the TTL (1.5ttl)",
+                    );
+                }
+            }
+            Unit::Count => {
+                if value.parse::<u64>().is_err() {
+                    return bad("expected a whole number");
+                }
+                if spec.name == "injections" && value == "0" {
+                    return bad("at least 1");
+                }
+            }
+            Unit::Number => {
+                if !value.parse::<f64>().is_ok_and(f64::is_finite) {
+                    return bad("expected a number");
+                }
+            }
+            Unit::Choice(words) => {
+                if !words.contains(&value.as_str()) {
+                    return bad(&format!("expected one of {}", words.join(", ")));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn try_ms(&self, value: &str) -> Option<u64> {
+        if let Some(times) = value.strip_suffix("ttl") {
+            let times: f64 = times.trim().parse().ok()?;
+            let ttl = self.raw.get("ttl_ms")?.parse::<u64>().ok()? as f64;
+            if !(times.is_finite() && times >= 0.0) {
+                return None;
+            }
+            return Some((times * ttl).round() as u64);
+        }
+        value
+            .strip_suffix("ms")
+            .unwrap_or(value)
+            .trim()
+            .parse()
+            .ok()
+    }
+
+    /// A duration dial, in ms.
+    pub fn ms(&self, name: &str) -> u64 {
+        self.raw
+            .get(name)
+            .and_then(|v| self.try_ms(v))
+            .unwrap_or_else(|| panic!("dial {name} is not declared as a duration"))
+    }
+
+    /// A count dial.
+    pub fn count(&self, name: &str) -> u64 {
+        self.raw
+            .get(name)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("dial {name} is not declared as a count"))
+    }
+
+    /// A number dial.
+    pub fn number(&self, name: &str) -> f64 {
+        self.raw
+            .get(name)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("dial {name} is not declared as a number"))
+    }
+
+    /// A choice dial.
+    pub fn choice(&self, name: &str) -> &str {
+        self.raw
+            .get(name)
+            .map(String::as_str)
+            .unwrap_or_else(|| panic!("dial {name} is not declared"))
+    }
+
+    /// The TTL of the case, ms.
+    pub fn ttl_ms(&self) -> u64 {
+        self.count("ttl_ms")
+    }
+
+    /// Injections per trial.
+    pub fn injections(&self) -> u64 {
+        self.count("injections")
+    }
+
+    /// Whether the dial was declared by the scenario.
+    pub fn has(&self, name: &str) -> bool {
+        self.raw.contains_key(name)
+    }
+
+    /// Every dial in force as `scenarios.json` writes it: durations in ms
+    /// (a TTL multiple also as typed), counts and numbers as numbers.
+    pub fn json(&self) -> Value {
+        let mut out = Map::new();
+        for spec in self.specs {
+            let raw = &self.raw[spec.name];
+            let value = match spec.unit {
+                Unit::Ms => json!(self.ms(spec.name)),
+                Unit::Count => json!(self.count(spec.name)),
+                Unit::Number => json!(self.number(spec.name)),
+                Unit::Choice(_) => json!(raw),
+            };
+            out.insert(spec.name.to_owned(), value);
+            if spec.unit == Unit::Ms && raw.ends_with("ttl") {
+                out.insert(format!("{}_as_typed", spec.name), json!(raw));
+            }
+        }
+        Value::Object(out)
+    }
+
+    /// The value of `name` as typed (`1.5ttl`, `after-check`, `20`).
+    pub fn typed(&self, name: &str) -> Option<&str> {
+        self.raw.get(name).map(String::as_str)
+    }
+}
+
+/// `scenario NAME --params`: one dial a line.
+pub fn describe(scenario: &str, specs: &[Spec]) -> String {
+    let mut out = format!("{scenario}: dials (--set NAME=VALUE, --sweep NAME=v1,v2,…)\n");
+    for spec in specs {
+        let _ = writeln!(
+            out,
+            "  {:<16} {:<34} default {:<12} {}",
+            spec.name,
+            spec.unit.describe(),
+            spec.default,
+            spec.meaning
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SPECS: &[Spec] = &[
+        ttl("400"),
+        work("40"),
+        injections("12"),
+        Spec {
+            name: "pause",
+            unit: Unit::Ms,
+            default: "2.5ttl",
+            meaning: "",
+        },
+        Spec {
+            name: "where",
+            unit: Unit::Choice(&["before-check", "after-check", "anywhere"]),
+            default: "before-check",
+            meaning: "",
+        },
+    ];
+
+    fn set(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(a, b)| ((*a).to_owned(), (*b).to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn ttl_multiples_resolve_against_the_final_ttl_whatever_the_order() {
+        let p = Params::new("x", SPECS, &set(&[("pause", "1.5ttl"), ("ttl_ms", "300")])).unwrap();
+        assert_eq!(p.ms("pause"), 450);
+        let p = Params::new("x", SPECS, &[]).unwrap();
+        assert_eq!(p.ms("pause"), 1000);
+        let p = Params::new("x", SPECS, &set(&[("pause", "250ms")])).unwrap();
+        assert_eq!(p.ms("pause"), 250);
+        assert_eq!(p.json()["pause"], json!(250));
+        let p = Params::new("x", SPECS, &set(&[("pause", "0.3ttl")])).unwrap();
+        assert_eq!(p.ms("pause"), 120);
+        assert_eq!(p.json()["pause_as_typed"], json!("0.3ttl"));
+    }
+
+    #[test]
+    fn unknown_dials_and_bad_values_are_refused_by_name() {
+        let e = Params::new("gc-pause", SPECS, &set(&[("paws", "1")])).unwrap_err();
+        assert!(e.contains("no dial \"paws\"") && e.contains("pause"), "{e}");
+        let e = Params::new("x", SPECS, &set(&[("where", "inside")])).unwrap_err();
+        assert!(e.contains("before-check, after-check, anywhere"), "{e}");
+        let e = Params::new("x", SPECS, &set(&[("pause", "soon")])).unwrap_err();
+        assert!(e.contains("pause=soon"), "{e}");
+        let e = Params::new("x", SPECS, &set(&[("injections", "0")])).unwrap_err();
+        assert!(e.contains("at least 1"), "{e}");
+        assert_eq!(parse_set("a=b").unwrap(), ("a".into(), "b".into()));
+        assert!(parse_set("a").is_err());
+        assert_eq!(
+            parse_sweep("pause=0.5ttl, 1ttl,2ttl").unwrap().1,
+            vec!["0.5ttl", "1ttl", "2ttl"]
+        );
+    }
+}
