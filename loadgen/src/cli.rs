@@ -125,23 +125,54 @@ enum Command {
         /// meaning) and exit.
         #[arg(long)]
         params: bool,
+        /// Comma-separated variants to run (e.g. `check` of acquire-pause)
+        /// instead of every variant of each scenario.
+        #[arg(long, value_delimiter = ',')]
+        variants: Vec<String>,
     },
-    /// The Redlock debate, claim by claim (Kleppmann 2016, antirez's
-    /// reply, the Redis docs): read a scenarios.json and write a Markdown
-    /// table of each claim, the case that tests it, and what was measured
-    /// (k of N trials as expected, overlaps, oversold / lost updates). A
-    /// claim whose case is missing or inconclusive says so loudly (exit 4);
-    /// a contradicted one exits 1. `make debate` runs the scenarios first.
+    /// The Redlock debate, claim by claim, on measured curves (Kleppmann
+    /// 2016, antirez's reply, the Redis docs): each claim's sweep across
+    /// the boundary it names, k of n injections with Wilson 95 % intervals
+    /// at every point, the row's standing and where the curve flips; the
+    /// claims whose scenarios take no dials yet run TRIALS times. Writes
+    /// the Markdown table and the JSON. Exit 1 when a row contradicts its
+    /// claim, 4 when one is undecided, 3 when a run failed.
     Debate {
-        /// The scenarios.json to read.
-        #[arg(long, default_value = "loadgen-report/scenarios.json")]
-        from: PathBuf,
-        /// The Markdown file to write.
+        /// Injections at every point of every sweep.
+        #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=1000))]
+        injections: u32,
+        /// Trials of each claim whose scenario takes no dials yet.
+        #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
+        trials: u32,
+        /// Only these rows (comma-separated ids; see the JSON).
+        #[arg(long, value_delimiter = ',')]
+        rows: Vec<String>,
+        /// Folder of each sweep's report.
+        #[arg(long, default_value = "loadgen-report/debate")]
+        report_dir: PathBuf,
+        /// The Markdown table to write.
         #[arg(long, default_value = "docs/redlock-debate.md")]
         out: PathBuf,
-        /// Print the scenario names the claims need, one a line, and exit.
+        /// The JSON to write.
+        #[arg(long, default_value = "docs/redlock-debate.json")]
+        json: PathBuf,
+        /// PostgreSQL server (each run creates and drops a database on it).
+        #[arg(
+            long,
+            env = "SECKILL_DATABASE_URL",
+            default_value = "postgres://postgres@127.0.0.1:5432/postgres"
+        )]
+        database_url: String,
+        /// The seckill-app binary [default: beside this one, or on PATH].
         #[arg(long)]
-        scenarios: bool,
+        app_bin: Option<PathBuf>,
+        /// MariaDB (unused by the debate's strategies; kept for the runs).
+        #[arg(
+            long,
+            env = "SECKILL_MYSQL_URL",
+            default_value = "mysql://root@127.0.0.1:3306/test"
+        )]
+        mysql_url: String,
     },
     /// The room's control room: a web page (Locust's port, 8089, by
     /// default) to choose the strategy, start and stop a paced load,
@@ -484,15 +515,39 @@ pub async fn run() -> ExitCode {
             .await;
         }
         Command::Debate {
-            from,
+            injections,
+            trials,
+            rows,
+            report_dir,
             out,
-            scenarios,
+            json,
+            database_url,
+            app_bin,
+            mysql_url,
         } => {
-            if scenarios {
-                println!("{}", debate::scenarios().join("\n"));
-                return ExitCode::SUCCESS;
-            }
-            return debate::main(&from, &out);
+            let scenario = scenario::Options {
+                strategies: Vec::new(),
+                out: report_dir.clone(),
+                database_url,
+                app_bin,
+                quick: false,
+                quiet: true,
+                mysql_url,
+                trials: 1,
+                sets: Vec::new(),
+                sweep: None,
+                variants: Vec::new(),
+            };
+            return debate::main(debate::Settings {
+                injections,
+                trials,
+                only: rows,
+                out: report_dir,
+                markdown: out,
+                json,
+                scenario,
+            })
+            .await;
         }
         Command::Scenario {
             names,
@@ -508,6 +563,7 @@ pub async fn run() -> ExitCode {
             sets,
             sweep,
             params,
+            variants,
         } => {
             if params {
                 return scenario::describe_params(&names);
@@ -515,6 +571,7 @@ pub async fn run() -> ExitCode {
             let options = scenario::Options {
                 sets,
                 sweep,
+                variants,
                 strategies,
                 out,
                 database_url,

@@ -1,360 +1,1149 @@
-//! `seckill-loadgen debate` — the Redlock debate, claim by claim, against
-//! what the fault scenarios measured.
+//! `seckill-loadgen debate` — the Redlock debate, claim by claim, on
+//! measured curves.
 //!
-//! [`CLAIMS`] is the table: who made each claim (Martin Kleppmann's "How
-//! to do distributed locking", 2016; antirez's reply "Is Redlock safe?";
-//! the Redis documentation), what it says in our words, the scenario,
-//! strategy and variant that tests it, and the outcome the claim predicts.
-//! [`main`] reads a `scenarios.json` (best run with `--trials 5`: `make
-//! debate`) and writes a Markdown table — one row a claim, with the
-//! measured verdict (k of N trials as expected), the overlaps and the
-//! damage (oversold units, lost updates) of the case's worst trial. A
-//! claim whose case is missing, inconclusive or contradicted says so in
-//! capitals, in the table and on stderr.
+//! Each row of [`ROWS`] is one claim: its source (author, title, year,
+//! link, a quote of at most 25 words; a claim this project derived says
+//! so), the mechanism (what really happens to which process, node or
+//! link), and the sweep that crosses the boundary the claim names — a
+//! scenario, a strategy, a variant, fixed dials and one dial swept, with
+//! points on both sides and `--injections` (20 by default) at every point.
+//! The claim predicts, at each point, whether its outcome (exclusion
+//! broken, or data damaged) happens on more or fewer than a quarter of the
+//! injections; each point's Wilson 95 % interval agrees, contradicts or
+//! straddles (undecided), and the row stands `agrees` only when every
+//! point agrees — never on an interval that straddles. Where the measured
+//! curve crosses the line, the row says between which two values.
+//!
+//! [`LEGACY`] are the claims whose scenarios take no dials yet (clock
+//! jump, node restart, failover, clock slew): each runs `--trials` times
+//! in fresh worlds and is judged on k of n trials the same way.
+//!
+//! `make debate` runs every row (`seckill-loadgen debate`), writes each
+//! run's report under `loadgen-report/debate/<run>/`, and writes
+//! `docs/redlock-debate.md` and `docs/redlock-debate.json`.
 
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-use serde_json::Value;
+use serde::Serialize;
 
-/// Who made a claim.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Source {
-    /// Martin Kleppmann, "How to do distributed locking" (2016).
-    Kleppmann,
-    /// Salvatore Sanfilippo (antirez), "Is Redlock safe?" (2016).
-    Antirez,
-    /// The Redis documentation (distributed locks, `WAIT`).
-    RedisDocs,
-    /// Not a claim: the control run a claim is measured against.
-    Control,
+use crate::judge::Expected;
+use crate::scenario::{
+    self, CaseResult, Outcomes, Params, Rate, Scenario, Standing, DECISION_RATE,
+};
+
+/// Where a claim comes from.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Source {
+    /// Who.
+    pub author: &'static str,
+    /// The text's title.
+    pub title: &'static str,
+    /// When.
+    pub year: u16,
+    /// Where to read it.
+    pub url: &'static str,
 }
 
-impl Source {
-    /// As the table names it: author and title, no link (the page stands
-    /// on its own, like every page of the manual).
-    pub fn cite(self) -> &'static str {
+const KLEPPMANN: Source = Source {
+    author: "Martin Kleppmann",
+    title: "How to do distributed locking",
+    year: 2016,
+    url: "https://martin.kleppmann.com/2016/02/08/how-to-do-distributed-locking.html",
+};
+
+const ANTIREZ: Source = Source {
+    author: "Salvatore Sanfilippo (antirez)",
+    title: "Is Redlock safe?",
+    year: 2016,
+    url: "http://antirez.com/news/101",
+};
+
+const REDIS_DOCS: Source = Source {
+    author: "the Redis documentation",
+    title: "Distributed Locks with Redis",
+    year: 2016,
+    url: "https://redis.io/docs/latest/develop/use/patterns/distributed-locks/",
+};
+
+const DERIVED: Source = Source {
+    author: "derived by this project",
+    title: "seckill-lab",
+    year: 2026,
+    url: "",
+};
+
+/// Which outcome a claim is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// An overlap involving the faulted holder.
+    ExclusionBroken,
+    /// A committed stale write.
+    DataDamaged,
+}
+
+impl Outcome {
+    fn of(self, outcomes: &Outcomes) -> Rate {
         match self {
-            Source::Kleppmann => "Kleppmann, \"How to do distributed locking\" (2016)",
-            Source::Antirez => "antirez, \"Is Redlock safe?\" (2016)",
-            Source::RedisDocs => "the Redis docs (distributed locks; `WAIT`)",
-            Source::Control => "control run",
+            Outcome::ExclusionBroken => outcomes.exclusion_broken,
+            Outcome::DataDamaged => outcomes.data_damaged,
+        }
+    }
+
+    fn as_str(self) -> &'static str {
+        match self {
+            Outcome::ExclusionBroken => "exclusion broken",
+            Outcome::DataDamaged => "data damaged",
         }
     }
 }
 
-/// One claim of the debate and the case that tests it.
-#[derive(Debug, Clone, Copy)]
-pub struct Claim {
-    /// Who made it.
-    pub who: Source,
-    /// What it says, in our words.
-    pub says: &'static str,
-    /// The scenario that tests it.
+/// One sweep that rows read: a scenario, a strategy, a variant, the dials
+/// held fixed and the one swept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Run {
+    /// Its name (the report folder `loadgen-report/debate/<id>/`).
+    pub id: &'static str,
+    /// The scenario.
     pub scenario: &'static str,
-    /// The strategy under test.
+    /// The strategy.
     pub strategy: &'static str,
-    /// The scenario's variant (`None`: it has one).
+    /// The variant (`None`: the scenario has one).
     pub variant: Option<&'static str>,
-    /// The outcome the claim predicts: `holds` or `breaks`.
-    pub expected: &'static str,
+    /// Dials held fixed.
+    pub sets: &'static [(&'static str, &'static str)],
+    /// The dial swept and its values, on both sides of the boundary.
+    pub sweep: (&'static str, &'static [&'static str]),
 }
 
-const fn claim(
-    who: Source,
-    says: &'static str,
+/// One claim of the debate.
+#[derive(Debug, Clone, Copy)]
+pub struct Row {
+    /// Stable id.
+    pub id: &'static str,
+    /// Who made it.
+    pub source: Source,
+    /// Their words, at most 25 (empty for a derived claim).
+    pub quote: &'static str,
+    /// The claim, in our words.
+    pub claim: &'static str,
+    /// What really happens, to which process, node or link.
+    pub mechanism: &'static str,
+    /// The sweep that tests it.
+    pub run: Run,
+    /// The outcome the claim is about.
+    pub outcome: Outcome,
+    /// What the claim predicts at a point of the sweep.
+    pub predicts: fn(&Params) -> Expected,
+    /// The same, in words.
+    pub predicts_text: &'static str,
+}
+
+const PAUSES: &[&str] = &["0.25ttl", "0.5ttl", "0.8ttl", "1.2ttl", "2ttl", "3ttl"];
+const ACQUIRE_PAUSES: &[&str] = &["0.25ttl", "0.5ttl", "0.85ttl", "1.2ttl", "2ttl"];
+const DELAYS: &[&str] = &["0.1ttl", "0.5ttl", "0.9ttl", "1.5ttl", "2.5ttl"];
+
+const GC_REDLOCK_BEFORE: Run = Run {
+    id: "gc-redlock-before-check",
+    scenario: "gc-pause",
+    strategy: "redlock",
+    variant: None,
+    sets: &[
+        ("ttl_ms", "300"),
+        ("work_ms", "40"),
+        ("users", "6"),
+        ("where", "before-check"),
+    ],
+    sweep: ("pause", PAUSES),
+};
+const GC_REDLOCK_AFTER: Run = Run {
+    id: "gc-redlock-after-check",
+    sets: &[
+        ("ttl_ms", "300"),
+        ("work_ms", "40"),
+        ("users", "6"),
+        ("where", "after-check"),
+    ],
+    ..GC_REDLOCK_BEFORE
+};
+const GC_TOKEN_AFTER: Run = Run {
+    id: "gc-set-nx-px-token-after-check",
+    strategy: "set-nx-px-token",
+    ..GC_REDLOCK_AFTER
+};
+const GC_FENCED_AFTER: Run = Run {
+    id: "gc-fenced-after-check",
+    strategy: "fenced",
+    ..GC_REDLOCK_AFTER
+};
+const NET_TOKEN: Run = Run {
+    id: "net-set-nx-px-token",
+    scenario: "slow-network",
+    strategy: "set-nx-px-token",
+    variant: None,
+    sets: &[("ttl_ms", "400"), ("work_ms", "100")],
+    sweep: ("delay", DELAYS),
+};
+const NET_REDLOCK_SHORT: Run = Run {
+    id: "net-redlock-node-timeout-50",
+    strategy: "redlock",
+    sets: &[
+        ("ttl_ms", "400"),
+        ("work_ms", "100"),
+        ("node_timeout_ms", "50"),
+    ],
+    ..NET_TOKEN
+};
+const NET_REDLOCK_LONG: Run = Run {
+    id: "net-redlock-node-timeout-3000",
+    sets: &[
+        ("ttl_ms", "400"),
+        ("work_ms", "100"),
+        ("node_timeout_ms", "3000"),
+    ],
+    ..NET_REDLOCK_SHORT
+};
+const ACQ_CHECK: Run = Run {
+    id: "acquire-redlock-check",
+    scenario: "acquire-pause",
+    strategy: "redlock",
+    variant: Some("check"),
+    sets: &[("ttl_ms", "400"), ("work_ms", "100"), ("users", "6")],
+    sweep: ("pause", ACQUIRE_PAUSES),
+};
+const ACQ_NO_CHECK: Run = Run {
+    id: "acquire-redlock-no-check",
+    variant: Some("no-check"),
+    ..ACQ_CHECK
+};
+
+fn outlived(p: &Params) -> Expected {
+    // gc-pause: the frozen holder's key expires when the time inside
+    // before the stop plus the pause exceeds the TTL.
+    if p.ms("pause") + p.ms("work_ms") > p.ttl_ms() {
+        Expected::Breaks
+    } else {
+        Expected::Holds
+    }
+}
+
+fn holds(_: &Params) -> Expected {
+    Expected::Holds
+}
+
+fn late_grant(p: &Params) -> Expected {
+    if p.ms("delay") + p.ms("work_ms") > p.ttl_ms() {
+        Expected::Breaks
+    } else {
+        Expected::Holds
+    }
+}
+
+/// Redlock: a quorum that arrives (or is read) `late` ms after the SETs
+/// leaves a validity of TTL − late − drift; the keys expire inside the
+/// section when that is positive but shorter than the work.
+fn short_validity(p: &Params, late: u64) -> Expected {
+    let ttl = p.ttl_ms();
+    let validity = ttl.saturating_sub(late + ttl / 100 + 2);
+    if validity > 0 && validity < p.ms("work_ms") {
+        Expected::Breaks
+    } else {
+        Expected::Holds
+    }
+}
+
+fn redlock_delay(p: &Params) -> Expected {
+    if p.ms("delay") >= p.count("node_timeout_ms") {
+        Expected::Holds
+    } else {
+        short_validity(p, p.ms("delay"))
+    }
+}
+
+fn acquire_check(p: &Params) -> Expected {
+    short_validity(p, p.ms("pause"))
+}
+
+fn acquire_no_check(p: &Params) -> Expected {
+    if p.ms("pause") + p.ms("work_ms") > p.ttl_ms() {
+        Expected::Breaks
+    } else {
+        Expected::Holds
+    }
+}
+
+/// The swept claims, in the order of the debate.
+pub const ROWS: &[Row] = &[
+    Row {
+        id: "pause-breaks-redlock",
+        source: KLEPPMANN,
+        quote: "if the GC pause lasts longer than the lease expiry period, and the client doesn't realise that it has expired, it may go ahead",
+        claim: "A process pause longer than the TTL lets a second holder in beside the paused one, Redlock included",
+        mechanism: "replica a's whole process is stopped (SIGSTOP) inside its section, before the lock's last check; its keys expire on every node; b takes the lock and enters; a wakes inside",
+        run: GC_REDLOCK_BEFORE,
+        outcome: Outcome::ExclusionBroken,
+        predicts: outlived,
+        predicts_text: "breaks when pause + work > TTL, holds below",
+    },
+    Row {
+        id: "check-before-write-keeps-data",
+        source: DERIVED,
+        quote: "",
+        claim: "When the pause lands before Redlock's validity check, the check refuses the woken holder: exclusion broken, data exact",
+        mechanism: "the same freeze as the row above; a wakes, its validity (TTL − elapsed − drift) has run out, the check before the write refuses it and nothing is written",
+        run: GC_REDLOCK_BEFORE,
+        outcome: Outcome::DataDamaged,
+        predicts: holds,
+        predicts_text: "holds at every pause",
+    },
+    Row {
+        id: "pause-after-check-redlock",
+        source: KLEPPMANN,
+        quote: "You cannot fix this problem by inserting a check on the lock expiry just before writing back to storage.",
+        claim: "A pause after the last check defeats the check: the woken Redlock holder commits a stale write",
+        mechanism: "a is stopped after its validity check and before its write; b takes the expired lock, reads, writes and commits; a wakes and writes the stock it read before b — a lost update",
+        run: GC_REDLOCK_AFTER,
+        outcome: Outcome::DataDamaged,
+        predicts: outlived,
+        predicts_text: "breaks when pause + work > TTL, holds below",
+    },
+    Row {
+        id: "pause-after-check-single-redis",
+        source: KLEPPMANN,
+        quote: "GC can pause a running thread at any point, including the point that is maximally inconvenient for you",
+        claim: "The same pause damages the data under a single Redis SET NX PX with a token",
+        mechanism: "as the row above, with one Redis and no validity at all: the woken holder writes whatever it read",
+        run: GC_TOKEN_AFTER,
+        outcome: Outcome::DataDamaged,
+        predicts: outlived,
+        predicts_text: "breaks when pause + work > TTL, holds below",
+    },
+    Row {
+        id: "fencing-keeps-data",
+        source: KLEPPMANN,
+        quote: "you need to include a fencing token with every write request to the storage service",
+        claim: "A fencing token the database checks keeps the data exact through the same pause, after the check",
+        mechanism: "b's larger token is registered on the product row before b reads; a wakes and its write, conditional on its own token, matches no row",
+        run: GC_FENCED_AFTER,
+        outcome: Outcome::DataDamaged,
+        predicts: holds,
+        predicts_text: "holds at every pause",
+    },
+    Row {
+        id: "late-grant-single-redis",
+        source: KLEPPMANN,
+        quote: "Packet networks such as Ethernet and IP may delay packets arbitrarily",
+        claim: "A grant delivered late is acted on by a lock that does not check the time: its key expires while the holder works",
+        mechanism: "every reply from Redis to replica a is held back by a proxy (requests go at once); a's SET NX succeeds at once, a hears of it `delay` later and enters with less than TTL − delay left",
+        run: NET_TOKEN,
+        outcome: Outcome::ExclusionBroken,
+        predicts: late_grant,
+        predicts_text: "breaks when delay + work > TTL, holds below",
+    },
+    Row {
+        id: "node-timeout-drops-late-votes",
+        source: REDIS_DOCS,
+        quote: "the client uses a timeout which is small compared to the total lock auto-release time in order to acquire it",
+        claim: "With a short per-node timeout, votes slower than it are dropped: delayed packets never make a quorum",
+        mechanism: "a's replies from all three Redlock nodes arrive `delay` late; with a 50 ms node timeout a delay above it loses every vote, below it the votes arrive with almost the whole validity left",
+        run: NET_REDLOCK_SHORT,
+        outcome: Outcome::ExclusionBroken,
+        predicts: redlock_delay,
+        predicts_text: "holds at every delay (above the node timeout: no quorum; below: validity ≈ TTL)",
+    },
+    Row {
+        id: "validity-check-refuses-late-quorum",
+        source: ANTIREZ,
+        quote: "you can add the network delays you want, the lock will always be considered not valid if too much time elapsed",
+        claim: "With a node timeout longer than the delay the late votes arrive, and only TTL − elapsed stands between the client and an expired lock",
+        mechanism: "the votes arrive `delay` late; validity = TTL − delay − drift: refused above the TTL, trusted below — and trusted even when the validity left is shorter than the work, so the keys expire inside the section",
+        run: NET_REDLOCK_LONG,
+        outcome: Outcome::ExclusionBroken,
+        predicts: redlock_delay,
+        predicts_text: "breaks where 0 < TTL − delay − drift < work, holds elsewhere",
+    },
+    Row {
+        id: "validity-shorter-than-work",
+        source: REDIS_DOCS,
+        quote: "it is guaranteed only as long as the client holding the lock terminates its work within the lock validity time",
+        claim: "A pause during acquisition that leaves less validity than the work breaks exclusion even with the check",
+        mechanism: "a is stopped (SIGSTOP) holding a quorum of yes unread; it wakes, its check passes with a short validity, it starts 100 ms of work; its keys expire inside; b enters",
+        run: ACQ_CHECK,
+        outcome: Outcome::ExclusionBroken,
+        predicts: acquire_check,
+        predicts_text: "breaks where 0 < TTL − pause − drift < work, holds elsewhere",
+    },
+    Row {
+        id: "acquire-pause-without-check",
+        source: DERIVED,
+        quote: "",
+        claim: "Without the elapsed-time check, a client paused during acquisition enters on keys that expire under it",
+        mechanism: "the same stop; the skip_validity_check fault trusts the quorum as if granted on waking, so every pause with pause + work > TTL lets b in beside a",
+        run: ACQ_NO_CHECK,
+        outcome: Outcome::ExclusionBroken,
+        predicts: acquire_no_check,
+        predicts_text: "breaks when pause + work > TTL, holds below",
+    },
+];
+
+/// A claim whose scenario takes no dials yet: judged on k of n trials.
+#[derive(Debug, Clone, Copy)]
+pub struct Legacy {
+    /// Stable id.
+    pub id: &'static str,
+    /// Who made it.
+    pub source: Source,
+    /// Their words (empty: none quoted).
+    pub quote: &'static str,
+    /// The claim.
+    pub claim: &'static str,
+    /// The scenario, strategy and variant.
+    pub scenario: &'static str,
+    /// Strategy.
+    pub strategy: &'static str,
+    /// Variant.
+    pub variant: Option<&'static str>,
+    /// `holds` or `breaks` (the scenario's own expectation).
+    pub predicts: Expected,
+}
+
+/// The claims not yet on sweeps.
+pub const LEGACY: &[Legacy] = &[
+    Legacy {
+        id: "clock-jump-partition-control",
+        source: DERIVED,
+        quote: "",
+        claim: "Control: the partition of the clock-jump case alone keeps one holder at a time",
+        scenario: "clock-jump",
+        strategy: "redlock",
+        variant: Some("partition"),
+        predicts: Expected::Holds,
+    },
+    Legacy {
+        id: "clock-jump",
+        source: KLEPPMANN,
+        quote: "The clock on node C jumps forward, causing the lock to expire.",
+        claim: "A clock jump on one node expires its key early: both sides of a partition reach a majority",
+        scenario: "clock-jump",
+        strategy: "redlock",
+        variant: Some("partition+jump"),
+        predicts: Expected::Breaks,
+    },
+    Legacy {
+        id: "restart-without-persistence",
+        source: REDIS_DOCS,
+        quote: "If Redis is configured, as by default, to fsync on disk every second, it is possible that after a restart our key is missing.",
+        claim: "A node that restarts empty gives its vote twice: two majorities",
+        scenario: "redlock-restart",
+        strategy: "redlock",
+        variant: Some("restart"),
+        predicts: Expected::Breaks,
+    },
+    Legacy {
+        id: "delayed-restart",
+        source: REDIS_DOCS,
+        quote: "make an instance, after a crash, unavailable for at least a bit more than the max TTL we use",
+        claim: "Remedy: a crashed node kept down longer than the TTL",
+        scenario: "redlock-restart",
+        strategy: "redlock",
+        variant: Some("delayed-restart"),
+        predicts: Expected::Holds,
+    },
+    Legacy {
+        id: "clock-slew",
+        source: ANTIREZ,
+        quote: "be able to count 5 seconds with a maximum of 10% error",
+        claim: "A clock that runs a little fast (slewed, not jumped) is covered by the drift allowance",
+        scenario: "clock-slew",
+        strategy: "redlock",
+        variant: None,
+        predicts: Expected::Holds,
+    },
+    Legacy {
+        id: "failover-no-wait",
+        source: DERIVED,
+        quote: "",
+        claim: "A single Redis with a replica loses the lock on failover: replication is asynchronous",
+        scenario: "failover",
+        strategy: "set-nx-px-token",
+        variant: Some("no-wait"),
+        predicts: Expected::Breaks,
+    },
+    Legacy {
+        id: "failover-fenced",
+        source: KLEPPMANN,
+        quote: "you need to include a fencing token with every write request to the storage service",
+        claim: "Fencing keeps the data exact through a failover as well",
+        scenario: "failover",
+        strategy: "fenced",
+        variant: Some("no-wait"),
+        predicts: Expected::Holds,
+    },
+];
+
+/// One point of a row's curve, as `redlock-debate.json` writes it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Point {
+    /// The value as typed.
+    pub value: String,
+    /// Resolved (ms for a duration).
+    pub resolved: Option<f64>,
+    /// What the claim predicts here.
+    pub predicts: Expected,
+    /// k of n.
+    pub exclusion_broken: Option<Rate>,
+    /// k of n.
+    pub data_damaged: Option<Rate>,
+    /// The row's outcome against the prediction.
+    pub standing: Standing,
+    /// The case's verdict line.
+    pub reason: String,
+}
+
+/// A row's curve and standing.
+#[derive(Debug, Clone, Serialize)]
+pub struct Judged {
+    /// The dial swept.
+    pub key: String,
+    /// Its points.
+    pub points: Vec<Point>,
+    /// Every point agrees → agrees; any contradicts → contradicts; else
+    /// undecided.
+    pub standing: Standing,
+    /// Between which values the measured outcome crosses the line.
+    pub flips_at: Option<String>,
+}
+
+/// Judge a row from its sweep's points: each point's params and outcomes.
+pub fn judge_row(row: &Row, points: &[(String, Params, Option<Outcomes>, String)]) -> Judged {
+    let mut judged = Vec::new();
+    for (value, params, outcomes, reason) in points {
+        let predicts = (row.predicts)(params);
+        let standing = outcomes.map_or(Standing::Undecided, |o| {
+            row.outcome.of(&o).standing(predicts)
+        });
+        judged.push(Point {
+            value: value.clone(),
+            resolved: params
+                .json()
+                .get(row.run.sweep.0)
+                .and_then(serde_json::Value::as_f64),
+            predicts,
+            exclusion_broken: outcomes.map(|o| o.exclusion_broken),
+            data_damaged: outcomes.map(|o| o.data_damaged),
+            standing,
+            reason: reason.clone(),
+        });
+    }
+    let standing = if judged.is_empty() {
+        Standing::Undecided
+    } else if judged.iter().any(|p| p.standing == Standing::Contradicts) {
+        Standing::Contradicts
+    } else if judged.iter().all(|p| p.standing == Standing::Agrees) {
+        Standing::Agrees
+    } else {
+        Standing::Undecided
+    };
+    Judged {
+        key: row.run.sweep.0.to_owned(),
+        flips_at: flips_at(row.outcome, &judged),
+        points: judged,
+        standing,
+    }
+}
+
+/// Which side of the decision line a rate lies on (`None`: it straddles).
+fn side(rate: Rate) -> Option<bool> {
+    if rate.ci95[0] > DECISION_RATE {
+        Some(true)
+    } else if rate.ci95[1] < DECISION_RATE {
+        Some(false)
+    } else {
+        None
+    }
+}
+
+/// Where the measured outcome moves from one side of the line to the
+/// other: "between A and B", with every straddling point between named.
+fn flips_at(outcome: Outcome, points: &[Point]) -> Option<String> {
+    let rates: Vec<(String, Option<bool>)> = points
+        .iter()
+        .map(|p| {
+            let rate = match outcome {
+                Outcome::ExclusionBroken => p.exclusion_broken,
+                Outcome::DataDamaged => p.data_damaged,
+            };
+            (p.value.clone(), rate.and_then(side))
+        })
+        .collect();
+    let decided: Vec<(usize, bool)> = rates
+        .iter()
+        .enumerate()
+        .filter_map(|(i, (_, s))| s.map(|s| (i, s)))
+        .collect();
+    let mut flips = Vec::new();
+    for pair in decided.windows(2) {
+        let ((i, a), (j, b)) = (pair[0], pair[1]);
+        if a != b {
+            let between: Vec<&str> = rates[i + 1..j].iter().map(|(v, _)| v.as_str()).collect();
+            flips.push(if between.is_empty() {
+                format!("between {} and {}", rates[i].0, rates[j].0)
+            } else {
+                format!(
+                    "between {} and {} (undecided at {})",
+                    rates[i].0,
+                    rates[j].0,
+                    between.join(", ")
+                )
+            });
+        }
+    }
+    (!flips.is_empty()).then(|| flips.join("; "))
+}
+
+/// A legacy row's result: the claim's outcome in k of n trials.
+#[derive(Debug, Clone, Serialize)]
+pub struct LegacyJudged {
+    /// Trials in which the case broke (overlaps or damage), of those run.
+    pub broke: Rate,
+    /// Against the prediction.
+    pub standing: Standing,
+    /// The case's verdict line.
+    pub reason: String,
+}
+
+/// Judge a legacy row from its case (trials as expected of runs).
+pub fn judge_legacy(row: &Legacy, case: Option<&CaseResult>) -> LegacyJudged {
+    let Some(case) = case else {
+        return LegacyJudged {
+            broke: Rate::of(0, 0),
+            standing: Standing::Undecided,
+            reason: "not run".into(),
+        };
+    };
+    let (runs, ok) = case.trials.map_or_else(
+        || {
+            (
+                1,
+                u32::from(case.verdict == crate::judge::CaseVerdict::AsExpected),
+            )
+        },
+        |t| (t.runs, t.as_expected),
+    );
+    // As-expected trials broke where the case expects a break, held where
+    // it expects a hold.
+    let broke = match case.expected {
+        Expected::Breaks => ok,
+        Expected::Holds => runs - ok,
+    };
+    let broke = Rate::of(u64::from(broke), u64::from(runs));
+    LegacyJudged {
+        standing: broke.standing(row.predicts),
+        broke,
+        reason: case.verdict_reason.clone(),
+    }
+}
+
+/// Every run [`ROWS`] need, each once, in order.
+pub fn runs() -> Vec<Run> {
+    let mut runs: Vec<Run> = Vec::new();
+    for row in ROWS {
+        if !runs.contains(&row.run) {
+            runs.push(row.run);
+        }
+    }
+    runs
+}
+
+/// The settings of `make debate`.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Injections at every point of every sweep.
+    pub injections: u32,
+    /// Trials of each legacy case.
+    pub trials: u32,
+    /// Only these rows (ids; empty: all).
+    pub only: Vec<String>,
+    /// Report folders go under it.
+    pub out: PathBuf,
+    /// The Markdown table.
+    pub markdown: PathBuf,
+    /// The JSON.
+    pub json: PathBuf,
+    /// What every scenario run needs (database, binary, …).
+    pub scenario: scenario::Options,
+}
+
+#[derive(Debug, Serialize)]
+struct RowJson {
+    id: &'static str,
+    source: Source,
+    quote: &'static str,
+    claim: &'static str,
+    mechanism: &'static str,
     scenario: &'static str,
     strategy: &'static str,
     variant: Option<&'static str>,
-    expected: &'static str,
-) -> Claim {
-    Claim {
-        who,
-        says,
-        scenario,
-        strategy,
-        variant,
-        expected,
-    }
+    fixed: Vec<(String, String)>,
+    outcome: Outcome,
+    predicts: &'static str,
+    sweep: Judged,
+    standing: Standing,
+    flips_at: Option<String>,
+    report: String,
 }
 
-/// The claims, in the order of the debate.
-pub const CLAIMS: &[Claim] = &[
-    claim(Source::Kleppmann, "A process pause longer than the lock's TTL breaks Redlock: the paused holder wakes and writes beside the next one", "gc-pause", "redlock", None, "breaks"),
-    claim(Source::Kleppmann, "The same pause breaks any TTL lock, a single Redis `SET NX PX` with a token included", "gc-pause", "set-nx-px-token", None, "breaks"),
-    claim(Source::Kleppmann, "A fencing token checked by the storage keeps the data exact through the same pause", "gc-pause", "fenced", None, "holds"),
-    claim(Source::Kleppmann, "Delayed packets: a grant that arrives after its key expired is acted on by a lock that does not check the time", "slow-network", "set-nx-px-token", None, "breaks"),
-    claim(Source::Antirez, "Redlock measures the time the votes took (per-node timeouts, TTL − elapsed): a late quorum is refused, delayed packets are harmless", "slow-network", "redlock", None, "holds"),
-    claim(Source::Control, "The partition of the clock-jump case alone (node 3 shared by both sides): one holder at a time", "clock-jump", "redlock", Some("partition"), "holds"),
-    claim(Source::Kleppmann, "A clock jump on one node expires its key early: both sides of a partition reach a majority", "clock-jump", "redlock", Some("partition+jump"), "breaks"),
-    claim(Source::Kleppmann, "A node that restarts without fsync forgets its keys: its vote is given twice, two majorities", "redlock-restart", "redlock", Some("restart"), "breaks"),
-    claim(Source::RedisDocs, "Remedy: keep a crashed node down longer than the TTL before it rejoins", "redlock-restart", "redlock", Some("delayed-restart"), "holds"),
-    claim(Source::RedisDocs, "Remedy: `appendfsync always` — the node comes back with its keys", "redlock-restart", "redlock", Some("appendfsync-always"), "holds"),
-    claim(Source::Antirez, "A pause *during* acquisition is harmless: the elapsed-time check after acquisition refuses the late quorum", "acquire-pause", "redlock", Some("check"), "holds"),
-    claim(Source::Antirez, "…and it is that check which saves it: without it the paused client enters on expired keys", "acquire-pause", "redlock", Some("no-check"), "breaks"),
-    claim(Source::Antirez, "A clock that runs a little fast (slewed, not jumped) is harmless: the drift factor covers it", "clock-slew", "redlock", None, "holds"),
-    claim(Source::RedisDocs, "A single Redis with a replica loses the lock on failover: replication is asynchronous", "failover", "set-nx-px-token", Some("no-wait"), "breaks"),
-    claim(Source::RedisDocs, "`WAIT 1` after the lock write: the promoted replica has the key", "failover", "set-nx-px-token", Some("wait-1"), "holds"),
-    claim(Source::RedisDocs, "`WAIT` does not make Redis strongly consistent: acknowledged by one replica, the other is promoted without the key", "failover", "set-nx-px-token", Some("wait-1-two-replicas"), "breaks"),
-    claim(Source::Kleppmann, "Fencing keeps the data exact through a failover as well", "failover", "fenced", Some("no-wait"), "holds"),
-];
-
-/// The scenarios [`CLAIMS`] need, each once, in order.
-pub fn scenarios() -> Vec<&'static str> {
-    let mut names = Vec::new();
-    for c in CLAIMS {
-        if !names.contains(&c.scenario) {
-            names.push(c.scenario);
-        }
-    }
-    names
+#[derive(Debug, Serialize)]
+struct LegacyJson {
+    id: &'static str,
+    source: Source,
+    quote: &'static str,
+    claim: &'static str,
+    scenario: &'static str,
+    strategy: &'static str,
+    variant: Option<&'static str>,
+    predicts: Expected,
+    trials: LegacyJudged,
+    standing: Standing,
+    note: &'static str,
 }
 
-/// How one claim fared.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Standing {
-    /// Every trial as the claim predicts.
-    Confirmed,
-    /// The case is not in the report.
-    Missing,
-    /// The case could not tell (no contention, fault not proven, …).
-    Inconclusive,
-    /// A trial contradicted the scenario's expectation.
-    Contradicted,
-    /// The scenario expects another outcome than the claim.
-    Disagrees,
+#[derive(Debug, Serialize)]
+struct DebateJson {
+    tool: &'static str,
+    version: &'static str,
+    injections_per_point: u32,
+    decision_rate: f64,
+    duration_s: f64,
+    rows: Vec<RowJson>,
+    legacy: Vec<LegacyJson>,
 }
 
-impl Standing {
-    fn as_str(&self) -> &'static str {
-        match self {
-            Standing::Confirmed => "confirmed",
-            Standing::Missing => "**MISSING — not run**",
-            Standing::Inconclusive => "**INCONCLUSIVE**",
-            Standing::Contradicted => "**CONTRADICTED**",
-            Standing::Disagrees => "**SCENARIO EXPECTS OTHERWISE**",
-        }
-    }
-}
-
-/// The case of `claim` in a report's `scenarios` array.
-fn case_of<'a>(cases: &'a [Value], claim: &Claim) -> Option<&'a Value> {
-    cases.iter().find(|c| {
-        c["name"] == claim.scenario
-            && c["strategy"] == claim.strategy
-            && match claim.variant {
-                Some(v) => c["variant"] == v,
-                None => c["variant"].is_null(),
-            }
-    })
-}
-
-/// A reason as one table cell: no pipes, at most 120 characters.
-fn cell(text: &str) -> String {
-    let mut out: String = text.replace('|', "/").chars().take(120).collect();
-    if text.chars().count() > 120 {
-        out.push('…');
-    }
-    out
-}
-
-/// The table of every claim against `report` (a parsed `scenarios.json`),
-/// and each claim's standing.
-pub fn render(report: &Value) -> (String, Vec<Standing>) {
-    let empty = Vec::new();
-    let cases = report["scenarios"].as_array().unwrap_or(&empty);
-    let mut md = String::new();
-    md.push_str("# The Redlock debate, claim by claim\n\n");
-    md.push_str("Generated by `seckill-loadgen debate` from a `scenarios.json` ");
-    md.push_str("(`make debate`: each case run with `--trials 5`). One row a claim: who made it, ");
-    md.push_str("what it says, the case that tests it, the outcome it predicts, and what was ");
-    md.push_str("measured — the verdict with k of N trials as expected, the overlapping critical ");
-    md.push_str("sections the history arbiter counted, and the damage the database's audit ");
-    md.push_str("found (oversold units / lost updates), figures of the case's worst trial.\n\n");
-    let _ = writeln!(
-        md,
-        "Report: quick = {}, {} cases, {} s.\n",
-        report["quick"],
-        cases.len(),
-        report["duration_s"]
-    );
-    md.push_str("| # | who | claim | case (scenario · strategy · variant) | predicts | measured | trials as expected | overlaps | oversold / lost updates | standing |\n");
-    md.push_str("|---:|---|---|---|---|---|---:|---:|---:|---|\n");
-    let mut standings = Vec::new();
-    let mut notes = Vec::new();
-    for (i, claim) in CLAIMS.iter().enumerate() {
-        let test = format!(
-            "`{}` · `{}` · {}",
-            claim.scenario,
-            claim.strategy,
-            claim.variant.map_or("-".to_owned(), |v| format!("`{v}`"))
-        );
-        let Some(case) = case_of(cases, claim) else {
-            standings.push(Standing::Missing);
-            let _ = writeln!(
-                md,
-                "| {} | {} | {} | {test} | {} | — | — | — | — | {} |",
-                i + 1,
-                claim.who.cite(),
-                claim.says,
-                claim.expected,
-                Standing::Missing.as_str()
-            );
-            continue;
-        };
-        let verdict = case["verdict"].as_str().unwrap_or("?");
-        let o = &case["observed"];
-        let (runs, ok) = match case["trials"].as_object() {
-            Some(t) => (
-                t["runs"].as_u64().unwrap_or(1),
-                t["as_expected"].as_u64().unwrap_or(0),
-            ),
-            None => (1, u64::from(verdict == "as-expected")),
-        };
-        let standing = if case["expected"] != claim.expected {
-            Standing::Disagrees
-        } else {
-            match verdict {
-                "as-expected" => Standing::Confirmed,
-                "inconclusive" => Standing::Inconclusive,
-                _ => Standing::Contradicted,
-            }
-        };
-        if standing != Standing::Confirmed {
-            notes.push(format!(
-                "- claim {} ({test}): {} — {}",
-                i + 1,
-                standing.as_str(),
-                case["verdict_reason"].as_str().unwrap_or("")
-            ));
-        }
-        let _ = writeln!(
-            md,
-            "| {} | {} | {} | {test} | {} | {verdict}: {} | {ok} of {runs} | {} | {} / {} | {} |",
-            i + 1,
-            claim.who.cite(),
-            claim.says,
-            claim.expected,
-            cell(case["verdict_reason"].as_str().unwrap_or("")),
-            o["overlaps"],
-            o["oversold"],
-            o["lost_updates"],
-            standing.as_str()
-        );
-        standings.push(standing);
-    }
-    let confirmed = standings
+fn scenario_named(name: &str) -> Option<Scenario> {
+    use clap::ValueEnum as _;
+    Scenario::value_variants()
         .iter()
-        .filter(|s| **s == Standing::Confirmed)
-        .count();
-    let _ = writeln!(md, "\n{confirmed} of {} claims confirmed.", CLAIMS.len());
-    if !notes.is_empty() {
-        md.push_str("\n**Not confirmed:**\n\n");
-        for note in &notes {
-            md.push_str(note);
-            md.push('\n');
-        }
-    }
-    (md, standings)
+        .copied()
+        .find(|s| s.name() == name)
 }
 
-/// `seckill-loadgen debate --from DIR/scenarios.json --out FILE`: write
-/// the table; exit 1 when a claim was contradicted, 4 when one is missing
-/// or inconclusive, 2 when the report cannot be read.
-pub fn main(from: &Path, out: &Path) -> ExitCode {
-    let report: Value = match std::fs::read_to_string(from)
-        .map_err(|e| e.to_string())
-        .and_then(|text| serde_json::from_str(&text).map_err(|e| e.to_string()))
-    {
-        Ok(report) => report,
-        Err(e) => {
-            eprintln!("seckill-loadgen: cannot read {}: {e}", from.display());
-            return ExitCode::from(2);
+/// `seckill-loadgen debate`: run every row's sweep and every legacy case,
+/// write the table and the JSON; exit 1 when a row contradicts its claim,
+/// 4 when one is undecided, 3 when a run failed.
+pub async fn main(settings: Settings) -> ExitCode {
+    let started = std::time::Instant::now();
+    let wanted = |id: &str| settings.only.is_empty() || settings.only.iter().any(|o| o == id);
+    let mut reports: Vec<(Run, Vec<CaseResult>)> = Vec::new();
+    for run in runs() {
+        if !ROWS.iter().any(|r| r.run == run && wanted(r.id)) {
+            continue;
         }
-    };
-    let (md, standings) = render(&report);
-    if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
-        if let Err(e) = std::fs::create_dir_all(dir) {
-            eprintln!("seckill-loadgen: cannot create {}: {e}", dir.display());
-            return ExitCode::from(2);
+        let Some(scenario) = scenario_named(run.scenario) else {
+            eprintln!(
+                "seckill-loadgen: debate run {} names no scenario {}",
+                run.id, run.scenario
+            );
+            return ExitCode::from(3);
+        };
+        let mut options = settings.scenario.clone();
+        options.strategies = vec![run.strategy.to_owned()];
+        options.variants = run.variant.map(|v| vec![v.to_owned()]).unwrap_or_default();
+        options.sets = run
+            .sets
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        options
+            .sets
+            .push(("injections".into(), settings.injections.to_string()));
+        options.sweep = Some((
+            run.sweep.0.to_owned(),
+            run.sweep.1.iter().map(|v| (*v).to_owned()).collect(),
+        ));
+        options.trials = 1;
+        options.out = settings.out.join(run.id);
+        println!(
+            "== debate run {}: {} · {} · sweep {}",
+            run.id, run.scenario, run.strategy, run.sweep.0
+        );
+        match scenario::run_and_write(&[scenario], &options).await {
+            Ok(report) => reports.push((run, report.scenarios)),
+            Err(e) => {
+                eprintln!("seckill-loadgen: debate run {} failed: {e:#}", run.id);
+                return ExitCode::from(3);
+            }
         }
     }
-    if let Err(e) = std::fs::write(out, &md) {
-        eprintln!("seckill-loadgen: cannot write {}: {e}", out.display());
+    let mut legacy_cases: Vec<CaseResult> = Vec::new();
+    let legacy_wanted: Vec<&Legacy> = LEGACY.iter().filter(|l| wanted(l.id)).collect();
+    let mut legacy_scenarios: Vec<Scenario> = Vec::new();
+    for l in &legacy_wanted {
+        if let Some(s) = scenario_named(l.scenario) {
+            if !legacy_scenarios.contains(&s) {
+                legacy_scenarios.push(s);
+            }
+        }
+    }
+    if !legacy_scenarios.is_empty() {
+        let mut options = settings.scenario.clone();
+        let mut strategies: Vec<String> = Vec::new();
+        for l in &legacy_wanted {
+            if !strategies.iter().any(|s| s == l.strategy) {
+                strategies.push(l.strategy.to_owned());
+            }
+        }
+        options.strategies = strategies;
+        options.trials = settings.trials;
+        options.out = settings.out.join("legacy");
+        println!(
+            "== debate: the legacy claims, {} trials each",
+            settings.trials
+        );
+        match scenario::run_and_write(&legacy_scenarios, &options).await {
+            Ok(report) => legacy_cases = report.scenarios,
+            Err(e) => {
+                eprintln!("seckill-loadgen: the legacy runs failed: {e:#}");
+                return ExitCode::from(3);
+            }
+        }
+    }
+    let rows: Vec<RowJson> = ROWS
+        .iter()
+        .filter(|r| wanted(r.id))
+        .filter_map(|row| {
+            let (_, cases) = reports.iter().find(|(run, _)| *run == row.run)?;
+            let scenario = scenario_named(row.run.scenario)?;
+            let points: Vec<(String, Params, Option<Outcomes>, String)> = cases
+                .iter()
+                .filter_map(|c| {
+                    let value = c.sweep_value(row.run.sweep.0)?;
+                    let mut sets: Vec<(String, String)> = row
+                        .run
+                        .sets
+                        .iter()
+                        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                        .collect();
+                    sets.push((row.run.sweep.0.to_owned(), value.clone()));
+                    let params = Params::new(scenario.name(), scenario.params(), &sets).ok()?;
+                    Some((value, params, c.outcomes, c.verdict_reason.clone()))
+                })
+                .collect();
+            let judged = judge_row(row, &points);
+            Some(RowJson {
+                id: row.id,
+                source: row.source,
+                quote: row.quote,
+                claim: row.claim,
+                mechanism: row.mechanism,
+                scenario: row.run.scenario,
+                strategy: row.run.strategy,
+                variant: row.run.variant,
+                fixed: row
+                    .run
+                    .sets
+                    .iter()
+                    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                    .collect(),
+                outcome: row.outcome,
+                predicts: row.predicts_text,
+                standing: judged.standing,
+                flips_at: judged.flips_at.clone(),
+                sweep: judged,
+                report: settings
+                    .out
+                    .join(row.run.id)
+                    .join("scenarios.html")
+                    .display()
+                    .to_string(),
+            })
+        })
+        .collect();
+    let legacy: Vec<LegacyJson> = legacy_wanted
+        .iter()
+        .map(|l| {
+            let case = legacy_cases.iter().find(|c| {
+                c.name == l.scenario
+                    && c.strategy == l.strategy
+                    && c.variant.as_deref() == l.variant
+            });
+            let trials = judge_legacy(l, case);
+            LegacyJson {
+                id: l.id,
+                source: l.source,
+                quote: l.quote,
+                claim: l.claim,
+                scenario: l.scenario,
+                strategy: l.strategy,
+                variant: l.variant,
+                predicts: l.predicts,
+                standing: trials.standing,
+                trials,
+                note: "this scenario takes no dials yet: one fault per trial, each trial a fresh world",
+            }
+        })
+        .collect();
+    let doc = DebateJson {
+        tool: "seckill-loadgen",
+        version: env!("CARGO_PKG_VERSION"),
+        injections_per_point: settings.injections,
+        decision_rate: DECISION_RATE,
+        duration_s: (started.elapsed().as_secs_f64() * 10.0).round() / 10.0,
+        rows,
+        legacy,
+    };
+    if let Err(e) = write(&settings, &doc) {
+        eprintln!("seckill-loadgen: {e:#}");
         return ExitCode::from(2);
     }
-    let count = |s: Standing| standings.iter().filter(|x| **x == s).count();
+    let all: Vec<Standing> = doc
+        .rows
+        .iter()
+        .map(|r| r.standing)
+        .chain(doc.legacy.iter().map(|l| l.standing))
+        .collect();
+    let count = |s: Standing| all.iter().filter(|x| **x == s).count();
     println!(
-        "{} of {} claims confirmed; table: {}",
-        count(Standing::Confirmed),
-        CLAIMS.len(),
-        out.display()
+        "{} rows: {} agree, {} contradict, {} undecided, in {:.0} s; {} and {}",
+        all.len(),
+        count(Standing::Agrees),
+        count(Standing::Contradicts),
+        count(Standing::Undecided),
+        doc.duration_s,
+        settings.markdown.display(),
+        settings.json.display()
     );
-    for (claim, standing) in CLAIMS.iter().zip(&standings) {
-        if *standing != Standing::Confirmed {
-            eprintln!(
-                "seckill-loadgen: {} — {} · {} · {}: {}",
-                standing.as_str().trim_matches('*'),
-                claim.scenario,
-                claim.strategy,
-                claim.variant.unwrap_or("-"),
-                claim.says
-            );
-        }
-    }
-    if count(Standing::Contradicted) + count(Standing::Disagrees) > 0 {
+    if count(Standing::Contradicts) > 0 {
         ExitCode::from(1)
-    } else if count(Standing::Missing) + count(Standing::Inconclusive) > 0 {
+    } else if count(Standing::Undecided) > 0 {
         ExitCode::from(4)
     } else {
         ExitCode::SUCCESS
     }
 }
 
+fn write(settings: &Settings, doc: &DebateJson) -> anyhow::Result<()> {
+    for path in [&settings.markdown, &settings.json] {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)?;
+        }
+    }
+    std::fs::write(&settings.json, serde_json::to_string_pretty(doc)? + "\n")?;
+    std::fs::write(&settings.markdown, markdown(doc))?;
+    Ok(())
+}
+
+fn cite(source: &Source) -> String {
+    if source.url.is_empty() {
+        source.author.to_owned()
+    } else {
+        format!(
+            "{}, [\"{}\"]({}) ({})",
+            source.author, source.title, source.url, source.year
+        )
+    }
+}
+
+fn markdown(doc: &DebateJson) -> String {
+    let mut md = String::from("# The Redlock debate, claim by claim, on measured curves\n\n");
+    let _ = writeln!(
+        md,
+        "Generated by `make debate` (`seckill-loadgen debate`) in {:.0} s: every claim tested by a sweep \
+         that crosses the boundary it names, {} injections at every point, each injection judged on its \
+         own. A point agrees when the Wilson 95 % interval of the claim's outcome lies on the predicted \
+         side of {:.0} % of the injections, contradicts when it lies on the other side, and is undecided \
+         when it straddles; a row agrees only when every point agrees. The reports of each sweep \
+         (scenarios.json, the curves in scenarios.html) are under `loadgen-report/debate/`.\n",
+        doc.duration_s,
+        doc.injections_per_point,
+        doc.decision_rate * 100.0
+    );
+    md.push_str("| # | source | claim | sweep | outcome | predicts | measured (k of n at each point) | flips | standing |\n");
+    md.push_str("|---:|---|---|---|---|---|---|---|---|\n");
+    for (i, r) in doc.rows.iter().enumerate() {
+        let measured: Vec<String> = r
+            .sweep
+            .points
+            .iter()
+            .map(|p| {
+                let rate = match r.outcome {
+                    Outcome::ExclusionBroken => p.exclusion_broken,
+                    Outcome::DataDamaged => p.data_damaged,
+                };
+                format!(
+                    "{}: {}{}",
+                    p.value,
+                    rate.map_or("not run".into(), |r| format!("{} of {}", r.k, r.n)),
+                    if p.standing == Standing::Agrees {
+                        ""
+                    } else {
+                        match p.standing {
+                            Standing::Contradicts => " ✗",
+                            _ => " ?",
+                        }
+                    }
+                )
+            })
+            .collect();
+        let quote = if r.quote.is_empty() {
+            String::new()
+        } else {
+            format!(" — “{}”", r.quote)
+        };
+        let _ = writeln!(
+            md,
+            "| {} | {}{} | {} | `{}` · `{}`{} · `{}` swept{} | {} | {} | {} | {} | **{}** |",
+            i + 1,
+            cite(&r.source),
+            quote,
+            r.claim,
+            r.scenario,
+            r.strategy,
+            r.variant.map_or(String::new(), |v| format!(" · `{v}`")),
+            r.sweep.key,
+            if r.fixed.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " ({})",
+                    r.fixed
+                        .iter()
+                        .map(|(k, v)| format!("{k}={v}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            },
+            Outcome::as_str(r.outcome),
+            r.predicts,
+            measured.join("; "),
+            r.flips_at.as_deref().unwrap_or("—"),
+            r.standing.as_str()
+        );
+    }
+    md.push_str(
+        "\n✗ a point that contradicts the prediction, ? one whose interval straddles the line.\n",
+    );
+    md.push_str("\n## Mechanisms\n\n");
+    for (i, r) in doc.rows.iter().enumerate() {
+        let _ = writeln!(md, "{}. **{}** — {}", i + 1, r.id, r.mechanism);
+    }
+    if !doc.legacy.is_empty() {
+        md.push_str("\n## Claims whose scenarios take no dials yet\n\n");
+        md.push_str("Each case runs in fresh worlds, one fault per trial; the claim's outcome (the case broke: overlaps or damage) as k of n trials, judged the same way. Five trials cannot show a hold: 0 of 5 bounds the rate only below 43 %, so such a row stands undecided until its scenario is swept.\n\n");
+        md.push_str("| source | claim | case | predicts | broke (k of n trials) | standing |\n|---|---|---|---|---|---|\n");
+        for l in &doc.legacy {
+            let quote = if l.quote.is_empty() {
+                String::new()
+            } else {
+                format!(" — “{}”", l.quote)
+            };
+            let _ = writeln!(
+                md,
+                "| {}{} | {} | `{}` · `{}`{} | {} | {} | **{}** |",
+                cite(&l.source),
+                quote,
+                l.claim,
+                l.scenario,
+                l.strategy,
+                l.variant.map_or(String::new(), |v| format!(" · `{v}`")),
+                l.predicts.as_str(),
+                l.trials.broke.text(),
+                l.standing.as_str()
+            );
+        }
+    }
+    md
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
-    #[test]
-    fn every_claim_is_found_judged_or_reported_missing() {
-        let report = json!({
-            "quick": true,
-            "duration_s": 12.0,
-            "scenarios": [
-                {"name": "gc-pause", "strategy": "redlock", "variant": null, "expected": "breaks",
-                 "verdict": "as-expected", "verdict_reason": "broke",
-                 "observed": {"overlaps": 3, "oversold": 0, "lost_updates": 1},
-                 "trials": {"runs": 5, "as_expected": 5}},
-                {"name": "acquire-pause", "strategy": "redlock", "variant": "check", "expected": "holds",
-                 "verdict": "inconclusive", "verdict_reason": "nothing was sold",
-                 "observed": {"overlaps": 0, "oversold": 0, "lost_updates": 0}},
-            ]
-        });
-        let (md, standings) = render(&report);
-        assert_eq!(standings.len(), CLAIMS.len());
-        assert_eq!(standings[0], Standing::Confirmed);
-        assert!(md.contains("| 5 of 5 | 3 | 0 / 1 | confirmed |"), "{md}");
-        let check = CLAIMS
+    fn params(row: &Row, value: &str) -> Params {
+        let scenario = scenario_named(row.run.scenario).expect("scenario");
+        let mut sets: Vec<(String, String)> = row
+            .run
+            .sets
             .iter()
-            .position(|c| c.variant == Some("check"))
-            .expect("the acquire-pause claim");
-        assert_eq!(standings[check], Standing::Inconclusive);
-        assert!(md.contains("nothing was sold"), "{md}");
-        assert!(standings.contains(&Standing::Missing));
-        assert!(md.contains("MISSING"));
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        sets.push((row.run.sweep.0.to_owned(), value.to_owned()));
+        Params::new(scenario.name(), scenario.params(), &sets).expect("params")
+    }
+
+    fn outcomes(k: u64, n: u64) -> Option<Outcomes> {
+        Some(Outcomes {
+            exclusion_broken: Rate::of(k, n),
+            data_damaged: Rate::of(k, n),
+        })
     }
 
     #[test]
-    fn the_claims_name_known_scenarios() {
-        use crate::scenario::Scenario;
-        use clap::ValueEnum as _;
-        for name in scenarios() {
+    fn every_row_names_a_scenario_its_dials_and_crosses_a_boundary_or_holds_everywhere() {
+        for row in ROWS {
+            let scenario = scenario_named(row.run.scenario).expect(row.id);
             assert!(
-                Scenario::value_variants().iter().any(|s| s.name() == name),
-                "{name}"
+                row.quote.split_whitespace().count() <= 25,
+                "{}: quote too long",
+                row.id
+            );
+            assert_eq!(
+                row.quote.is_empty(),
+                row.source.author == DERIVED.author,
+                "{}",
+                row.id
+            );
+            let predictions: Vec<Expected> = row
+                .run
+                .sweep
+                .1
+                .iter()
+                .map(|v| (row.predicts)(&params(row, v)))
+                .collect();
+            assert!(
+                scenario.params().iter().any(|s| s.name == row.run.sweep.0),
+                "{}",
+                row.id
+            );
+            // A sweep either crosses its boundary (points on both sides)
+            // or tests a claim that holds at every point.
+            let both =
+                predictions.contains(&Expected::Holds) && predictions.contains(&Expected::Breaks);
+            assert!(
+                both || row.predicts_text.starts_with("holds"),
+                "{}: {predictions:?}",
+                row.id
             );
         }
+        for l in LEGACY {
+            assert!(scenario_named(l.scenario).is_some(), "{}", l.id);
+        }
+    }
+
+    #[test]
+    fn a_row_agrees_only_when_every_point_agrees_and_a_straddle_is_undecided() {
+        let row = &ROWS[0]; // breaks when pause + work > TTL
+        let values = ["0.25ttl", "3ttl"];
+        let agree: Vec<_> = values
+            .iter()
+            .zip([outcomes(0, 20), outcomes(20, 20)])
+            .map(|(v, o)| ((*v).to_owned(), params(row, v), o, String::new()))
+            .collect();
+        let judged = judge_row(row, &agree);
+        assert_eq!(judged.standing, Standing::Agrees);
+        assert_eq!(judged.flips_at.as_deref(), Some("between 0.25ttl and 3ttl"));
+        let straddle: Vec<_> = values
+            .iter()
+            .zip([outcomes(0, 5), outcomes(20, 20)])
+            .map(|(v, o)| ((*v).to_owned(), params(row, v), o, String::new()))
+            .collect();
+        assert_eq!(judge_row(row, &straddle).standing, Standing::Undecided);
+        let contra: Vec<_> = values
+            .iter()
+            .zip([outcomes(20, 20), outcomes(20, 20)])
+            .map(|(v, o)| ((*v).to_owned(), params(row, v), o, String::new()))
+            .collect();
+        assert_eq!(judge_row(row, &contra).standing, Standing::Contradicts);
     }
 }

@@ -62,6 +62,14 @@ pub const PARAMS: &[Spec] = &[
     },
 ];
 
+/// `--quick`: a shorter TTL and work (the pause, 2.6× the TTL, shrinks).
+pub const QUICK: &[(&str, &str)] = &[
+    ("ttl_ms", "300"),
+    ("work_ms", "80"),
+    ("pause", "1.6ttl"),
+    ("users", "6"),
+];
+
 /// Redlock's drift allowance for a TTL (the service's: 1 % + 2 ms).
 fn drift_ms(ttl: u64) -> u64 {
     ttl / 100 + 2
@@ -125,6 +133,8 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
             ..FaultsPatch::default()
         })
         .await?;
+    // Every replica reads the faults back (within its control refresh).
+    pause(300).await;
     let each = faults_of_each(world).await?;
     let read_back = each.len() == 2 && each.iter().all(|(_, f)| f.skip_validity_check == skip);
     case.step(format!(
@@ -132,9 +142,9 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
         if skip { "OFF (skip_validity_check)" } else { "on" }
     ));
     let hook = Service::new(vec![world.replica("a")?.url()], TOKEN.into());
-    let settle = (2 * work_ms + 300).max(ttl / 2);
+    let settle = 2 * work_ms + 150;
     for _ in 0..injections {
-        let round = inject::begin(&lab.http, world, case, users, 150).await?;
+        let round = inject::begin(&lab.http, world, case, users, 100).await?;
         hook.arm_freeze(FreezeAt::DuringAcquire).await?;
         let pid = world
             .replica("a")?

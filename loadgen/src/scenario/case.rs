@@ -169,13 +169,7 @@ impl Sweep {
         let points = cases
             .iter()
             .map(|c| SweepPoint {
-                value: c
-                    .params
-                    .get(format!("{key}_as_typed"))
-                    .or_else(|| c.params.get(key))
-                    .map_or_else(String::new, |v| {
-                        v.as_str().map_or_else(|| v.to_string(), str::to_owned)
-                    }),
+                value: c.sweep_value(key).unwrap_or_default(),
                 resolved: c.params.get(key).and_then(Value::as_f64),
                 exclusion_broken: c.outcomes.map(|o| o.exclusion_broken),
                 data_damaged: c.outcomes.map(|o| o.data_damaged),
@@ -200,6 +194,15 @@ pub struct Trials {
 }
 
 impl CaseResult {
+    /// The value of dial `key` in force, as typed (`1.5ttl`, `after-check`,
+    /// `50`).
+    pub fn sweep_value(&self, key: &str) -> Option<String> {
+        self.params
+            .get(format!("{key}_as_typed"))
+            .or_else(|| self.params.get(key))
+            .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
+    }
+
     /// A case that could not run here: `reason` says why and the remedy.
     #[allow(clippy::too_many_arguments)]
     pub fn not_run(

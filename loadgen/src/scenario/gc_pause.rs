@@ -52,7 +52,7 @@ pub const PARAMS: &[Spec] = &[
         name: "where",
         unit: Unit::Choice(&["before-check", "after-check", "anywhere"]),
         default: "before-check",
-        meaning: "where in the section it stops: before the lock's last check, after it (just before the commit), or a random moment of the work",
+        meaning: "where in the section it stops: before the lock's last check, after it (just before the write), or a random moment of the work",
     },
     Spec {
         name: "users",
@@ -61,6 +61,9 @@ pub const PARAMS: &[Spec] = &[
         meaning: "closed-loop buyers, spread over both replicas",
     },
 ];
+
+/// `--quick`: a shorter TTL (the pause, 2.5× it, shrinks with it).
+pub const QUICK: &[(&str, &str)] = &[("ttl_ms", "250"), ("pause", "1.6ttl"), ("users", "6")];
 
 /// Whether the holder's lock outlives the freeze: the time spent inside
 /// before the stop (the work; half of it on average for `anywhere`) plus
@@ -138,9 +141,9 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     ));
     // After the thaw: the woken holder finishes, and whoever took the lock
     // meanwhile commits, before the round is judged.
-    let settle = (2 * work_ms + 300).max(ttl / 2);
+    let settle = 2 * work_ms + 150;
     for _ in 0..injections {
-        let round = inject::begin(&lab.http, world, case, users, 150).await?;
+        let round = inject::begin(&lab.http, world, case, users, 100).await?;
         hook.arm_freeze(at).await?;
         let pid = world
             .replica("a")?

@@ -26,7 +26,7 @@ use serde::Serialize;
 
 use super::buyers::{self, Buyers, Tally};
 use super::case::Observed;
-use super::observe::observe;
+use super::observe::observe_round;
 use super::rate::Rate;
 use super::world::{pause, Case, World};
 use crate::api::HistoryReport;
@@ -163,7 +163,7 @@ impl Round {
         for load in self.loads {
             load.stop().await;
         }
-        let (observed, history) = observe(world, case, strategy).await?;
+        let (observed, history) = observe_round(world, case, strategy).await?;
         let involved = window
             .holder
             .as_deref()

@@ -35,6 +35,8 @@ pub struct Options {
     pub sets: Vec<(String, String)>,
     /// `--sweep NAME=v1,v2,…`: each case at each value.
     pub sweep: Option<(String, Vec<String>)>,
+    /// `--variants`: only these variants of each scenario (empty: all).
+    pub variants: Vec<String>,
 }
 
 /// The admin token of every replica a scenario starts.

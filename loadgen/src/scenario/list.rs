@@ -166,6 +166,17 @@ impl Scenario {
         }
     }
 
+    /// The dials `--quick` sets before the user's `--set`s: shorter
+    /// windows, the same number of injections (a verdict needs them).
+    pub fn quick_sets(self) -> &'static [(&'static str, &'static str)] {
+        match self {
+            Scenario::GcPause => gc_pause::QUICK,
+            Scenario::SlowNetwork => slow_network::QUICK,
+            Scenario::AcquirePause => acquire_pause::QUICK,
+            _ => &[],
+        }
+    }
+
     /// Dials a strategy needs set unless the user set them: etcd grants
     /// leases in whole seconds, so its TTL is at least 1000 ms.
     pub fn implied_sets(self, strategy: &str, sets: &[(String, String)]) -> Vec<(String, String)> {

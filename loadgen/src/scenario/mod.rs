@@ -67,10 +67,25 @@ use clap::ValueEnum as _;
 
 use crate::judge;
 
+pub use case::CaseResult;
+pub use inject::Outcomes;
 pub use lab::Options;
 pub use list::{selection_parser, Scenario, Selection};
-pub use params::{parse_set, parse_sweep};
+pub use params::{parse_set, parse_sweep, Params};
+pub use rate::{Rate, Standing, DECISION_RATE};
 pub use report::ScenarioReport;
+
+/// Run `chosen` with `options` (its dials checked first) and write the
+/// report files into `options.out`: what `make debate` runs row by row.
+pub async fn run_and_write(
+    chosen: &[Scenario],
+    options: &Options,
+) -> anyhow::Result<ScenarioReport> {
+    check_dials(chosen, options).map_err(|e| anyhow::anyhow!(e))?;
+    let report = runner::run_all(chosen, options).await?;
+    write(&report, &options.out)?;
+    Ok(report)
+}
 
 /// `seckill-loadgen scenario NAME --params`: each named scenario's dials.
 pub fn describe_params(names: &[Selection]) -> ExitCode {
@@ -93,6 +108,14 @@ pub fn describe_params(names: &[Selection]) -> ExitCode {
             );
         } else {
             println!("{}", params::describe(s.name(), s.params()));
+            if !s.quick_sets().is_empty() {
+                let quick: Vec<String> = s
+                    .quick_sets()
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect();
+                println!("  with --quick: {} (before any --set)\n", quick.join(" "));
+            }
         }
     }
     ExitCode::SUCCESS

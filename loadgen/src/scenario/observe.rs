@@ -18,6 +18,25 @@ pub async fn observe(
     case: &Case,
     strategy: &str,
 ) -> anyhow::Result<(Observed, HistoryReport)> {
+    observe_with(world, case, strategy, true).await
+}
+
+/// [`observe`] without the lock metrics (a round of a case: the case
+/// scrapes them once, at its end — they count from the replica's start).
+pub async fn observe_round(
+    world: &World,
+    case: &Case,
+    strategy: &str,
+) -> anyhow::Result<(Observed, HistoryReport)> {
+    observe_with(world, case, strategy, false).await
+}
+
+async fn observe_with(
+    world: &World,
+    case: &Case,
+    strategy: &str,
+    scrape_metrics: bool,
+) -> anyhow::Result<(Observed, HistoryReport)> {
     let service = world.service();
     let audit = service.audit().await?;
     let row = audit
@@ -37,16 +56,23 @@ pub async fn observe(
             .ledger
             .account(&BTreeMap::from([(1, orders)]), std::slice::from_ref(&row))
     });
-    let scrape = service.scrape().await?;
-    let s = [("strategy", strategy)];
-    let waits = scrape.sum("seckill_lock_acquire_duration_seconds_sum", &s);
-    let waited = scrape.sum("seckill_lock_acquire_duration_seconds_count", &s);
-    let mean_wait_ms = if waited > 0.0 {
-        waits / waited * 1000.0
+    let (mean_wait_ms, lock_retries) = if scrape_metrics {
+        let scrape = service.scrape().await?;
+        let s = [("strategy", strategy)];
+        let waits = scrape.sum("seckill_lock_acquire_duration_seconds_sum", &s);
+        let waited = scrape.sum("seckill_lock_acquire_duration_seconds_count", &s);
+        let mean = if waited > 0.0 {
+            waits / waited * 1000.0
+        } else {
+            0.0
+        };
+        (
+            mean,
+            scrape.sum("seckill_lock_retries_total", &s).round() as u64,
+        )
     } else {
-        0.0
+        (0.0, 0)
     };
-    let lock_retries = scrape.sum("seckill_lock_retries_total", &s).round() as u64;
     let t = &case.tally;
     let o = Observed {
         overlaps: mine.overlaps,

@@ -44,7 +44,10 @@ pub async fn run_all(chosen: &[Scenario], options: &Options) -> anyhow::Result<S
             let strategies = strategies_of(&lab, scenario, options);
             for strategy in &strategies {
                 let entry = lab.strategy(strategy)?.clone();
-                for variant in scenario.variants() {
+                let wanted = |v: &&&str| {
+                    options.variants.is_empty() || options.variants.iter().any(|w| w == **v)
+                };
+                for variant in scenario.variants().iter().filter(wanted) {
                     let cases =
                         run_points(&mut lab, scenario, &entry, variant, &mut skipped).await?;
                     results.extend(cases);
@@ -94,7 +97,16 @@ async fn run_points(
     };
     let mut cases = Vec::new();
     for point in points {
-        let mut sets = scenario.implied_sets(strategy, &options.sets);
+        let mut sets: Vec<(String, String)> = if options.quick {
+            scenario
+                .quick_sets()
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        sets.extend(scenario.implied_sets(strategy, &options.sets));
         sets.extend(options.sets.iter().cloned());
         sets.extend(point.clone());
         let params = Params::new(scenario.name(), scenario.params(), &sets)
@@ -334,8 +346,13 @@ async fn run_case(lab: &mut Lab, trial: Trial<'_>) -> anyhow::Result<CaseResult>
         .await?;
     let (mut observed, history) = observe(&world, &case, strategy).await?;
     if !case.rounds.is_empty() {
-        // The case's figures are its rounds' (each reset the product).
+        // The case's figures are its rounds' (each reset the product); the
+        // lock metrics, read once now, count every round.
+        let whole = observed;
         observed = super::inject::sum(&case.rounds);
+        observed.lock_retries = whole.lock_retries;
+        observed.mean_wait_ms = whole.mean_wait_ms;
+        observed.contended |= whole.contended;
     }
     let guarantee = Guarantee::of(entry.kind);
     let checks = Checks {

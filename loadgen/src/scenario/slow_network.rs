@@ -37,7 +37,7 @@ use seckill_proxy::Proxy;
 /// Its dials.
 pub const PARAMS: &[Spec] = &[
     params::ttl("400"),
-    params::work("300"),
+    params::work("150"),
     params::injections("12"),
     Spec {
         name: "delay",
@@ -52,6 +52,9 @@ pub const PARAMS: &[Spec] = &[
         meaning: "Redlock's per-node timeout on both replicas (SECKILL_REDLOCK_NODE_TIMEOUT_MS)",
     },
 ];
+
+/// `--quick`: a shorter TTL and work (the delay, 1.5× the TTL, shrinks).
+pub const QUICK: &[(&str, &str)] = &[("ttl_ms", "250"), ("work_ms", "100")];
 
 /// What `strategy` should do when its grants arrive `delay` late.
 pub fn expect(strategy: &StrategyEntry, _variant: &str, params: &Params) -> Expectation {
@@ -202,7 +205,7 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
                 )
             }),
         };
-        pause(work_ms + 300).await;
+        pause(work_ms + 150).await;
         round.end(world, case, strategy, window).await?;
     }
     if case.injections.iter().any(|i| i.proof.is_some()) {
