@@ -86,10 +86,10 @@ results:
 	@scripts/results.sh
 
 ## The Redlock debate, claim by claim (Kleppmann 2016, antirez's reply, the
-## Redis docs): release build, every scenario the claims need with
-## --trials 5 (TRIALS=n) into loadgen-report/debate/, then
-## docs/redlock-debate.md — each claim, its case, k of N as expected,
-## overlaps and damage. Long: each case five times.
+## Redis docs), on measured curves: release build, then each claim's sweep
+## across the boundary it names (INJECTIONS=20 at every point) and the
+## claims not yet swept (TRIALS=5), into loadgen-report/debate/; writes
+## docs/redlock-debate.md and docs/redlock-debate.json.
 debate:
 	@scripts/debate.sh
 

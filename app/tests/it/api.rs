@@ -965,3 +965,26 @@ async fn every_answer_decodes_into_its_wire_type() {
         ("gone", 0)
     );
 }
+
+#[tokio::test]
+async fn the_freeze_hook_is_refused_unless_scenario_hooks_are_on() {
+    // A replica that stops itself needs someone to continue it: off by
+    // default, the hook answers 403 and arms nothing.
+    let (_redis, app) = app().await;
+    let (status, body) = app
+        .admin(
+            Method::POST,
+            "/admin/freeze",
+            Some(json!({"at": "after-check"})),
+        )
+        .await;
+    assert_error(status, &body, 403, "hooks_disabled");
+    let (status, body) = app.admin(Method::DELETE, "/admin/freeze", None).await;
+    assert_error(status, &body, 403, "hooks_disabled");
+    assert_eq!(app.state.deps.freeze.armed(), None);
+    // A point it does not know is a bad body, whatever the setting.
+    let (status, body) = app
+        .admin(Method::POST, "/admin/freeze", Some(json!({"at": "inside"})))
+        .await;
+    assert_eq!(status, 400, "{body}");
+}

@@ -27,6 +27,13 @@ pub fn svg(sweep: &Sweep) -> String {
 
 type Drawn = Result<(), Box<dyn std::error::Error>>;
 
+/// One outcome's series: its name, its colour, its rate at a point.
+type Series = (
+    &'static str,
+    RGBColor,
+    fn(&super::case::SweepPoint) -> Option<Rate>,
+);
+
 fn draw(out: &mut String, sweep: &Sweep, points: &[(f64, &super::case::SweepPoint)]) -> Drawn {
     let (lo, hi) = points
         .iter()
@@ -59,7 +66,7 @@ fn draw(out: &mut String, sweep: &Sweep, points: &[(f64, &super::case::SweepPoin
         ))?
         .label(format!("decision line ({:.0} %)", DECISION_RATE * 100.0))
         .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], RGBColor(150, 150, 150)));
-    let series: [(&str, RGBColor, fn(&super::case::SweepPoint) -> Option<Rate>); 2] = [
+    let series: [Series; 2] = [
         ("exclusion broken", RGBColor(198, 40, 40), |p| {
             p.exclusion_broken
         }),

@@ -313,32 +313,33 @@ mod tests {
 
     #[test]
     fn ttl_multiples_resolve_against_the_final_ttl_whatever_the_order() {
-        let p = Params::new("x", SPECS, &set(&[("pause", "1.5ttl"), ("ttl_ms", "300")])).unwrap();
+        let p = Params::new("x", SPECS, &set(&[("pause", "1.5ttl"), ("ttl_ms", "300")]))
+            .expect("valid");
         assert_eq!(p.ms("pause"), 450);
-        let p = Params::new("x", SPECS, &[]).unwrap();
+        let p = Params::new("x", SPECS, &[]).expect("valid");
         assert_eq!(p.ms("pause"), 1000);
-        let p = Params::new("x", SPECS, &set(&[("pause", "250ms")])).unwrap();
+        let p = Params::new("x", SPECS, &set(&[("pause", "250ms")])).expect("valid");
         assert_eq!(p.ms("pause"), 250);
         assert_eq!(p.json()["pause"], json!(250));
-        let p = Params::new("x", SPECS, &set(&[("pause", "0.3ttl")])).unwrap();
+        let p = Params::new("x", SPECS, &set(&[("pause", "0.3ttl")])).expect("valid");
         assert_eq!(p.ms("pause"), 120);
         assert_eq!(p.json()["pause_as_typed"], json!("0.3ttl"));
     }
 
     #[test]
     fn unknown_dials_and_bad_values_are_refused_by_name() {
-        let e = Params::new("gc-pause", SPECS, &set(&[("paws", "1")])).unwrap_err();
+        let e = Params::new("gc-pause", SPECS, &set(&[("paws", "1")])).expect_err("refused");
         assert!(e.contains("no dial \"paws\"") && e.contains("pause"), "{e}");
-        let e = Params::new("x", SPECS, &set(&[("where", "inside")])).unwrap_err();
+        let e = Params::new("x", SPECS, &set(&[("where", "inside")])).expect_err("refused");
         assert!(e.contains("before-check, after-check, anywhere"), "{e}");
-        let e = Params::new("x", SPECS, &set(&[("pause", "soon")])).unwrap_err();
+        let e = Params::new("x", SPECS, &set(&[("pause", "soon")])).expect_err("refused");
         assert!(e.contains("pause=soon"), "{e}");
-        let e = Params::new("x", SPECS, &set(&[("injections", "0")])).unwrap_err();
+        let e = Params::new("x", SPECS, &set(&[("injections", "0")])).expect_err("refused");
         assert!(e.contains("at least 1"), "{e}");
-        assert_eq!(parse_set("a=b").unwrap(), ("a".into(), "b".into()));
+        assert_eq!(parse_set("a=b").expect("valid"), ("a".into(), "b".into()));
         assert!(parse_set("a").is_err());
         assert_eq!(
-            parse_sweep("pause=0.5ttl, 1ttl,2ttl").unwrap().1,
+            parse_sweep("pause=0.5ttl, 1ttl,2ttl").expect("valid").1,
             vec!["0.5ttl", "1ttl", "2ttl"]
         );
     }

@@ -1,0 +1,253 @@
+//! The dials of the fault scenarios, end to end: a dial a scenario does
+//! not have is refused by name before anything starts; `--params` lists
+//! each dial; a pause placed after the lock's last check damages the data
+//! where one shorter than the TTL leaves it exact (Kleppmann's point,
+//! measured); and a case that cannot run here is `not-run`, exit 4,
+//! naming the setting — never a pass.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use seckill_testkit::{admin_database_url, free_port, mysql_test_url, workspace_binary};
+use serde_json::Value;
+
+fn loadgen() -> Command {
+    Command::new(workspace_binary("seckill-loadgen", "seckill-loadgen"))
+}
+
+#[test]
+fn a_dial_the_scenario_does_not_have_is_refused_by_name() {
+    let out = loadgen()
+        .args(["scenario", "gc-pause", "--set", "paws=2ttl"])
+        .output()
+        .expect("run");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("gc-pause has no dial \"paws\""), "{stderr}");
+    assert!(stderr.contains("pause, where"), "{stderr}");
+    let out = loadgen()
+        .args([
+            "scenario",
+            "gc-pause",
+            "--sweep",
+            "where=inside,after-check",
+        ])
+        .output()
+        .expect("run");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("where=inside"), "{stderr}");
+}
+
+#[test]
+fn params_lists_each_dial_with_its_unit_default_and_meaning() {
+    let out = loadgen()
+        .args(["scenario", "gc-pause", "slow-network", "--params"])
+        .output()
+        .expect("run");
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    for line in [
+        "ttl_ms",
+        "work_ms",
+        "injections",
+        "pause            ms or Nttl",
+        "where            before-check | after-check | anywhere",
+        "node_timeout_ms",
+        "delay",
+    ] {
+        assert!(text.contains(line), "{line} in {text}");
+    }
+}
+
+fn rate(case: &Value, outcome: &str) -> (u64, u64) {
+    let r = &case["outcomes"][outcome];
+    (r["k"].as_u64().expect("k"), r["n"].as_u64().expect("n"))
+}
+
+#[test]
+fn a_pause_after_the_last_check_damages_the_data_and_one_shorter_than_the_ttl_does_not() {
+    let out_dir = std::env::temp_dir().join(format!("seckill-dials-{}", std::process::id()));
+    let out = loadgen()
+        .args([
+            "scenario",
+            "gc-pause",
+            "--strategies",
+            "redlock",
+            "--set",
+            "where=after-check",
+            "--sweep",
+            "pause=0.3ttl,2.5ttl",
+            "--quick",
+            "--quiet",
+            "--out",
+        ])
+        .arg(&out_dir)
+        .arg("--app-bin")
+        .arg(workspace_binary("seckill-app", "seckill-app"))
+        .arg("--database-url")
+        .arg(admin_database_url())
+        .arg("--mysql-url")
+        .arg(mysql_test_url())
+        .output()
+        .expect("run");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_str(
+        &std::fs::read_to_string(out_dir.join("scenarios.json")).expect("report"),
+    )
+    .expect("json");
+    let cases = report["scenarios"].as_array().expect("cases");
+    assert_eq!(cases.len(), 2, "{stdout}");
+    // Below the TTL: the key outlives the pause, nobody else enters.
+    let short = &cases[0];
+    assert_eq!(short["params"]["pause_as_typed"], "0.3ttl");
+    assert_eq!(rate(short, "exclusion_broken"), (0, 12), "{short}");
+    assert_eq!(rate(short, "data_damaged"), (0, 12), "{short}");
+    // Past it, after the check: the woken holder writes what it read
+    // before the next holder's commit.
+    let long = &cases[1];
+    let (damaged, n) = rate(long, "data_damaged");
+    assert_eq!(n, 12, "{long}");
+    assert!(damaged >= 7, "data damaged {damaged} of {n}: {long}");
+    // The swept cases carry the curve, and the page draws it.
+    assert_eq!(long["sweep"]["key"], "pause");
+    assert_eq!(long["sweep"]["points"].as_array().map(Vec::len), Some(2));
+    let page = std::fs::read_to_string(out_dir.join("scenarios.html")).expect("html");
+    assert!(
+        page.contains("<svg") && page.contains("data damaged"),
+        "the curve is drawn"
+    );
+    let _ = std::fs::remove_dir_all(&out_dir);
+}
+
+/// A PostgreSQL of its own with `max_prepared_transactions = 0` (the
+/// server's default), on a free port; stopped when dropped.
+struct BarePostgres {
+    dir: std::path::PathBuf,
+    child: std::process::Child,
+    port: u16,
+}
+
+impl BarePostgres {
+    fn start() -> Self {
+        let bin = std::fs::read_dir("/usr/lib/postgresql")
+            .expect("PostgreSQL server binaries under /usr/lib/postgresql")
+            .filter_map(Result::ok)
+            .map(|e| e.path().join("bin"))
+            .find(|b| b.join("initdb").exists())
+            .expect("initdb");
+        let dir = std::env::temp_dir().join(format!("seckill-bare-pg-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("dir");
+        // initdb and postgres refuse to run as root: as `postgres` then.
+        let root = Command::new("id")
+            .arg("-u")
+            .output()
+            .is_ok_and(|o| o.stdout.starts_with(b"0"));
+        let run_as = |program: &std::path::Path| {
+            if root {
+                let mut c = Command::new("runuser");
+                c.args(["-u", "postgres", "--"]).arg(program);
+                c
+            } else {
+                Command::new(program)
+            }
+        };
+        if root {
+            let ok = Command::new("chown")
+                .args(["-R", "postgres"])
+                .arg(&dir)
+                .status();
+            assert!(ok.is_ok_and(|s| s.success()), "chown the cluster's folder");
+        }
+        let data = dir.join("data");
+        let init = run_as(&bin.join("initdb"))
+            .args(["-D"])
+            .arg(&data)
+            .args(["-U", "postgres", "-A", "trust", "--no-sync"])
+            .stdout(Stdio::null())
+            .status()
+            .expect("initdb");
+        assert!(init.success(), "initdb");
+        let port = free_port();
+        let child = run_as(&bin.join("postgres"))
+            .arg("-D")
+            .arg(&data)
+            .args(["-p", &port.to_string(), "-k"])
+            .arg(&dir)
+            .args([
+                "-c",
+                "listen_addresses=127.0.0.1",
+                "-c",
+                "max_prepared_transactions=0",
+                "-c",
+                "fsync=off",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("postgres");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "PostgreSQL did not start");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        std::thread::sleep(Duration::from_millis(500));
+        Self { dir, child, port }
+    }
+
+    fn url(&self) -> String {
+        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
+    }
+}
+
+impl Drop for BarePostgres {
+    fn drop(&mut self) {
+        // SIGINT to the postmaster itself (its pid heads postmaster.pid;
+        // a runuser in between does not pass it on): a fast shutdown.
+        let pid = std::fs::read_to_string(self.dir.join("data/postmaster.pid"))
+            .ok()
+            .and_then(|t| t.lines().next().map(str::to_owned));
+        if let Some(pid) = pid {
+            let _ = Command::new("kill").args(["-INT", &pid]).status();
+        }
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+#[test]
+fn a_case_that_cannot_run_here_is_not_run_and_exits_4_naming_the_setting() {
+    let pg = BarePostgres::start();
+    let out_dir = std::env::temp_dir().join(format!("seckill-not-run-{}", std::process::id()));
+    let out = loadgen()
+        .args(["scenario", "coordinator-crash", "--quiet", "--out"])
+        .arg(&out_dir)
+        .arg("--app-bin")
+        .arg(workspace_binary("seckill-app", "seckill-app"))
+        .arg("--database-url")
+        .arg(pg.url())
+        .output()
+        .expect("run");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("NOT RUN coordinator-crash · pg-2pc"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("max_prepared_transactions"), "{stderr}");
+    let report: Value = serde_json::from_str(
+        &std::fs::read_to_string(out_dir.join("scenarios.json")).expect("report"),
+    )
+    .expect("json");
+    let cases = report["scenarios"].as_array().expect("cases");
+    assert_eq!(cases.len(), 4, "each variant reported");
+    assert!(cases.iter().all(|c| c["verdict"] == "not-run"), "{report}");
+    let _ = std::fs::remove_dir_all(&out_dir);
+}
