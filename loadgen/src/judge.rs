@@ -303,7 +303,7 @@ impl Expected {
 }
 
 /// The verdict of one scenario case.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub enum CaseVerdict {
     /// Observed what the design predicts.
     #[serde(rename = "as-expected")]

@@ -369,6 +369,32 @@ async fn exercise(room: &Room) {
         );
     }
 
+    // The scenario panel: the chosen scenario's dials, one input each,
+    // and the sweep (the first scenario, gc-pause, is chosen at first).
+    room.browser
+        .find(Locator::Css("[data-testid=scenario]"))
+        .await
+        .expect("the scenario select")
+        .select_by_value("gc-pause")
+        .await
+        .expect("choose gc-pause");
+    for dial in [
+        "param-pause",
+        "param-where",
+        "param-ttl_ms",
+        "param-injections",
+        "sweep",
+    ] {
+        assert_eq!(
+            room.count(&format!(
+                "[data-testid=scenario-dials] [data-testid={dial}]"
+            ))
+            .await,
+            1,
+            "an input for {dial}"
+        );
+    }
+
     // 1. A fault switched on in the page: on every replica, in the banner.
     room.click("fault-unlock_before_commit").await;
     room.unlock_before_commit_everywhere(true).await;

@@ -91,6 +91,7 @@ pub async fn serve(console: Console, bind: SocketAddr) -> std::io::Result<()> {
                 .service(reset_all)
                 .service(scenario_start)
                 .service(scenario_stop)
+                .service(scenario_curves)
         }
     })
     .workers(2)
@@ -170,6 +171,42 @@ struct LoadView {
 struct ScenarioItem {
     name: &'static str,
     summary: &'static str,
+    /// Its dials, one input each on the page.
+    params: Vec<ParamItem>,
+}
+
+/// One dial of a scenario, as the page draws its input.
+#[derive(Debug, Serialize)]
+struct ParamItem {
+    name: &'static str,
+    unit: String,
+    default: &'static str,
+    meaning: &'static str,
+    /// The words a choice dial takes (empty: free text).
+    choices: &'static [&'static str],
+}
+
+fn param_items(scenario: Scenario) -> Vec<ParamItem> {
+    use crate::scenario::ParamUnit;
+    scenario
+        .params()
+        .iter()
+        .map(|p| ParamItem {
+            name: p.name,
+            unit: match p.unit {
+                ParamUnit::Ms => "ms or Nttl".into(),
+                ParamUnit::Count => "count".into(),
+                ParamUnit::Number => "number".into(),
+                ParamUnit::Choice(_) => "choice".into(),
+            },
+            default: p.default,
+            meaning: p.meaning,
+            choices: match p.unit {
+                ParamUnit::Choice(words) => words,
+                _ => &[],
+            },
+        })
+        .collect()
 }
 
 /// `GET /api/state`.
@@ -296,6 +333,7 @@ async fn state(console: web::Data<Console>) -> HttpResponse {
                 .map(|s| ScenarioItem {
                     name: s.name(),
                     summary: s.summary(),
+                    params: param_items(*s),
                 })
                 .collect(),
         })
@@ -466,6 +504,12 @@ async fn reset_all(console: web::Data<Console>) -> Answer {
 #[serde(deny_unknown_fields)]
 struct ScenarioRequest {
     name: String,
+    /// Dials to set (`--set NAME=VALUE` each); empty values are left out.
+    #[serde(default)]
+    sets: std::collections::BTreeMap<String, String>,
+    /// One dial swept: `NAME=v1,v2,…` (`--sweep`).
+    #[serde(default)]
+    sweep: Option<String>,
 }
 
 #[post("/api/scenario")]
@@ -474,11 +518,42 @@ async fn scenario_start(console: web::Data<Console>, body: web::Json<ScenarioReq
         .iter()
         .find(|s| s.name() == body.name)
         .ok_or_else(|| ConsoleError::BadRequest(format!("unknown scenario {:?}", body.name)))?;
+    let request = body.into_inner();
+    let sets: Vec<(String, String)> = request
+        .sets
+        .into_iter()
+        .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
+        .filter(|(_, v)| !v.is_empty())
+        .collect();
+    let sweep = match request.sweep.as_deref().map(str::trim) {
+        None | Some("") => None,
+        Some(text) => Some(crate::scenario::parse_sweep(text).map_err(ConsoleError::BadRequest)?),
+    };
+    // Refused here, by name, as the command line refuses it.
+    let mut all = sets.clone();
+    if let Some((key, values)) = &sweep {
+        for value in values {
+            all.push((key.clone(), value.clone()));
+            crate::scenario::Params::new(scenario.name(), scenario.params(), &all)
+                .map_err(ConsoleError::BadRequest)?;
+            all.pop();
+        }
+    }
+    crate::scenario::Params::new(scenario.name(), scenario.params(), &all)
+        .map_err(ConsoleError::BadRequest)?;
+    let dials = super::runner::Dials { sets, sweep };
     let out = console
         .runner
-        .start(*scenario, &console.runner_options)
+        .start(*scenario, &dials, &console.runner_options)
         .map_err(ConsoleError::Conflict)?;
     Ok(HttpResponse::Accepted().json(serde_json::json!({ "out": out })))
+}
+
+/// `GET /api/scenario/curves`: the curves of the last run's sweeps (SVG
+/// drawn by the report's own code), once it ended; `[]` before.
+#[get("/api/scenario/curves")]
+async fn scenario_curves(console: web::Data<Console>) -> HttpResponse {
+    HttpResponse::Ok().json(console.runner.curves())
 }
 
 #[post("/api/scenario/stop")]

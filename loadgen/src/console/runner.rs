@@ -13,7 +13,7 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 use tokio::process::Command;
 
 use crate::load::lock;
-use crate::scenario::Scenario;
+use crate::scenario::{Scenario, Sweep};
 
 /// Lines kept per run (the oldest are dropped first).
 const LINES_KEPT: usize = 2_000;
@@ -27,6 +27,40 @@ pub struct RunnerOptions {
     pub app_bin: Option<PathBuf>,
     /// `--database-url`, when the console was given one.
     pub database_url: Option<String>,
+}
+
+/// The dials a run was started with: `--set` each, and one `--sweep`.
+#[derive(Debug, Clone, Default)]
+pub struct Dials {
+    /// `NAME=VALUE`s.
+    pub sets: Vec<(String, String)>,
+    /// `NAME` and its values.
+    pub sweep: Option<(String, Vec<String>)>,
+}
+
+impl Dials {
+    /// As command-line arguments.
+    pub fn args(&self) -> Vec<String> {
+        let mut args = Vec::new();
+        for (k, v) in &self.sets {
+            args.push("--set".to_owned());
+            args.push(format!("{k}={v}"));
+        }
+        if let Some((k, values)) = &self.sweep {
+            args.push("--sweep".to_owned());
+            args.push(format!("{k}={}", values.join(",")));
+        }
+        args
+    }
+}
+
+/// One curve of the last run, drawn.
+#[derive(Debug, Clone, Serialize)]
+pub struct Curve {
+    /// `scenario · strategy · variant · dial`.
+    pub title: String,
+    /// The SVG.
+    pub svg: String,
 }
 
 /// The page's view of the last run.
@@ -58,8 +92,56 @@ impl Runner {
         lock(&self.view).clone()
     }
 
-    /// Start `scenario` unless one is running; the report folder.
-    pub fn start(&self, scenario: Scenario, options: &RunnerOptions) -> Result<String, String> {
+    /// The curves of the last run's sweeps, once it ended (each case
+    /// of a sweep carries the whole curve: one per strategy and variant).
+    pub fn curves(&self) -> Vec<Curve> {
+        let view = self.view();
+        if view.running {
+            return Vec::new();
+        }
+        let Some(out) = view.out else {
+            return Vec::new();
+        };
+        let Ok(text) = std::fs::read_to_string(std::path::Path::new(&out).join("scenarios.json"))
+        else {
+            return Vec::new();
+        };
+        let Ok(report) = serde_json::from_str::<serde_json::Value>(&text) else {
+            return Vec::new();
+        };
+        let mut curves: Vec<Curve> = Vec::new();
+        for case in report["scenarios"].as_array().into_iter().flatten() {
+            let Ok(sweep) = serde_json::from_value::<Sweep>(case["sweep"].clone()) else {
+                continue;
+            };
+            let title = format!(
+                "{} · {}{} · {}",
+                case["name"].as_str().unwrap_or("?"),
+                case["strategy"].as_str().unwrap_or("?"),
+                case["variant"]
+                    .as_str()
+                    .map_or(String::new(), |v| format!(" · {v}")),
+                sweep.key
+            );
+            if curves.iter().any(|c| c.title == title) {
+                continue;
+            }
+            curves.push(Curve {
+                svg: crate::scenario::curve_svg(&sweep),
+                title,
+            });
+        }
+        curves
+    }
+
+    /// Start `scenario` with `dials` unless one is running; the report
+    /// folder.
+    pub fn start(
+        &self,
+        scenario: Scenario,
+        dials: &Dials,
+        options: &RunnerOptions,
+    ) -> Result<String, String> {
         if lock(&self.view).running {
             return Err("a scenario is already running: stop it first".into());
         }
@@ -75,6 +157,7 @@ impl Runner {
             .arg("--quick")
             .arg("--out")
             .arg(&out)
+            .args(dials.args())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -98,8 +181,9 @@ impl Runner {
             exit_code: None,
             out: Some(out_text.clone()),
             lines: vec![format!(
-                "$ seckill-loadgen scenario {} --quick --out {out_text}",
-                scenario.name()
+                "$ seckill-loadgen scenario {} --quick --out {out_text} {}",
+                scenario.name(),
+                dials.args().join(" ")
             )],
         };
         *lock(&self.pid) = child.id();

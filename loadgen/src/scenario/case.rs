@@ -138,7 +138,7 @@ pub struct CaseResult {
 }
 
 /// `"sweep": {"key", "points": [{"value", "exclusion_broken", "data_damaged"}]}`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct Sweep {
     /// The dial swept.
     pub key: String,
@@ -147,7 +147,7 @@ pub struct Sweep {
 }
 
 /// One point of a sweep.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct SweepPoint {
     /// The value as typed (`1.5ttl`).
     pub value: String,

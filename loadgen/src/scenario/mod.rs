@@ -67,11 +67,13 @@ use clap::ValueEnum as _;
 
 use crate::judge;
 
-pub use case::CaseResult;
+pub use case::{CaseResult, Sweep};
+pub use curve::svg as curve_svg;
 pub use inject::Outcomes;
 pub use lab::Options;
 pub use list::{selection_parser, Scenario, Selection};
 pub use params::{parse_set, parse_sweep, Params};
+pub use params::{Spec as ParamSpec, Unit as ParamUnit};
 pub use rate::{Rate, Standing, DECISION_RATE};
 pub use report::ScenarioReport;
 
