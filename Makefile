@@ -63,7 +63,8 @@ check-panels:
 ## against each design's promise. One scenario: make scenarios S=gc-pause.
 ## Each run keeps its report: loadgen-report/scenarios/<names>/scenarios.{json,md,html}
 ## (<names>: S joined by +, or all). SECKILL_BIN_DIR=target/debug: no
-## release build; SCENARIO_FLAGS=--quick: shorter fault windows.
+## release build; SCENARIO_FLAGS=--quick: shorter fault windows; ARGS: more
+## flags, e.g. ARGS="--strategies redlock --set where=after-check --sweep pause=0.5ttl,2ttl".
 scenarios:
 	@scripts/scenarios.sh
 

@@ -63,11 +63,11 @@ fi
 names=${S:-all}
 out=${OUT:-$REPORTS/$(echo "$names" | xargs | tr ' ' '+')}
 status=0
-# shellcheck disable=SC2086 # S is a list of scenario names, SCENARIO_FLAGS a list of flags
+# shellcheck disable=SC2086 # S is a list of scenario names; SCENARIO_FLAGS and ARGS lists of flags
 "$BIN_DIR/seckill-loadgen" scenario $names \
   --app-bin "$BIN_DIR/seckill-app" \
   --database-url "$PG_ADMIN_URL" \
   --mysql-url "$MYSQL_TEST_URL" \
-  --out "$out" ${SCENARIO_FLAGS:-} || status=$?
+  --out "$out" ${SCENARIO_FLAGS:-} ${ARGS:-} || status=$?
 say "report: $out/scenarios.{md,html,json}; every run's rows in one table: make scenarios-table"
 exit "$status"

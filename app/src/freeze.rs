@@ -81,7 +81,6 @@ impl FreezeHook {
     /// returned watch until it ends (commit, abort, error): dropped, it
     /// closes the section, and a draw that came too late goes back.
     pub fn section(&self, work: Duration) -> SectionWatch {
-        let open = Arc::new(AtomicBool::new(true));
         let taken = {
             let mut armed = self.lock();
             if *armed == Some(FreezeAt::Anywhere) {
@@ -91,7 +90,12 @@ impl FreezeHook {
                 false
             }
         };
-        if taken {
+        if !taken {
+            // The common case: nothing armed, nothing allocated.
+            return SectionWatch { open: None };
+        }
+        let open = Arc::new(AtomicBool::new(true));
+        {
             let hook = self.clone();
             let still_open = open.clone();
             let max_us = u64::try_from(work.as_micros()).unwrap_or(u64::MAX).max(1);
@@ -110,19 +114,22 @@ impl FreezeHook {
                 }
             });
         }
-        SectionWatch { open }
+        SectionWatch { open: Some(open) }
     }
 }
 
 /// Held by a section while it runs (see [`FreezeHook::section`]).
 #[derive(Debug)]
 pub struct SectionWatch {
-    open: Arc<AtomicBool>,
+    /// `Some` only when this section drew an `anywhere` moment.
+    open: Option<Arc<AtomicBool>>,
 }
 
 impl Drop for SectionWatch {
     fn drop(&mut self) {
-        self.open.store(false, Ordering::SeqCst);
+        if let Some(open) = &self.open {
+            open.store(false, Ordering::SeqCst);
+        }
     }
 }
 

@@ -84,24 +84,8 @@ enum Command {
         /// Report folder.
         #[arg(long, default_value = "loadgen-report")]
         out: PathBuf,
-        /// PostgreSQL server to use; the scenario creates (and drops) a
-        /// database of its own on it.
-        #[arg(
-            long,
-            env = "SECKILL_DATABASE_URL",
-            default_value = "postgres://postgres@127.0.0.1:5432/postgres"
-        )]
-        database_url: String,
-        /// The seckill-app binary [default: beside this one, or on PATH].
-        #[arg(long)]
-        app_bin: Option<PathBuf>,
-        /// MariaDB for `mysql-get-lock` (GET_LOCK needs no tables).
-        #[arg(
-            long,
-            env = "SECKILL_MYSQL_URL",
-            default_value = "mysql://root@127.0.0.1:3306/test"
-        )]
-        mysql_url: String,
+        #[command(flatten)]
+        lab: LabArgs,
         /// Shorter fault windows (CI); verdicts are the same.
         #[arg(long)]
         quick: bool,
@@ -156,23 +140,8 @@ enum Command {
         /// The JSON to write.
         #[arg(long, default_value = "docs/redlock-debate.json")]
         json: PathBuf,
-        /// PostgreSQL server (each run creates and drops a database on it).
-        #[arg(
-            long,
-            env = "SECKILL_DATABASE_URL",
-            default_value = "postgres://postgres@127.0.0.1:5432/postgres"
-        )]
-        database_url: String,
-        /// The seckill-app binary [default: beside this one, or on PATH].
-        #[arg(long)]
-        app_bin: Option<PathBuf>,
-        /// MariaDB (unused by the debate's strategies; kept for the runs).
-        #[arg(
-            long,
-            env = "SECKILL_MYSQL_URL",
-            default_value = "mysql://root@127.0.0.1:3306/test"
-        )]
-        mysql_url: String,
+        #[command(flatten)]
+        lab: LabArgs,
     },
     /// The room's control room: a web page (Locust's port, 8089, by
     /// default) to choose the strategy, start and stop a paced load,
@@ -225,6 +194,30 @@ enum Command {
         #[arg(long, short = 't', value_parser = parse_duration, default_value = "10s")]
         run_time: Duration,
     },
+}
+
+/// What a scenario run starts its processes with.
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Lab")]
+struct LabArgs {
+    /// PostgreSQL server to use; each run creates (and drops) a database
+    /// of its own on it.
+    #[arg(
+        long,
+        env = "SECKILL_DATABASE_URL",
+        default_value = "postgres://postgres@127.0.0.1:5432/postgres"
+    )]
+    database_url: String,
+    /// The seckill-app binary [default: beside this one, or on PATH].
+    #[arg(long)]
+    app_bin: Option<PathBuf>,
+    /// MariaDB for `mysql-get-lock` (GET_LOCK needs no tables).
+    #[arg(
+        long,
+        env = "SECKILL_MYSQL_URL",
+        default_value = "mysql://root@127.0.0.1:3306/test"
+    )]
+    mysql_url: String,
 }
 
 /// The replicas to load.
@@ -521,9 +514,12 @@ pub async fn run() -> ExitCode {
             report_dir,
             out,
             json,
-            database_url,
-            app_bin,
-            mysql_url,
+            lab:
+                LabArgs {
+                    database_url,
+                    app_bin,
+                    mysql_url,
+                },
         } => {
             let scenario = scenario::Options {
                 strategies: Vec::new(),
@@ -554,9 +550,12 @@ pub async fn run() -> ExitCode {
             list,
             strategies,
             out,
-            database_url,
-            app_bin,
-            mysql_url,
+            lab:
+                LabArgs {
+                    database_url,
+                    app_bin,
+                    mysql_url,
+                },
             quick,
             quiet,
             trials,

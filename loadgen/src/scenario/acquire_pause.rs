@@ -24,20 +24,14 @@
 //! hook was armed at `during-acquire`, and every replica reads the faults
 //! back.
 
-use std::time::Duration;
-
-use anyhow::Context as _;
 use serde_json::{json, Value};
-use tokio::time::Instant;
 
 use super::case::Expectation;
 use super::inject::{self, Window};
-use super::lab::TOKEN;
 use super::params::{self, Params, Spec, Unit};
 use super::world::{arm, faults_of_each, pause, two_replicas, work, CaseRun};
-use crate::api::{FaultsPatch, FreezeAt, Kind, Service, StrategyEntry};
+use crate::api::{FaultsPatch, FreezeAt, Kind, StrategyEntry};
 use crate::judge::Expected::{Breaks, Holds};
-use crate::procs;
 
 /// With Redlock's validity check, and with it switched off.
 pub const VARIANTS: &[&str] = &["check", "no-check"];
@@ -54,12 +48,7 @@ pub const PARAMS: &[Spec] = &[
         meaning:
             "how long replica a's process stays stopped between the SETs' answers and reading them",
     },
-    Spec {
-        name: "users",
-        unit: Unit::Count,
-        default: "8",
-        meaning: "closed-loop buyers, spread over both replicas",
-    },
+    params::users("8"),
 ];
 
 /// `--quick`: a shorter TTL and work (the pause, 2.6× the TTL, shrinks).
@@ -141,38 +130,22 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
         "replicas a, b on 3 Redlock nodes (TTL {ttl} ms, work {work_ms} ms); validity check {} (read back on every replica: {read_back}); {injections} injections: replica a stops for {pause_ms} ms between its SETs' answers and reading them",
         if skip { "OFF (skip_validity_check)" } else { "on" }
     ));
-    let hook = Service::new(vec![world.replica("a")?.url()], TOKEN.into());
     let settle = 2 * work_ms + 150;
     for _ in 0..injections {
         let round = inject::begin(&lab.http, world, case, users, 100).await?;
-        hook.arm_freeze(FreezeAt::DuringAcquire).await?;
-        let pid = world
-            .replica("a")?
-            .pid()
-            .context("replica a is not running")?;
-        let stopped = wait_stopped(pid, Duration::from_secs(5)).await;
-        let start_ms = case.clock_ms();
-        let mut window = Window {
-            target: "replica a".into(),
-            holder: Some("a".into()),
-            start_ms,
-            end_ms: start_ms,
-            proof: None,
-        };
-        if stopped {
-            pause(pause_ms.saturating_sub(case.clock_ms() - start_ms)).await;
-            procs::signal(pid, "CONT")?;
-            window.end_ms = case.clock_ms();
-            if read_back {
-                window.proof = Some(format!(
-                    "/proc/{pid}/stat read T (stopped) for {} ms with a quorum of yes unread",
-                    window.end_ms - start_ms
-                ));
+        let window = match inject::stop_replica(world, case, "a", FreezeAt::DuringAcquire).await? {
+            Some(stopped) => {
+                let (pid, mut window) = stopped.hold_and_continue(case, pause_ms).await?;
+                if read_back {
+                    window.proof = Some(format!(
+                        "/proc/{pid}/stat read T (stopped) for {} ms with a quorum of yes unread",
+                        window.end_ms - window.start_ms
+                    ));
+                }
+                window
             }
-        } else {
-            hook.disarm_freeze().await?;
-            case.step("replica a never won a quorum within 5 s: not counted");
-        }
+            None => Window::starting(case, "replica a", Some("a")),
+        };
         pause(settle).await;
         round.end(world, case, strategy, window).await?;
     }
@@ -196,16 +169,4 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
         "lock_ttl_ms": ttl,
         "work_delay_ms": work_ms,
     }))
-}
-
-/// Wait up to `within` for process `pid` to read state `T`.
-pub async fn wait_stopped(pid: u32, within: Duration) -> bool {
-    let deadline = Instant::now() + within;
-    while Instant::now() < deadline {
-        if procs::process_state(pid) == Some('T') {
-            return true;
-        }
-        pause(1).await;
-    }
-    false
 }

@@ -24,10 +24,8 @@
 
 use std::time::Duration;
 
-use anyhow::Context as _;
 use serde_json::{json, Value};
 
-use super::acquire_pause::wait_stopped;
 use super::case::Expectation;
 use super::inject::{self, Window};
 use super::lab::TOKEN;
@@ -35,7 +33,6 @@ use super::params::{self, Params, Spec, Unit};
 use super::world::{arm, pause, two_replicas, wait_inside, work, CaseRun};
 use crate::api::{FreezeAt, Kind, Service, StrategyEntry};
 use crate::judge::Expected::{Breaks, Holds};
-use crate::procs;
 
 /// Its dials.
 pub const PARAMS: &[Spec] = &[
@@ -54,12 +51,7 @@ pub const PARAMS: &[Spec] = &[
         default: "before-check",
         meaning: "where in the section it stops: before the lock's last check, after it (just before the write), or a random moment of the work",
     },
-    Spec {
-        name: "users",
-        unit: Unit::Count,
-        default: "8",
-        meaning: "closed-loop buyers, spread over both replicas",
-    },
+    params::users("8"),
 ];
 
 /// `--quick`: a shorter TTL (the pause, 2.5× it, shrinks with it).
@@ -133,7 +125,6 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     two_replicas(lab, world, strategy, ttl, Vec::new()).await?;
     let service = world.service();
     arm(&service, strategy, work(work_ms)).await?;
-    let hook = Service::new(vec![world.replica("a")?.url()], TOKEN.into());
     let watcher = Service::new(vec![world.replica("b")?.url()], TOKEN.into());
     case.step(format!(
         "replicas a, b up (lock TTL / lease {ttl} ms, work {work_ms} ms); {users} buyers on both; {injections} injections: replica a stops at {} for {freeze_ms} ms",
@@ -144,42 +135,24 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     let settle = 2 * work_ms + 150;
     for _ in 0..injections {
         let round = inject::begin(&lab.http, world, case, users, 100).await?;
-        hook.arm_freeze(at).await?;
-        let pid = world
-            .replica("a")?
-            .pid()
-            .context("replica a is not running")?;
-        let stopped = wait_stopped(pid, Duration::from_secs(5)).await;
-        let start_ms = case.clock_ms();
-        let mut window = Window {
-            target: "replica a".into(),
-            holder: Some("a".into()),
-            start_ms,
-            end_ms: start_ms,
-            proof: None,
-        };
-        if stopped {
-            let inside = wait_inside(&watcher, Some("a"), Duration::from_millis(1)).await?;
-            pause(freeze_ms.saturating_sub(case.clock_ms() - start_ms)).await;
-            procs::signal(pid, "CONT")?;
-            window.end_ms = case.clock_ms();
-            if inside {
-                window.proof = Some(format!(
-                    "/proc/{pid}/stat read T (stopped) for {} ms, and the arbiter showed replica a inside",
-                    window.end_ms - start_ms
-                ));
-            } else {
-                case.step("replica a stopped, but the arbiter did not show it inside: not counted");
+        let window = match inject::stop_replica(world, case, "a", at).await? {
+            Some(stopped) => {
+                let inside = wait_inside(&watcher, Some("a"), Duration::from_millis(1)).await?;
+                let (pid, mut window) = stopped.hold_and_continue(case, freeze_ms).await?;
+                if inside {
+                    window.proof = Some(format!(
+                        "/proc/{pid}/stat read T (stopped) for {} ms, and the arbiter showed replica a inside",
+                        window.end_ms - window.start_ms
+                    ));
+                } else {
+                    case.step(
+                        "replica a stopped, but the arbiter did not show it inside: not counted",
+                    );
+                }
+                window
             }
-        } else {
-            // The hook never fired (no section of a reached the point):
-            // take it back, so it cannot fire later unwatched.
-            hook.disarm_freeze().await?;
-            case.step(format!(
-                "replica a never stopped within 5 s (no section reached {}): not counted",
-                params.choice("where")
-            ));
-        }
+            None => Window::starting(case, "replica a", Some("a")),
+        };
         pause(settle).await;
         round.end(world, case, strategy, window).await?;
     }

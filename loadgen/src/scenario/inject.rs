@@ -70,6 +70,79 @@ pub struct Window {
     pub proof: Option<String>,
 }
 
+impl Window {
+    /// A window beginning now on the case's clock, not proven yet.
+    pub fn starting(case: &Case, target: &str, holder: Option<&str>) -> Self {
+        let start_ms = case.clock_ms();
+        Self {
+            target: target.to_owned(),
+            holder: holder.map(str::to_owned),
+            start_ms,
+            end_ms: start_ms,
+            proof: None,
+        }
+    }
+}
+
+/// Replica `name`'s process, stopped by its own scenario hook.
+#[derive(Debug)]
+pub struct Stopped {
+    /// Its pid.
+    pub pid: u32,
+    /// The window, from the moment it read `T`.
+    pub window: Window,
+}
+
+/// Arm replica `name`'s hook at `at` and wait up to 5 s for its process
+/// to read state `T` (its next section reached the point and stopped
+/// itself). `None`: it never did — the hook is disarmed again, so it
+/// cannot fire later unwatched.
+pub async fn stop_replica(
+    world: &mut World,
+    case: &mut Case,
+    name: &str,
+    at: crate::api::FreezeAt,
+) -> anyhow::Result<Option<Stopped>> {
+    use anyhow::Context as _;
+    let replica = world.replica(name)?;
+    let hook = crate::api::Service::new(vec![replica.url()], super::lab::TOKEN.into());
+    let pid = replica
+        .pid()
+        .with_context(|| format!("replica {name} is not running"))?;
+    hook.arm_freeze(at).await?;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while tokio::time::Instant::now() < deadline {
+        if crate::procs::process_state(pid) == Some('T') {
+            return Ok(Some(Stopped {
+                pid,
+                window: Window::starting(case, &format!("replica {name}"), Some(name)),
+            }));
+        }
+        pause(1).await;
+    }
+    hook.disarm_freeze().await?;
+    case.step(format!(
+        "replica {name} never stopped within 5 s (no section reached {at:?}): not counted"
+    ));
+    Ok(None)
+}
+
+impl Stopped {
+    /// Hold it stopped until `hold_ms` after it stopped, then `SIGCONT`;
+    /// the window, ended now.
+    pub async fn hold_and_continue(
+        self,
+        case: &Case,
+        hold_ms: u64,
+    ) -> anyhow::Result<(u32, Window)> {
+        let mut window = self.window;
+        pause(hold_ms.saturating_sub(case.clock_ms() - window.start_ms)).await;
+        crate::procs::signal(self.pid, "CONT")?;
+        window.end_ms = case.clock_ms();
+        Ok((self.pid, window))
+    }
+}
+
 /// `outcomes` of a case: k of n injections for each.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Outcomes {

@@ -80,6 +80,16 @@ pub const fn injections(default: &'static str) -> Spec {
     }
 }
 
+/// `users`, closed-loop buyers spread over both replicas.
+pub const fn users(default: &'static str) -> Spec {
+    Spec {
+        name: "users",
+        unit: Unit::Count,
+        default,
+        meaning: "closed-loop buyers, spread over both replicas",
+    }
+}
+
 /// The dials' values of one case, every one resolved.
 #[derive(Debug, Clone)]
 pub struct Params {
