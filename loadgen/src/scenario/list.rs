@@ -162,8 +162,6 @@ impl Scenario {
             Scenario::GcPause => gc_pause::PARAMS,
             Scenario::SlowNetwork => slow_network::PARAMS,
             Scenario::AcquirePause => acquire_pause::PARAMS,
-            Scenario::ClockJump => clock_jump::PARAMS,
-            Scenario::RedlockRestart => redlock_restart::PARAMS,
             _ => &[],
         }
     }
@@ -175,7 +173,6 @@ impl Scenario {
             Scenario::GcPause => gc_pause::QUICK,
             Scenario::SlowNetwork => slow_network::QUICK,
             Scenario::AcquirePause => acquire_pause::QUICK,
-            Scenario::ClockJump => clock_jump::QUICK,
             _ => &[],
         }
     }
@@ -204,8 +201,8 @@ impl Scenario {
         match self {
             Scenario::GcPause => gc_pause::expect(strategy, variant, params),
             Scenario::SlowNetwork => slow_network::expect(strategy, variant, params),
-            Scenario::ClockJump => clock_jump::expect(strategy, variant, params),
-            Scenario::RedlockRestart => redlock_restart::expect(strategy, variant, params),
+            Scenario::ClockJump => clock_jump::expect(strategy, variant),
+            Scenario::RedlockRestart => redlock_restart::expect(strategy, variant),
             Scenario::Failover => failover::expect(strategy, variant),
             Scenario::CrashHolder => crash_holder::expect(strategy, variant),
             Scenario::ClockSkew => clock_skew::expect(strategy, variant),
