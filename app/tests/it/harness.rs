@@ -235,8 +235,13 @@ impl TestApp {
         let handle = app.handle();
         let state = app.state();
         tokio::spawn(app.run_until_stopped());
+        // Idle connections are dropped well before the server's 5 s
+        // keep-alive closes them: a request on a connection the server is
+        // closing ends in `IncompleteMessage` (seen once under a full
+        // `make test`, in the status page's paced load).
         let client = reqwest::Client::builder()
             .pool_max_idle_per_host(256)
+            .pool_idle_timeout(Duration::from_secs(2))
             .timeout(Duration::from_secs(60))
             .build()
             .expect("client");
