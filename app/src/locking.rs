@@ -473,7 +473,8 @@ pub async fn grab_with_lock(
     // The lock's last check runs inside the section, just before the
     // write: a lease lost or run out, or Redlock's validity run out, ends
     // it there with nothing written.
-    let prepared = match section::prepare_checked(cx, req, spec, Some(&guard)).await {
+    let still_held = || guard.check_still_held();
+    let prepared = match section::prepare_checked(cx, req, spec, Some(&still_held)).await {
         Ok(Some(prepared)) => prepared,
         Ok(None) => {
             release_and_record(lock, cx, guard).await;

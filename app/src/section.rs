@@ -26,11 +26,10 @@
 use sqlx::{PgConnection, Postgres, Transaction};
 use tokio::time::{sleep, Duration, Instant};
 
-use crate::error::GrabError;
+use crate::error::{GrabError, LockLost};
 use crate::faults::PauseAt;
 use crate::freeze::{FreezeAt, SectionWatch};
 use crate::history::{Entered, History};
-use crate::locking::LockGuard;
 use crate::strategy::{GrabContext, GrabRequest, Order};
 
 /// How step 1 reads and step 4 writes.
@@ -177,8 +176,12 @@ pub async fn prepare(
     prepare_checked(cx, req, spec, None).await
 }
 
+/// The lock's last check, as the caller holding the lock runs it.
+pub type StillHeld<'g> = &'g (dyn Fn() -> Result<(), LockLost> + Sync);
+
 /// [`prepare`] under an external lock: just before the write (step 4) the
-/// lock's last check runs ([`LockGuard::check_still_held`]: a lease lost
+/// lock's last check runs (`check`, the guard's
+/// [`check_still_held`](crate::locking::LockGuard::check_still_held): a lease lost
 /// or past its deadline, Redlock's validity run out), and a lock that can
 /// no longer be trusted ends the section with `409 rejected`, nothing
 /// written. The check is the classic one — "still mine? then write" — and
@@ -188,7 +191,7 @@ pub async fn prepare_checked(
     cx: GrabContext<'_>,
     req: GrabRequest,
     spec: SectionSpec,
-    check: Option<&LockGuard>,
+    check: Option<StillHeld<'_>>,
 ) -> Result<Option<Prepared>, GrabError> {
     let started = Instant::now();
     let watch = cx
@@ -286,7 +289,7 @@ async fn register_fence(
 struct Steps<'g> {
     started: Instant,
     registered_stock: Option<i64>,
-    check: Option<&'g LockGuard>,
+    check: Option<StillHeld<'g>>,
 }
 
 async fn run_steps(
@@ -349,10 +352,8 @@ async fn run_steps(
     pause_if(cx, PauseAt::BeforeWrite).await;
     // Holding a value read, before the lock's last check and the write.
     cx.deps.freeze.at(FreezeAt::BeforeCheck);
-    if let Some(guard) = check {
-        guard
-            .check_still_held()
-            .map_err(|lost| GrabError::Rejected(lost.into()))?;
+    if let Some(still_held) = check {
+        still_held().map_err(|lost| GrabError::Rejected(lost.into()))?;
     }
     // Past the last check, before the write: the pause no check catches.
     cx.deps.freeze.at(FreezeAt::AfterCheck);

@@ -6,81 +6,15 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use super::inject::{Injection, Outcomes};
 use super::rate::{Rate, Standing};
+pub use super::record::Observed;
+use super::record::{Injection, Outcomes};
 use crate::api::{OverlapEvent, Section, StrategyEntry};
-use crate::judge::{self, Breach, CaseVerdict, Evidence, Expected, Guarantee};
-
-use crate::load::Accounting;
+use crate::judge::{self, Breach, CaseVerdict, Expected, Guarantee};
 
 /// What a strategy should do under a scenario's fault (`Err`: the scenario
 /// does not apply to it, and why).
 pub type Expectation = Result<(Expected, String), String>;
-
-/// What was observed in one case.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct Observed {
-    /// Critical sections that began while another was inside (arbiter).
-    pub overlaps: u64,
-    /// Most sections inside at once.
-    pub max_holders: u64,
-    /// Audit: units sold beyond the stock.
-    pub oversold: i64,
-    /// Audit: orders the stock column never saw.
-    pub lost_updates: i64,
-    /// Audit: users with two orders.
-    pub duplicates: i64,
-    /// Audit: units gone from the stock column without an order.
-    pub undersold: i64,
-    /// Audit: the stock column went below zero.
-    pub negative_stock: bool,
-    /// `409 rejected` answers (lost lease, validity, stale fence).
-    pub rejected: u64,
-    /// `429 busy` answers.
-    pub busy: u64,
-    /// Orders in the database.
-    pub orders: i64,
-    /// `503` answers.
-    pub unavailable: u64,
-    /// Other failed requests (refused connections to a killed replica, …).
-    pub errors: u64,
-    /// Sections the arbiter recorded.
-    pub entries: u64,
-    /// Arbiter calls of this case's run that failed, over every replica
-    /// (any makes the history incomplete, and the case `inconclusive`).
-    pub history_errors: u64,
-    /// Sections a failed exit left inside, dropped after the stale bound.
-    pub stale: u64,
-    /// The acknowledgement check (`acknowledged`, `acknowledged_missing`,
-    /// `unacknowledged_present`, `indeterminate`, `bounds`); `None` when the
-    /// orders could not be read.
-    #[serde(flatten)]
-    pub accounting: Option<Accounting>,
-    /// Failed lock attempts (`seckill_lock_retries_total`).
-    pub lock_retries: u64,
-    /// Mean wait for the lock, ms.
-    pub mean_wait_ms: f64,
-    /// Whether the run showed contention at all.
-    pub contended: bool,
-    /// `crash-holder`: ms from the kill to the next order, if any came.
-    pub recovered_after_ms: Option<u64>,
-}
-
-impl Observed {
-    /// The audit's and the arbiter's figures, as the one judge reads them.
-    pub fn evidence(&self) -> Evidence {
-        Evidence {
-            oversold: self.oversold,
-            lost_updates: self.lost_updates,
-            undersold: self.undersold,
-            duplicates: self.duplicates,
-            negative_stock: self.negative_stock,
-            overlaps: Some(self.overlaps),
-            max_holders: Some(self.max_holders),
-            accounting: self.accounting,
-        }
-    }
-}
 
 /// One case: a strategy under one variant of a scenario's fault.
 #[derive(Debug, Clone, Serialize)]
@@ -206,7 +140,7 @@ impl CaseResult {
     /// A case that could not run here: `reason` says why and the remedy.
     #[allow(clippy::too_many_arguments)]
     pub fn not_run(
-        scenario: super::list::Scenario,
+        scenario: &str,
         entry: &StrategyEntry,
         variant: &str,
         params: &super::params::Params,
@@ -215,7 +149,7 @@ impl CaseResult {
         reason: String,
     ) -> Self {
         Self {
-            name: scenario.name().to_owned(),
+            name: scenario.to_owned(),
             strategy: entry.name.clone(),
             variant: (!variant.is_empty()).then(|| variant.to_owned()),
             faults: Value::Null,
@@ -458,6 +392,8 @@ pub fn judge(
 mod tests {
     use super::*;
     use crate::api::AuditRow;
+    use crate::judge::Evidence;
+    use crate::load::Accounting;
 
     /// `run`/`compare` read a product's audit row; a scenario its
     /// `Observed`. The same figures must make the same breaches, and so the

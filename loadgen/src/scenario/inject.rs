@@ -22,53 +22,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde::Serialize;
-
 use super::buyers::{self, Buyers, Tally};
-use super::case::Observed;
 use super::observe::observe_round;
-use super::rate::Rate;
+use super::record::Observed;
+pub use super::record::{Injection, Window};
 use super::world::{pause, Case, World};
 use crate::api::HistoryReport;
 use crate::judge::{self, Guarantee};
-
-/// One injection, as `scenarios.json` writes it.
-#[derive(Debug, Clone, Serialize)]
-pub struct Injection {
-    /// What was faulted (`replica a`, `node 3`, `a's links`).
-    pub target: String,
-    /// When the fault began, ms on the case's clock (its steps' clock).
-    pub start_ms: u64,
-    /// When it was undone.
-    pub end_ms: u64,
-    /// How it was seen to land (`null`: not proven, not counted).
-    pub proof: Option<String>,
-    /// An overlap involved the faulted holder.
-    pub exclusion_broken: bool,
-    /// A committed stale write (what, in `damage`).
-    pub data_damaged: bool,
-    /// The breaches of the data, in words (empty: exact).
-    pub damage: String,
-    /// Overlaps of the round (all of them, the target's or not).
-    pub overlaps: u64,
-    /// Orders the round wrote.
-    pub orders: i64,
-}
-
-/// The window of one injection, as the scenario saw it.
-#[derive(Debug, Clone)]
-pub struct Window {
-    /// What was faulted.
-    pub target: String,
-    /// The instance id whose sections are the faulted holder's (`a`).
-    pub holder: Option<String>,
-    /// Start, ms on the case's clock.
-    pub start_ms: u64,
-    /// End, ms on the case's clock.
-    pub end_ms: u64,
-    /// The proof it landed, or `None`.
-    pub proof: Option<String>,
-}
 
 impl Window {
     /// A window beginning now on the case's clock, not proven yet.
@@ -140,37 +100,6 @@ impl Stopped {
         crate::procs::signal(self.pid, "CONT")?;
         window.end_ms = case.clock_ms();
         Ok((self.pid, window))
-    }
-}
-
-/// `outcomes` of a case: k of n injections for each.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Outcomes {
-    /// An overlap involving the faulted holder.
-    pub exclusion_broken: Rate,
-    /// A committed stale write.
-    pub data_damaged: Rate,
-}
-
-impl Outcomes {
-    /// Counted over the injections that landed.
-    pub fn of(injections: &[Injection]) -> Self {
-        let landed: Vec<&Injection> = injections.iter().filter(|i| i.proof.is_some()).collect();
-        let n = landed.len() as u64;
-        let count = |f: fn(&Injection) -> bool| landed.iter().filter(|i| f(i)).count() as u64;
-        Self {
-            exclusion_broken: Rate::of(count(|i| i.exclusion_broken), n),
-            data_damaged: Rate::of(count(|i| i.data_damaged), n),
-        }
-    }
-
-    /// The outcome a strategy's guarantee is judged on: exclusion for a
-    /// lock that promises it, the data for a fence or a non-lock.
-    pub fn judged(&self, guarantee: Guarantee) -> Rate {
-        match guarantee {
-            Guarantee::Exclusion => self.exclusion_broken,
-            Guarantee::Data => self.data_damaged,
-        }
     }
 }
 

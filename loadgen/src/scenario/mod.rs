@@ -53,6 +53,7 @@ mod list;
 mod observe;
 mod params;
 mod rate;
+mod record;
 mod redlock_restart;
 mod report;
 mod runner;
@@ -69,12 +70,12 @@ use crate::judge;
 
 pub use case::{CaseResult, Sweep};
 pub use curve::svg as curve_svg;
-pub use inject::Outcomes;
 pub use lab::Options;
 pub use list::{selection_parser, Scenario, Selection};
 pub use params::{parse_set, parse_sweep, Params};
 pub use params::{Spec as ParamSpec, Unit as ParamUnit};
 pub use rate::{Rate, Standing, DECISION_RATE};
+pub use record::Outcomes;
 pub use report::ScenarioReport;
 
 /// Run `chosen` with `options` (its dials checked first) and write the

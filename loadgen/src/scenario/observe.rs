@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use anyhow::Context as _;
 
 use super::buyers::Tally;
-use super::case::Observed;
+use super::record::Observed;
 use super::world::{Case, World};
 use crate::api::HistoryReport;
 

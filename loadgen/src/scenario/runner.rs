@@ -17,11 +17,11 @@ use anyhow::Context as _;
 use tokio::time::Instant;
 
 use super::case::{judge, CaseResult, Checks, Sweep, Trials};
-use super::inject::Outcomes;
 use super::lab::{Lab, Options};
 use super::list::{shared_lock, Scenario};
 use super::observe::observe;
 use super::params::Params;
+use super::record::Outcomes;
 use super::report::{ScenarioReport, Skipped};
 use super::world::{Case, CaseRun, World};
 use crate::api::StrategyEntry;
@@ -128,7 +128,13 @@ async fn run_points(
         if let Some(reason) = cannot_run(lab, entry).await {
             println!("{label}: NOT RUN — {reason}");
             cases.push(CaseResult::not_run(
-                scenario, entry, variant, &params, expected, why, reason,
+                scenario.name(),
+                entry,
+                variant,
+                &params,
+                expected,
+                why,
+                reason,
             ));
             continue;
         }

@@ -40,9 +40,9 @@ pub struct Case {
     pub label: String,
     /// The faults injected, each judged on its own (empty: the scenario
     /// does not inject by rounds yet, and its case is judged whole).
-    pub injections: Vec<super::inject::Injection>,
+    pub injections: Vec<super::record::Injection>,
     /// What each injection's round left (summed into the case's figures).
-    pub rounds: Vec<super::case::Observed>,
+    pub rounds: Vec<super::record::Observed>,
 }
 
 impl Case {

@@ -1,0 +1,146 @@
+//! What a case records, with no behaviour of its own: what was observed
+//! ([`Observed`]), each injection of the fault ([`Injection`], its
+//! [`Window`]) and the rates they add up to ([`Outcomes`]). The modules
+//! that run a case ([`super::world`], [`super::inject`],
+//! [`super::observe`]) and the one that judges it ([`super::case`]) all
+//! read these; none of them is read back here.
+
+use serde::Serialize;
+
+use super::rate::Rate;
+use crate::judge::{Evidence, Guarantee};
+use crate::load::Accounting;
+
+/// What was observed in one case.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Observed {
+    /// Critical sections that began while another was inside (arbiter).
+    pub overlaps: u64,
+    /// Most sections inside at once.
+    pub max_holders: u64,
+    /// Audit: units sold beyond the stock.
+    pub oversold: i64,
+    /// Audit: orders the stock column never saw.
+    pub lost_updates: i64,
+    /// Audit: users with two orders.
+    pub duplicates: i64,
+    /// Audit: units gone from the stock column without an order.
+    pub undersold: i64,
+    /// Audit: the stock column went below zero.
+    pub negative_stock: bool,
+    /// `409 rejected` answers (lost lease, validity, stale fence).
+    pub rejected: u64,
+    /// `429 busy` answers.
+    pub busy: u64,
+    /// Orders in the database.
+    pub orders: i64,
+    /// `503` answers.
+    pub unavailable: u64,
+    /// Other failed requests (refused connections to a killed replica, …).
+    pub errors: u64,
+    /// Sections the arbiter recorded.
+    pub entries: u64,
+    /// Arbiter calls of this case's run that failed, over every replica
+    /// (any makes the history incomplete, and the case `inconclusive`).
+    pub history_errors: u64,
+    /// Sections a failed exit left inside, dropped after the stale bound.
+    pub stale: u64,
+    /// The acknowledgement check (`acknowledged`, `acknowledged_missing`,
+    /// `unacknowledged_present`, `indeterminate`, `bounds`); `None` when the
+    /// orders could not be read.
+    #[serde(flatten)]
+    pub accounting: Option<Accounting>,
+    /// Failed lock attempts (`seckill_lock_retries_total`).
+    pub lock_retries: u64,
+    /// Mean wait for the lock, ms.
+    pub mean_wait_ms: f64,
+    /// Whether the run showed contention at all.
+    pub contended: bool,
+    /// `crash-holder`: ms from the kill to the next order, if any came.
+    pub recovered_after_ms: Option<u64>,
+}
+
+impl Observed {
+    /// The audit's and the arbiter's figures, as the one judge reads them.
+    pub fn evidence(&self) -> Evidence {
+        Evidence {
+            oversold: self.oversold,
+            lost_updates: self.lost_updates,
+            undersold: self.undersold,
+            duplicates: self.duplicates,
+            negative_stock: self.negative_stock,
+            overlaps: Some(self.overlaps),
+            max_holders: Some(self.max_holders),
+            accounting: self.accounting,
+        }
+    }
+}
+
+/// One injection, as `scenarios.json` writes it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Injection {
+    /// What was faulted (`replica a`, `node 3`, `a's links`).
+    pub target: String,
+    /// When the fault began, ms on the case's clock (its steps' clock).
+    pub start_ms: u64,
+    /// When it was undone.
+    pub end_ms: u64,
+    /// How it was seen to land (`null`: not proven, not counted).
+    pub proof: Option<String>,
+    /// An overlap involved the faulted holder.
+    pub exclusion_broken: bool,
+    /// A committed stale write (what, in `damage`).
+    pub data_damaged: bool,
+    /// The breaches of the data, in words (empty: exact).
+    pub damage: String,
+    /// Overlaps of the round (all of them, the target's or not).
+    pub overlaps: u64,
+    /// Orders the round wrote.
+    pub orders: i64,
+}
+
+/// The window of one injection, as the scenario saw it.
+#[derive(Debug, Clone)]
+pub struct Window {
+    /// What was faulted.
+    pub target: String,
+    /// The instance id whose sections are the faulted holder's (`a`).
+    pub holder: Option<String>,
+    /// Start, ms on the case's clock.
+    pub start_ms: u64,
+    /// End, ms on the case's clock.
+    pub end_ms: u64,
+    /// The proof it landed, or `None`.
+    pub proof: Option<String>,
+}
+
+/// `outcomes` of a case: k of n injections for each.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Outcomes {
+    /// An overlap involving the faulted holder.
+    pub exclusion_broken: Rate,
+    /// A committed stale write.
+    pub data_damaged: Rate,
+}
+
+impl Outcomes {
+    /// Counted over the injections that landed.
+    pub fn of(injections: &[Injection]) -> Self {
+        let landed: Vec<&Injection> = injections.iter().filter(|i| i.proof.is_some()).collect();
+        let n = landed.len() as u64;
+        let count = |f: fn(&Injection) -> bool| landed.iter().filter(|i| f(i)).count() as u64;
+        Self {
+            exclusion_broken: Rate::of(count(|i| i.exclusion_broken), n),
+            data_damaged: Rate::of(count(|i| i.data_damaged), n),
+        }
+    }
+
+    /// The outcome a strategy's guarantee is judged on: exclusion for a
+    /// lock that promises it, the data for a fence or a non-lock.
+    pub fn judged(&self, guarantee: Guarantee) -> Rate {
+        match guarantee {
+            Guarantee::Exclusion => self.exclusion_broken,
+            Guarantee::Data => self.data_damaged,
+        }
+    }
+}
