@@ -530,16 +530,7 @@ async fn scenario_start(console: web::Data<Console>, body: web::Json<ScenarioReq
         Some(text) => Some(crate::scenario::parse_sweep(text).map_err(ConsoleError::BadRequest)?),
     };
     // Refused here, by name, as the command line refuses it.
-    let mut all = sets.clone();
-    if let Some((key, values)) = &sweep {
-        for value in values {
-            all.push((key.clone(), value.clone()));
-            crate::scenario::Params::new(scenario.name(), scenario.params(), &all)
-                .map_err(ConsoleError::BadRequest)?;
-            all.pop();
-        }
-    }
-    crate::scenario::Params::new(scenario.name(), scenario.params(), &all)
+    crate::scenario::check_dials_of(*scenario, &sets, sweep.as_ref())
         .map_err(ConsoleError::BadRequest)?;
     let dials = super::runner::Dials { sets, sweep };
     let out = console

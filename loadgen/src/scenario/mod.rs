@@ -128,17 +128,28 @@ pub fn describe_params(names: &[Selection]) -> ExitCode {
 /// chosen scenario does not have, or a value it cannot read.
 fn check_dials(chosen: &[Scenario], options: &Options) -> Result<(), String> {
     for s in chosen {
-        let mut sets = options.sets.clone();
-        if let Some((key, values)) = &options.sweep {
-            for v in values {
-                sets.push((key.clone(), v.clone()));
-                params::Params::new(s.name(), s.params(), &sets)?;
-                sets.pop();
-            }
-        }
-        params::Params::new(s.name(), s.params(), &sets)?;
+        check_dials_of(*s, &options.sets, options.sweep.as_ref())?;
     }
     Ok(())
+}
+
+/// Refuse `sets`, alone and with each value of `sweep`, that `scenario`
+/// cannot read (a dial it does not have, a value its unit refuses): the
+/// command line's check and the console's.
+pub fn check_dials_of(
+    scenario: Scenario,
+    sets: &[(String, String)],
+    sweep: Option<&(String, Vec<String>)>,
+) -> Result<(), String> {
+    let mut all = sets.to_vec();
+    if let Some((key, values)) = sweep {
+        for v in values {
+            all.push((key.clone(), v.clone()));
+            params::Params::new(scenario.name(), scenario.params(), &all)?;
+            all.pop();
+        }
+    }
+    params::Params::new(scenario.name(), scenario.params(), &all).map(|_| ())
 }
 
 /// `seckill-loadgen scenario …`: run, print, write `scenarios.json`, exit.
