@@ -218,9 +218,9 @@ impl CaseResult {
             self.verdict_reason = "no injection was proven to land (see the steps)".into();
             return;
         }
-        if self.verdict == CaseVerdict::Inconclusive
-            && !self.verdict_reason.starts_with("the fault was not proven")
-        {
+        // A landed injection proved the fault (the scenario said so), so
+        // an inconclusive whole-case verdict here has another reason.
+        if self.verdict == CaseVerdict::Inconclusive {
             self.verdict_reason = format!("{}; {measured}", self.verdict_reason);
             return;
         }

@@ -154,14 +154,15 @@ pub async fn begin_aimed(
 
 impl Round {
     /// Stop the buyers (every grab answered), read what the round left
-    /// and judge the injection.
+    /// and judge the injection: recorded in the case (its `injections`
+    /// and `rounds`), and written as a step.
     pub async fn end(
         self,
         world: &World,
         case: &mut Case,
         strategy: &str,
         window: Window,
-    ) -> anyhow::Result<(Injection, Observed)> {
+    ) -> anyhow::Result<()> {
         for load in self.loads {
             load.stop().await;
         }
@@ -200,9 +201,9 @@ impl Round {
             injection.damage
         );
         case.step(line);
-        case.injections.push(injection.clone());
-        case.rounds.push(observed.clone());
-        Ok((injection, observed))
+        case.injections.push(injection);
+        case.rounds.push(observed);
+        Ok(())
     }
 }
 
