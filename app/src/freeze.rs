@@ -25,52 +25,72 @@
 //! it on for the replicas it starts; no stack of the demo does). Off, the
 //! routes answer `403 hooks_disabled`.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use rand::Rng as _;
 pub use seckill_wire::faults::{FreezeArmed, FreezeAt, FreezeBody};
 
-/// The one-shot freeze of this process.
+/// The one-shot freeze of this process: what is armed, as one atomic
+/// (every grab passes the points, so reading it is a load, not a lock).
 #[derive(Debug, Clone, Default)]
 pub struct FreezeHook {
-    armed: Arc<Mutex<Option<FreezeAt>>>,
+    armed: Arc<AtomicU8>,
+}
+
+/// Nothing armed.
+const NONE: u8 = 0;
+
+fn code(at: FreezeAt) -> u8 {
+    match at {
+        FreezeAt::BeforeCheck => 1,
+        FreezeAt::AfterCheck => 2,
+        FreezeAt::Anywhere => 3,
+        FreezeAt::DuringAcquire => 4,
+    }
+}
+
+fn point(code: u8) -> Option<FreezeAt> {
+    match code {
+        1 => Some(FreezeAt::BeforeCheck),
+        2 => Some(FreezeAt::AfterCheck),
+        3 => Some(FreezeAt::Anywhere),
+        4 => Some(FreezeAt::DuringAcquire),
+        _ => None,
+    }
 }
 
 impl FreezeHook {
     /// Arm the next freeze at `at` (replaces an armed one).
     pub fn arm(&self, at: FreezeAt) {
-        *self.lock() = Some(at);
+        self.armed.store(code(at), Ordering::SeqCst);
     }
 
     /// Disarm; what was armed.
     pub fn disarm(&self) -> Option<FreezeAt> {
-        self.lock().take()
+        point(self.armed.swap(NONE, Ordering::SeqCst))
     }
 
     /// What is armed.
     pub fn armed(&self) -> Option<FreezeAt> {
-        *self.lock()
+        point(self.armed.load(Ordering::SeqCst))
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Option<FreezeAt>> {
-        self.armed.lock().unwrap_or_else(PoisonError::into_inner)
+    /// Disarm if armed at `at`; whether it was (one caller wins).
+    fn take(&self, at: FreezeAt) -> bool {
+        let code = code(at);
+        self.armed.load(Ordering::Relaxed) == code
+            && self
+                .armed
+                .compare_exchange(code, NONE, Ordering::SeqCst, Ordering::SeqCst)
+                .is_ok()
     }
 
     /// At point `at` of a section: when the hook is armed there, disarm it
     /// and stop the process (returns once a `SIGCONT` came).
     pub fn at(&self, at: FreezeAt) {
-        let fire = {
-            let mut armed = self.lock();
-            if *armed == Some(at) {
-                *armed = None;
-                true
-            } else {
-                false
-            }
-        };
-        if fire {
+        if self.take(at) {
             stop_self(at);
         }
     }
@@ -81,39 +101,29 @@ impl FreezeHook {
     /// returned watch until it ends (commit, abort, error): dropped, it
     /// closes the section, and a draw that came too late goes back.
     pub fn section(&self, work: Duration) -> SectionWatch {
-        let taken = {
-            let mut armed = self.lock();
-            if *armed == Some(FreezeAt::Anywhere) {
-                *armed = None;
-                true
-            } else {
-                false
-            }
-        };
-        if !taken {
+        if !self.take(FreezeAt::Anywhere) {
             // The common case: nothing armed, nothing allocated.
             return SectionWatch { open: None };
         }
         let open = Arc::new(AtomicBool::new(true));
-        {
-            let hook = self.clone();
-            let still_open = open.clone();
-            let max_us = u64::try_from(work.as_micros()).unwrap_or(u64::MAX).max(1);
-            let after = Duration::from_micros(rand::rng().random_range(0..max_us));
-            tokio::spawn(async move {
-                tokio::time::sleep(after).await;
-                if still_open.load(Ordering::SeqCst) {
-                    stop_self(FreezeAt::Anywhere);
-                } else {
-                    // The section ended before the moment drawn: the next
-                    // section draws again (unless a new arm came meanwhile).
-                    let mut armed = hook.lock();
-                    if armed.is_none() {
-                        *armed = Some(FreezeAt::Anywhere);
-                    }
-                }
-            });
-        }
+        let (hook, still_open) = (self.clone(), open.clone());
+        let max_us = u64::try_from(work.as_micros()).unwrap_or(u64::MAX).max(1);
+        let after = Duration::from_micros(rand::rng().random_range(0..max_us));
+        tokio::spawn(async move {
+            tokio::time::sleep(after).await;
+            if still_open.load(Ordering::SeqCst) {
+                stop_self(FreezeAt::Anywhere);
+            } else {
+                // The section ended before the moment drawn: the next
+                // section draws again (unless a new arm came meanwhile).
+                let _ = hook.armed.compare_exchange(
+                    NONE,
+                    code(FreezeAt::Anywhere),
+                    Ordering::SeqCst,
+                    Ordering::SeqCst,
+                );
+            }
+        });
         SectionWatch { open: Some(open) }
     }
 }
