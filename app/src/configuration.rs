@@ -89,6 +89,10 @@ pub struct Settings {
     /// Per-node timeout of one Redlock request, far below the TTL: a slow
     /// or dead node costs at most this much.
     pub redlock_node_timeout_ms: u64,
+    /// Redlock's clock-drift allowance, a fraction of the TTL: validity =
+    /// TTL − elapsed − (TTL × factor + 2 ms). The Redis docs' 0.01; 0 keeps
+    /// only the 2 ms (the `clock-slew` scenario sweeps it).
+    pub redlock_drift_factor: f64,
     /// Offset added to this replica's wall clock by `setnx-getset` only —
     /// the one strategy whose safety depends on clocks. Negative or positive.
     pub clock_skew_ms: i64,
@@ -190,6 +194,7 @@ impl Default for Settings {
             strategy: "set-nx-px-token".into(),
             lock_ttl_ms: 30_000,
             redlock_node_timeout_ms: 50,
+            redlock_drift_factor: 0.01,
             clock_skew_ms: 0,
             lock_wait_ms: 3_000,
             lock_retry_ms: 4,
@@ -477,6 +482,12 @@ impl Settings {
             if value == 0 {
                 return Err(SettingsError::new(field, "must be greater than 0"));
             }
+        }
+        if !(0.0..=0.5).contains(&self.redlock_drift_factor) {
+            return Err(SettingsError::new(
+                "redlock_drift_factor",
+                "must be between 0 and 0.5 (a fraction of the TTL)",
+            ));
         }
         if self.fault_delay_max_ms > FAULT_DELAY_MAX_MS {
             return Err(SettingsError::new(

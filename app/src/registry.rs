@@ -106,6 +106,7 @@ impl Strategies {
             Arc::new(Locked(redlock::Redlock::new(
                 &settings.redlock_urls,
                 std::time::Duration::from_millis(settings.redlock_node_timeout_ms),
+                settings.redlock_drift_factor,
             )?)),
             Arc::new(Locked(fenced::Fenced::new())),
             Arc::new(Locked(mysql_get_lock::MysqlGetLock::new(

@@ -32,9 +32,44 @@ pub fn signal(pid: u32, signal: &str) -> anyhow::Result<()> {
     Ok(seckill_launch::send_signal(pid, signal)?)
 }
 
-/// The clock-shifting preload (`clockshift.c`), built once per run with
-/// the machine's C compiler, or the one `SECKILL_CLOCKSHIFT_LIB` names
-/// (the lab image ships it prebuilt and carries no compiler).
+/// A preload library built with the machine's C compiler, or the one an
+/// environment variable names (the lab image ships them prebuilt and
+/// carries no compiler).
+fn build_preload(
+    dir: &Path,
+    stem: &str,
+    source_text: &str,
+    prebuilt_var: &str,
+) -> anyhow::Result<PathBuf> {
+    if let Some(library) = std::env::var_os(prebuilt_var) {
+        let library = PathBuf::from(library);
+        if !library.is_file() {
+            bail!(
+                "{prebuilt_var} names {}, which is not a file",
+                library.display()
+            );
+        }
+        return Ok(library);
+    }
+    let source = dir.join(format!("{stem}.c"));
+    std::fs::write(&source, source_text)?;
+    let library = dir.join(format!("{stem}.so"));
+    let status = Command::new("cc")
+        .args(["-shared", "-fPIC", "-O2", "-o"])
+        .arg(&library)
+        .arg(&source)
+        .status()
+        .context(
+            "run cc (the clock and crash scenarios build small preload libraries; install gcc)",
+        )?;
+    if !status.success() {
+        bail!("cc could not build {}", source.display());
+    }
+    Ok(library)
+}
+
+/// The clock-shifting preload (`clockshift.c`), built once per run, or the
+/// one `SECKILL_CLOCKSHIFT_LIB` names.
 #[derive(Debug, Clone)]
 pub struct Clockshift {
     library: PathBuf,
@@ -44,28 +79,12 @@ impl Clockshift {
     /// Compile `clockshift.c` into `dir`, unless `SECKILL_CLOCKSHIFT_LIB`
     /// names a built one.
     pub fn build(dir: &Path) -> anyhow::Result<Self> {
-        if let Some(library) = std::env::var_os("SECKILL_CLOCKSHIFT_LIB") {
-            let library = PathBuf::from(library);
-            if !library.is_file() {
-                bail!(
-                    "SECKILL_CLOCKSHIFT_LIB names {}, which is not a file",
-                    library.display()
-                );
-            }
-            return Ok(Self { library });
-        }
-        let source = dir.join("clockshift.c");
-        std::fs::write(&source, include_str!("../clockshift/clockshift.c"))?;
-        let library = dir.join("clockshift.so");
-        let status = Command::new("cc")
-            .args(["-shared", "-fPIC", "-O2", "-o"])
-            .arg(&library)
-            .arg(&source)
-            .status()
-            .context("run cc (the clock scenarios build a small preload library; install gcc)")?;
-        if !status.success() {
-            bail!("cc could not build {}", source.display());
-        }
+        let library = build_preload(
+            dir,
+            "clockshift",
+            include_str!("../clockshift/clockshift.c"),
+            "SECKILL_CLOCKSHIFT_LIB",
+        )?;
         Ok(Self { library })
     }
 
@@ -78,9 +97,60 @@ impl Clockshift {
     }
 }
 
+/// The power-loss preload (`powerloss.c`): a `redis-server` under it
+/// keeps its append-only file's unsynced bytes in its own memory, so
+/// `kill -9` loses them as a power cut loses the page cache. Built once
+/// per run, or the one `SECKILL_POWERLOSS_LIB` names.
+#[derive(Debug, Clone)]
+pub struct Powerloss {
+    library: PathBuf,
+}
+
+impl Powerloss {
+    /// Compile `powerloss.c` into `dir`, unless `SECKILL_POWERLOSS_LIB`
+    /// names a built one.
+    pub fn build(dir: &Path) -> anyhow::Result<Self> {
+        let library = build_preload(
+            dir,
+            "powerloss",
+            include_str!("../clockshift/powerloss.c"),
+            "SECKILL_POWERLOSS_LIB",
+        )?;
+        Ok(Self { library })
+    }
+
+    /// Environment that runs a process under it, its bytes held and
+    /// synced reported in `report`.
+    pub fn env(&self, report: &Path) -> Vec<(String, String)> {
+        vec![
+            ("LD_PRELOAD".into(), self.library.display().to_string()),
+            ("POWERLOSS_REPORT".into(), report.display().to_string()),
+        ]
+    }
+
+    /// What the report says now: (bytes held back, bytes synced so far).
+    pub fn read(report: &Path) -> Option<(u64, u64)> {
+        let text = std::fs::read_to_string(report).ok()?;
+        let words: Vec<&str> = text.split_whitespace().collect();
+        let field = |name: &str| {
+            words
+                .iter()
+                .position(|w| *w == name)
+                .and_then(|i| words.get(i + 1))
+                .and_then(|v| v.parse().ok())
+        };
+        Some((field("held")?, field("synced")?))
+    }
+}
+
 /// Write a clock offset (milliseconds) for a process started with [`Clockshift::env`].
 pub fn set_clock_offset(file: &Path, offset_ms: i64) -> anyhow::Result<()> {
-    std::fs::write(file, format!("{offset_ms:+}\n")).context("write clock offset")
+    // A new file renamed over the old: the preload reads the old offset or
+    // the new one, never a file truncated but not yet written (which it
+    // skips, keeping the old offset a millisecond longer).
+    let next = file.with_extension("next");
+    std::fs::write(&next, format!("{offset_ms:+}\n")).context("write clock offset")?;
+    std::fs::rename(&next, file).context("move clock offset in place")
 }
 
 /// A `redis-server` this run started.

@@ -14,7 +14,8 @@
 //! 3. Decide as soon as the outcome is known — a quorum `N/2 + 1` of yes, or
 //!    too many no's for a quorum to remain — without waiting for the rest
 //!    (rslock waits for every node; node-redlock and this one do not).
-//! 4. Validity = TTL − elapsed − drift, drift = 1% of TTL + 2 ms. No quorum,
+//! 4. Validity = TTL − elapsed − drift, drift = TTL × drift factor + 2 ms
+//!    (`SECKILL_REDLOCK_DRIFT_FACTOR`, the docs' 0.01 by default). No quorum,
 //!    or no validity left: release on **every** node (also those that said
 //!    yes, and those that have not answered), then retry after a jittered
 //!    pause until the wait budget ends (`busy`). When a majority of nodes
@@ -89,6 +90,8 @@ struct Node {
 pub struct Redlock {
     nodes: Vec<Node>,
     node_timeout: Duration,
+    /// The drift allowance, a fraction of the TTL (`redlock_drift_factor`).
+    drift_factor: f64,
     /// Acquire attempts so far: which of them take `acquire_pause_ms`.
     attempts: AtomicU64,
 }
@@ -110,7 +113,7 @@ pub fn node_name(url: &str) -> String {
 
 impl Redlock {
     /// A client for `urls` (may be empty: the strategy is then unavailable).
-    pub fn new(urls: &[String], node_timeout: Duration) -> anyhow::Result<Self> {
+    pub fn new(urls: &[String], node_timeout: Duration, drift_factor: f64) -> anyhow::Result<Self> {
         let nodes = urls
             .iter()
             .map(|url| {
@@ -123,6 +126,7 @@ impl Redlock {
         Ok(Self {
             nodes,
             node_timeout,
+            drift_factor,
             attempts: AtomicU64::new(0),
         })
     }
@@ -305,7 +309,7 @@ impl DistributedLock for Redlock {
             cx.deps.freeze.at(crate::freeze::FreezeAt::DuringAcquire);
         }
 
-        let drift = ttl / 100 + Duration::from_millis(2);
+        let drift = ttl.mul_f64(self.drift_factor) + Duration::from_millis(2);
         let (started, elapsed) = if cx.faults.skip_validity_check {
             // The fault: a quorum of yes is trusted as if granted just now.
             (Instant::now(), Duration::ZERO)

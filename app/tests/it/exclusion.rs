@@ -529,7 +529,7 @@ async fn redlock_tolerates_a_minority_and_fails_fast_without_a_majority() {
     let mut nodes: Vec<RedisServer> = (0..5).map(|_| RedisServer::start()).collect();
     let urls: Vec<String> = nodes.iter().map(RedisServer::url).collect();
     let d = deps(&nodes[0].url(), NO_DB, MS(1_000), MS(2_000));
-    let lock = Arc::new(Redlock::new(&urls, MS(50)).expect("redlock"));
+    let lock = Arc::new(Redlock::new(&urls, MS(50), 0.01).expect("redlock"));
 
     nodes[3].stop();
     nodes[4].stop();
@@ -570,7 +570,7 @@ async fn a_redlock_holder_past_its_validity_fails_the_check() {
     let urls: Vec<String> = nodes.iter().map(RedisServer::url).collect();
     let ttl = MS(300);
     let d = deps(&nodes[0].url(), NO_DB, ttl, MS(500));
-    let lock = Redlock::new(&urls, MS(50)).expect("redlock");
+    let lock = Redlock::new(&urls, MS(50), 0.01).expect("redlock");
     let cx = GrabContext {
         deps: &d,
         faults: no_faults(),
@@ -593,7 +593,7 @@ async fn redlock_loses_safety_when_a_node_restarts_without_persistence() {
     let mut nodes: Vec<RedisServer> = (0..5).map(|_| RedisServer::start()).collect();
     let urls: Vec<String> = nodes.iter().map(RedisServer::url).collect();
     let d = deps(&nodes[0].url(), NO_DB, MS(10_000), MS(500));
-    let lock = Redlock::new(&urls, MS(50)).expect("redlock");
+    let lock = Redlock::new(&urls, MS(50), 0.01).expect("redlock");
     let cx = GrabContext {
         deps: &d,
         faults: no_faults(),
@@ -631,7 +631,7 @@ async fn redlock_deletes_a_key_a_slow_node_grants_after_the_decision() {
     let nodes: Vec<RedisServer> = (0..5).map(|_| RedisServer::start()).collect();
     let urls: Vec<String> = nodes.iter().map(RedisServer::url).collect();
     let d = deps(&nodes[0].url(), NO_DB, MS(10_000), MS(2_000));
-    let lock = Redlock::new(&urls, MS(50)).expect("redlock");
+    let lock = Redlock::new(&urls, MS(50), 0.01).expect("redlock");
     let cx = GrabContext {
         deps: &d,
         faults: no_faults(),

@@ -38,7 +38,7 @@ pub async fn consensus_costs(urls: &[String], floor_set_del: f64) {
         ),
         (
             "redlock (5 nodes)",
-            Arc::new(Redlock::new(urls, NODE_TIMEOUT).expect("redlock")),
+            Arc::new(Redlock::new(urls, NODE_TIMEOUT, 0.01).expect("redlock")),
         ),
         ("etcd-lease", Arc::new(EtcdLease::new(&[etcd.url()]))),
         (

@@ -144,8 +144,8 @@ fn on_current_thread(urls: &[String], rounds: usize, n: usize) -> FiveVsOne {
 /// their median reported.
 async fn redlock_five_vs_one(urls: &[String], rounds: usize, n: usize) -> FiveVsOne {
     let d = deps(&urls[0], Duration::from_secs(10), Duration::from_secs(5));
-    let five = Redlock::new(urls, NODE_TIMEOUT).expect("redlock");
-    let one = Redlock::new(&urls[..1], NODE_TIMEOUT).expect("redlock");
+    let five = Redlock::new(urls, NODE_TIMEOUT, 0.01).expect("redlock");
+    let one = Redlock::new(&urls[..1], NODE_TIMEOUT, 0.01).expect("redlock");
     let bare: Vec<ConnectionManager> = urls
         .iter()
         .map(|url| redis_connection(url).expect("redis"))

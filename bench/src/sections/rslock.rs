@@ -15,7 +15,7 @@ use crate::timing::per_second;
 /// Against rslock 0.10 on the same five nodes: 50 tasks, 1,000 keys.
 pub async fn rslock_row(urls: &[String]) {
     let ttl = Duration::from_secs(10);
-    let ours = Arc::new(Redlock::new(urls, NODE_TIMEOUT).expect("redlock"));
+    let ours = Arc::new(Redlock::new(urls, NODE_TIMEOUT, 0.01).expect("redlock"));
     let rival = rslock::LockManager::new(urls.to_vec());
     let window = Duration::from_secs(3);
     let d = Arc::new(deps(&urls[0], ttl, Duration::from_secs(5)));

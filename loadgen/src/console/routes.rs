@@ -194,10 +194,8 @@ fn param_items(scenario: Scenario) -> Vec<ParamItem> {
         .map(|p| ParamItem {
             name: p.name,
             unit: match p.unit {
-                ParamUnit::Ms => "ms or Nttl".into(),
-                ParamUnit::Count => "count".into(),
-                ParamUnit::Number => "number".into(),
                 ParamUnit::Choice(_) => "choice".into(),
+                unit => unit.describe(),
             },
             default: p.default,
             meaning: p.meaning,

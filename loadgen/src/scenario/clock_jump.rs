@@ -2,30 +2,31 @@
 //! replica a reaching nodes 1,2,3 and replica b nodes 3,4,5 (the other
 //! links cut by proxies), so node 3 alone decides which side has a
 //! majority. Node 3's wall clock (the clock Redis expires keys by) jumps
-//! forward past the TTL while a lock is held: its key expires at once, and
-//! both sides reach a majority. The `partition` variant is the control run
-//! without a jump.
+//! forward by `jump` while a lock is held. A key set x ms before the jump
+//! then expires TTL − x − jump ms after it, and the other side can build a
+//! majority on node 3 while the holder is still inside: that happens when
+//! the jump is longer than what is left of the TTL beyond the section's
+//! end, jump > TTL − work (roughly: x is small, the jump lands soon after
+//! the holder enters). The `partition` variant is the control run, the
+//! same rounds without a jump.
 //!
-//! The TTL (3 s against 300 ms of work) leaves the control run room for a
-//! starved machine: a holder that waited 1.2 s for its CPU (two cores,
-//! `stress-ng --cpu 2` beside the tests) outlived a 1.5 s lock.
-//!
-//! A jump counts only when it is proven to have landed: node 3's own
-//! `TIME` moved forward by the jump. Either variant counts only when the
+//! Each injection is a round ([`super::inject`]): fresh stock, a new
+//! history run, buyers pinned half to each replica; once the arbiter shows a holder inside, node 3's
+//! clock jumps; the round is judged when that section and the next are
+//! done. A jump counts only when it is proven to have landed: node 3's own
+//! `TIME` moved forward by it. Either variant counts only when the
 //! partition is seen in force first (the cut links drop new connections,
-//! both sides' links to node 3 answer a `PING`). The jumps go on (up to a bound) until
-//! the history shows an overlap, as `gc-pause` freezes again: on two shared
-//! cores one jump can land while the other side is between attempts.
+//! both sides' links to node 3 answer a `PING`).
 
 use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::buyers;
 use super::case::Expectation;
+use super::inject::{self, Window};
+use super::params::{self, Params, Spec, Unit};
 use super::world::{
-    arm, clock_ahead_ms, duration, overlaps_so_far, partition_in_force, partitioned_redlock, pause,
-    start_buyers, wait_inside, work, CaseRun,
+    arm, clock_ahead_ms, partition_in_force, partitioned_redlock, pause, wait_inside, work, CaseRun,
 };
 use crate::api::{Kind, StrategyEntry};
 use crate::judge::Expected::{Breaks, Holds};
@@ -34,86 +35,123 @@ use crate::procs;
 /// The runs of each strategy: the control, then the jumps.
 pub const VARIANTS: &[&str] = &["partition", "partition+jump"];
 
+/// Its dials.
+pub const PARAMS: &[Spec] = &[
+    params::ttl("1000"),
+    params::work("300"),
+    params::injections("12"),
+    Spec {
+        name: "jump",
+        unit: Unit::Ms,
+        default: "1.5ttl",
+        meaning: "how far node 3's wall clock jumps forward while a lock is held (partition+jump)",
+    },
+    params::users("6"),
+];
+
+/// `--quick`: a shorter TTL and work (the jump, 1.5× the TTL, shrinks).
+pub const QUICK: &[(&str, &str)] = &[("ttl_ms", "600"), ("work_ms", "180")];
+
 /// Redlock only: what it should do with and without node 3's jump.
-pub fn expect(strategy: &StrategyEntry, variant: &str) -> Expectation {
+pub fn expect(strategy: &StrategyEntry, variant: &str, params: &Params) -> Expectation {
     if strategy.kind != Kind::Validity {
         return Err("this scenario breaks Redlock's nodes; run it with redlock".into());
     }
+    let (ttl, work, jump) = (params.ttl_ms(), params.ms("work_ms"), params.ms("jump"));
     Ok(match variant {
         "partition" => (
             Holds,
             "node 3 is shared by both majorities: one holder at a time".into(),
         ),
-        _ => (
+        _ if jump + work > ttl => (
             Breaks,
-            "node 3's key expires early, so both sides reach a majority".into(),
+            format!("jump {jump} ms > TTL − work ({} ms): node 3's key expires while the holder is inside, so both sides reach a majority", ttl.saturating_sub(work)),
+        ),
+        _ => (
+            Holds,
+            format!("jump {jump} ms < TTL − work ({} ms): node 3's key outlives the section", ttl - work),
         ),
     })
 }
 
-/// Jump node 3's clock while a lock is held (the `partition` variant:
-/// no jump, the control run). The faults, as reported.
+/// `injections` rounds; in each, node 3's clock jumps while a lock is
+/// held (the `partition` variant: no jump, the control run). The faults,
+/// as reported.
 pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
+    let params = cx.params;
     let (lab, world, case, strategy, variant) = cx.parts();
-    let ttl = 3000;
+    let ttl = params.ttl_ms();
+    let work_ms = params.ms("work_ms");
+    let jump = if variant == "partition" {
+        0
+    } else {
+        params.ms("jump")
+    };
+    let injections = params.injections();
+    let users = usize::try_from(params.count("users")).unwrap_or(6).max(2);
     let shift = lab.clockshift()?;
     let offset_file = lab.dir.join("node3.clock");
     procs::set_clock_offset(&offset_file, 0)?;
     partitioned_redlock(lab, world, ttl, &[], shift.env(&offset_file)).await?;
     let service = world.service();
-    arm(&service, strategy, work(300)).await?;
-    case.step(format!("5 Redlock nodes; a reaches nodes 1,2,3 and b nodes 3,4,5 (other links cut); TTL {ttl} ms, work 300 ms; node 3 runs under clockshift"));
+    arm(&service, strategy, work(work_ms)).await?;
+    case.step(format!("5 Redlock nodes; a reaches nodes 1,2,3 and b nodes 3,4,5 (other links cut); TTL {ttl} ms, work {work_ms} ms; node 3 runs under clockshift; {injections} rounds, {}", if jump == 0 { "no jump (control)".to_owned() } else { format!("each a jump of {jump} ms") }));
     let partitioned = partition_in_force(world, case).await;
-    let targets = buyers::targets(world.urls());
-    let load = start_buyers(lab, case, &targets, 6);
-    pause(400).await;
     let mut offset: i64 = 0;
-    let jumps = if variant == "partition" {
-        0
-    } else if lab.options.quick {
-        8
-    } else {
-        12
-    };
-    let mut landed = 0;
-    for _ in 0..jumps {
+    for _ in 0..injections {
+        let round = inject::begin_pinned(&lab.http, world, case, users, 100).await?;
+        let mut window = Window::starting(case, "node 3's clock", None);
         if !wait_inside(&service, None, Duration::from_secs(2)).await? {
-            continue;
+            case.step("no holder inside within 2 s: not counted");
+        } else if jump == 0 {
+            window.start_ms = case.clock_ms();
+            if partitioned {
+                window.proof = Some("the partition in force; no jump (control)".into());
+            }
+        } else {
+            window.start_ms = case.clock_ms();
+            offset += i64::try_from(jump).unwrap_or(i64::MAX);
+            procs::set_clock_offset(&offset_file, offset)?;
+            // The preload reads the offset at most once a millisecond.
+            let mut ahead = clock_ahead_ms(&world.nodes[3]).await?;
+            for _ in 0..10 {
+                if ahead + 250 >= offset {
+                    break;
+                }
+                pause(2).await;
+                ahead = clock_ahead_ms(&world.nodes[3]).await?;
+            }
+            if !partitioned {
+                case.step("the partition was not seen in force: not counted");
+            } else if ahead + 250 < offset {
+                case.step(format!(
+                    "node 3's clock was set to +{offset} ms but reads only {ahead:+} ms: not counted"
+                ));
+            } else {
+                window.proof = Some(format!(
+                    "node 3's own TIME reads {ahead:+} ms (set to +{offset} ms) while a lock is held"
+                ));
+            }
         }
-        offset += i64::try_from(ttl).unwrap_or(0) + 500;
-        procs::set_clock_offset(&offset_file, offset)?;
-        let ahead = clock_ahead_ms(&world.nodes[3]).await?;
-        if ahead + 250 < offset {
-            case.step(format!(
-                "node 3's clock was set to +{offset} ms but reads only {ahead:+} ms: not counted"
-            ));
-            continue;
-        }
-        landed += 1;
-        case.step(format!("node 3's wall clock jumps forward to +{offset} ms while a lock is held (its TIME reads {ahead:+} ms): its key expires at once"));
-        pause(400).await;
-        let overlaps = overlaps_so_far(&service, strategy).await;
-        if overlaps > 0 {
-            case.step(format!(
-                "the history shows {overlaps} overlap(s): no more jumps"
-            ));
-            break;
-        }
+        // The section under the jump and the one after it, done.
+        pause(2 * work_ms + 200).await;
+        window.end_ms = case.clock_ms();
+        round.end(world, case, strategy, window).await?;
     }
-    if jumps == 0 {
-        pause(duration(lab, 3000)).await;
-        case.step("no clock jump (control run)");
+    let proven = case.injections.iter().filter(|i| i.proof.is_some()).count();
+    if proven > 0 {
+        case.proven(if jump == 0 {
+            format!("the partition was in force for {proven} rounds (no jump: the control run)")
+        } else {
+            format!("the partition was in force, and node 3's own TIME read ahead by the jump {proven} time(s)")
+        });
     }
-    load.stop().await;
-    case.step("buyers stopped");
-    if partitioned && jumps == 0 {
-        case.proven("the partition was in force (no jump: the control run)");
-    } else if partitioned && landed > 0 {
-        case.proven(format!(
-            "the partition was in force, and node 3's own TIME read ahead by the jump {landed} time(s)"
-        ));
-    }
-    Ok(
-        json!({ "partition": "a: nodes 1,2,3; b: nodes 3,4,5", "clock_jumps": landed, "jump_ms": ttl + 500, "lock_ttl_ms": ttl }),
-    )
+    Ok(json!({
+        "partition": "a: nodes 1,2,3; b: nodes 3,4,5",
+        "clock_jumps": if jump == 0 { 0 } else { proven },
+        "jump_ms": jump,
+        "injections": injections,
+        "lock_ttl_ms": ttl,
+        "work_delay_ms": work_ms,
+    }))
 }

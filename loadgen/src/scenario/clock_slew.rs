@@ -1,17 +1,30 @@
 //! `clock-slew` — antirez's reply to Kleppmann ("Is Redlock safe?"): a
 //! clock that runs a little fast — slewed, as NTP slews it, not jumped —
-//! is harmless, because Redlock's drift factor (1 % of the TTL + 2 ms)
-//! already gives back the time a key could lose to it.
+//! is harmless, because Redlock's drift factor already gives back the
+//! time a key could lose to it.
 //!
 //! Every Redlock node runs under the clock-shifting preload with one
-//! offset file, which the runner advances every 20 ms by the rate × the
-//! time elapsed: the nodes' wall clocks (the clocks Redis expires keys by)
-//! run 1 % fast, in steps of a millisecond — a slew done in steps, as the
-//! preload knows offsets, not rates. Expected: Redlock holds.
+//! offset file, which the runner advances every 20 ms by `slew_pct` of
+//! the time elapsed: the nodes' wall clocks (the clocks Redis expires keys
+//! by) run that much fast, in steps of a millisecond — a slew done in
+//! steps, as the preload knows offsets, not rates. A key set for the TTL
+//! then lives TTL / (1 + slew) of real time.
 //!
-//! The proof the slew landed: each node's own `TIME`, read at the end,
-//! reads ahead of ours by about the rate × the time the slew ran (within
-//! half of it either way, plus 10 ms for the reading itself).
+//! The client trusts its lock for the validity, TTL − elapsed − (TTL ×
+//! `drift_factor` + 2 ms), and the work (`work_ms=fill` by default) nearly
+//! fills it: the validity less `margin_ms` (room for the write). The
+//! section ends about 8 ms after its work (the reads before, the write
+//! after), and the keys have expired before that when TTL × slew / (1 +
+//! slew) > TTL × drift_factor + 2 ms + margin − 8 ms: the boundary the
+//! claim names. Below it Redlock holds; above it another replica can take
+//! the expired keys while the holder still writes. The drift factor moves
+//! the boundary by its own size: 0 vs the docs' 0.01.
+//!
+//! Each injection is a round ([`super::inject`]): fresh stock, a new
+//! history run, buyers for about two holds, the round judged. The slew
+//! runs from the first round to the last. The proof it landed: at each
+//! round's end every node's own `TIME` reads ahead of ours by the slew ×
+//! the time it has run (within a fifth of it, plus 10 ms for the reading).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -19,38 +32,105 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 use tokio::time::Instant;
 
-use super::buyers;
 use super::case::Expectation;
+use super::inject::{self, Window};
 use super::lab::Setup;
-use super::world::{
-    arm, clock_ahead_ms, duration, pause, start_buyers, start_replicas, work, CaseRun,
-};
+use super::params::{self, Params, Spec, Unit};
+use super::world::{arm, clock_ahead_ms, pause, start_replicas, work, CaseRun};
 use crate::api::{Kind, StrategyEntry};
-use crate::judge::Expected::Holds;
+use crate::judge::Expected::{Breaks, Holds};
 use crate::procs::{self, RedisNode};
 
-/// How much faster the nodes' clocks run, in parts per ten thousand (1 %).
-const RATE_PER_10K: i64 = 100;
+/// Its dials.
+pub const PARAMS: &[Spec] = &[
+    params::ttl("1000"),
+    Spec {
+        name: "work_ms",
+        unit: Unit::MsOrFill,
+        default: "fill",
+        meaning: "work inside the section; fill = the validity (TTL − TTL × drift_factor − 2 ms) less margin_ms",
+    },
+    params::injections("12"),
+    Spec {
+        name: "slew_pct",
+        unit: Unit::Number,
+        default: "1",
+        meaning: "how much faster every Redlock node's clock runs, % (slewed in 1 ms steps)",
+    },
+    Spec {
+        name: "drift_factor",
+        unit: Unit::Number,
+        default: "0.01",
+        meaning: "the client's drift allowance, a fraction of the TTL (SECKILL_REDLOCK_DRIFT_FACTOR)",
+    },
+    Spec {
+        name: "margin_ms",
+        unit: Unit::Count,
+        default: "25",
+        meaning: "what work_ms=fill leaves of the validity for the write, ms",
+    },
+    params::users("6"),
+];
 
-/// Redlock only: a slow slew stays inside the drift factor.
-pub fn expect(strategy: &StrategyEntry, _variant: &str) -> Expectation {
+/// The reads before the work and the write after it, ms: the section
+/// outlasts its work by about this much (5–10 ms on two cores in our
+/// runs), and its last check comes before the write.
+const AROUND_WORK_MS: f64 = 8.0;
+
+/// `--quick`: a shorter TTL (the work fills it all the same), fewer buyers
+/// waiting out each round's end.
+pub const QUICK: &[(&str, &str)] = &[("ttl_ms", "500"), ("users", "4")];
+
+/// How long the holder's section outlasts its keys, ms (≤ 0: the keys
+/// outlive it): the section ends at about the work + [`AROUND_WORK_MS`]
+/// after the SETs, the keys expire TTL / (1 + slew) after them.
+fn exposure_ms(params: &Params) -> f64 {
+    let ttl = params.ttl_ms() as f64;
+    let slew = params.number("slew_pct") / 100.0;
+    params.ms("work_ms") as f64 + AROUND_WORK_MS - ttl / (1.0 + slew)
+}
+
+/// Redlock only: holds while the keys outlive the holder's last check.
+pub fn expect(strategy: &StrategyEntry, _variant: &str, params: &Params) -> Expectation {
     if strategy.kind != Kind::Validity {
         return Err("this scenario slews Redlock's nodes' clocks; run it with redlock".into());
     }
-    Ok((
-        Holds,
-        "a 1 % fast clock loses a key at most 1 % of the TTL early: the drift factor covers it"
-            .into(),
-    ))
+    if !(0.0..=0.5).contains(&params.number("drift_factor")) {
+        return Err("drift_factor: between 0 and 0.5 (the service refuses others)".into());
+    }
+    if params.number("slew_pct") < 0.0 {
+        return Err("slew_pct: a clock running fast, so ≥ 0".into());
+    }
+    let exposure = exposure_ms(params);
+    Ok(if exposure > 0.0 {
+        (
+            Breaks,
+            format!(
+                "the keys live TTL / (1 + slew): about {exposure:.0} ms before the holder's section ends: another can enter while it writes"
+            ),
+        )
+    } else {
+        (
+            Holds,
+            format!(
+                "the keys outlive the holder's section by about {:.0} ms: the drift allowance and the margin cover the slew",
+                -exposure
+            ),
+        )
+    })
 }
 
-/// Run the load while every Redlock node's clock runs 1 % fast. The
-/// faults, as reported.
+/// Run `injections` rounds while every Redlock node's clock runs
+/// `slew_pct` fast. The faults, as reported.
 pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
+    let params = cx.params;
     let (lab, world, case, strategy, _) = cx.parts();
-    // 3 s against 300 ms of work, as clock-jump's control run: room for a
-    // starved machine.
-    let ttl = 3000;
+    let ttl = params.ttl_ms();
+    let work_ms = params.ms("work_ms");
+    let slew = params.number("slew_pct") / 100.0;
+    let factor = params.number("drift_factor");
+    let injections = params.injections();
+    let users = usize::try_from(params.count("users")).unwrap_or(6).max(2);
     let shift = lab.clockshift()?;
     let offset_file = lab.dir.join("redlock-nodes.clock");
     procs::set_clock_offset(&offset_file, 0)?;
@@ -63,72 +143,93 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
         );
     }
     let urls: Vec<String> = world.nodes[1..].iter().map(RedisNode::url).collect();
+    let drift_env = vec![(
+        "SECKILL_REDLOCK_DRIFT_FACTOR".to_owned(),
+        factor.to_string(),
+    )];
     start_replicas(
         lab,
         world,
         [
-            ("a", Setup::new(&redis_url, ttl).redlock(urls.clone())),
-            ("b", Setup::new(&redis_url, ttl).redlock(urls)),
+            (
+                "a",
+                Setup::new(&redis_url, ttl)
+                    .redlock(urls.clone())
+                    .extra(drift_env.clone()),
+            ),
+            (
+                "b",
+                Setup::new(&redis_url, ttl).redlock(urls).extra(drift_env),
+            ),
         ],
     )
     .await?;
     let service = world.service();
-    arm(&service, strategy, work(300)).await?;
+    arm(&service, strategy, work(work_ms)).await?;
     case.step(format!(
-        "replicas a, b on 3 Redlock nodes under clockshift (TTL {ttl} ms, work 300 ms); 6 buyers on both"
+        "replicas a, b on 3 Redlock nodes under clockshift (TTL {ttl} ms, drift factor {factor}, work {work_ms} ms); {users} buyers on both; every node's clock runs {} % fast; {injections} rounds",
+        slew * 100.0
     ));
-    let targets = buyers::targets(world.urls());
-    let load = start_buyers(lab, case, &targets, 6);
-    pause(300).await;
-    // The slew: the offset follows the elapsed time, 1 % of it.
+    // The slew: the offset follows the elapsed time.
     let stop = Arc::new(AtomicBool::new(false));
     let slewed = Instant::now();
-    let slew = {
+    let task = {
         let (stop, file) = (stop.clone(), offset_file.clone());
         tokio::spawn(async move {
             while !stop.load(Ordering::Relaxed) {
-                let elapsed = i64::try_from(slewed.elapsed().as_millis()).unwrap_or(i64::MAX);
-                let _ = procs::set_clock_offset(&file, elapsed * RATE_PER_10K / 10_000);
+                let elapsed = slewed.elapsed().as_secs_f64() * 1000.0;
+                let _ = procs::set_clock_offset(&file, (elapsed * slew) as i64);
                 pause(20).await;
             }
         })
     };
-    case.step(format!(
-        "every node's wall clock now runs {} % fast (its offset advanced every 20 ms)",
-        RATE_PER_10K as f64 / 100.0
-    ));
-    pause(duration(lab, 6000)).await;
-    let elapsed = i64::try_from(slewed.elapsed().as_millis()).unwrap_or(i64::MAX);
-    let expected = elapsed * RATE_PER_10K / 10_000;
-    let mut ahead = Vec::new();
-    for node in &world.nodes[1..] {
-        ahead.push(clock_ahead_ms(node).await?);
+    let outcome = async {
+        for _ in 0..injections {
+            let round = inject::begin(&lab.http, world, case, users, 0).await?;
+            let mut window = Window::starting(case, "every Redlock node's clock", None);
+            // About two holds of the lock, each nearly the whole TTL.
+            pause(ttl + work_ms + 400).await;
+            let expected = (slewed.elapsed().as_secs_f64() * 1000.0 * slew) as i64;
+            let mut ahead = Vec::new();
+            for node in &world.nodes[1..] {
+                ahead.push(clock_ahead_ms(node).await?);
+            }
+            window.end_ms = case.clock_ms();
+            let text = format!(
+                "after {} ms of slew the nodes' TIME reads {} ms ahead of ours (slew × elapsed = {expected} ms)",
+                slewed.elapsed().as_millis(),
+                ahead
+                    .iter()
+                    .map(|a| format!("{a:+}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            if ahead.iter().all(|a| (*a - expected).abs() <= expected / 5 + 10) {
+                window.proof = Some(text);
+            } else {
+                case.step(format!("not proven: {text}"));
+            }
+            round.end(world, case, strategy, window).await?;
+        }
+        anyhow::Ok(())
     }
+    .await;
     stop.store(true, Ordering::Relaxed);
-    let _ = slew.await;
-    load.stop().await;
-    case.step("buyers stopped");
-    let text = format!(
-        "after {elapsed} ms of slew the nodes' TIME reads {} ms ahead of ours (rate × elapsed = {expected} ms)",
-        ahead
-            .iter()
-            .map(|a| format!("{a:+}"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
-    if ahead
-        .iter()
-        .all(|a| (*a - expected).abs() <= expected / 2 + 10)
-    {
-        case.proven(text);
-    } else {
-        case.step(format!("not proven: {text}"));
+    let _ = task.await;
+    outcome?;
+    let proven = case.injections.iter().filter(|i| i.proof.is_some()).count();
+    if proven > 0 {
+        case.proven(format!(
+            "{proven} of {injections} rounds: every node's TIME read ahead by the slew × the time it had run"
+        ));
     }
     Ok(json!({
-        "clock_rate_percent": RATE_PER_10K as f64 / 100.0,
+        "clock_rate_percent": slew * 100.0,
+        "drift_factor": factor,
         "nodes": "every Redlock node",
-        "slewed_ms": elapsed,
-        "offset_ms": expected,
+        "exposure_ms": (exposure_ms(params) * 10.0).round() / 10.0,
+        "injections": injections,
         "lock_ttl_ms": ttl,
+        "work_delay_ms": work_ms,
     }))
 }

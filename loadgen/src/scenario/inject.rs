@@ -128,6 +128,25 @@ pub async fn begin(
     .await
 }
 
+/// A round with `users` buyers split evenly over the running replicas,
+/// each buyer pinned to its replica: a side whose grabs fail fast (a `503`
+/// while its nodes are down) keeps its buyers trying, instead of sending
+/// them to wait in the other side's queue.
+pub async fn begin_pinned(
+    http: &reqwest::Client,
+    world: &World,
+    case: &mut Case,
+    users: usize,
+    warm_ms: u64,
+) -> anyhow::Result<Round> {
+    let urls = world.urls();
+    let sides: Vec<buyers::Targets> = urls.iter().cloned().map(buyers::retargeted).collect();
+    let each = users.div_ceil(sides.len().max(1)).max(1);
+    let loads: Vec<(&buyers::Targets, usize, Duration)> =
+        sides.iter().map(|t| (t, each, Duration::ZERO)).collect();
+    begin_aimed(http, world, case, &loads, warm_ms).await
+}
+
 /// A round with loads aimed by the scenario: `(targets, buyers, think)`
 /// each. The product is reset, a history run started and the tally made
 /// new before any buyer starts; `warm_ms` of load before the fault.

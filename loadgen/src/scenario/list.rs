@@ -83,15 +83,15 @@ impl Scenario {
         match self {
             Scenario::GcPause => "SIGSTOP a replica while it holds the lock, for 2.5x the TTL/lease (Kleppmann's process pause)",
             Scenario::SlowNetwork => "one replica's replies from Redis delayed 1.5x the TTL by a proxy (Kleppmann's delayed packets)",
-            Scenario::ClockJump => "Redlock, replicas partitioned to nodes {1,2,3} / {3,4,5}; node 3's clock jumps past the TTL (Kleppmann's clock jump)",
-            Scenario::RedlockRestart => "Redlock, same partition; node 3 crashes and restarts without persistence, after a delay, or with appendfsync always",
+            Scenario::ClockJump => "Redlock, replicas partitioned to nodes {1,2,3} / {3,4,5}; node 3's clock jumps forward by `jump` (1.5x the TTL) while a lock is held (Kleppmann's clock jump)",
+            Scenario::RedlockRestart => "Redlock, same partition; node 3 crashes (kill -9 or a power cut) and comes back after `restart_delay`, with persistence none, everysec or always",
             Scenario::Failover => "Redis primary + replica (replication delayed 300 ms); the replica is promoted while a lock is held, with and without WAIT 1, and WAIT 1 acked by a second replica",
             Scenario::CrashHolder => "kill -9 the replica holding the lock (setnx-expire: between SETNX and EXPIRE); do the others ever buy again?",
             Scenario::ClockSkew => "one replica's wall clock runs ahead by more than the TTL (setnx-getset trusts client clocks)",
             Scenario::UnlockBeforeCommit => "the unlock_before_commit fault: release the lock, then commit",
             Scenario::DependencyLoss => "Redis killed and restarted, then PostgreSQL (and etcd/ZooKeeper/MariaDB) cut and restored, mid-run: 503s, never a half-written order",
             Scenario::AcquirePause => "Redlock held between its SETs and reading the votes, past the TTL; with and without the validity check (antirez's reply)",
-            Scenario::ClockSlew => "every Redlock node's clock runs 1 % fast, slewed not jumped (antirez: the drift factor covers it)",
+            Scenario::ClockSlew => "every Redlock node's clock runs slew_pct (1 %) fast, slewed not jumped, against work that nearly fills the validity (antirez: the drift factor covers it)",
             Scenario::CoordinatorCrash => "pg-2pc: kill -9 the coordinator between the phases (or inside phase two); everyone blocks until it restarts and recovers, with and without its decision log",
         }
     }
@@ -162,6 +162,9 @@ impl Scenario {
             Scenario::GcPause => gc_pause::PARAMS,
             Scenario::SlowNetwork => slow_network::PARAMS,
             Scenario::AcquirePause => acquire_pause::PARAMS,
+            Scenario::ClockSlew => clock_slew::PARAMS,
+            Scenario::ClockJump => clock_jump::PARAMS,
+            Scenario::RedlockRestart => redlock_restart::PARAMS,
             _ => &[],
         }
     }
@@ -173,6 +176,18 @@ impl Scenario {
             Scenario::GcPause => gc_pause::QUICK,
             Scenario::SlowNetwork => slow_network::QUICK,
             Scenario::AcquirePause => acquire_pause::QUICK,
+            Scenario::ClockJump => clock_jump::QUICK,
+            Scenario::ClockSlew => clock_slew::QUICK,
+            Scenario::RedlockRestart => redlock_restart::QUICK,
+            _ => &[],
+        }
+    }
+
+    /// The dials a variant sets, after `--quick`'s and before the user's
+    /// `--set`s: a variant is a preset of dials where it has any.
+    pub fn variant_sets(self, variant: &str) -> &'static [(&'static str, &'static str)] {
+        match self {
+            Scenario::RedlockRestart => redlock_restart::variant_sets(variant),
             _ => &[],
         }
     }
@@ -201,15 +216,15 @@ impl Scenario {
         match self {
             Scenario::GcPause => gc_pause::expect(strategy, variant, params),
             Scenario::SlowNetwork => slow_network::expect(strategy, variant, params),
-            Scenario::ClockJump => clock_jump::expect(strategy, variant),
-            Scenario::RedlockRestart => redlock_restart::expect(strategy, variant),
+            Scenario::ClockJump => clock_jump::expect(strategy, variant, params),
+            Scenario::RedlockRestart => redlock_restart::expect(strategy, variant, params),
             Scenario::Failover => failover::expect(strategy, variant),
             Scenario::CrashHolder => crash_holder::expect(strategy, variant),
             Scenario::ClockSkew => clock_skew::expect(strategy, variant),
             Scenario::UnlockBeforeCommit => unlock_before_commit::expect(strategy, variant),
             Scenario::DependencyLoss => dependency_loss::expect(strategy, variant),
             Scenario::AcquirePause => acquire_pause::expect(strategy, variant, params),
-            Scenario::ClockSlew => clock_slew::expect(strategy, variant),
+            Scenario::ClockSlew => clock_slew::expect(strategy, variant, params),
             Scenario::CoordinatorCrash => coordinator_crash::expect(strategy, variant),
         }
     }

@@ -119,6 +119,17 @@ pub fn describe_params(names: &[Selection]) -> ExitCode {
                     .collect();
                 println!("  with --quick: {} (before any --set)\n", quick.join(" "));
             }
+            for variant in s.variants() {
+                let preset = s.variant_sets(variant);
+                if !preset.is_empty() {
+                    let preset: Vec<String> =
+                        preset.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                    println!(
+                        "  variant {variant}: {} (before any --set)",
+                        preset.join(" ")
+                    );
+                }
+            }
         }
     }
     ExitCode::SUCCESS

@@ -18,6 +18,8 @@ use serde_json::{json, Map, Value};
 pub enum Unit {
     /// Milliseconds, or a multiple of `ttl_ms` (`1.5ttl`).
     Ms,
+    /// As [`Unit::Ms`], or `fill`: the validity less `margin_ms`.
+    MsOrFill,
     /// A whole number.
     Count,
     /// A number (a percentage, a factor).
@@ -27,9 +29,11 @@ pub enum Unit {
 }
 
 impl Unit {
-    fn describe(self) -> String {
+    /// The unit as `--params` prints it.
+    pub fn describe(self) -> String {
         match self {
             Unit::Ms => "ms or Nttl".into(),
+            Unit::MsOrFill => "ms, Nttl or fill".into(),
             Unit::Count => "count".into(),
             Unit::Number => "number".into(),
             Unit::Choice(words) => words.join(" | "),
@@ -157,7 +161,10 @@ impl Params {
         let value = &self.raw[spec.name];
         let bad = |why: &str| Err(format!("{}={value}: {why}", spec.name));
         match spec.unit {
-            Unit::Ms => {
+            Unit::Ms | Unit::MsOrFill => {
+                if value == "fill" && spec.unit == Unit::Ms {
+                    return bad("`fill` is for clock-slew's work_ms only");
+                }
                 if self.try_ms(value).is_none() {
                     return bad(
                         "expected milliseconds (600, 600ms) or a multiple of the TTL (1.5ttl)",
@@ -187,6 +194,9 @@ impl Params {
     }
 
     fn try_ms(&self, value: &str) -> Option<u64> {
+        if value == "fill" {
+            return self.fill_ms();
+        }
         if let Some(times) = value.strip_suffix("ttl") {
             let times: f64 = times.trim().parse().ok()?;
             let ttl = self.raw.get("ttl_ms")?.parse::<u64>().ok()? as f64;
@@ -201,6 +211,17 @@ impl Params {
             .trim()
             .parse()
             .ok()
+    }
+
+    /// `fill`: Redlock's validity (TTL − TTL × `drift_factor` − 2 ms) less
+    /// `margin_ms` — work that nearly fills the time the client trusts its
+    /// lock. Only where the scenario declares both dials.
+    fn fill_ms(&self) -> Option<u64> {
+        let ttl = self.raw.get("ttl_ms")?.parse::<u64>().ok()?;
+        let factor: f64 = self.raw.get("drift_factor")?.parse().ok()?;
+        let margin = self.raw.get("margin_ms")?.parse::<u64>().ok()?;
+        let drift = (ttl as f64 * factor).round() as u64 + 2;
+        Some(ttl.saturating_sub(drift + margin))
     }
 
     /// A duration dial, in ms.
@@ -257,13 +278,15 @@ impl Params {
         for spec in self.specs {
             let raw = &self.raw[spec.name];
             let value = match spec.unit {
-                Unit::Ms => json!(self.ms(spec.name)),
+                Unit::Ms | Unit::MsOrFill => json!(self.ms(spec.name)),
                 Unit::Count => json!(self.count(spec.name)),
                 Unit::Number => json!(self.number(spec.name)),
                 Unit::Choice(_) => json!(raw),
             };
             out.insert(spec.name.to_owned(), value);
-            if spec.unit == Unit::Ms && raw.ends_with("ttl") {
+            if matches!(spec.unit, Unit::Ms | Unit::MsOrFill)
+                && (raw.ends_with("ttl") || raw == "fill")
+            {
                 out.insert(format!("{}_as_typed", spec.name), json!(raw));
             }
         }

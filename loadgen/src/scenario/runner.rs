@@ -106,6 +106,12 @@ async fn run_points(
         } else {
             Vec::new()
         };
+        sets.extend(
+            scenario
+                .variant_sets(variant)
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
+        );
         sets.extend(scenario.implied_sets(strategy, &options.sets));
         sets.extend(options.sets.iter().cloned());
         sets.extend(point.clone());
