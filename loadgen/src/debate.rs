@@ -30,6 +30,7 @@ use std::process::ExitCode;
 use serde::Serialize;
 
 use crate::judge::Expected;
+use crate::scenario::predictions;
 use crate::scenario::{
     self, CaseResult, Outcomes, Params, Rate, Scenario, Standing, DECISION_RATE,
 };
@@ -222,6 +223,69 @@ const ACQ_NO_CHECK: Run = Run {
     ..ACQ_CHECK
 };
 
+const JUMP: Run = Run {
+    id: "clock-jump-redlock",
+    scenario: "clock-jump",
+    strategy: "redlock",
+    variant: Some("partition+jump"),
+    sets: &[("ttl_ms", "1000"), ("work_ms", "300")],
+    // The boundary: jump = TTL − work (0.7 TTL).
+    sweep: ("jump", &["0.3ttl", "0.5ttl", "0.9ttl", "1.5ttl"]),
+};
+const RESTART_DELAY: Run = Run {
+    id: "restart-delay-redlock",
+    scenario: "redlock-restart",
+    strategy: "redlock",
+    variant: Some("restart"),
+    sets: &[("ttl_ms", "2000"), ("work_ms", "1000")],
+    // The boundary: the delay = the work (0.5 TTL); the docs' remedy is 1 TTL.
+    sweep: ("restart_delay", &["0", "0.25ttl", "0.75ttl", "1.3ttl"]),
+};
+const FSYNC_POWER: Run = Run {
+    id: "fsync-power-cut-redlock",
+    scenario: "redlock-restart",
+    strategy: "redlock",
+    variant: Some("restart"),
+    sets: &[("ttl_ms", "2000"), ("work_ms", "1000"), ("crash", "power")],
+    sweep: ("persistence", &["none", "everysec", "always"]),
+};
+const FSYNC_PROCESS: Run = Run {
+    id: "fsync-kill-9-redlock",
+    sets: &[
+        ("ttl_ms", "2000"),
+        ("work_ms", "1000"),
+        ("crash", "process"),
+    ],
+    sweep: ("persistence", &["everysec", "always"]),
+    ..FSYNC_POWER
+};
+// Slews on both sides of each drift factor's boundary (about 1.4 % with
+// the docs' 0.01, 0.4 % with 0, at TTL 1000 ms and a 10 ms margin).
+const SLEWS: &[&str] = &["0.2", "1", "3", "8"];
+const DRIFT_DEFAULT: Run = Run {
+    id: "clock-slew-drift-0.01",
+    scenario: "clock-slew",
+    strategy: "redlock",
+    variant: None,
+    sets: &[
+        ("ttl_ms", "1000"),
+        ("margin_ms", "10"),
+        ("users", "2"),
+        ("drift_factor", "0.01"),
+    ],
+    sweep: ("slew_pct", SLEWS),
+};
+const DRIFT_ZERO: Run = Run {
+    id: "clock-slew-drift-0",
+    sets: &[
+        ("ttl_ms", "1000"),
+        ("margin_ms", "10"),
+        ("users", "2"),
+        ("drift_factor", "0"),
+    ],
+    ..DRIFT_DEFAULT
+};
+
 fn outlived(p: &Params) -> Expected {
     // gc-pause: the frozen holder's key expires when the time inside
     // before the stop plus the pause exceeds the TTL.
@@ -389,6 +453,72 @@ pub const ROWS: &[Row] = &[
         predicts: acquire_no_check,
         predicts_text: "breaks when pause + work > TTL, holds below",
     },
+    Row {
+        id: "clock-jump",
+        source: KLEPPMANN,
+        quote: "The clock on node C jumps forward, causing the lock to expire.",
+        claim: "A clock jump on one node expires its key early: both sides of a partition reach a majority",
+        mechanism: "five nodes, a reaching 1,2,3 and b 3,4,5; while a holder is inside, node 3's wall clock (the one Redis expires keys by) jumps forward by `jump`; its key expires and the other side builds a majority on node 3",
+        run: JUMP,
+        outcome: Outcome::ExclusionBroken,
+        predicts: predictions::clock_jump,
+        predicts_text: "breaks when jump > TTL − work, holds below",
+    },
+    Row {
+        id: "delayed-restart",
+        source: REDIS_DOCS,
+        quote: "make an instance, after a crash, unavailable for at least a bit more than the max TTL we use",
+        claim: "Remedy: a crashed node kept down longer than the TTL does not give its vote twice",
+        mechanism: "the same partition; node 3 (no persistence) is killed while a holder is inside and comes back empty after `restart_delay`; the other side builds a majority on it if the holder is still inside",
+        run: RESTART_DELAY,
+        outcome: Outcome::ExclusionBroken,
+        predicts: predictions::redlock_restart,
+        predicts_text: "breaks when the delay is shorter than the section (work), holds from there on — the TTL is more than enough",
+    },
+    Row {
+        id: "fsync-power-cut",
+        source: REDIS_DOCS,
+        quote: "If Redis is configured, as by default, to fsync on disk every second, it is possible that after a restart our key is missing.",
+        claim: "Only appendfsync always keeps the key through a crash that loses the page cache",
+        mechanism: "node 3 runs under a preload that keeps its AOF's unsynced bytes in process memory; kill -9 then loses them as a power cut would (the bytes lost are in each injection's proof); it restarts at once",
+        run: FSYNC_POWER,
+        outcome: Outcome::ExclusionBroken,
+        predicts: predictions::redlock_restart,
+        predicts_text: "breaks with none and everysec (the key written since the last sync is lost), holds with always",
+    },
+    Row {
+        id: "fsync-kill-9",
+        source: DERIVED,
+        quote: "",
+        claim: "kill -9 is not a test of fsync: any AOF survives it, because the kernel keeps what was written",
+        mechanism: "the same restart at once, with a plain kill -9: the page cache survives the process, so everysec keeps the key as always does",
+        run: FSYNC_PROCESS,
+        outcome: Outcome::ExclusionBroken,
+        predicts: predictions::redlock_restart,
+        predicts_text: "holds with everysec and always",
+    },
+    Row {
+        id: "drift-factor-covers-slew",
+        source: ANTIREZ,
+        quote: "be able to count 5 seconds with a maximum of 10% error",
+        claim: "A clock that runs a little fast (slewed, not jumped) is covered by the drift allowance",
+        mechanism: "every node's clock runs `slew_pct` fast, so a key lives TTL / (1 + slew); the client works until its validity (TTL − TTL × 0.01 − 2 ms) less 10 ms; past the boundary the keys expire while it still writes",
+        run: DRIFT_DEFAULT,
+        outcome: Outcome::ExclusionBroken,
+        predicts: predictions::clock_slew,
+        predicts_text: "holds while TTL × slew / (1 + slew) < the drift allowance + the margin − the write (about 1.4 %), breaks above",
+    },
+    Row {
+        id: "drift-factor-zero",
+        source: DERIVED,
+        quote: "",
+        claim: "Without the drift allowance (factor 0), a smaller slew is enough",
+        mechanism: "the same slew; the client's validity is TTL − 2 ms, so its work runs 10 ms longer and the keys expire under it at a smaller slew",
+        run: DRIFT_ZERO,
+        outcome: Outcome::ExclusionBroken,
+        predicts: predictions::clock_slew,
+        predicts_text: "breaks from about 0.4 % of slew",
+    },
 ];
 
 /// A claim whose scenario takes no dials yet: judged on k of n trials.
@@ -425,50 +555,11 @@ pub const LEGACY: &[Legacy] = &[
         predicts: Expected::Holds,
     },
     Legacy {
-        id: "clock-jump",
-        source: KLEPPMANN,
-        quote: "The clock on node C jumps forward, causing the lock to expire.",
-        claim: "A clock jump on one node expires its key early: both sides of a partition reach a majority",
-        scenario: "clock-jump",
-        strategy: "redlock",
-        variant: Some("partition+jump"),
-        predicts: Expected::Breaks,
-    },
-    Legacy {
-        id: "restart-without-persistence",
-        source: REDIS_DOCS,
-        quote: "If Redis is configured, as by default, to fsync on disk every second, it is possible that after a restart our key is missing.",
-        claim: "A node that restarts empty gives its vote twice: two majorities",
-        scenario: "redlock-restart",
-        strategy: "redlock",
-        variant: Some("restart"),
-        predicts: Expected::Breaks,
-    },
-    Legacy {
-        id: "delayed-restart",
-        source: REDIS_DOCS,
-        quote: "make an instance, after a crash, unavailable for at least a bit more than the max TTL we use",
-        claim: "Remedy: a crashed node kept down longer than the TTL",
-        scenario: "redlock-restart",
-        strategy: "redlock",
-        variant: Some("delayed-restart"),
-        predicts: Expected::Holds,
-    },
-    Legacy {
-        id: "clock-slew",
-        source: ANTIREZ,
-        quote: "be able to count 5 seconds with a maximum of 10% error",
-        claim: "A clock that runs a little fast (slewed, not jumped) is covered by the drift allowance",
-        scenario: "clock-slew",
-        strategy: "redlock",
-        variant: None,
-        predicts: Expected::Holds,
-    },
-    Legacy {
         id: "failover-no-wait",
         source: DERIVED,
         quote: "",
-        claim: "A single Redis with a replica loses the lock on failover: replication is asynchronous",
+        claim:
+            "A single Redis with a replica loses the lock on failover: replication is asynchronous",
         scenario: "failover",
         strategy: "set-nx-px-token",
         variant: Some("no-wait"),
@@ -477,7 +568,8 @@ pub const LEGACY: &[Legacy] = &[
     Legacy {
         id: "failover-fenced",
         source: KLEPPMANN,
-        quote: "you need to include a fencing token with every write request to the storage service",
+        quote:
+            "you need to include a fencing token with every write request to the storage service",
         claim: "Fencing keeps the data exact through a failover as well",
         scenario: "failover",
         strategy: "fenced",

@@ -151,21 +151,31 @@ fn every_scenario_ends_as_its_design_predicts() {
     // each injection proven and judged on its own, and the verdict follows
     // from where the interval lies (a case that could not run would have
     // made the run exit 4, failing the assertion on its status above).
-    let measured = ["gc-pause", "acquire-pause", "slow-network"];
+    let measured = [
+        "gc-pause",
+        "acquire-pause",
+        "slow-network",
+        "clock-jump",
+        "redlock-restart",
+        "clock-slew",
+    ];
     for c in cases
         .iter()
         .filter(|c| measured.contains(&c["name"].as_str().unwrap_or("")))
     {
         let injections = c["injections"].as_array().expect("injections");
         assert_eq!(injections.len(), 12, "{c}");
-        assert!(injections.iter().all(|i| i["proof"].is_string()), "{c}");
+        // A crash can land while the holder is between its SETs (node 3
+        // held no key yet): that round is recorded, not counted.
+        let proven = injections.iter().filter(|i| i["proof"].is_string()).count();
+        assert!(proven >= 10, "{proven} of 12 proven: {c}");
         let judged = if c["guarantee"] == "exclusion" {
             "exclusion_broken"
         } else {
             "data_damaged"
         };
         let rate = &c["outcomes"][judged];
-        assert_eq!(rate["n"], 12, "{c}");
+        assert_eq!(rate["n"], proven, "{c}");
         assert_eq!(c["standing"], "agrees", "{c}");
         let [lo, hi] = [rate["ci95"][0].as_f64(), rate["ci95"][1].as_f64()];
         let (lo, hi) = (lo.expect("lo"), hi.expect("hi"));
@@ -174,6 +184,17 @@ fn every_scenario_ends_as_its_design_predicts() {
         } else {
             assert!(hi < 0.25, "{c}");
         }
+    }
+    // A power cut loses the AOF's unsynced bytes, and appendfsync always
+    // has none to lose: every fsync-always crash kept node 3's key.
+    let always = case(cases, "redlock-restart", "redlock", Some("fsync-always"));
+    for i in always["injections"].as_array().expect("injections") {
+        let proof = i["proof"].as_str().unwrap_or("");
+        assert!(
+            proof.is_empty()
+                || proof.contains("still holds it") && proof.contains("lost 0 unsynced"),
+            "{i}"
+        );
     }
     // 2PC's coordinator killed between the phases: everyone waits (busy)
     // until it restarts; recovery from its log leaves the stock exact, and

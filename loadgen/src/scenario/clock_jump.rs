@@ -29,7 +29,7 @@ use super::world::{
     arm, clock_ahead_ms, partition_in_force, partitioned_redlock, pause, wait_inside, work, CaseRun,
 };
 use crate::api::{Kind, StrategyEntry};
-use crate::judge::Expected::{Breaks, Holds};
+use crate::judge::Expected::{self, Breaks, Holds};
 use crate::procs;
 
 /// The runs of each strategy: the control, then the jumps.
@@ -52,6 +52,16 @@ pub const PARAMS: &[Spec] = &[
 /// `--quick`: a shorter TTL and work (the jump, 1.5× the TTL, shrinks).
 pub const QUICK: &[(&str, &str)] = &[("ttl_ms", "600"), ("work_ms", "180")];
 
+/// Whether node 3's key expires while the holder is inside: jump > TTL −
+/// work (the jump lands soon after the holder enters).
+pub fn predicts(params: &Params) -> Expected {
+    if params.ms("jump") + params.ms("work_ms") > params.ttl_ms() {
+        Expected::Breaks
+    } else {
+        Expected::Holds
+    }
+}
+
 /// Redlock only: what it should do with and without node 3's jump.
 pub fn expect(strategy: &StrategyEntry, variant: &str, params: &Params) -> Expectation {
     if strategy.kind != Kind::Validity {
@@ -63,7 +73,7 @@ pub fn expect(strategy: &StrategyEntry, variant: &str, params: &Params) -> Expec
             Holds,
             "node 3 is shared by both majorities: one holder at a time".into(),
         ),
-        _ if jump + work > ttl => (
+        _ if predicts(params) == Breaks => (
             Breaks,
             format!("jump {jump} ms > TTL − work ({} ms): node 3's key expires while the holder is inside, so both sides reach a majority", ttl.saturating_sub(work)),
         ),

@@ -38,7 +38,7 @@ use super::lab::Setup;
 use super::params::{self, Params, Spec, Unit};
 use super::world::{arm, clock_ahead_ms, pause, start_replicas, work, CaseRun};
 use crate::api::{Kind, StrategyEntry};
-use crate::judge::Expected::{Breaks, Holds};
+use crate::judge::Expected::{self, Breaks, Holds};
 use crate::procs::{self, RedisNode};
 
 /// Its dials.
@@ -88,6 +88,15 @@ fn exposure_ms(params: &Params) -> f64 {
     let ttl = params.ttl_ms() as f64;
     let slew = params.number("slew_pct") / 100.0;
     params.ms("work_ms") as f64 + AROUND_WORK_MS - ttl / (1.0 + slew)
+}
+
+/// Whether the keys expire before the holder's section ends.
+pub fn predicts(params: &Params) -> Expected {
+    if exposure_ms(params) > 0.0 {
+        Expected::Breaks
+    } else {
+        Expected::Holds
+    }
 }
 
 /// Redlock only: holds while the keys outlive the holder's last check.

@@ -7,12 +7,11 @@
 //! connections; while cut, PostgreSQL's link (and the strategy's own
 //! server's) drops new connections at once — each probed at the time.
 
-use anyhow::Context as _;
 use serde_json::{json, Value};
 
 use super::buyers;
 use super::case::Expectation;
-use super::lab::{host_port, Setup};
+use super::lab::Setup;
 use super::world::{
     arm, duration, link_state, pause, start_buyers, start_replicas, work, CaseRun, LinkState,
 };
@@ -36,16 +35,7 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     let redis = RedisNode::start(&lab.dir, "redis", &[], Vec::new()).await?;
     let redis_url = redis.url();
     world.nodes.push(redis);
-    let pg_addr = pg_address(&lab.db_url)?;
-    let pg = Proxy::start(pg_addr).await?;
-    let mut via_proxy = reqwest::Url::parse(&lab.db_url)?;
-    via_proxy
-        .set_port(Some(pg.port))
-        .map_err(|()| anyhow::anyhow!("cannot set the port of the database URL"))?;
-    via_proxy
-        .set_host(Some("127.0.0.1"))
-        .context("database URL host")?;
-    let db = via_proxy.to_string();
+    let (pg, db) = lab.database_proxy().await?;
     // The strategy's own server (etcd, ZooKeeper, MariaDB) is cut with PostgreSQL.
     let coordination_proxy = match lab.coordination_addr(strategy)? {
         Some(addr) => Some(Proxy::start(addr).await?),
@@ -137,6 +127,3 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     Ok(json!({ "redis_down_ms": 1000, "postgres_cut_ms": 1000, "lock_ttl_ms": ttl }))
 }
 
-fn pg_address(url: &str) -> anyhow::Result<std::net::SocketAddr> {
-    host_port(url, 5432)
-}

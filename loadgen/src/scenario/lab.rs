@@ -200,6 +200,19 @@ impl Lab {
         self.clockshift.clone().context("clockshift")
     }
 
+    /// A proxy in front of the run's PostgreSQL, and the run database's URL
+    /// through it (for a replica whose link to the database a scenario
+    /// cuts or delays).
+    pub async fn database_proxy(&self) -> anyhow::Result<(seckill_proxy::Proxy, String)> {
+        let proxy = seckill_proxy::Proxy::start(host_port(&self.db_url, 5432)?).await?;
+        let mut via = reqwest::Url::parse(&self.db_url)?;
+        via.set_port(Some(proxy.port))
+            .map_err(|()| anyhow::anyhow!("cannot set the port of the database URL"))?;
+        via.set_host(Some("127.0.0.1"))
+            .context("database URL host")?;
+        Ok((proxy, via.to_string()))
+    }
+
     pub async fn drop_database(&self) {
         drop_run_database(&self.admin_db).await;
     }

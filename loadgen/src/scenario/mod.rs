@@ -69,6 +69,14 @@ use clap::ValueEnum as _;
 use crate::judge;
 
 pub use case::{CaseResult, Sweep};
+
+/// What each measured Redlock scenario predicts at its dials (the debate's
+/// rows read the same rule the scenario's verdict does).
+pub mod predictions {
+    pub use super::clock_jump::predicts as clock_jump;
+    pub use super::clock_slew::predicts as clock_slew;
+    pub use super::redlock_restart::predicts as redlock_restart;
+}
 pub use curve::svg as curve_svg;
 pub use lab::Options;
 pub use list::{selection_parser, Scenario, Selection};
