@@ -69,6 +69,13 @@ const REDIS_DOCS: Source = Source {
     url: "https://redis.io/docs/latest/develop/use/patterns/distributed-locks/",
 };
 
+const REDIS_WAIT: Source = Source {
+    author: "the Redis documentation",
+    title: "WAIT",
+    year: 2015,
+    url: "https://redis.io/docs/latest/commands/wait/",
+};
+
 const DERIVED: Source = Source {
     author: "derived by this project",
     title: "seckill-lab",
@@ -286,6 +293,62 @@ const DRIFT_ZERO: Run = Run {
     ..DRIFT_DEFAULT
 };
 
+const NET_PG_REDLOCK: Run = Run {
+    id: "net-postgres-redlock",
+    scenario: "slow-network",
+    strategy: "redlock",
+    variant: None,
+    sets: &[("ttl_ms", "400"), ("work_ms", "150"), ("link", "postgres")],
+    // The boundary: 6 trips × delay + work = TTL (delay ≈ 0.1 TTL).
+    sweep: ("delay", &["0.03ttl", "0.06ttl", "0.2ttl", "1.5ttl"]),
+};
+const NET_PG_FENCED: Run = Run {
+    id: "net-postgres-fenced",
+    strategy: "fenced",
+    ..NET_PG_REDLOCK
+};
+
+// Replication lags on both sides of the work (300 ms): WAIT's promise
+// does not depend on the lag, and a rate is a rate at each.
+const LAGS: &[&str] = &["100", "400"];
+const FAILOVER_NO_WAIT: Run = Run {
+    id: "failover-no-wait",
+    scenario: "failover",
+    strategy: "set-nx-px-token",
+    variant: Some("no-wait"),
+    sets: &[("ttl_ms", "2000"), ("work_ms", "300")],
+    sweep: ("lag_ms", LAGS),
+};
+const FAILOVER_WAIT: Run = Run {
+    id: "failover-wait-1",
+    variant: Some("wait-1"),
+    ..FAILOVER_NO_WAIT
+};
+const FAILOVER_WAIT_TWO: Run = Run {
+    id: "failover-wait-1-two-replicas",
+    variant: Some("wait-1-two-replicas"),
+    ..FAILOVER_NO_WAIT
+};
+const FAILOVER_FENCED: Run = Run {
+    id: "failover-fenced",
+    strategy: "fenced",
+    ..FAILOVER_NO_WAIT
+};
+const JUMP_CONTROL: Run = Run {
+    id: "clock-jump-control",
+    variant: Some("partition"),
+    sweep: ("work_ms", &["100", "300"]),
+    ..JUMP
+};
+
+fn breaks(_: &Params) -> Expected {
+    Expected::Breaks
+}
+
+fn postgres_write_late(p: &Params) -> Expected {
+    predictions::postgres_damage(crate::api::Kind::Validity, p)
+}
+
 fn outlived(p: &Params) -> Expected {
     // gc-pause: the frozen holder's key expires when the time inside
     // before the stop plus the pause exceeds the TTL.
@@ -454,6 +517,39 @@ pub const ROWS: &[Row] = &[
         predicts_text: "breaks when pause + work > TTL, holds below",
     },
     Row {
+        id: "write-delayed-to-storage",
+        source: KLEPPMANN,
+        quote: "an application process may send a write request, and it may reach the storage server a minute later when the lease has already expired",
+        claim: "A write delayed on its way to the database lands after the lock expired, past every check: Redlock's validity included",
+        mechanism: "replica a's requests to PostgreSQL arrive `delay` late (a proxy; its locks answer at once); a section that passed its validity check sends its write, which lands after the keys expired and the next holder wrote: a lost update",
+        run: NET_PG_REDLOCK,
+        outcome: Outcome::DataDamaged,
+        predicts: postgres_write_late,
+        predicts_text: "breaks when 6 trips × delay + work > TTL (BEGIN, the read, the write, the duplicate check, the insert, the commit), holds below",
+    },
+    Row {
+        id: "write-delayed-fenced",
+        source: KLEPPMANN,
+        quote: "you need to include a fencing token with every write request to the storage service",
+        claim: "The fence refuses the same delayed write",
+        mechanism: "the same delayed link; the next holder's larger token is on the product row before a's late write lands, and that write, conditional on a's token, matches no row",
+        run: NET_PG_FENCED,
+        outcome: Outcome::DataDamaged,
+        predicts: holds,
+        predicts_text: "holds at every delay",
+    },
+    Row {
+        id: "clock-jump-partition-control",
+        source: DERIVED,
+        quote: "",
+        claim: "Control: the partition of the clock-jump rows alone keeps one holder at a time",
+        mechanism: "the same five nodes and cut links, node 3 shared, and no jump: every round's holder is alone",
+        run: JUMP_CONTROL,
+        outcome: Outcome::ExclusionBroken,
+        predicts: holds,
+        predicts_text: "holds at every work",
+    },
+    Row {
         id: "clock-jump",
         source: KLEPPMANN,
         quote: "The clock on node C jumps forward, causing the lock to expire.",
@@ -495,7 +591,51 @@ pub const ROWS: &[Row] = &[
         run: FSYNC_PROCESS,
         outcome: Outcome::ExclusionBroken,
         predicts: predictions::redlock_restart,
-        predicts_text: "holds with everysec and always",
+        predicts_text: "holds at every persistence with an AOF (everysec, always)",
+    },
+    Row {
+        id: "failover-no-wait",
+        source: DERIVED,
+        quote: "",
+        claim: "A single Redis with a replica loses the lock on failover: replication is asynchronous",
+        mechanism: "one grab on a holds the lock; the replica, its copy `lag_ms` late, lacks the key when it is promoted and the service pointed at it; b's rush takes the lock beside a. 20 promotions at each lag",
+        run: FAILOVER_NO_WAIT,
+        outcome: Outcome::ExclusionBroken,
+        predicts: breaks,
+        predicts_text: "breaks at every lag",
+    },
+    Row {
+        id: "wait-one-replica",
+        source: REDIS_WAIT,
+        quote: "more likely (but not guaranteed) that if the master fails, we'll be able to promote, during a failover, a replica that received the write",
+        claim: "With WAIT 1 and the only replica promoted, the key is there: the lock survives the failover",
+        mechanism: "the same promotions; the holder enters only once WAIT 1 says the one replica has the key, and that replica is the one promoted",
+        run: FAILOVER_WAIT,
+        outcome: Outcome::ExclusionBroken,
+        predicts: holds,
+        predicts_text: "holds at every lag",
+    },
+    Row {
+        id: "wait-acked-by-another-replica",
+        source: REDIS_WAIT,
+        quote: "more likely (but not guaranteed) that if the master fails, we'll be able to promote, during a failover, a replica that received the write",
+        claim: "Not guaranteed: WAIT 1 acknowledged by one replica while another, lagging, is promoted loses the lock",
+        mechanism: "a second replica on a direct link acknowledges WAIT 1 at once; the lagging one is promoted without the key; the fast one follows it and acknowledges b's WAIT 1 too",
+        run: FAILOVER_WAIT_TWO,
+        outcome: Outcome::ExclusionBroken,
+        predicts: breaks,
+        predicts_text: "breaks at every lag",
+    },
+    Row {
+        id: "failover-fenced",
+        source: KLEPPMANN,
+        quote: "you need to include a fencing token with every write request to the storage service",
+        claim: "Fencing keeps the data exact through a failover as well",
+        mechanism: "the promoted replica's counter is older, so b's tokens are smaller than a's; the database refuses whichever write carries the token that went backwards",
+        run: FAILOVER_FENCED,
+        outcome: Outcome::DataDamaged,
+        predicts: holds,
+        predicts_text: "holds at every lag",
     },
     Row {
         id: "drift-factor-covers-slew",
@@ -543,40 +683,7 @@ pub struct Legacy {
 }
 
 /// The claims not yet on sweeps.
-pub const LEGACY: &[Legacy] = &[
-    Legacy {
-        id: "clock-jump-partition-control",
-        source: DERIVED,
-        quote: "",
-        claim: "Control: the partition of the clock-jump case alone keeps one holder at a time",
-        scenario: "clock-jump",
-        strategy: "redlock",
-        variant: Some("partition"),
-        predicts: Expected::Holds,
-    },
-    Legacy {
-        id: "failover-no-wait",
-        source: DERIVED,
-        quote: "",
-        claim:
-            "A single Redis with a replica loses the lock on failover: replication is asynchronous",
-        scenario: "failover",
-        strategy: "set-nx-px-token",
-        variant: Some("no-wait"),
-        predicts: Expected::Breaks,
-    },
-    Legacy {
-        id: "failover-fenced",
-        source: KLEPPMANN,
-        quote:
-            "you need to include a fencing token with every write request to the storage service",
-        claim: "Fencing keeps the data exact through a failover as well",
-        scenario: "failover",
-        strategy: "fenced",
-        variant: Some("no-wait"),
-        predicts: Expected::Holds,
-    },
-];
+pub const LEGACY: &[Legacy] = &[];
 
 /// One point of a row's curve, as `redlock-debate.json` writes it.
 #[derive(Debug, Clone, Serialize)]
@@ -1232,11 +1339,13 @@ mod tests {
                 row.id
             );
             // A sweep either crosses its boundary (points on both sides)
-            // or tests a claim that holds at every point.
+            // or tests a claim that holds (or, for a rate with no boundary
+            // in the dial — a failover's — breaks) at every point.
             let both =
                 predictions.contains(&Expected::Holds) && predictions.contains(&Expected::Breaks);
+            let everywhere = predictions.iter().all(|p| *p == predictions[0]);
             assert!(
-                both || row.predicts_text.starts_with("holds"),
+                both || (everywhere && row.predicts_text.contains("at every")),
                 "{}: {predictions:?}",
                 row.id
             );

@@ -126,4 +126,3 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     case.step("buyers stopped");
     Ok(json!({ "redis_down_ms": 1000, "postgres_cut_ms": 1000, "lock_ttl_ms": ttl }))
 }
-

@@ -12,8 +12,15 @@
 //! given twice. (Its holder works 1.5 s, so that it is still inside when
 //! the fast replica has resynchronised.)
 //!
-//! The proof the failover landed: a grab was inside when the replica was
-//! promoted, and the promoted replica's `ROLE` answers `master`.
+//! Each promotion is an injection, a round of its own (`promotions`, 12 by
+//! default: WAIT's "more likely (but not guaranteed)" is a rate): fresh
+//! stock, a new history run, one grab on replica a; while it is inside the
+//! lagging replica is promoted and the service's link pointed at it, and
+//! six buyers rush replica b; then a fresh replica of the new primary
+//! takes the old primary's place on the same delayed link, and the next
+//! round fails over again. The proof a promotion landed: a grab was
+//! inside when the replica was promoted, the promoted replica's `ROLE`
+//! answers `master`, and whether it had the lock key is printed.
 
 use std::time::Duration;
 
@@ -23,10 +30,10 @@ use tokio::time::Instant;
 
 use super::buyers;
 use super::case::Expectation;
+use super::inject::{self, Window};
 use super::lab::Setup;
-use super::world::{
-    arm, duration, pause, start_buyers, start_replicas, wait_inside, work, CaseRun,
-};
+use super::params::{self, Spec, Unit};
+use super::world::{arm, pause, start_buyers, start_replicas, wait_inside, work, CaseRun};
 use crate::api::{Kind, StrategyEntry};
 use crate::judge::Expected::{Breaks, Holds};
 use crate::procs::{self, RedisNode};
@@ -46,6 +53,9 @@ pub fn expect(strategy: &StrategyEntry, variant: &str) -> Expectation {
         (Kind::Validity | Kind::LockTable | Kind::InTransaction | Kind::NotALock | Kind::Session, _) => {
             return Err("this scenario fails over the service's one Redis; it applies to the single-instance Redis locks".into())
         }
+        (Kind::Fenced, v) if v.starts_with("wait-1") => {
+            return Err("fenced does not WAIT for the replica: its wait-1 variants are its no-wait case".into())
+        }
         (Kind::Fenced, _) => (Holds, "the promoted replica's older counter yields stale tokens the database refuses"),
         (_, "no-wait") => (Breaks, "the lock key had not reached the replica when it was promoted"),
         (_, "wait-1-two-replicas") => (Breaks, "WAIT 1 was acknowledged by the fast replica; the lagging one, promoted, lacks the key"),
@@ -58,29 +68,62 @@ pub fn expect(strategy: &StrategyEntry, variant: &str) -> Expectation {
     Ok((expected, why.into()))
 }
 
-/// Promote the replica while one grab on replica a is inside, then rush
-/// replica b. The faults, as reported.
+/// Its dials: the promotions are its injections.
+pub const PARAMS: &[Spec] = &[
+    params::ttl("2000"),
+    params::work("300"),
+    Spec {
+        name: "promotions",
+        unit: Unit::Count,
+        default: "12",
+        meaning: "promotions per trial, each an injection judged on its own (`injections` is its alias)",
+    },
+    Spec {
+        name: "lag_ms",
+        unit: Unit::Count,
+        default: "300",
+        meaning: "how late the lagging replica's copy of the primary's writes arrives (a proxy on its link)",
+    },
+];
+
+/// `--quick`: a shorter rush after each promotion.
+pub const QUICK: &[(&str, &str)] = &[("lag_ms", "200")];
+
+/// Promote the lagging replica `promotions` times, each while one grab on
+/// replica a is inside, then rush replica b; a fresh lagging replica of
+/// the new primary replaces the old one, so the next round fails over
+/// again. The faults, as reported.
 pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
+    let params = cx.params;
     let (lab, world, case, strategy, variant) = cx.parts();
-    let ttl = 2000;
-    let lag = 300;
+    let ttl = params.ttl_ms();
+    let lag = params.count("lag_ms");
+    let promotions = params.injections();
+    let two = variant == "wait-1-two-replicas";
+    // With two replicas the rush's own WAIT 1 needs the fast replica to
+    // follow the promoted one first: the holder stays inside longer.
+    let work_ms = if two {
+        params.ms("work_ms").max(5 * lag)
+    } else {
+        params.ms("work_ms")
+    };
     let primary = RedisNode::start(
         &lab.dir,
-        "primary",
+        "redis-x",
         &["--repl-diskless-sync-delay", "0"],
         Vec::new(),
     )
     .await?;
+    // The lagging replica's link: replies (the replication stream) late.
     let link = Proxy::start(procs::local(primary.port)).await?;
     link.set_delays(Duration::ZERO, Duration::from_millis(lag));
     let replica = RedisNode::start(
         &lab.dir,
-        "replica",
+        "redis-y",
         &[
             "--replicaof",
             "127.0.0.1",
             &link.port.to_string(),
-            // Promoted, it feeds the fast replica at once.
             "--repl-diskless-sync-delay",
             "0",
         ],
@@ -88,7 +131,6 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     )
     .await?;
     // The second replica, on a direct link: it acknowledges WAIT 1 at once.
-    let two = variant == "wait-1-two-replicas";
     let fast = if two {
         Some(
             RedisNode::start(
@@ -115,15 +157,14 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     } else {
         Vec::new()
     };
-    let mut conn = replica.conn().await?;
     for node in std::iter::once(&replica).chain(fast.iter()) {
         synced(node).await?;
     }
-    let replica_port = replica.port;
+    // world.nodes: [0] and [1] take turns as primary and lagging replica
+    // (the replica's slot gets a new process each round); [2] the fast one.
     world.nodes.push(primary);
     world.nodes.push(replica);
     world.nodes.extend(fast);
-    world.proxies.push(link);
     start_replicas(
         lab,
         world,
@@ -134,86 +175,113 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     )
     .await?;
     let service = world.service();
-    // With two replicas the rush's own WAIT 1 needs the fast replica to
-    // follow the promoted one first: the holder stays inside longer.
-    let work_ms = if two { 1500 } else { 300 };
     arm(&service, strategy, work(work_ms)).await?;
     case.step(format!(
-        "primary + replica (replication delayed {lag} ms by a proxy){}; both app replicas use the primary through a proxy; TTL {ttl} ms, work {work_ms} ms{}",
-        if two { " + a second replica on a direct link" } else { "" },
+        "a primary and a replica whose copy arrives {lag} ms late (a proxy){}; both app replicas use the primary through a proxy; TTL {ttl} ms, work {work_ms} ms{}; {promotions} promotions, each while a holder is inside, the old primary then following the new one",
+        if two { ", and a second replica on a direct link" } else { "" },
         if variant.starts_with("wait-1") { ", WAIT 1 after each lock write" } else { "" }
     ));
-    let targets = buyers::targets(world.urls());
-    let warm = start_buyers(lab, case, &targets, 6);
-    pause(duration(lab, 1500)).await;
-    warm.stop().await;
-    pause(lag + 300).await;
-    case.step("contended warm-up done; the lock is free and the replica in sync");
-    let holder = buyers::grab_once(
-        &lab.http,
-        &world.replica("a")?.url(),
-        &case.next_user,
-        &case.tally,
-    );
-    let caught = wait_inside(&service, Some("a"), Duration::from_secs(3)).await?;
-    let key_on_replica: i64 = redis::cmd("EXISTS")
-        .arg("lock:product:1")
-        .query_async(&mut conn)
-        .await?;
-    redis::cmd("REPLICAOF")
-        .arg("NO")
-        .arg("ONE")
-        .query_async::<()>(&mut conn)
-        .await?;
-    front.retarget(procs::local(replica_port));
-    let on_fast = if two {
-        let mut fast = world.nodes[2].conn().await?;
-        let exists: i64 = redis::cmd("EXISTS")
+    let rush_targets = buyers::retargeted(world.replica("b")?.url());
+    let (mut up, mut down) = (0usize, 1usize);
+    for _ in 0..promotions {
+        // The replica in step again, and the lock free, before each round:
+        // linked, and the last round's releases through its delayed link.
+        synced(&world.nodes[down]).await?;
+        pause(lag + 100).await;
+        let mut round = inject::begin_aimed(&lab.http, world, case, &[], 0).await?;
+        let holder = buyers::grab_once(
+            &lab.http,
+            &world.replica("a")?.url(),
+            &case.next_user,
+            &case.tally,
+        );
+        let caught = wait_inside(&service, Some("a"), Duration::from_secs(3)).await?;
+        let mut window = Window::starting(case, "the lagging replica", Some("a"));
+        let mut conn = world.nodes[down].conn().await?;
+        let had_key: i64 = redis::cmd("EXISTS")
             .arg("lock:product:1")
-            .query_async(&mut fast)
+            .query_async(&mut conn)
             .await?;
-        format!(
-            " (the fast replica, which acknowledged WAIT 1, {})",
-            if exists == 1 { "has it" } else { "does not" }
-        )
-    } else {
-        String::new()
-    };
-    case.step(format!(
-        "one grab on a is inside; the {}replica {} the lock key{on_fast}: promote it (REPLICAOF NO ONE) and point the service's Redis link at it",
-        if two { "lagging " } else { "" },
-        if key_on_replica == 1 { "already has" } else { "does not have yet" }
-    ));
-    world.proxies.push(front);
-    if two {
-        let mut fast = world.nodes[2].conn().await?;
         redis::cmd("REPLICAOF")
-            .arg("127.0.0.1")
-            .arg(replica_port)
-            .query_async::<()>(&mut fast)
+            .arg("NO")
+            .arg("ONE")
+            .query_async::<()>(&mut conn)
             .await?;
-        case.step("the fast replica now follows the promoted one (REPLICAOF, as Sentinel reconfigures the others)");
+        front.retarget(procs::local(world.nodes[down].port));
+        let promoted_port = world.nodes[down].port;
+        let mut on_fast = String::new();
+        if two {
+            let mut fast = world.nodes[2].conn().await?;
+            let exists: i64 = redis::cmd("EXISTS")
+                .arg("lock:product:1")
+                .query_async(&mut fast)
+                .await?;
+            on_fast = format!(
+                "; the fast replica, which acknowledged WAIT 1, {} it",
+                if exists == 1 { "has" } else { "does not have" }
+            );
+            // It follows the promoted one, as Sentinel reconfigures the others.
+            redis::cmd("REPLICAOF")
+                .arg("127.0.0.1")
+                .arg(promoted_port)
+                .query_async::<()>(&mut fast)
+                .await?;
+        }
+        let role: Vec<redis::Value> = redis::cmd("ROLE").query_async(&mut conn).await?;
+        let master = matches!(role.first(), Some(redis::Value::BulkString(r)) if r == b"master")
+            || matches!(role.first(), Some(redis::Value::SimpleString(r)) if r == "master");
+        window.end_ms = case.clock_ms();
+        if caught && master {
+            window.proof = Some(format!(
+                "a grab on a was inside when the replica was promoted; its ROLE answers master; it {} the lock key{on_fast}",
+                if had_key == 1 { "had" } else { "did NOT have" }
+            ));
+        } else {
+            case.step(format!(
+                "not counted: holder inside {caught}, the replica's ROLE master {master}"
+            ));
+        }
+        round.add(start_buyers(lab, case, &rush_targets, 6));
+        let _ = holder.await;
+        pause(work_ms + lag + 300).await;
+        // A fresh lagging replica of the new primary takes the old one's
+        // place (Sentinel would bring the old primary back as a replica;
+        // a new process starts from the same empty state every round).
+        link.retarget(procs::local(promoted_port));
+        let next = RedisNode::start(
+            &lab.dir,
+            &format!("redis-{}", case.injections.len() + 2),
+            &[
+                "--replicaof",
+                "127.0.0.1",
+                &link.port.to_string(),
+                "--repl-diskless-sync-delay",
+                "0",
+            ],
+            Vec::new(),
+        )
+        .await?;
+        world.nodes[up] = next;
+        std::mem::swap(&mut up, &mut down);
+        round.end(world, case, strategy, window).await?;
     }
-    // The proof: the promoted replica says it is a master now.
-    let role: Vec<redis::Value> = redis::cmd("ROLE").query_async(&mut conn).await?;
-    let master = matches!(role.first(), Some(redis::Value::BulkString(r)) if r == b"master")
-        || matches!(role.first(), Some(redis::Value::SimpleString(r)) if r == "master");
-    if caught && master {
-        case.proven("a grab on a was inside when the replica was promoted, and the replica's ROLE answers master");
-    } else {
-        case.step(format!(
-            "not proven: holder inside {caught}, the replica's ROLE master {master}"
+    world.proxies.push(link);
+    world.proxies.push(front);
+    let proven = case.injections.iter().filter(|i| i.proof.is_some()).count();
+    if proven > 0 {
+        case.proven(format!(
+            "{proven} of {promotions} promotions while a grab on a was inside, each promoted replica answering ROLE master"
         ));
     }
-    let rush = start_buyers(lab, case, &buyers::retargeted(world.replica("b")?.url()), 6);
-    case.step("6 buyers rush replica b");
-    let _ = holder.await;
-    pause(duration(lab, 1500)).await;
-    rush.stop().await;
-    case.step("buyers stopped");
-    Ok(
-        json!({ "replication_lag_ms": lag, "wait_replicas": u8::from(variant.starts_with("wait-1")), "replicas": if two { 2 } else { 1 }, "promoted": "the lagging replica", "lock_ttl_ms": ttl }),
-    )
+    Ok(json!({
+        "replication_lag_ms": lag,
+        "wait_replicas": u8::from(variant.starts_with("wait-1")),
+        "replicas": if two { 2 } else { 1 },
+        "promoted": "the lagging replica",
+        "promotions": promotions,
+        "lock_ttl_ms": ttl,
+        "work_delay_ms": work_ms,
+    }))
 }
 
 /// Wait (up to 10 s) until `node` reports its link to the primary up.

@@ -172,6 +172,12 @@ pub async fn begin_aimed(
 }
 
 impl Round {
+    /// Buyers started mid-round (a rush after the fault): stopped, every
+    /// grab answered, with the round's own.
+    pub fn add(&mut self, load: Buyers) {
+        self.loads.push(load);
+    }
+
     /// Stop the buyers (every grab answered), read what the round left
     /// and judge the injection: recorded in the case (its `injections`
     /// and `rounds`), and written as a step.

@@ -76,6 +76,7 @@ pub mod predictions {
     pub use super::clock_jump::predicts as clock_jump;
     pub use super::clock_slew::predicts as clock_slew;
     pub use super::redlock_restart::predicts as redlock_restart;
+    pub use super::slow_network::postgres_damage;
 }
 pub use curve::svg as curve_svg;
 pub use lab::Options;

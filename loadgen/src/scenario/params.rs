@@ -141,6 +141,15 @@ impl Params {
             .map(|s| (s.name, s.default.to_owned()))
             .collect();
         for (name, value) in sets {
+            // `failover` counts its injections as promotions.
+            let name = if name == "injections"
+                && !specs.iter().any(|s| s.name == "injections")
+                && specs.iter().any(|s| s.name == "promotions")
+            {
+                "promotions"
+            } else {
+                name.as_str()
+            };
             let Some(spec) = specs.iter().find(|s| s.name == name) else {
                 let known: Vec<&str> = specs.iter().map(|s| s.name).collect();
                 return Err(format!(
@@ -175,7 +184,7 @@ impl Params {
                 if value.parse::<u64>().is_err() {
                     return bad("expected a whole number");
                 }
-                if spec.name == "injections" && value == "0" {
+                if matches!(spec.name, "injections" | "promotions") && value == "0" {
                     return bad("at least 1");
                 }
             }
@@ -261,9 +270,13 @@ impl Params {
         self.count("ttl_ms")
     }
 
-    /// Injections per trial.
+    /// Injections per trial (`failover`: its promotions).
     pub fn injections(&self) -> u64 {
-        self.count("injections")
+        if self.has("injections") {
+            self.count("injections")
+        } else {
+            self.count("promotions")
+        }
     }
 
     /// Whether the dial was declared by the scenario.

@@ -13,6 +13,18 @@
 //! stands between the client and an expired lock — antirez's claim,
 //! tested where it matters.
 //!
+//! `link=postgres` moves the delay to replica a's link to PostgreSQL, after
+//! the lock: its requests to the database (the stock read, the write, the
+//! commit) arrive `delay` late, while its locks answer at once. A check
+//! before the write cannot help a write already on the wire: the lock
+//! expires while the write travels, the next holder reads, writes and
+//! commits, and the late write lands on top (a lost update) — unless the
+//! database itself refuses it (a fence, a row lock). The delay starts at a
+//! moment the sections do not choose, so some section is always between
+//! its check and its write. Exposed when 6 trips (`BEGIN`, the read, the
+//! write, the duplicate check, the insert, the commit) × delay + work >
+//! TTL.
+//!
 //! Each injection is one window of delay: the delay switched on while
 //! buyers press on both replicas, held for `delay` + TTL + work, switched
 //! off; the round judged. The proof the delay landed: a Redis `PING`
@@ -22,6 +34,7 @@
 use std::time::Duration;
 
 use serde_json::{json, Value};
+use sqlx::Connection as _;
 
 use super::buyers;
 use super::case::Expectation;
@@ -46,6 +59,12 @@ pub const PARAMS: &[Spec] = &[
         meaning: "how late every reply from Redis reaches replica a",
     },
     Spec {
+        name: "link",
+        unit: Unit::Choice(&["redis", "postgres"]),
+        default: "redis",
+        meaning: "which of replica a's links is slow: its replies from Redis (the grant), or its requests to PostgreSQL (after the lock)",
+    },
+    Spec {
         name: "node_timeout_ms",
         unit: Unit::Count,
         default: "50",
@@ -63,6 +82,9 @@ pub fn expect(strategy: &StrategyEntry, _variant: &str, params: &Params) -> Expe
     let work = params.ms("work_ms");
     let timeout = params.count("node_timeout_ms");
     let validity = ttl.saturating_sub(delay + ttl / 100 + 2);
+    if params.choice("link") == "postgres" {
+        return Ok(expect_postgres(strategy, params));
+    }
     let (expected, why) = match strategy.kind {
         Kind::Ttl if delay + work > ttl => (
             Breaks,
@@ -101,8 +123,52 @@ pub fn expect(strategy: &StrategyEntry, _variant: &str, params: &Params) -> Expe
     Ok((expected, why.into()))
 }
 
-/// Delay every reply from Redis to replica a, `injections` windows. The
-/// faults, as reported.
+/// Round trips to PostgreSQL a section makes: `BEGIN`, the stock read,
+/// then — after its last check — the write, the duplicate check, the
+/// order's insert, the commit.
+const SECTION_TRIPS: u64 = 6;
+
+/// `link=postgres`: whether a section's database trips outlast its lock:
+/// SECTION_TRIPS × delay + work > TTL. Its last check passes after the
+/// first two trips, so the writes of such a section are sent before the
+/// lock runs out and land after it did; and a section caught between its
+/// check and its write when the delay begins is later still.
+fn postgres_exposed(params: &Params) -> bool {
+    SECTION_TRIPS * params.ms("delay") + params.ms("work_ms") > params.ttl_ms()
+}
+
+/// `link=postgres`, judged on exclusion.
+fn expect_postgres(strategy: &StrategyEntry, params: &Params) -> (crate::judge::Expected, String) {
+    let (expected, why) = match strategy.kind {
+        Kind::Ttl | Kind::Validity | Kind::Lease if postgres_exposed(params) => (
+            Breaks,
+            "a section's write, sent after its last check, and the trips after it arrive late: the lock expires under them and the next holder enters",
+        ),
+        Kind::Ttl | Kind::Validity | Kind::Lease => (
+            Holds,
+            "the section ends, delayed trips and all, before the lock expires",
+        ),
+        _ => (
+            Holds,
+            "the database refuses the late write (a fence), or no TTL runs out",
+        ),
+    };
+    (expected, why.into())
+}
+
+/// `link=postgres`, judged on the data: a write already on the wire is
+/// past every check (a lease deadline, Redlock's validity), so every TTL
+/// lock's late write lands on the next holder's; a fence refuses it.
+pub fn postgres_damage(kind: Kind, params: &Params) -> crate::judge::Expected {
+    if matches!(kind, Kind::Ttl | Kind::Validity | Kind::Lease) && postgres_exposed(params) {
+        Breaks
+    } else {
+        Holds
+    }
+}
+
+/// Delay replica a's link (`link`: its replies from Redis, or its
+/// requests to PostgreSQL), `injections` windows. The faults, as reported.
 pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     let params = cx.params;
     let (lab, world, case, strategy, _) = cx.parts();
@@ -111,6 +177,7 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     let work_ms = params.ms("work_ms");
     let timeout = params.count("node_timeout_ms");
     let injections = params.injections();
+    let postgres = params.choice("link") == "postgres";
     let timeout_env = vec![(
         "SECKILL_REDLOCK_NODE_TIMEOUT_MS".to_owned(),
         timeout.to_string(),
@@ -120,30 +187,35 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     for i in 1..=3 {
         direct_nodes.push(RedisNode::start(&lab.dir, &format!("node{i}"), &[], Vec::new()).await?);
     }
-    // Replica a reaches every Redis through a proxy; b directly.
-    let mut a_links = Vec::new();
-    for node in std::iter::once(&redis).chain(direct_nodes.iter()) {
-        a_links.push(Proxy::start(procs::local(node.port)).await?);
-    }
-    let a_redis = format!("redis://127.0.0.1:{}", a_links[0].port);
-    let a_redlock: Vec<String> = a_links[1..]
-        .iter()
-        .map(|p| format!("redis://127.0.0.1:{}", p.port))
-        .collect();
     let b_redis = redis.url();
     let b_redlock: Vec<String> = direct_nodes.iter().map(RedisNode::url).collect();
+    // Replica a reaches every Redis through a proxy (link=redis), or its
+    // database (link=postgres); b reaches everything directly.
+    let mut a_links = Vec::new();
+    let mut a_setup = Setup::new(&b_redis, ttl).redlock(b_redlock.clone());
+    let mut database_via = None;
+    if postgres {
+        let (proxy, url) = lab.database_proxy().await?;
+        a_setup = a_setup.database(&url);
+        database_via = Some(url);
+        a_links.push(proxy);
+    } else {
+        for node in std::iter::once(&redis).chain(direct_nodes.iter()) {
+            a_links.push(Proxy::start(procs::local(node.port)).await?);
+        }
+        let urls: Vec<String> = a_links
+            .iter()
+            .map(|p| format!("redis://127.0.0.1:{}", p.port))
+            .collect();
+        a_setup = Setup::new(&urls[0], ttl).redlock(urls[1..].to_vec());
+    }
     world.nodes.push(redis);
     world.nodes.extend(direct_nodes);
     start_replicas(
         lab,
         world,
         [
-            (
-                "a",
-                Setup::new(&a_redis, ttl)
-                    .redlock(a_redlock)
-                    .extra(timeout_env.clone()),
-            ),
+            ("a", a_setup.extra(timeout_env.clone())),
             (
                 "b",
                 Setup::new(&b_redis, ttl)
@@ -156,8 +228,13 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     world.proxies.extend(a_links);
     let service = world.service();
     arm(&service, strategy, work(work_ms)).await?;
+    let what = if postgres {
+        "every request from a to PostgreSQL arrives"
+    } else {
+        "every reply from Redis to a arrives"
+    };
     case.step(format!(
-        "replicas a, b up (TTL {ttl} ms, work {work_ms} ms, Redlock node timeout {timeout} ms); per injection 2 buyers on a, 2 on b pausing 800 ms between grabs; {injections} injections: every reply from Redis to a arrives {delay} ms late"
+        "replicas a, b up (TTL {ttl} ms, work {work_ms} ms, Redlock node timeout {timeout} ms); per injection 2 buyers on a, 2 on b pausing 800 ms between grabs; {injections} injections: {what} {delay} ms late"
     ));
     let on_a = buyers::targets(vec![world.replica("a")?.url()]);
     let on_b = buyers::targets(vec![world.replica("b")?.url()]);
@@ -169,34 +246,63 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
             (&on_b, 2, Duration::from_millis(800)),
         ];
         let round = inject::begin_aimed(&lab.http, world, case, &loads, 100).await?;
+        // The probe's connection is opened before the delay.
+        let mut probe = match &database_via {
+            Some(url) => Some(sqlx::PgConnection::connect(url).await?),
+            None => None,
+        };
         for proxy in &world.proxies {
-            proxy.set_delays(Duration::ZERO, Duration::from_millis(delay));
-        }
-        let start_ms = case.clock_ms();
-        // The proof: a PING through a's links (its Redis, Redlock node 1)
-        // takes at least the delay.
-        let mut slowest = Vec::new();
-        for proxy in &world.proxies[..2] {
-            if let Ok(took) = timed_ping(proxy.port, Duration::from_millis(delay * 3 + 1000)).await
-            {
-                slowest.push(took);
+            if postgres {
+                proxy.set_delays(Duration::from_millis(delay), Duration::ZERO);
+            } else {
+                proxy.set_delays(Duration::ZERO, Duration::from_millis(delay));
             }
         }
-        let seen = slowest.len() == 2 && slowest.iter().all(|d| d.as_millis() >= u128::from(delay));
-        let held = delay + ttl + work_ms;
+        let start_ms = case.clock_ms();
+        // The proof: a round trip through a's slow links takes at least
+        // the delay (a PING to its Redis and Redlock node 1, or a
+        // `SELECT 1` to PostgreSQL).
+        let mut slowest = Vec::new();
+        if let Some(conn) = probe.as_mut() {
+            let sent = tokio::time::Instant::now();
+            if sqlx::query("SELECT 1").execute(&mut *conn).await.is_ok() {
+                slowest.push(sent.elapsed());
+            }
+        } else {
+            for proxy in &world.proxies[..2] {
+                if let Ok(took) =
+                    timed_ping(proxy.port, Duration::from_millis(delay * 3 + 1000)).await
+                {
+                    slowest.push(took);
+                }
+            }
+        }
+        let wanted = if postgres { 1 } else { 2 };
+        let seen =
+            slowest.len() == wanted && slowest.iter().all(|d| d.as_millis() >= u128::from(delay));
+        let held = if postgres { 2 * delay } else { delay } + ttl + work_ms;
         pause(held.saturating_sub(case.clock_ms() - start_ms)).await;
         for proxy in &world.proxies {
             proxy.set_delay(Duration::ZERO);
         }
         let end_ms = case.clock_ms();
         let window = Window {
-            target: "replica a's links to Redis".into(),
+            target: if postgres {
+                "replica a's link to PostgreSQL".into()
+            } else {
+                "replica a's links to Redis".into()
+            },
             holder: Some("a".into()),
             start_ms,
             end_ms,
             proof: seen.then(|| {
                 format!(
-                    "a PING through a's links to Redis and to Redlock node 1 took {} (≥ {delay} ms)",
+                    "{} took {} (≥ {delay} ms)",
+                    if postgres {
+                        "a SELECT 1 through a's link to PostgreSQL"
+                    } else {
+                        "a PING through a's links to Redis and to Redlock node 1"
+                    },
                     slowest
                         .iter()
                         .map(|d| format!("{} ms", d.as_millis()))
@@ -205,21 +311,23 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
                 )
             }),
         };
+        drop(probe);
         pause(work_ms + 150).await;
         round.end(world, case, strategy, window).await?;
     }
     if case.injections.iter().any(|i| i.proof.is_some()) {
         case.proven(format!(
-            "{} of {injections} windows seen: a PING through a's links took at least {delay} ms",
+            "{} of {injections} windows seen: a round trip through a's slow link took at least {delay} ms",
             case.injections.iter().filter(|i| i.proof.is_some()).count()
         ));
     }
     Ok(json!({
-        "reply_delay_ms": delay,
+        "delay_ms": delay,
+        "reply_delay_ms": if postgres { 0 } else { delay },
         "node_timeout_ms": timeout,
         "injections": injections,
         "replica": "a",
-        "links": "redis and every redlock node",
+        "links": if postgres { "postgresql (requests)" } else { "redis and every redlock node (replies)" },
         "lock_ttl_ms": ttl,
         "work_delay_ms": work_ms,
     }))
