@@ -88,8 +88,8 @@ results:
 
 ## The Redlock debate, claim by claim (Kleppmann 2016, antirez's reply, the
 ## Redis docs), on measured curves: release build, then each claim's sweep
-## across the boundary it names (INJECTIONS=20 at every point) and the
-## claims not yet swept (TRIALS=5), into loadgen-report/debate/; writes
+## across the boundary it names (INJECTIONS=20 at every point), into
+## loadgen-report/debate/; writes
 ## docs/redlock-debate.md and docs/redlock-debate.json.
 debate:
 	@scripts/debate.sh

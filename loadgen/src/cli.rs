@@ -117,17 +117,13 @@ enum Command {
     /// The Redlock debate, claim by claim, on measured curves (Kleppmann
     /// 2016, antirez's reply, the Redis docs): each claim's sweep across
     /// the boundary it names, k of n injections with Wilson 95 % intervals
-    /// at every point, the row's standing and where the curve flips; the
-    /// claims whose scenarios take no dials yet run TRIALS times. Writes
-    /// the Markdown table and the JSON. Exit 1 when a row contradicts its
+    /// at every point, the row's standing and where the curve flips.
+    /// Writes the Markdown table and the JSON. Exit 1 when a row contradicts its
     /// claim, 4 when one is undecided, 3 when a run failed.
     Debate {
         /// Injections at every point of every sweep.
         #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=1000))]
         injections: u32,
-        /// Trials of each claim whose scenario takes no dials yet.
-        #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
-        trials: u32,
         /// Only these rows (comma-separated ids; see the JSON).
         #[arg(long, value_delimiter = ',')]
         rows: Vec<String>,
@@ -509,7 +505,6 @@ pub async fn run() -> ExitCode {
         }
         Command::Debate {
             injections,
-            trials,
             rows,
             report_dir,
             out,
@@ -536,7 +531,6 @@ pub async fn run() -> ExitCode {
             };
             return debate::main(debate::Settings {
                 injections,
-                trials,
                 only: rows,
                 out: report_dir,
                 markdown: out,

@@ -14,10 +14,9 @@
 //! point agrees — never on an interval that straddles. Where the measured
 //! curve crosses the line, the row says between which two values.
 //!
-//! [`LEGACY`] are the claims not yet on sweeps (clock jump, node restart,
-//! failover, clock slew): each runs at its scenario's defaults `--trials`
-//! times in fresh worlds, judged on k of n injections where the scenario
-//! injects by rounds, else on k of n trials.
+//! A claim that is a rate with no boundary in its dial (a failover's:
+//! WAIT's "more likely (but not guaranteed)" at every replication lag)
+//! predicts the same side at every point of its sweep.
 //!
 //! `make debate` runs every row (`seckill-loadgen debate`), writes each
 //! run's report under `loadgen-report/debate/<run>/`, and writes
@@ -661,30 +660,6 @@ pub const ROWS: &[Row] = &[
     },
 ];
 
-/// A claim whose scenario takes no dials yet: judged on k of n trials.
-#[derive(Debug, Clone, Copy)]
-pub struct Legacy {
-    /// Stable id.
-    pub id: &'static str,
-    /// Who made it.
-    pub source: Source,
-    /// Their words (empty: none quoted).
-    pub quote: &'static str,
-    /// The claim.
-    pub claim: &'static str,
-    /// The scenario, strategy and variant.
-    pub scenario: &'static str,
-    /// Strategy.
-    pub strategy: &'static str,
-    /// Variant.
-    pub variant: Option<&'static str>,
-    /// `holds` or `breaks` (the scenario's own expectation).
-    pub predicts: Expected,
-}
-
-/// The claims not yet on sweeps.
-pub const LEGACY: &[Legacy] = &[];
-
 /// One point of a row's curve, as `redlock-debate.json` writes it.
 #[derive(Debug, Clone, Serialize)]
 pub struct Point {
@@ -805,58 +780,6 @@ fn flips_at(outcome: Outcome, points: &[Point]) -> Option<String> {
     (!flips.is_empty()).then(|| flips.join("; "))
 }
 
-/// A legacy row's result: the claim's outcome in k of n trials.
-#[derive(Debug, Clone, Serialize)]
-pub struct LegacyJudged {
-    /// Trials in which the case broke (overlaps or damage), of those run.
-    pub broke: Rate,
-    /// Against the prediction.
-    pub standing: Standing,
-    /// The case's verdict line.
-    pub reason: String,
-}
-
-/// Judge a legacy row from its case (trials as expected of runs).
-pub fn judge_legacy(row: &Legacy, case: Option<&CaseResult>) -> LegacyJudged {
-    let Some(case) = case else {
-        return LegacyJudged {
-            broke: Rate::of(0, 0),
-            standing: Standing::Undecided,
-            reason: "not run".into(),
-        };
-    };
-    if let Some(outcomes) = case.outcomes {
-        // Measured by injections (every trial's add up): the judged rate.
-        let broke = outcomes.judged(case.guarantee);
-        return LegacyJudged {
-            standing: broke.standing(row.predicts),
-            broke,
-            reason: case.verdict_reason.clone(),
-        };
-    }
-    let (runs, ok) = case.trials.map_or_else(
-        || {
-            (
-                1,
-                u32::from(case.verdict == crate::judge::CaseVerdict::AsExpected),
-            )
-        },
-        |t| (t.runs, t.as_expected),
-    );
-    // As-expected trials broke where the case expects a break, held where
-    // it expects a hold.
-    let broke = match case.expected {
-        Expected::Breaks => ok,
-        Expected::Holds => runs - ok,
-    };
-    let broke = Rate::of(u64::from(broke), u64::from(runs));
-    LegacyJudged {
-        standing: broke.standing(row.predicts),
-        broke,
-        reason: case.verdict_reason.clone(),
-    }
-}
-
 /// Every run [`ROWS`] need, each once, in order.
 pub fn runs() -> Vec<Run> {
     let mut runs: Vec<Run> = Vec::new();
@@ -873,8 +796,6 @@ pub fn runs() -> Vec<Run> {
 pub struct Settings {
     /// Injections at every point of every sweep.
     pub injections: u32,
-    /// Trials of each legacy case.
-    pub trials: u32,
     /// Only these rows (ids; empty: all).
     pub only: Vec<String>,
     /// Report folders go under it.
@@ -907,21 +828,6 @@ struct RowJson {
 }
 
 #[derive(Debug, Serialize)]
-struct LegacyJson {
-    id: &'static str,
-    source: Source,
-    quote: &'static str,
-    claim: &'static str,
-    scenario: &'static str,
-    strategy: &'static str,
-    variant: Option<&'static str>,
-    predicts: Expected,
-    trials: LegacyJudged,
-    standing: Standing,
-    note: &'static str,
-}
-
-#[derive(Debug, Serialize)]
 struct DebateJson {
     tool: &'static str,
     version: &'static str,
@@ -931,16 +837,6 @@ struct DebateJson {
     decision_rate: f64,
     duration_s: f64,
     rows: Vec<RowJson>,
-    legacy: Vec<LegacyJson>,
-}
-
-fn case_measured(cases: &[CaseResult], l: &Legacy) -> bool {
-    cases.iter().any(|c| {
-        c.name == l.scenario
-            && c.strategy == l.strategy
-            && c.variant.as_deref() == l.variant
-            && c.outcomes.is_some()
-    })
 }
 
 fn scenario_named(name: &str) -> Option<Scenario> {
@@ -951,7 +847,7 @@ fn scenario_named(name: &str) -> Option<Scenario> {
         .find(|s| s.name() == name)
 }
 
-/// `seckill-loadgen debate`: run every row's sweep and every legacy case,
+/// `seckill-loadgen debate`: run every row's sweep,
 /// write the table and the JSON; exit 1 when a row contradicts its claim,
 /// 4 when one is undecided, 3 when a run failed.
 pub async fn main(settings: Settings) -> ExitCode {
@@ -994,39 +890,6 @@ pub async fn main(settings: Settings) -> ExitCode {
             Ok(report) => reports.push((run, report.scenarios)),
             Err(e) => {
                 eprintln!("seckill-loadgen: debate run {} failed: {e:#}", run.id);
-                return ExitCode::from(3);
-            }
-        }
-    }
-    let mut legacy_cases: Vec<CaseResult> = Vec::new();
-    let legacy_wanted: Vec<&Legacy> = LEGACY.iter().filter(|l| wanted(l.id)).collect();
-    let mut legacy_scenarios: Vec<Scenario> = Vec::new();
-    for l in &legacy_wanted {
-        if let Some(s) = scenario_named(l.scenario) {
-            if !legacy_scenarios.contains(&s) {
-                legacy_scenarios.push(s);
-            }
-        }
-    }
-    if !legacy_scenarios.is_empty() {
-        let mut options = settings.scenario.clone();
-        let mut strategies: Vec<String> = Vec::new();
-        for l in &legacy_wanted {
-            if !strategies.iter().any(|s| s == l.strategy) {
-                strategies.push(l.strategy.to_owned());
-            }
-        }
-        options.strategies = strategies;
-        options.trials = settings.trials;
-        options.out = settings.out.join("legacy");
-        println!(
-            "== debate: the legacy claims, {} trials each",
-            settings.trials
-        );
-        match scenario::run_and_write(&legacy_scenarios, &options).await {
-            Ok(report) => legacy_cases = report.scenarios,
-            Err(e) => {
-                eprintln!("seckill-loadgen: the legacy runs failed: {e:#}");
                 return ExitCode::from(3);
             }
         }
@@ -1082,34 +945,6 @@ pub async fn main(settings: Settings) -> ExitCode {
             })
         })
         .collect();
-    let legacy: Vec<LegacyJson> = legacy_wanted
-        .iter()
-        .map(|l| {
-            let case = legacy_cases.iter().find(|c| {
-                c.name == l.scenario
-                    && c.strategy == l.strategy
-                    && c.variant.as_deref() == l.variant
-            });
-            let trials = judge_legacy(l, case);
-            LegacyJson {
-                id: l.id,
-                source: l.source,
-                quote: l.quote,
-                claim: l.claim,
-                scenario: l.scenario,
-                strategy: l.strategy,
-                variant: l.variant,
-                predicts: l.predicts,
-                standing: trials.standing,
-                trials,
-                note: if case_measured(&legacy_cases, l) {
-                    "not swept yet: the scenario's defaults; k of n injections over every trial"
-                } else {
-                    "not measured by injections yet: one fault per trial, each trial a fresh world"
-                },
-            }
-        })
-        .collect();
     let doc = DebateJson {
         tool: "seckill-loadgen",
         version: env!("CARGO_PKG_VERSION"),
@@ -1122,18 +957,12 @@ pub async fn main(settings: Settings) -> ExitCode {
         decision_rate: DECISION_RATE,
         duration_s: (started.elapsed().as_secs_f64() * 10.0).round() / 10.0,
         rows,
-        legacy,
     };
     if let Err(e) = write(&settings, &doc) {
         eprintln!("seckill-loadgen: {e:#}");
         return ExitCode::from(2);
     }
-    let all: Vec<Standing> = doc
-        .rows
-        .iter()
-        .map(|r| r.standing)
-        .chain(doc.legacy.iter().map(|l| l.standing))
-        .collect();
+    let all: Vec<Standing> = doc.rows.iter().map(|r| r.standing).collect();
     let count = |s: Standing| all.iter().filter(|x| **x == s).count();
     println!(
         "{} rows: {} agree, {} contradict, {} undecided, in {:.0} s; {} and {}",
@@ -1260,31 +1089,6 @@ fn markdown(doc: &DebateJson) -> String {
     for (i, r) in doc.rows.iter().enumerate() {
         let _ = writeln!(md, "{}. **{}** — {}", i + 1, r.id, r.mechanism);
     }
-    if !doc.legacy.is_empty() {
-        md.push_str("\n## Claims not yet on sweeps\n\n");
-        md.push_str("Each case runs at its scenario's defaults, `--trials` times in fresh worlds. A scenario that injects by rounds adds its injections up over the trials: k of n injections. One that does not yet (`clock-jump`, `redlock-restart`, `failover`, `clock-slew`) is judged on k of n trials, and five trials cannot show a hold: 0 of 5 bounds the rate only below 43 %, so such a row stands undecided until its scenario is measured by injections. Nor does a break shown this way say how often it happens: a trial of `clock-jump` or `redlock-restart` repeats its fault until the history shows an overlap (at most 12 jumps, 10 restarts). Measured by rounds in our runs (`--quick`, 12 injections, a version not kept), a jump broke exclusion on 2 of 12 and an empty restart on 0 of 12: these two 5-of-5 rows are the staged kind this page replaces, and the next to be swept.\n\n");
-        md.push_str("| source | claim | case | predicts | broke (k of n) | standing |\n|---|---|---|---|---|---|\n");
-        for l in &doc.legacy {
-            let quote = if l.quote.is_empty() {
-                String::new()
-            } else {
-                format!(" — “{}”", l.quote)
-            };
-            let _ = writeln!(
-                md,
-                "| {}{} | {} | `{}` · `{}`{} | {} | {} | **{}** |",
-                cite(&l.source),
-                quote,
-                l.claim,
-                l.scenario,
-                l.strategy,
-                l.variant.map_or(String::new(), |v| format!(" · `{v}`")),
-                l.predicts.as_str(),
-                l.trials.broke.text(),
-                l.standing.as_str()
-            );
-        }
-    }
     md
 }
 
@@ -1349,9 +1153,6 @@ mod tests {
                 "{}: {predictions:?}",
                 row.id
             );
-        }
-        for l in LEGACY {
-            assert!(scenario_named(l.scenario).is_some(), "{}", l.id);
         }
     }
 

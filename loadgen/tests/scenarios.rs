@@ -158,6 +158,7 @@ fn every_scenario_ends_as_its_design_predicts() {
         "clock-jump",
         "redlock-restart",
         "clock-slew",
+        "failover",
     ];
     for c in cases
         .iter()
