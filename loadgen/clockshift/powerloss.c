@@ -128,42 +128,35 @@ static void track(int fd, const char *path) {
     if (fd >= 0 && fd < MAX_FD) tracked[fd] = (char)ends_with_aof(path);
 }
 
-int open(const char *path, int flags, ...) {
-    mode_t mode = 0;
-    if (flags & O_CREAT) {
-        va_list ap;
-        va_start(ap, flags);
-        mode = (mode_t)va_arg(ap, int);
-        va_end(ap);
-    }
-    int fd = (int)syscall(SYS_openat, AT_FDCWD, path, flags, mode);
+/* Every open variant: the mode is read only when O_CREAT asks for one. */
+static int open_tracked(int dirfd, const char *path, int flags, va_list ap) {
+    mode_t mode = (flags & O_CREAT) ? (mode_t)va_arg(ap, int) : 0;
+    int fd = (int)syscall(SYS_openat, dirfd, path, flags, mode);
     track(fd, path);
+    return fd;
+}
+
+int open(const char *path, int flags, ...) {
+    va_list ap;
+    va_start(ap, flags);
+    int fd = open_tracked(AT_FDCWD, path, flags, ap);
+    va_end(ap);
     return fd;
 }
 
 int open64(const char *path, int flags, ...) {
-    mode_t mode = 0;
-    if (flags & O_CREAT) {
-        va_list ap;
-        va_start(ap, flags);
-        mode = (mode_t)va_arg(ap, int);
-        va_end(ap);
-    }
-    int fd = (int)syscall(SYS_openat, AT_FDCWD, path, flags, mode);
-    track(fd, path);
+    va_list ap;
+    va_start(ap, flags);
+    int fd = open_tracked(AT_FDCWD, path, flags, ap);
+    va_end(ap);
     return fd;
 }
 
 int openat(int dirfd, const char *path, int flags, ...) {
-    mode_t mode = 0;
-    if (flags & O_CREAT) {
-        va_list ap;
-        va_start(ap, flags);
-        mode = (mode_t)va_arg(ap, int);
-        va_end(ap);
-    }
-    int fd = (int)syscall(SYS_openat, dirfd, path, flags, mode);
-    track(fd, path);
+    va_list ap;
+    va_start(ap, flags);
+    int fd = open_tracked(dirfd, path, flags, ap);
+    va_end(ap);
     return fd;
 }
 

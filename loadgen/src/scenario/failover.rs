@@ -31,7 +31,7 @@ use tokio::time::Instant;
 use super::buyers;
 use super::case::Expectation;
 use super::inject::{self, Window};
-use super::lab::Setup;
+use super::lab::{Lab, Setup};
 use super::params::{self, Spec, Unit};
 use super::world::{arm, pause, start_buyers, start_replicas, wait_inside, work, CaseRun};
 use crate::api::{Kind, StrategyEntry};
@@ -117,19 +117,7 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     // The lagging replica's link: replies (the replication stream) late.
     let link = Proxy::start(procs::local(primary.port)).await?;
     link.set_delays(Duration::ZERO, Duration::from_millis(lag));
-    let replica = RedisNode::start(
-        &lab.dir,
-        "redis-y",
-        &[
-            "--replicaof",
-            "127.0.0.1",
-            &link.port.to_string(),
-            "--repl-diskless-sync-delay",
-            "0",
-        ],
-        Vec::new(),
-    )
-    .await?;
+    let replica = lagging_replica(lab, "redis-y", &link).await?;
     // The second replica, on a direct link: it acknowledges WAIT 1 at once.
     let fast = if two {
         Some(
@@ -248,19 +236,8 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
         // place (Sentinel would bring the old primary back as a replica;
         // a new process starts from the same empty state every round).
         link.retarget(procs::local(promoted_port));
-        let next = RedisNode::start(
-            &lab.dir,
-            &format!("redis-{}", case.injections.len() + 2),
-            &[
-                "--replicaof",
-                "127.0.0.1",
-                &link.port.to_string(),
-                "--repl-diskless-sync-delay",
-                "0",
-            ],
-            Vec::new(),
-        )
-        .await?;
+        let next =
+            lagging_replica(lab, &format!("redis-{}", case.injections.len() + 2), &link).await?;
         world.nodes[up] = next;
         std::mem::swap(&mut up, &mut down);
         round.end(world, case, strategy, window).await?;
@@ -282,6 +259,25 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
         "lock_ttl_ms": ttl,
         "work_delay_ms": work_ms,
     }))
+}
+
+/// A new replica of whatever `link` leads to, through it (its copy late).
+/// Promoted, it feeds its own replicas at once.
+async fn lagging_replica(lab: &Lab, name: &str, link: &Proxy) -> anyhow::Result<RedisNode> {
+    let port = link.port.to_string();
+    RedisNode::start(
+        &lab.dir,
+        name,
+        &[
+            "--replicaof",
+            "127.0.0.1",
+            &port,
+            "--repl-diskless-sync-delay",
+            "0",
+        ],
+        Vec::new(),
+    )
+    .await
 }
 
 /// Wait (up to 10 s) until `node` reports its link to the primary up.
