@@ -31,7 +31,7 @@ use serde::Serialize;
 use crate::judge::Expected;
 use crate::scenario::predictions;
 use crate::scenario::{
-    self, CaseResult, Outcomes, Params, Rate, Scenario, Standing, DECISION_RATE,
+    self, owned_sets, CaseResult, Outcomes, Params, Rate, Scenario, Standing, DECISION_RATE,
 };
 
 /// Where a claim comes from.
@@ -868,11 +868,7 @@ pub async fn main(settings: Settings) -> ExitCode {
         let mut options = settings.scenario.clone();
         options.strategies = vec![run.strategy.to_owned()];
         options.variants = run.variant.map(|v| vec![v.to_owned()]).unwrap_or_default();
-        options.sets = run
-            .sets
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect();
+        options.sets = owned_sets(run.sets);
         options
             .sets
             .push(("injections".into(), settings.injections.to_string()));
@@ -904,12 +900,7 @@ pub async fn main(settings: Settings) -> ExitCode {
                 .iter()
                 .filter_map(|c| {
                     let value = c.sweep_value(row.run.sweep.0)?;
-                    let mut sets: Vec<(String, String)> = row
-                        .run
-                        .sets
-                        .iter()
-                        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-                        .collect();
+                    let mut sets: Vec<(String, String)> = owned_sets(row.run.sets);
                     sets.push((row.run.sweep.0.to_owned(), value.clone()));
                     let params = Params::new(scenario.name(), scenario.params(), &sets).ok()?;
                     Some((value, params, c.outcomes, c.verdict_reason.clone()))
@@ -925,12 +916,7 @@ pub async fn main(settings: Settings) -> ExitCode {
                 scenario: row.run.scenario,
                 strategy: row.run.strategy,
                 variant: row.run.variant,
-                fixed: row
-                    .run
-                    .sets
-                    .iter()
-                    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-                    .collect(),
+                fixed: owned_sets(row.run.sets),
                 outcome: row.outcome,
                 predicts: row.predicts_text,
                 standing: judged.standing,
@@ -1098,12 +1084,7 @@ mod tests {
 
     fn params(row: &Row, value: &str) -> Params {
         let scenario = scenario_named(row.run.scenario).expect("scenario");
-        let mut sets: Vec<(String, String)> = row
-            .run
-            .sets
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect();
+        let mut sets: Vec<(String, String)> = owned_sets(row.run.sets);
         sets.push((row.run.sweep.0.to_owned(), value.to_owned()));
         Params::new(scenario.name(), scenario.params(), &sets).expect("params")
     }

@@ -81,7 +81,7 @@ pub mod predictions {
 pub use curve::svg as curve_svg;
 pub use lab::Options;
 pub use list::{selection_parser, Scenario, Selection};
-pub use params::{parse_set, parse_sweep, Params};
+pub use params::{owned as owned_sets, parse_set, parse_sweep, Params};
 pub use params::{Spec as ParamSpec, Unit as ParamUnit};
 pub use rate::{Rate, Standing, DECISION_RATE};
 pub use record::Outcomes;

@@ -101,6 +101,15 @@ pub struct Params {
     raw: BTreeMap<&'static str, String>,
 }
 
+/// Dials written as literals (`--quick`'s, a variant's, a debate run's),
+/// as `--set` pairs.
+pub fn owned(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect()
+}
+
 /// `NAME=VALUE` split, for clap.
 pub fn parse_set(text: &str) -> Result<(String, String), String> {
     let (name, value) = text

@@ -20,7 +20,7 @@ use super::case::{judge, CaseResult, Checks, Sweep, Trials};
 use super::lab::{Lab, Options};
 use super::list::{shared_lock, Scenario};
 use super::observe::observe;
-use super::params::Params;
+use super::params::{self, Params};
 use super::record::Outcomes;
 use super::report::{ScenarioReport, Skipped};
 use super::world::{Case, CaseRun, World};
@@ -98,20 +98,11 @@ async fn run_points(
     let mut cases = Vec::new();
     for point in points {
         let mut sets: Vec<(String, String)> = if options.quick {
-            scenario
-                .quick_sets()
-                .iter()
-                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-                .collect()
+            params::owned(scenario.quick_sets())
         } else {
             Vec::new()
         };
-        sets.extend(
-            scenario
-                .variant_sets(variant)
-                .iter()
-                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
-        );
+        sets.extend(params::owned(scenario.variant_sets(variant)));
         sets.extend(scenario.implied_sets(strategy, &options.sets));
         sets.extend(options.sets.iter().cloned());
         sets.extend(point.clone());

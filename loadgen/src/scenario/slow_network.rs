@@ -192,13 +192,15 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     // Replica a reaches every Redis through a proxy (link=redis), or its
     // database (link=postgres); b reaches everything directly.
     let mut a_links = Vec::new();
-    let mut a_setup = Setup::new(&b_redis, ttl).redlock(b_redlock.clone());
-    let mut database_via = None;
-    if postgres {
+    let (a_setup, database_via) = if postgres {
         let (proxy, url) = lab.database_proxy().await?;
-        a_setup = a_setup.database(&url);
-        database_via = Some(url);
         a_links.push(proxy);
+        (
+            Setup::new(&b_redis, ttl)
+                .redlock(b_redlock.clone())
+                .database(&url),
+            Some(url),
+        )
     } else {
         for node in std::iter::once(&redis).chain(direct_nodes.iter()) {
             a_links.push(Proxy::start(procs::local(node.port)).await?);
@@ -207,8 +209,8 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
             .iter()
             .map(|p| format!("redis://127.0.0.1:{}", p.port))
             .collect();
-        a_setup = Setup::new(&urls[0], ttl).redlock(urls[1..].to_vec());
-    }
+        (Setup::new(&urls[0], ttl).redlock(urls[1..].to_vec()), None)
+    };
     world.nodes.push(redis);
     world.nodes.extend(direct_nodes);
     start_replicas(
@@ -238,6 +240,12 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     ));
     let on_a = buyers::targets(vec![world.replica("a")?.url()]);
     let on_b = buyers::targets(vec![world.replica("b")?.url()]);
+    // The proof's probe (link=postgres): a connection through a's link,
+    // opened once, before any delay.
+    let mut probe = match &database_via {
+        Some(url) => Some(sqlx::PgConnection::connect(url).await?),
+        None => None,
+    };
     for _ in 0..injections {
         // a's buyers press on; b's leave the lock free most of the time,
         // so a's grants — each one late — are not all lost to b.
@@ -246,11 +254,6 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
             (&on_b, 2, Duration::from_millis(800)),
         ];
         let round = inject::begin_aimed(&lab.http, world, case, &loads, 100).await?;
-        // The probe's connection is opened before the delay.
-        let mut probe = match &database_via {
-            Some(url) => Some(sqlx::PgConnection::connect(url).await?),
-            None => None,
-        };
         for proxy in &world.proxies {
             if postgres {
                 proxy.set_delays(Duration::from_millis(delay), Duration::ZERO);
@@ -311,7 +314,6 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
                 )
             }),
         };
-        drop(probe);
         pause(work_ms + 150).await;
         round.end(world, case, strategy, window).await?;
     }
