@@ -242,7 +242,7 @@ pub async fn reset_product(pool: &PgPool, id: i64, stock: i64) -> Result<(), sql
     sqlx::query(
         "INSERT INTO products (id, name, stock, initial_stock) VALUES ($1, $2, $3, $3)
          ON CONFLICT (id) DO UPDATE
-         SET stock = $3, initial_stock = $3, version = 0, fence_token = 0, updated_at = now()",
+         SET stock = $3, initial_stock = $3, version = 0, fence_token = 0, lock_value = NULL, updated_at = now()",
     )
     .bind(id)
     .bind(format!("product {id}"))

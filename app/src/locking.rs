@@ -383,6 +383,21 @@ impl LockGuard {
         self.fencing_token
             .or(self.revision.filter(|_| faults.check_revision))
     }
+
+    /// The value the database compares when the `check_token` switch is on
+    /// (antirez's check-and-set): the last 64 bits of this acquisition's
+    /// random value (the watchdog's value is `process:acquisition`).
+    /// `None` without the switch, or for a lock with a fence (the fence is
+    /// checked instead) or no hex random value.
+    pub fn check_value(&self, faults: Faults) -> Option<i64> {
+        if !faults.check_token || self.fence(faults).is_some() {
+            return None;
+        }
+        let tail = self.token.get(self.token.len().checked_sub(16)?..)?;
+        u64::from_str_radix(tail, 16)
+            .ok()
+            .map(|v| i64::from_ne_bytes(v.to_ne_bytes()))
+    }
 }
 
 impl LockGuard {
@@ -469,7 +484,9 @@ pub async fn grab_with_lock(
             return Err(e);
         }
     };
-    let spec = SectionSpec::plain(name).with_fence(guard.fence(cx.faults));
+    let spec = SectionSpec::plain(name)
+        .with_fence(guard.fence(cx.faults))
+        .with_check_value(guard.check_value(cx.faults));
     // The lock's last check runs inside the section, just before the
     // write: a lease lost or run out, or Redlock's validity run out, ends
     // it there with nothing written.
@@ -496,6 +513,9 @@ pub async fn grab_with_lock(
     };
     if cx.faults.unlock_before_commit {
         release_and_record(lock, cx, guard).await;
+        if cx.faults.commit_delay_ms > 0 {
+            sleep(Duration::from_millis(cx.faults.commit_delay_ms)).await;
+        }
         return prepared.commit().await;
     }
     let committed = prepared.commit().await;

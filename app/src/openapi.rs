@@ -144,6 +144,7 @@ mod tests {
             "setnx_expire_gap_ms",
             "release_gap_ms",
             "acquire_pause_ms",
+            "commit_delay_ms",
         ] {
             assert_eq!(patch[field]["maximum"], 50, "{field}: {}", patch[field]);
         }

@@ -17,6 +17,13 @@
 //! holder that is late at either step — a newer token registered before
 //! its read, or before its write — is refused by the database.
 //!
+//! With the `check_token` switch (antirez's check-and-set with the lock's
+//! random value), step 1 is the value's claim, on its own before the
+//! transaction: `UPDATE products SET lock_value = $v WHERE id = $1
+//! RETURNING stock` — unconditional, a random value has no order — and
+//! step 4 only writes `WHERE lock_value = $v`. A holder whose claim was
+//! overwritten by a later one before its write is refused.
+//!
 //! [`prepare`] stops before the commit and hands back a [`Prepared`]
 //! transaction, so the caller decides whether the lock is released before
 //! or after [`Prepared::commit`] — the `unlock_before_commit` fault lives in
@@ -54,6 +61,9 @@ pub struct SectionSpec {
     pub row_lock: RowLock,
     /// A fencing token the write must carry (`fenced`).
     pub fence: Option<i64>,
+    /// The lock's random value (64 bits of it) the row must still hold at
+    /// the write (the `check_token` switch).
+    pub check_value: Option<i64>,
 }
 
 impl SectionSpec {
@@ -63,6 +73,7 @@ impl SectionSpec {
             strategy,
             row_lock: RowLock::None,
             fence: None,
+            check_value: None,
         }
     }
 
@@ -75,6 +86,12 @@ impl SectionSpec {
     /// With a fencing token.
     pub fn with_fence(mut self, fence: Option<i64>) -> Self {
         self.fence = fence;
+        self
+    }
+
+    /// With a random value to check and set.
+    pub fn with_check_value(mut self, value: Option<i64>) -> Self {
+        self.check_value = value;
         self
     }
 }
@@ -206,14 +223,17 @@ pub async fn prepare_checked(
     } else {
         None
     };
-    let registered = match spec.fence {
-        Some(token) => match register_fence(cx, req.product_id, token).await {
-            Ok(Some(stock)) => Some(stock),
-            other => {
-                history.exit(entered).await;
-                return other.map(|_| None);
-            }
-        },
+    let registration = match (spec.fence, spec.check_value) {
+        (Some(token), _) => Some(register_fence(cx, req.product_id, token).await),
+        (None, Some(value)) => Some(claim_value(cx, req.product_id, value).await),
+        (None, None) => None,
+    };
+    let registered = match registration {
+        Some(Ok(Some(stock))) => Some(stock),
+        Some(other) => {
+            history.exit(entered).await;
+            return other.map(|_| None);
+        }
         None => None,
     };
     let mut tx = match cx.deps.pool.begin().await {
@@ -284,6 +304,23 @@ async fn register_fence(
     }
 }
 
+/// The check-and-set claim: write `value` into the row, whatever is there
+/// (a random value has no order), and read the stock in the same
+/// statement.
+async fn claim_value(
+    cx: GrabContext<'_>,
+    product_id: i64,
+    value: i64,
+) -> Result<Option<i64>, GrabError> {
+    let stock: Option<i64> =
+        sqlx::query_scalar("UPDATE products SET lock_value = $2 WHERE id = $1 RETURNING stock")
+            .bind(product_id)
+            .bind(value)
+            .fetch_optional(&cx.deps.pool)
+            .await?;
+    stock.map(Some).ok_or(GrabError::NotFound)
+}
+
 /// What [`run_steps`] carries besides the grab: when it began, the stock
 /// the fence registration read, the lock to check before the write.
 struct Steps<'g> {
@@ -314,7 +351,8 @@ async fn run_steps(
             .await?;
         *entered = history.enter(spec.strategy, req.product_id).await;
     }
-    // Step 1: read (already done by the fence registration, if fenced).
+    // Step 1: read (already done by the fence registration or the
+    // check-and-set claim, if any).
     let (stock, version): (i64, i64) = match registered_stock {
         Some(stock) => (stock, 0),
         None => {
@@ -360,7 +398,17 @@ async fn run_steps(
 
     // Step 4: blind write of the value read in step 1.
     let new_stock = stock - quantity;
-    let written = match (spec.row_lock, spec.fence) {
+    let written = match (spec.row_lock, spec.fence.or(spec.check_value)) {
+        (_, Some(token)) if spec.fence.is_none() => sqlx::query(
+            "UPDATE products SET stock = $2, updated_at = now()
+             WHERE id = $1 AND lock_value = $3",
+        )
+        .bind(req.product_id)
+        .bind(new_stock)
+        .bind(token)
+        .execute(&mut *conn)
+        .await?
+        .rows_affected(),
         (_, Some(token)) => sqlx::query(
             "UPDATE products SET stock = $2, updated_at = now()
              WHERE id = $1 AND fence_token = $3",

@@ -214,6 +214,12 @@ struct LabArgs {
         default_value = "mysql://root@127.0.0.1:3306/test"
     )]
     mysql_url: String,
+    /// Cases run at once, each in a lane of its own (its database, arbiter,
+    /// coordination servers and processes). Most of a case's time is
+    /// waiting out TTLs and pauses, so lanes share the cores well; 1 runs
+    /// the cases one after another.
+    #[arg(long, env = "SECKILL_SCENARIO_JOBS", default_value_t = 3, value_parser = clap::value_parser!(u16).range(1..=16))]
+    jobs: u16,
 }
 
 /// The replicas to load.
@@ -514,6 +520,7 @@ pub async fn run() -> ExitCode {
                     database_url,
                     app_bin,
                     mysql_url,
+                    jobs,
                 },
         } => {
             let scenario = scenario::Options {
@@ -528,6 +535,7 @@ pub async fn run() -> ExitCode {
                 sets: Vec::new(),
                 sweep: None,
                 variants: Vec::new(),
+                jobs: usize::from(jobs),
             };
             return debate::main(debate::Settings {
                 injections,
@@ -549,6 +557,7 @@ pub async fn run() -> ExitCode {
                     database_url,
                     app_bin,
                     mysql_url,
+                    jobs,
                 },
             quick,
             quiet,
@@ -573,6 +582,7 @@ pub async fn run() -> ExitCode {
                 quiet,
                 mysql_url,
                 trials,
+                jobs: usize::from(jobs),
             };
             return scenario::main(&names, list, options).await;
         }

@@ -61,6 +61,13 @@ const ANTIREZ: Source = Source {
     url: "http://antirez.com/news/101",
 };
 
+const ANTIREZ_HN: Source = Source {
+    author: "Salvatore Sanfilippo (antirez)",
+    title: "comment on Kleppmann's post, Hacker News",
+    year: 2016,
+    url: "https://news.ycombinator.com/item?id=11059738",
+};
+
 const REDIS_DOCS: Source = Source {
     author: "the Redis documentation",
     title: "Distributed Locks with Redis",
@@ -182,6 +189,17 @@ const GC_TOKEN_AFTER: Run = Run {
     id: "gc-set-nx-px-token-after-check",
     strategy: "set-nx-px-token",
     ..GC_REDLOCK_AFTER
+};
+const GC_REDLOCK_CHECK_AND_SET: Run = Run {
+    id: "gc-redlock-check-and-set",
+    sets: &[
+        ("ttl_ms", "300"),
+        ("work_ms", "40"),
+        ("users", "6"),
+        ("where", "after-check"),
+        ("check_token", "on"),
+    ],
+    ..GC_REDLOCK_BEFORE
 };
 const GC_FENCED_AFTER: Run = Run {
     id: "gc-fenced-after-check",
@@ -456,6 +474,17 @@ pub const ROWS: &[Row] = &[
         claim: "A fencing token the database checks keeps the data exact through the same pause, after the check",
         mechanism: "b's larger token is registered on the product row before b reads; a wakes and its write, conditional on its own token, matches no row",
         run: GC_FENCED_AFTER,
+        outcome: Outcome::DataDamaged,
+        predicts: holds,
+        predicts_text: "holds at every pause",
+    },
+    Row {
+        id: "random-value-check-and-set-keeps-data",
+        source: ANTIREZ_HN,
+        quote: "I think the unique random token of Redlock is enough for Check & Set when the lock holder work materializes into a database write",
+        claim: "Redlock's random value, checked and set by the database, keeps the data exact through the same pause after the check, as a fencing token does",
+        mechanism: "each holder writes its random value into the product row before it reads (unconditionally: a random value has no order); b's value overwrites a's while a is stopped; a wakes and its write, conditional on its own value, matches no row",
+        run: GC_REDLOCK_CHECK_AND_SET,
         outcome: Outcome::DataDamaged,
         predicts: holds,
         predicts_text: "holds at every pause",
@@ -853,7 +882,8 @@ fn scenario_named(name: &str) -> Option<Scenario> {
 pub async fn main(settings: Settings) -> ExitCode {
     let started = std::time::Instant::now();
     let wanted = |id: &str| settings.only.is_empty() || settings.only.iter().any(|o| o == id);
-    let mut reports: Vec<(Run, Vec<CaseResult>)> = Vec::new();
+    let mut batches = Vec::new();
+    let mut chosen_runs = Vec::new();
     for run in runs() {
         if !ROWS.iter().any(|r| r.run == run && wanted(r.id)) {
             continue;
@@ -882,14 +912,24 @@ pub async fn main(settings: Settings) -> ExitCode {
             "== debate run {}: {} · {} · sweep {}",
             run.id, run.scenario, run.strategy, run.sweep.0
         );
-        match scenario::run_and_write(&[scenario], &options).await {
-            Ok(report) => reports.push((run, report.scenarios)),
+        batches.push((vec![scenario], options));
+        chosen_runs.push(run);
+    }
+    // Every run's points as one plan on `--jobs` lanes.
+    let reports: Vec<(Run, Vec<CaseResult>)> = if batches.is_empty() {
+        Vec::new()
+    } else {
+        match scenario::run_batches_and_write(&batches).await {
+            Ok(reports) => chosen_runs
+                .into_iter()
+                .zip(reports.into_iter().map(|r| r.scenarios))
+                .collect(),
             Err(e) => {
-                eprintln!("seckill-loadgen: debate run {} failed: {e:#}", run.id);
+                eprintln!("seckill-loadgen: the debate's runs failed: {e:#}");
                 return ExitCode::from(3);
             }
         }
-    }
+    };
     let rows: Vec<RowJson> = ROWS
         .iter()
         .filter(|r| wanted(r.id))

@@ -95,6 +95,25 @@ impl Clockshift {
             ("CLOCKSHIFT_FILE".into(), file.display().to_string()),
         ]
     }
+
+    /// How far ahead of ours (ms) a process under this preload reading
+    /// `file` finds the wall clock: `date +%s%3N` run under it, the
+    /// midpoint of our clock before and after taken as ours.
+    pub async fn read_ahead_ms(&self, file: &Path) -> anyhow::Result<i64> {
+        let before = unix_ms();
+        let out = tokio::process::Command::new("date")
+            .arg("+%s%3N")
+            .envs(self.env(file))
+            .output()
+            .await
+            .context("run date under the clock-shifting preload")?;
+        let after = unix_ms();
+        let theirs: i64 = String::from_utf8_lossy(&out.stdout)
+            .trim()
+            .parse()
+            .context("date +%s%3N printed no number")?;
+        Ok(theirs - (before + after) / 2)
+    }
 }
 
 /// The power-loss preload (`powerloss.c`): a `redis-server` under it
@@ -141,6 +160,13 @@ impl Powerloss {
         };
         Some((field("held")?, field("synced")?))
     }
+}
+
+/// Our wall clock, ms since the epoch.
+fn unix_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
 /// Write a clock offset (milliseconds) for a process started with [`Clockshift::env`].

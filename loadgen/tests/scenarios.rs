@@ -159,6 +159,8 @@ fn every_scenario_ends_as_its_design_predicts() {
         "redlock-restart",
         "clock-slew",
         "failover",
+        "clock-skew",
+        "unlock-before-commit",
     ];
     for c in cases
         .iter()

@@ -46,6 +46,10 @@ pub struct Faults {
     pub pause_at: PauseAt,
     /// Release the lock *before* committing — the classic bug.
     pub unlock_before_commit: bool,
+    /// With `unlock_before_commit`: a stall between the release and the
+    /// commit (a slow commit, a descheduled thread) — how long the next
+    /// holder has to read the stock not yet committed.
+    pub commit_delay_ms: u64,
     /// A pause between `SETNX` and `PEXPIRE` of `setnx-expire` (widens the
     /// crash window of seed 004 v2).
     pub setnx_expire_gap_ms: u64,
@@ -56,6 +60,12 @@ pub struct Faults {
     /// service handed out (etcd's create revision, ZooKeeper's sequence) as
     /// a fencing token, exactly as `fenced` checks its counter.
     pub check_revision: bool,
+    /// Not a fault but a cure, antirez's check-and-set: the database
+    /// compares the lock's random value. Each holder writes 64 bits
+    /// of its value into the product row (`lock_value`) before it
+    /// reads, and its write commits only while the row still holds them.
+    /// For the locks that hand out a random value and no fencing token.
+    pub check_token: bool,
     /// `redlock` only: hold the client this long after the nodes answered
     /// its `SET`s and before it reads their votes (a pause *during*
     /// acquisition: a GC, a descheduled thread). Taken by one acquire
@@ -82,9 +92,11 @@ impl Faults {
             pause_every: 1,
             pause_at: PauseAt::BeforeRead,
             unlock_before_commit: false,
+            commit_delay_ms: 0,
             setnx_expire_gap_ms: 0,
             release_gap_ms: 0,
             check_revision: false,
+            check_token: false,
             acquire_pause_ms: 0,
             skip_validity_check: false,
         }
@@ -112,6 +124,9 @@ pub struct FaultsPatch {
     /// New unlock-before-commit switch.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unlock_before_commit: Option<bool>,
+    /// New stall between the release and the commit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub commit_delay_ms: Option<u64>,
     /// New SETNX/EXPIRE gap.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub setnx_expire_gap_ms: Option<u64>,
@@ -121,6 +136,9 @@ pub struct FaultsPatch {
     /// Whether the database checks the lock service's revision.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub check_revision: Option<bool>,
+    /// Whether the database compares the lock's random value.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub check_token: Option<bool>,
     /// New Redlock acquire pause.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub acquire_pause_ms: Option<u64>,
@@ -147,6 +165,9 @@ impl FaultsPatch {
         if let Some(v) = self.unlock_before_commit {
             faults.unlock_before_commit = v;
         }
+        if let Some(v) = self.commit_delay_ms {
+            faults.commit_delay_ms = v;
+        }
         if let Some(v) = self.setnx_expire_gap_ms {
             faults.setnx_expire_gap_ms = v;
         }
@@ -155,6 +176,9 @@ impl FaultsPatch {
         }
         if let Some(v) = self.check_revision {
             faults.check_revision = v;
+        }
+        if let Some(v) = self.check_token {
+            faults.check_token = v;
         }
         if let Some(v) = self.acquire_pause_ms {
             faults.acquire_pause_ms = v;

@@ -370,6 +370,7 @@ pub async fn put_faults(
         ("setnx_expire_gap_ms", patch.setnx_expire_gap_ms),
         ("release_gap_ms", patch.release_gap_ms),
         ("acquire_pause_ms", patch.acquire_pause_ms),
+        ("commit_delay_ms", patch.commit_delay_ms),
     ] {
         let max = state.settings.fault_delay_max_ms;
         if value.is_some_and(|v| v > max) {

@@ -1077,7 +1077,7 @@ async fn stale_holder_against_the_database(
     b_lock: Arc<dyn DistributedLock>,
     ttl: Duration,
     freeze: Duration,
-    check_revision: bool,
+    checked: bool,
 ) -> (i64, i64) {
     use seckill_app::section::{self, SectionSpec};
     use seckill_app::strategy::GrabRequest;
@@ -1091,7 +1091,10 @@ async fn stale_holder_against_the_database(
         .expect("reset");
     let d = deps(&redis.url(), &db, ttl, MS(8_000));
     let mut faults = no_faults();
-    faults.check_revision = check_revision;
+    // The lock's own check: a revision (etcd, ZooKeeper) or, for a lock
+    // with only a random value, antirez's check-and-set on it.
+    faults.check_revision = checked;
+    faults.check_token = checked;
     let name = a_lock.name();
     let grab = |user_id| GrabRequest {
         product_id: 1,
@@ -1105,7 +1108,9 @@ async fn stale_holder_against_the_database(
         pause: false,
     };
     let a = a_lock.acquire(cx, 1).await.expect("A acquires");
-    let spec = SectionSpec::plain(name).with_fence(a.fence(faults));
+    let spec = SectionSpec::plain(name)
+        .with_fence(a.fence(faults))
+        .with_check_value(a.check_value(faults));
     let a_prepared = section::prepare(cx, grab(1), spec)
         .await
         .expect("A's section")
@@ -1125,7 +1130,9 @@ async fn stale_holder_against_the_database(
             .acquire(cx, 1)
             .await
             .expect("B acquires A's lost lock");
-        let spec = SectionSpec::plain(b_lock.name()).with_fence(b.fence(faults));
+        let spec = SectionSpec::plain(b_lock.name())
+            .with_fence(b.fence(faults))
+            .with_check_value(b.check_value(faults));
         let outcome = match section::prepare(cx, grab(2), spec).await {
             Ok(Some(prepared)) => prepared.commit().await.map(|_| "committed"),
             Ok(None) => Ok("fenced"),
@@ -1168,6 +1175,29 @@ async fn stale_holder_against_the_database(
         .await
         .expect("count");
     (row.stock, orders)
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_stale_token_holder_loses_an_update_unless_the_database_checks_its_random_value() {
+    let locks = || -> (Arc<dyn DistributedLock>, Arc<dyn DistributedLock>) {
+        (Arc::new(SetNxPxToken::new()), Arc::new(SetNxPxToken::new()))
+    };
+    let (a, b) = locks();
+    let (stock, orders) = stale_holder_against_the_database(a, b, MS(300), MS(600), false).await;
+    assert_eq!(
+        (stock, orders),
+        (9, 2),
+        "no check: two orders, one unit taken — a lost update"
+    );
+    // antirez's check-and-set: B's claim of its random value waits for
+    // A's row lock; A commits, B reads A's committed stock.
+    let (a, b) = locks();
+    let (stock, orders) = stale_holder_against_the_database(a, b, MS(300), MS(600), true).await;
+    assert_eq!(
+        (stock, orders),
+        (8, 2),
+        "the random value checked by the database: exact"
+    );
 }
 
 #[tokio::test(flavor = "current_thread")]

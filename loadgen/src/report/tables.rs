@@ -200,6 +200,8 @@ fn faults_on(f: &Faults) -> Vec<String> {
     [
         ("acquire_pause_ms", f.acquire_pause_ms, false),
         ("check_revision", u64::from(f.check_revision), true),
+        ("check_token", u64::from(f.check_token), true),
+        ("commit_delay_ms", f.commit_delay_ms, false),
         ("pause_every", f.pause_every, pausing),
         ("pause_ms", f.pause_ms, false),
         ("release_gap_ms", f.release_gap_ms, false),

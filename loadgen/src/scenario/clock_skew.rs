@@ -1,29 +1,70 @@
-//! `clock-skew` — one replica's wall clock runs ahead by more than the TTL
-//! (the clock-shifting preload). `setnx-getset` (survey scheme 2) writes expiry
-//! times from the client's clock, so the fast replica takes over a live
-//! lock; locks whose expiry the server decides do not care. The TTL (3 s
-//! against 60 ms of work) leaves the locks that should hold room for a
-//! starved machine: with 1 s, a holder paused by a busy host outlived it.
+//! `clock-skew` — one replica's wall clock runs ahead by `skew` (the
+//! clock-shifting preload). `setnx-getset` (survey scheme 2) writes expiry
+//! times from the client's clock, so the fast replica reads another's live
+//! lock as expired once that lock is older than TTL − skew: it takes it
+//! over while the holder is inside when skew > TTL − work. Locks whose
+//! expiry the server decides do not care. The default TTL (3 s against
+//! 60 ms of work) leaves the locks that should hold room for a starved
+//! machine: with 1 s, a holder paused by a busy host outlived it.
 //!
-//! The proof the skew landed: the HTTP `Date` header replica a writes
-//! from its own wall clock reads the skew ahead of replica b's (± 1 s, the
-//! header's resolution) and of ours.
+//! Each injection is a round ([`super::inject`]): fresh stock, a new
+//! history run, buyers pinned half to each replica; replica a's clock is
+//! set `skew` ahead for `window_ms` of load, then back. An overlap counts
+//! when a section of replica a is in it.
+//!
+//! The proof a skew landed: `date` run under the same preload and offset
+//! file reads the skew ahead of our clock (± 100 ms), and once per case,
+//! for a skew of 2 s or more, the HTTP `Date` header replica a writes from
+//! its own wall clock reads it ahead of replica b's (± 1 s, the header's
+//! resolution).
 
 use serde_json::{json, Value};
 
 use super::case::Expectation;
-use super::world::{arm, http_date, now_ms, steady_load, two_replicas, work, CaseRun};
+use super::inject::{self, Window};
+use super::params::{self, Params, Spec, Unit};
+use super::world::{arm, http_date, pause, two_replicas, work, CaseRun};
 use crate::api::StrategyEntry;
 use crate::judge::Expected::{Breaks, Holds};
 use crate::procs;
 
-/// What `strategy` should do when one replica's clock runs ahead.
-pub fn expect(strategy: &StrategyEntry, _variant: &str) -> Expectation {
-    // Survey scheme 2 (value = expiry time, GETSET) is the one design that trusts the client's clock.
+/// Its dials.
+pub const PARAMS: &[Spec] = &[
+    params::ttl("3000"),
+    params::work("60"),
+    params::injections("12"),
+    Spec {
+        name: "skew",
+        unit: Unit::Ms,
+        default: "4000",
+        meaning: "how far replica a's wall clock runs ahead during each injection",
+    },
+    Spec {
+        name: "window_ms",
+        unit: Unit::Ms,
+        default: "1000",
+        meaning: "load under the skew per injection",
+    },
+    params::users("8"),
+];
+
+/// `--quick`: shorter windows.
+pub const QUICK: &[(&str, &str)] = &[("window_ms", "400")];
+
+/// What `strategy` should do when one replica's clock runs ahead by the
+/// skew in force.
+pub fn expect(strategy: &StrategyEntry, _variant: &str, params: &Params) -> Expectation {
+    let (ttl, work, skew) = (params.ttl_ms(), params.ms("work_ms"), params.ms("skew"));
+    // Survey scheme 2 (value = expiry time, GETSET) is the one design
+    // that trusts the client's clock.
     Ok(match strategy.name.as_str() {
-        "setnx-getset" => (
+        "setnx-getset" if skew + work > ttl => (
             Breaks,
-            "a replica whose clock runs ahead takes over a live lock".into(),
+            format!("skew {skew} ms > TTL − work ({} ms): the fast replica reads a live lock as expired and takes it over", ttl.saturating_sub(work)),
+        ),
+        "setnx-getset" => (
+            Holds,
+            format!("skew {skew} ms < TTL − work ({} ms): a lock is released before the fast replica reads it as expired", ttl - work),
         ),
         _ => (
             Holds,
@@ -32,35 +73,80 @@ pub fn expect(strategy: &StrategyEntry, _variant: &str) -> Expectation {
     })
 }
 
-/// Run the load with replica a's clock ahead by more than the TTL. The faults, as reported.
+/// `injections` rounds of load, replica a's clock `skew` ahead in each.
+/// The faults, as reported.
 pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
+    let params = cx.params;
     let (lab, world, case, strategy, _) = cx.parts();
-    let ttl = 3000;
-    let skew: i64 = 4000;
+    let ttl = params.ttl_ms();
+    let work_ms = params.ms("work_ms");
+    let skew = i64::try_from(params.ms("skew")).unwrap_or(i64::MAX);
+    let window_ms = params.ms("window_ms");
+    let injections = params.injections();
+    let users = usize::try_from(params.count("users")).unwrap_or(8).max(2);
     let shift = lab.clockshift()?;
     let file = lab.dir.join("replica-a.clock");
-    procs::set_clock_offset(&file, skew)?;
-    let env: Vec<(String, String)> = shift.env(&file);
-    two_replicas(lab, world, strategy, ttl, env).await?;
+    procs::set_clock_offset(&file, 0)?;
+    two_replicas(lab, world, strategy, ttl, shift.env(&file)).await?;
     let service = world.service();
-    arm(&service, strategy, work(60)).await?;
-    case.step(format!("replica a's wall clock runs {skew} ms ahead (clockshift); TTL {ttl} ms, work 60 ms; 8 buyers on both"));
-    // The proof: the HTTP `Date` each replica writes from its own wall
-    // clock (1 s resolution, refreshed by actix every 500 ms).
-    let a = http_date(&lab.http, &world.replica("a")?.url()).await?;
-    let b = http_date(&lab.http, &world.replica("b")?.url()).await?;
-    let ours = now_ms().div_euclid(1000);
-    let skew_s = skew / 1000;
-    let text = format!(
-        "replica a's Date header reads {:+} s from b's and {:+} s from ours (skew {skew_s:+} s)",
-        a - b,
-        a - ours
-    );
-    if (a - b - skew_s).abs() <= 1 && (a - ours - skew_s).abs() <= 2 {
-        case.proven(text);
-    } else {
-        case.step(format!("{text}: the skew is not seen"));
+    arm(&service, strategy, work(work_ms)).await?;
+    case.step(format!("replicas a, b up (a under clockshift); TTL {ttl} ms, work {work_ms} ms; {injections} rounds of {window_ms} ms, {users} buyers pinned half to each, replica a's clock {skew} ms ahead in each"));
+    let mut date_seen = false;
+    for _ in 0..injections {
+        let round = inject::begin_pinned(&lab.http, world, case, users, 100).await?;
+        let mut window = Window::starting(case, "replica a's clock", Some("a"));
+        procs::set_clock_offset(&file, skew)?;
+        // The preload reads the offset at most once a millisecond.
+        pause(5).await;
+        let ahead = shift.read_ahead_ms(&file).await?;
+        if (ahead - skew).abs() <= 100 {
+            window.proof = Some(format!(
+                "date under replica a's preload and offset file reads {ahead:+} ms (skew {skew:+} ms)"
+            ));
+        } else {
+            case.step(format!(
+                "the skew was set to {skew:+} ms but date under the preload reads {ahead:+} ms: not counted"
+            ));
+        }
+        if !date_seen && skew >= 2000 {
+            // replica a's own wall clock, as its HTTP `Date` header says
+            // (1 s resolution, refreshed by actix every 500 ms).
+            let a = http_date(&lab.http, &world.replica("a")?.url()).await?;
+            let b = http_date(&lab.http, &world.replica("b")?.url()).await?;
+            date_seen = (a - b - skew / 1000).abs() <= 1;
+            case.step(format!(
+                "replica a's Date header reads {:+} s from b's (skew {:+} s){}",
+                a - b,
+                skew / 1000,
+                if date_seen {
+                    ""
+                } else {
+                    ": the skew is not seen"
+                }
+            ));
+        }
+        pause(window_ms.saturating_sub(case.clock_ms() - window.start_ms)).await;
+        procs::set_clock_offset(&file, 0)?;
+        window.end_ms = case.clock_ms();
+        round.end(world, case, strategy, window).await?;
     }
-    steady_load(lab, world, case, 8, 3000).await;
-    Ok(json!({ "clock_skew_ms": skew, "replica": "a", "lock_ttl_ms": ttl }))
+    let proven = case.injections.iter().filter(|i| i.proof.is_some()).count();
+    if proven > 0 {
+        case.proven(format!(
+            "replica a's preload read the skew in {proven} of {injections} rounds{}",
+            if date_seen {
+                ", and its Date header read it ahead of replica b's"
+            } else {
+                ""
+            }
+        ));
+    }
+    Ok(json!({
+        "clock_skew_ms": skew,
+        "replica": "a",
+        "injections": injections,
+        "window_ms": window_ms,
+        "lock_ttl_ms": ttl,
+        "work_delay_ms": work_ms,
+    }))
 }

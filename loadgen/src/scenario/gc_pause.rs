@@ -17,6 +17,13 @@
 //! - `anywhere`: a uniformly random moment of the section's work, where a
 //!   real GC pause would fall.
 //!
+//! `check_token=on` adds antirez's remedy (his answer to Kleppmann: a
+//! lock's random value used as a check-and-set in the database): each
+//! holder writes its value into the product row before it reads, and its
+//! write commits only while the row still holds it. For the locks that
+//! hand out a random value and no fence (`set-nx-px-token`, `watchdog`,
+//! `redlock`); judged on the data, as `fenced` is.
+//!
 //! Each injection is a round of its own ([`super::inject`]): fresh stock,
 //! a new history run, the freeze, `SIGCONT`, the round judged. The proof a
 //! freeze landed: `/proc/<pid>/stat` reads state `T` and the arbiter shows
@@ -51,8 +58,22 @@ pub const PARAMS: &[Spec] = &[
         default: "before-check",
         meaning: "where in the section it stops: before the lock's last check, after it (just before the write), or a random moment of the work",
     },
+    Spec {
+        name: "check_token",
+        unit: Unit::Choice(&["off", "on"]),
+        default: "off",
+        meaning: "on: the database checks and sets the lock's random value (antirez's remedy; set-nx-px-token, watchdog, redlock)",
+    },
     params::users("8"),
 ];
+
+/// The locks `check_token=on` applies to: a random value, no fence.
+const RANDOM_VALUE: &[&str] = &["set-nx-px-token", "watchdog", "redlock"];
+
+/// Whether the database checks the lock's random value.
+pub fn checks_token(params: &Params) -> bool {
+    params.choice("check_token") == "on"
+}
 
 /// `--quick`: a shorter TTL (the pause, 2.5× it, shrinks with it).
 pub const QUICK: &[(&str, &str)] = &[("ttl_ms", "250"), ("pause", "1.6ttl"), ("users", "6")];
@@ -74,6 +95,18 @@ fn outlived(params: &Params) -> bool {
 /// What `strategy` should do when its holder is frozen for `pause`.
 pub fn expect(strategy: &StrategyEntry, _variant: &str, params: &Params) -> Expectation {
     let outlived = outlived(params);
+    if checks_token(params) {
+        if !RANDOM_VALUE.contains(&strategy.name.as_str()) {
+            return Err(format!(
+                "check_token=on is for the locks with a random value and no fence: {}",
+                RANDOM_VALUE.join(", ")
+            ));
+        }
+        return Ok((
+            Holds,
+            "the database checks the random value: a woken holder whose claim a later holder overwrote is refused at its write".into(),
+        ));
+    }
     let (expected, why) = match strategy.kind {
         Kind::Ttl | Kind::Validity | Kind::LockTable if outlived => (
             Breaks,
@@ -124,10 +157,16 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     let users = usize::try_from(params.count("users")).unwrap_or(8).max(2);
     two_replicas(lab, world, strategy, ttl, Vec::new()).await?;
     let service = world.service();
-    arm(&service, strategy, work(work_ms)).await?;
+    let check_token = checks_token(params);
+    let faults = crate::api::FaultsPatch {
+        check_token: Some(check_token),
+        ..work(work_ms)
+    };
+    arm(&service, strategy, faults).await?;
     let watcher = Service::new(vec![world.replica("b")?.url()], TOKEN.into());
     case.step(format!(
-        "replicas a, b up (lock TTL / lease {ttl} ms, work {work_ms} ms); {users} buyers on both; {injections} injections: replica a stops at {} for {freeze_ms} ms",
+        "replicas a, b up (lock TTL / lease {ttl} ms, work {work_ms} ms{}); {users} buyers on both; {injections} injections: replica a stops at {} for {freeze_ms} ms",
+        if check_token { "; the database checks and sets the lock's random value" } else { "" },
         params.choice("where")
     ));
     // After the thaw: the woken holder finishes, and whoever took the lock
@@ -165,6 +204,7 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     Ok(json!({
         "sigstop_ms": freeze_ms,
         "where": params.choice("where"),
+        "check_token": check_token,
         "injections": injections,
         "replica": "a",
         "lock_ttl_ms": ttl,

@@ -10,7 +10,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 
 use crate::api::{Service, StrategiesBody, StrategyEntry};
-use crate::procs::{self, Clockshift, RedisNode, Replica};
+use crate::procs::{self, Clockshift, Powerloss, RedisNode, Replica};
 
 /// Settings of a scenario run (from the command line).
 #[derive(Debug, Clone)]
@@ -37,6 +37,9 @@ pub struct Options {
     pub sweep: Option<(String, Vec<String>)>,
     /// `--variants`: only these variants of each scenario (empty: all).
     pub variants: Vec<String>,
+    /// `--jobs`: cases run at once, each in a lane of its own (a database,
+    /// an arbiter, coordination servers and a folder per lane).
+    pub jobs: usize,
 }
 
 /// The admin token of every replica a scenario starts.
@@ -45,6 +48,8 @@ pub const TOKEN: &str = "seckill-scenario-admin";
 /// What one run owns for its whole length.
 #[derive(Debug)]
 pub struct Lab {
+    /// Which lane of the run this is (0: the first; `--jobs` lanes).
+    pub lane: usize,
     pub dir: PathBuf,
     pub app_bin: PathBuf,
     pub admin_db: String,
@@ -53,6 +58,7 @@ pub struct Lab {
     pub stock_db_url: String,
     pub arbiter: RedisNode,
     pub clockshift: Option<Clockshift>,
+    pub powerloss: Option<Powerloss>,
     pub http: reqwest::Client,
     pub options: Options,
     pub etcd: Option<procs::Daemon>,
@@ -63,11 +69,17 @@ pub struct Lab {
 }
 
 impl Lab {
-    pub async fn new(options: &Options) -> anyhow::Result<Self> {
+    /// Lane `lane` of the run: its folder, its databases (created now) and
+    /// its arbiter.
+    pub async fn new(options: &Options, lane: usize) -> anyhow::Result<Self> {
         let app_bin = procs::find_app_binary(options.app_bin.as_deref())?;
-        let dir = std::env::temp_dir().join(format!("seckill-scenarios-{}", std::process::id()));
+        let mut dir =
+            std::env::temp_dir().join(format!("seckill-scenarios-{}", std::process::id()));
+        if lane > 0 {
+            dir.push(format!("lane{lane}"));
+        }
         std::fs::create_dir_all(&dir)?;
-        let db_name = run_database_name();
+        let db_name = lane_database_name(lane);
         let admin_db = options.database_url.clone();
         let mut db_url = reqwest::Url::parse(&admin_db).context("--database-url")?;
         {
@@ -82,7 +94,7 @@ impl Lab {
                 .execute(&mut conn)
                 .await?;
             // pg-2pc's stock side: a second database on the same server.
-            let stock_name = stock_database_name();
+            let stock_name = format!("{db_name}_stock");
             sqlx::query(&format!(
                 "DROP DATABASE IF EXISTS {stock_name} WITH (FORCE)"
             ))
@@ -93,10 +105,11 @@ impl Lab {
                 .await?;
         }
         let mut stock_url = db_url.clone();
-        stock_url.set_path(&format!("/{}", stock_database_name()));
+        stock_url.set_path(&format!("/{db_name}_stock"));
         db_url.set_path(&format!("/{db_name}"));
         let arbiter = RedisNode::start(&dir, "arbiter", &[], Vec::new()).await?;
         Ok(Self {
+            lane,
             dir,
             app_bin,
             admin_db,
@@ -104,6 +117,7 @@ impl Lab {
             stock_db_url: stock_url.to_string(),
             arbiter,
             clockshift: None,
+            powerloss: None,
             http: reqwest::Client::builder()
                 .timeout(Duration::from_secs(20))
                 .pool_max_idle_per_host(64)
@@ -200,6 +214,26 @@ impl Lab {
         self.clockshift.clone().context("clockshift")
     }
 
+    /// The power-loss preload, built once per lane.
+    pub fn powerloss(&mut self) -> anyhow::Result<Powerloss> {
+        if self.powerloss.is_none() {
+            self.powerloss = Some(Powerloss::build(&self.dir)?);
+        }
+        self.powerloss.clone().context("powerloss")
+    }
+
+    /// Another lane of the same run, for cases run at once: a database, an
+    /// arbiter and a folder of its own; the strategies as this lane read
+    /// them and the preloads this lane built (the C compiler runs once,
+    /// before any case, not while another lane's case is timing a fault).
+    pub async fn lane(&self, lane: usize) -> anyhow::Result<Self> {
+        let mut other = Self::new(&self.options, lane).await?;
+        other.listed.clone_from(&self.listed);
+        other.clockshift.clone_from(&self.clockshift);
+        other.powerloss.clone_from(&self.powerloss);
+        Ok(other)
+    }
+
     /// A proxy in front of the run's PostgreSQL, and the run database's URL
     /// through it (for a replica whose link to the database a scenario
     /// cuts or delays).
@@ -213,8 +247,9 @@ impl Lab {
         Ok((proxy, via.to_string()))
     }
 
+    /// Drop this lane's databases.
     pub async fn drop_database(&self) {
-        drop_run_database(&self.admin_db).await;
+        drop_databases(&self.admin_db, &lane_database_name(self.lane)).await;
     }
 
     /// The environment of one replica.
@@ -252,22 +287,45 @@ impl Lab {
     }
 }
 
-/// This run's database (one per `seckill-loadgen` process).
-fn run_database_name() -> String {
-    format!("seckill_scenarios_{}", std::process::id())
+/// The database of lane `lane` of this run (`seckill-loadgen` process);
+/// `pg-2pc`'s stock database is the same name with `_stock`.
+fn lane_database_name(lane: usize) -> String {
+    let run = format!("seckill_scenarios_{}", std::process::id());
+    if lane == 0 {
+        run
+    } else {
+        format!("{run}_lane{lane}")
+    }
 }
 
-/// This run's stock database (`pg-2pc`'s second database).
-fn stock_database_name() -> String {
-    format!("{}_stock", run_database_name())
-}
-
-/// Drop this run's databases (at the end, or after Ctrl-C), after rolling
-/// back any transaction a killed `pg-2pc` coordinator left prepared in
-/// them (PostgreSQL refuses to drop a database that has one).
+/// Drop every database of this run, each lane's (after Ctrl-C).
 pub async fn drop_run_database(admin_url: &str) {
     use sqlx::Connection as _;
-    for name in [run_database_name(), stock_database_name()] {
+    let run = lane_database_name(0);
+    let names: Vec<String> = match sqlx::PgConnection::connect(admin_url).await {
+        Ok(mut conn) => sqlx::query_scalar(
+            "SELECT datname FROM pg_database WHERE datname = $1 OR starts_with(datname, $1 || '_lane')",
+        )
+        .bind(&run)
+        .fetch_all(&mut conn)
+        .await
+        .unwrap_or_default(),
+        Err(_) => Vec::new(),
+    };
+    for name in names.iter().filter(|n| !n.ends_with("_stock")) {
+        drop_databases(admin_url, name).await;
+    }
+    if names.is_empty() {
+        drop_databases(admin_url, &run).await;
+    }
+}
+
+/// Drop the database `name` and its `_stock` twin, after rolling back any
+/// transaction a killed `pg-2pc` coordinator left prepared in them
+/// (PostgreSQL refuses to drop a database that has one).
+async fn drop_databases(admin_url: &str, name: &str) {
+    use sqlx::Connection as _;
+    for name in [name.to_owned(), format!("{name}_stock")] {
         if let Ok(url) = reqwest::Url::parse(admin_url).map(|mut url| {
             url.set_path(&format!("/{name}"));
             url.to_string()

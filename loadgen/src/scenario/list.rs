@@ -15,7 +15,7 @@ use super::{
     dependency_loss, failover, gc_pause, redlock_restart, slow_network, unlock_before_commit,
 };
 use crate::api::{Kind, StrategyEntry};
-use crate::judge::Expected;
+use crate::judge::{Expected, Guarantee};
 
 /// One scenario (`seckill-loadgen scenario NAME`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -96,6 +96,14 @@ impl Scenario {
         }
     }
 
+    /// Whether it runs processes under the clock-shifting preload.
+    pub fn shifts_clocks(self) -> bool {
+        matches!(
+            self,
+            Scenario::ClockJump | Scenario::ClockSkew | Scenario::ClockSlew
+        )
+    }
+
     /// Whether it runs, by default, every strategy of `shared_lock`'s
     /// kinds instead of a list of names.
     pub fn every_shared_lock(self) -> bool {
@@ -166,6 +174,8 @@ impl Scenario {
             Scenario::ClockJump => clock_jump::PARAMS,
             Scenario::RedlockRestart => redlock_restart::PARAMS,
             Scenario::Failover => failover::PARAMS,
+            Scenario::ClockSkew => clock_skew::PARAMS,
+            Scenario::UnlockBeforeCommit => unlock_before_commit::PARAMS,
             _ => &[],
         }
     }
@@ -181,6 +191,8 @@ impl Scenario {
             Scenario::ClockSlew => clock_slew::QUICK,
             Scenario::RedlockRestart => redlock_restart::QUICK,
             Scenario::Failover => failover::QUICK,
+            Scenario::ClockSkew => clock_skew::QUICK,
+            Scenario::UnlockBeforeCommit => unlock_before_commit::QUICK,
             _ => &[],
         }
     }
@@ -205,6 +217,17 @@ impl Scenario {
         Vec::new()
     }
 
+    /// What a case of it is judged on: the strategy's guarantee, or the
+    /// data where the dials add a check in the database (gc-pause's
+    /// `check_token=on`).
+    pub fn guarantee(self, kind: Kind, params: &Params) -> Guarantee {
+        if self == Scenario::GcPause && gc_pause::checks_token(params) {
+            Guarantee::Data
+        } else {
+            Guarantee::of(kind)
+        }
+    }
+
     /// What `strategy` should do under this scenario's `variant`, with the
     /// dials in force. A strategy whose lock no two replicas share breaks
     /// under any of them.
@@ -222,8 +245,8 @@ impl Scenario {
             Scenario::RedlockRestart => redlock_restart::expect(strategy, variant, params),
             Scenario::Failover => failover::expect(strategy, variant),
             Scenario::CrashHolder => crash_holder::expect(strategy, variant),
-            Scenario::ClockSkew => clock_skew::expect(strategy, variant),
-            Scenario::UnlockBeforeCommit => unlock_before_commit::expect(strategy, variant),
+            Scenario::ClockSkew => clock_skew::expect(strategy, variant, params),
+            Scenario::UnlockBeforeCommit => unlock_before_commit::expect(strategy, variant, params),
             Scenario::DependencyLoss => dependency_loss::expect(strategy, variant),
             Scenario::AcquirePause => acquire_pause::expect(strategy, variant, params),
             Scenario::ClockSlew => clock_slew::expect(strategy, variant, params),

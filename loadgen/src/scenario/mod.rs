@@ -87,16 +87,20 @@ pub use rate::{Rate, Standing, DECISION_RATE};
 pub use record::Outcomes;
 pub use report::ScenarioReport;
 
-/// Run `chosen` with `options` (its dials checked first) and write the
-/// report files into `options.out`: what `make debate` runs row by row.
-pub async fn run_and_write(
-    chosen: &[Scenario],
-    options: &Options,
-) -> anyhow::Result<ScenarioReport> {
-    check_dials(chosen, options).map_err(|e| anyhow::anyhow!(e))?;
-    let report = runner::run_all(chosen, options).await?;
-    write(&report, &options.out)?;
-    Ok(report)
+/// Run several batches of scenarios as one plan on one set of lanes
+/// (`make debate`'s rows; each batch's dials checked first) and write
+/// each batch's report into its `out`.
+pub async fn run_batches_and_write(
+    batches: &[(Vec<Scenario>, Options)],
+) -> anyhow::Result<Vec<ScenarioReport>> {
+    for (chosen, options) in batches {
+        check_dials(chosen, options).map_err(|e| anyhow::anyhow!(e))?;
+    }
+    let reports = runner::run_batches(batches).await?;
+    for (report, (_, options)) in reports.iter().zip(batches) {
+        write(report, &options.out)?;
+    }
+    Ok(reports)
 }
 
 /// `seckill-loadgen scenario NAME --params`: each named scenario's dials.

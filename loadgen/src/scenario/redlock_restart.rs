@@ -170,7 +170,7 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     let report = lab.dir.join("node3.powerloss");
     let _ = std::fs::remove_file(&report);
     let env = if crash == "power" {
-        Powerloss::build(&lab.dir)?.env(&report)
+        lab.powerloss()?.env(&report)
     } else {
         Vec::new()
     };

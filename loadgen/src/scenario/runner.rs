@@ -25,69 +25,124 @@ use super::record::Outcomes;
 use super::report::{ScenarioReport, Skipped};
 use super::world::{Case, CaseRun, World};
 use crate::api::StrategyEntry;
-use crate::judge::{CaseVerdict, Expected, Guarantee};
+use crate::judge::{CaseVerdict, Expected};
 
 /// Run every chosen scenario and collect the report.
 pub async fn run_all(chosen: &[Scenario], options: &Options) -> anyhow::Result<ScenarioReport> {
+    let mut reports = run_batches(&[(chosen.to_vec(), options.clone())]).await?;
+    reports.pop().context("no report")
+}
+
+/// Run several batches (each its scenarios with its own strategies,
+/// variants, dials and sweep; the lab settings — database, binary,
+/// `--quick`, `--quiet`, `--trials`, `--jobs` — are the first batch's) as one plan
+/// on one set of lanes, and give each batch its report. The debate's
+/// rows run this way, so a lane free after one row's last point starts
+/// the next row's first.
+pub async fn run_batches(
+    batches: &[(Vec<Scenario>, Options)],
+) -> anyhow::Result<Vec<ScenarioReport>> {
     let started = Instant::now();
-    let mut lab = Lab::new(options).await?;
+    let options = &batches.first().context("no batch to run")?.1;
+    let mut lanes = vec![Lab::new(options, 0).await?];
     let mut results = Vec::new();
-    let mut skipped = Vec::new();
+    let mut skipped: Vec<Vec<Skipped>> = batches.iter().map(|_| Vec::new()).collect();
     let outcome = async {
-        lab.read_strategies().await?;
-        let all: Vec<String> = chosen
-            .iter()
-            .flat_map(|scenario| strategies_of(&lab, *scenario, options))
-            .collect();
-        lab.start_coordination(&all).await?;
-        for &scenario in chosen {
-            let strategies = strategies_of(&lab, scenario, options);
-            for strategy in &strategies {
-                let entry = lab.strategy(strategy)?.clone();
-                let wanted = |v: &&&str| {
-                    options.variants.is_empty() || options.variants.iter().any(|w| w == **v)
-                };
-                for variant in scenario.variants().iter().filter(wanted) {
-                    let cases =
-                        run_points(&mut lab, scenario, &entry, variant, &mut skipped).await?;
-                    results.extend(cases);
-                }
+        let first = &mut lanes[0];
+        first.read_strategies().await?;
+        let mut plan = Vec::new();
+        for (batch, (chosen, options)) in batches.iter().enumerate() {
+            plan.extend(plan_batch(first, batch, chosen, options, &mut skipped[batch]).await?);
+        }
+        let runnable = plan.iter().filter(|p| p.not_run.is_none()).count();
+        let jobs = options.jobs.clamp(1, runnable.max(1));
+        let chosen: Vec<Scenario> = batches.iter().flat_map(|b| b.0.clone()).collect();
+        if jobs > 1 {
+            // Built now, once: cc must not block the task while another
+            // lane times a fault.
+            if chosen.iter().any(|s| s.shifts_clocks()) {
+                first.clockshift()?;
+            }
+            if chosen.contains(&Scenario::RedlockRestart) {
+                first.powerloss()?;
             }
         }
-        anyhow::Ok(())
+        for lane in 1..jobs {
+            let other = lanes[0].lane(lane).await?;
+            lanes.push(other);
+        }
+        let all: Vec<String> = plan.iter().map(|p| p.entry.name.clone()).collect();
+        for lab in &mut lanes {
+            lab.start_coordination(&all).await?;
+        }
+        results = run_plan(&mut lanes, &plan).await?;
+        anyhow::Ok(plan)
     }
     .await;
-    lab.drop_database().await;
+    for lab in &lanes {
+        lab.drop_database().await;
+    }
     if outcome.is_ok() {
-        let _ = std::fs::remove_dir_all(&lab.dir);
+        let _ = std::fs::remove_dir_all(&lanes[0].dir);
     } else {
         eprintln!(
             "seckill-loadgen: replica logs kept in {}",
-            lab.dir.display()
+            lanes[0].dir.display()
         );
     }
-    outcome?;
-    Ok(ScenarioReport {
-        tool: "seckill-loadgen",
-        version: env!("CARGO_PKG_VERSION"),
-        quick: options.quick,
-        scenarios: results,
-        skipped,
-        duration_s: (started.elapsed().as_secs_f64() * 10.0).round() / 10.0,
-    })
+    let plan = outcome?;
+    let duration_s = (started.elapsed().as_secs_f64() * 10.0).round() / 10.0;
+    let mut reports: Vec<ScenarioReport> = batches
+        .iter()
+        .zip(skipped)
+        .map(|((_, options), skipped)| ScenarioReport {
+            tool: "seckill-loadgen",
+            version: env!("CARGO_PKG_VERSION"),
+            quick: options.quick,
+            scenarios: Vec::new(),
+            skipped,
+            duration_s,
+        })
+        .collect();
+    for (planned, result) in plan.iter().zip(results) {
+        reports[planned.batch].scenarios.push(result);
+    }
+    Ok(reports)
 }
 
-/// One case (scenario × strategy × variant) at every point of the sweep
-/// (one point without `--sweep`), each with its trials.
-async fn run_points(
-    lab: &mut Lab,
+/// One case of the run, planned before any runs: a scenario × strategy
+/// × variant at one point of the sweep, with its dials and prediction.
+struct Planned {
+    /// Its batch (its report).
+    batch: usize,
+    /// The case's curve: every point of one scenario × strategy × variant
+    /// (numbered within the batch).
+    group: usize,
+    /// The dial of that curve (`--sweep`).
+    sweep: Option<String>,
     scenario: Scenario,
-    entry: &StrategyEntry,
-    variant: &str,
+    entry: StrategyEntry,
+    variant: &'static str,
+    params: Params,
+    expected: Expected,
+    why: String,
+    /// `scenario · strategy · variant · key=value`.
+    label: String,
+    /// Why it cannot run here (reported `not-run`).
+    not_run: Option<String>,
+}
+
+/// Every case of the run, in report order: each chosen scenario × strategy
+/// × variant at every point of the sweep (one point without `--sweep`).
+/// A strategy the scenario does not aim at is skipped (once, with the
+/// reason); one that cannot run here is planned `not-run`.
+async fn plan_batch(
+    lab: &Lab,
+    batch: usize,
+    chosen: &[Scenario],
+    options: &Options,
     skipped: &mut Vec<Skipped>,
-) -> anyhow::Result<Vec<CaseResult>> {
-    let options = lab.options.clone();
-    let strategy = entry.name.as_str();
+) -> anyhow::Result<Vec<Planned>> {
     let points: Vec<Option<(String, String)>> = match &options.sweep {
         Some((key, values)) => values
             .iter()
@@ -95,100 +150,183 @@ async fn run_points(
             .collect(),
         None => vec![None],
     };
-    let mut cases = Vec::new();
-    for point in points {
-        let mut sets: Vec<(String, String)> = if options.quick {
-            params::owned(scenario.quick_sets())
-        } else {
-            Vec::new()
-        };
-        sets.extend(params::owned(scenario.variant_sets(variant)));
-        sets.extend(scenario.implied_sets(strategy, &options.sets));
-        sets.extend(options.sets.iter().cloned());
-        sets.extend(point.clone());
-        let params = Params::new(scenario.name(), scenario.params(), &sets)
-            .map_err(|e| anyhow::anyhow!(e))?;
-        let (expected, why) = match scenario.expect(entry, variant, &params) {
-            Ok(e) => e,
-            Err(reason) => {
-                if variant == scenario.variants()[0] && point.is_none() {
-                    skipped.push(Skipped {
-                        name: scenario.name().to_owned(),
-                        strategy: strategy.to_owned(),
-                        reason,
+    let mut planned = Vec::new();
+    let mut group = 0;
+    for &scenario in chosen {
+        for strategy in strategies_of(lab, scenario, options) {
+            let entry = lab.strategy(&strategy)?.clone();
+            let wanted = |v: &&&str| {
+                options.variants.is_empty() || options.variants.iter().any(|w| w == **v)
+            };
+            for &variant in scenario.variants().iter().filter(wanted) {
+                group += 1;
+                for point in &points {
+                    let mut sets: Vec<(String, String)> = if options.quick {
+                        params::owned(scenario.quick_sets())
+                    } else {
+                        Vec::new()
+                    };
+                    sets.extend(params::owned(scenario.variant_sets(variant)));
+                    sets.extend(scenario.implied_sets(&strategy, &options.sets));
+                    sets.extend(options.sets.iter().cloned());
+                    sets.extend(point.clone());
+                    let params = Params::new(scenario.name(), scenario.params(), &sets)
+                        .map_err(|e| anyhow::anyhow!(e))?;
+                    let (expected, why) = match scenario.expect(&entry, variant, &params) {
+                        Ok(e) => e,
+                        Err(reason) => {
+                            if variant == scenario.variants()[0] && point == &points[0] {
+                                skipped.push(Skipped {
+                                    name: scenario.name().to_owned(),
+                                    strategy: strategy.clone(),
+                                    reason,
+                                });
+                            }
+                            continue;
+                        }
+                    };
+                    planned.push(Planned {
+                        batch,
+                        group,
+                        sweep: options.sweep.as_ref().map(|(key, _)| key.clone()),
+                        scenario,
+                        label: case_label(scenario, &strategy, variant, point.as_ref()),
+                        not_run: cannot_run(lab, &entry).await,
+                        entry: entry.clone(),
+                        variant,
+                        params,
+                        expected,
+                        why,
                     });
                 }
-                continue;
             }
-        };
-        let label = case_label(scenario, strategy, variant, point.as_ref());
-        if let Some(reason) = cannot_run(lab, entry).await {
-            println!("{label}: NOT RUN — {reason}");
-            cases.push(CaseResult::not_run(
-                scenario.name(),
-                entry,
-                variant,
-                &params,
-                expected,
-                why,
-                reason,
-            ));
-            continue;
         }
-        if !options.quiet {
-            println!("== {label} (expected: {})", expected.as_str());
-        }
-        let runs = options.trials.max(1);
-        let mut trials = Vec::new();
-        for trial in 1..=runs {
-            let prefix = if runs > 1 {
-                format!("[trial {trial}/{runs}] ")
+    }
+    Ok(planned)
+}
+
+/// Run the plan on the lanes, each lane taking the next case as it gets
+/// free; the results in plan order, each curve attached to its points.
+async fn run_plan(lanes: &mut [Lab], plan: &[Planned]) -> anyhow::Result<Vec<CaseResult>> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let slots: std::sync::Mutex<Vec<Option<CaseResult>>> =
+        std::sync::Mutex::new(plan.iter().map(|_| None).collect());
+    let tagged = lanes.len() > 1;
+    let work = lanes.iter_mut().map(|lab| async {
+        loop {
+            let index = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let Some(planned) = plan.get(index) else {
+                return anyhow::Ok(());
+            };
+            let tag = if tagged {
+                format!("[case {}] ", index + 1)
             } else {
                 String::new()
             };
-            let one = Trial {
-                scenario,
-                entry,
-                variant,
-                expected,
-                why: why.clone(),
-                label: prefix,
-                params: &params,
-            };
-            let result = run_case(lab, one)
-                .await
-                .with_context(|| format!("{label} (trial {trial})"))?;
-            if runs > 1 && !options.quiet {
-                println!(
-                    "    [trial {trial}/{runs}] {}: {}",
-                    result.verdict.as_str(),
-                    result.verdict_reason
-                );
+            let result = run_planned(lab, planned, &tag).await?;
+            if let Ok(mut slots) = slots.lock() {
+                slots[index] = Some(result);
             }
-            trials.push(result);
         }
-        let result = combine(trials);
-        let counted = result.trials.map_or(String::new(), |t| {
-            format!(" ({} of {} as-expected)", t.as_expected, t.runs)
-        });
-        println!(
-            "{:>20} {:<16} {:<20} {:<12} {}{}",
-            result.name,
-            result.strategy,
-            result.variant.as_deref().unwrap_or("-"),
-            result.verdict.as_str(),
-            result.verdict_reason,
-            counted
-        );
-        cases.push(result);
+    });
+    for outcome in futures_util::future::join_all(work).await {
+        outcome?;
     }
-    if let Some((key, _)) = &options.sweep {
-        let sweep = Sweep::of(key, &cases);
-        for case in &mut cases {
-            case.sweep = Some(sweep.clone());
+    let mut cases: Vec<CaseResult> = slots
+        .into_inner()
+        .map_err(|_| anyhow::anyhow!("a lane panicked"))?
+        .into_iter()
+        .collect::<Option<Vec<_>>>()
+        .context("a case has no result")?;
+    let mut start = 0;
+    while start < cases.len() {
+        let same = |p: &&Planned| p.batch == plan[start].batch && p.group == plan[start].group;
+        let end = start + plan[start..].iter().take_while(same).count();
+        if let Some(key) = &plan[start].sweep {
+            let sweep = Sweep::of(key, &cases[start..end]);
+            for case in &mut cases[start..end] {
+                case.sweep = Some(sweep.clone());
+            }
         }
+        start = end;
     }
     Ok(cases)
+}
+
+/// One planned case with its trials, on `lab`'s lane; its verdict line
+/// printed when it ends.
+async fn run_planned(lab: &mut Lab, planned: &Planned, tag: &str) -> anyhow::Result<CaseResult> {
+    let options = lab.options.clone();
+    let Planned {
+        scenario,
+        entry,
+        variant,
+        params,
+        expected,
+        why,
+        label,
+        not_run,
+        ..
+    } = planned;
+    if let Some(reason) = not_run {
+        println!("{label}: NOT RUN — {reason}");
+        return Ok(CaseResult::not_run(
+            scenario.name(),
+            entry,
+            variant,
+            params,
+            *expected,
+            why.clone(),
+            reason.clone(),
+        ));
+    }
+    if !options.quiet {
+        println!("== {tag}{label} (expected: {})", expected.as_str());
+    }
+    let runs = options.trials.max(1);
+    let mut trials = Vec::new();
+    for trial in 1..=runs {
+        let prefix = if runs > 1 {
+            format!("[trial {trial}/{runs}] ")
+        } else {
+            String::new()
+        };
+        let one = Trial {
+            scenario: *scenario,
+            entry,
+            variant,
+            expected: *expected,
+            why: why.clone(),
+            label: prefix,
+            tag: tag.to_owned(),
+            params,
+        };
+        let result = run_case(lab, one)
+            .await
+            .with_context(|| format!("{label} (trial {trial})"))?;
+        if runs > 1 && !options.quiet {
+            println!(
+                "    {tag}[trial {trial}/{runs}] {}: {}",
+                result.verdict.as_str(),
+                result.verdict_reason
+            );
+        }
+        trials.push(result);
+    }
+    let result = combine(trials);
+    let counted = result.trials.map_or(String::new(), |t| {
+        format!(" ({} of {} as-expected)", t.as_expected, t.runs)
+    });
+    println!(
+        "{:>20} {:<16} {:<20} {:<12} {}{}",
+        result.name,
+        result.strategy,
+        result.variant.as_deref().unwrap_or("-"),
+        result.verdict.as_str(),
+        result.verdict_reason,
+        counted
+    );
+    Ok(result)
 }
 
 /// Why `entry` cannot run here, if it cannot. The probe replica that
@@ -272,6 +410,8 @@ struct Trial<'a> {
     why: String,
     /// Put before each of its steps (`[trial k/N] `, or nothing).
     label: String,
+    /// Put before each printed step (`[case k] ` with `--jobs` > 1).
+    tag: String,
     /// The dials in force.
     params: &'a Params,
 }
@@ -332,10 +472,12 @@ async fn run_case(lab: &mut Lab, trial: Trial<'_>) -> anyhow::Result<CaseResult>
         expected,
         why,
         label,
+        tag,
         params,
     } = trial;
     let strategy = entry.name.as_str();
     let mut case = Case::new(lab.options.quiet, label);
+    case.tag = tag;
     let mut world = World::default();
     let faults = scenario
         .run(CaseRun {
@@ -357,7 +499,7 @@ async fn run_case(lab: &mut Lab, trial: Trial<'_>) -> anyhow::Result<CaseResult>
         observed.mean_wait_ms = whole.mean_wait_ms;
         observed.contended |= whole.contended;
     }
-    let guarantee = Guarantee::of(entry.kind);
+    let guarantee = scenario.guarantee(entry.kind, params);
     let checks = Checks {
         fault_landed: case.fault_landed,
         crash: matches!(scenario, Scenario::CrashHolder | Scenario::CoordinatorCrash),

@@ -1,98 +1,139 @@
 //! `unlock-before-commit` — the classic bug, as the `unlock_before_commit`
-//! fault: release the lock, then commit. The next holder reads before the
+//! fault: release the lock, then commit, `commit_delay` later (a slow
+//! commit, a descheduled thread). The next holder reads before the
 //! previous one committed, unless the lock is the transaction's own or the
-//! fence makes the next holder wait for the row.
+//! fence makes the next holder wait for the row. The longer the delay, the
+//! likelier a waiter gets in; with none it is a race a lock service that
+//! wakes its waiters slowly (ZooKeeper's watch, then a read) often loses.
 //!
-//! The proof the fault landed: `GET /admin/faults` on every replica
-//! answers `unlock_before_commit: true`.
+//! Each injection is a round ([`super::inject`]): fresh stock, a new
+//! history run, buyers on both replicas for `window_ms` with the fault on
+//! (every section of either replica releases before it commits).
+//!
+//! The proof a round's fault landed: `GET /admin/faults` on every replica
+//! answers `unlock_before_commit: true` and the commit delay in force, read
+//! at the round's start.
 
 use serde_json::{json, Value};
 
-use super::buyers;
 use super::case::Expectation;
-use super::world::{
-    arm, duration, faults_of_each, overlaps_so_far, pause, start_buyers, two_replicas, work,
-    CaseRun,
-};
+use super::inject::{self, Window};
+use super::params::{self, Params, Spec, Unit};
+use super::world::{arm, faults_of_each, pause, two_replicas, work, CaseRun};
 use crate::api::{FaultsPatch, Kind, StrategyEntry};
 use crate::judge::Expected::{Breaks, Holds};
 
+/// Its dials.
+pub const PARAMS: &[Spec] = &[
+    params::ttl("5000"),
+    params::work("5"),
+    params::injections("12"),
+    Spec {
+        name: "commit_delay",
+        unit: Unit::Ms,
+        default: "30",
+        meaning: "the stall between a section's release and its commit (commit_delay_ms)",
+    },
+    Spec {
+        name: "window_ms",
+        unit: Unit::Ms,
+        default: "1000",
+        meaning: "load with the fault on per injection",
+    },
+    params::users("12"),
+];
+
+/// `--quick`: shorter windows.
+pub const QUICK: &[(&str, &str)] = &[("window_ms", "300")];
+
 /// What `strategy` should do when it unlocks before it commits.
-pub fn expect(strategy: &StrategyEntry, _variant: &str) -> Expectation {
+pub fn expect(strategy: &StrategyEntry, _variant: &str, params: &Params) -> Expectation {
+    let delay = params.ms("commit_delay");
     let (expected, why) = match strategy.kind {
         Kind::Fenced => (
             Holds,
-            "the next holder's fence registration waits for the row the committing one still locks",
+            "the next holder's fence registration waits for the row the committing one still locks"
+                .to_owned(),
         ),
         Kind::InTransaction => (
             Holds,
-            "the lock is the transaction's: it cannot be released before the commit",
+            "the lock is the transaction's: it cannot be released before the commit".to_owned(),
         ),
-        Kind::NotALock => (Holds, "no lock to release"),
+        Kind::NotALock => (Holds, "no lock to release".to_owned()),
         _ => (
             Breaks,
-            "the next holder reads before the previous one committed",
+            format!("the next holder reads in the {delay} ms between the previous one's release and its commit"),
         ),
     };
-    Ok((expected, why.into()))
+    Ok((expected, why))
 }
 
-/// Run the load with `unlock_before_commit` on; switch it off after. The faults, as reported.
+/// `injections` rounds of load with `unlock_before_commit` on; switched
+/// off after. The faults, as reported.
 pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
+    let params = cx.params;
     let (lab, world, case, strategy, _) = cx.parts();
-    let ttl = 5000;
+    let ttl = params.ttl_ms();
+    let work_ms = params.ms("work_ms");
+    let delay = params.ms("commit_delay");
+    let window_ms = params.ms("window_ms");
+    let injections = params.injections();
+    let users = usize::try_from(params.count("users")).unwrap_or(12).max(2);
     two_replicas(lab, world, strategy, ttl, Vec::new()).await?;
     let service = world.service();
     let faults = FaultsPatch {
         unlock_before_commit: Some(true),
-        ..work(5)
+        commit_delay_ms: Some(delay),
+        ..work(work_ms)
     };
     arm(&service, strategy, faults).await?;
-    case.step("PUT /admin/faults {\"unlock_before_commit\": true}; 12 buyers on replicas a, b");
-    // The proof: every replica reads the fault back (they share it
-    // through Redis, refreshed every 100 ms).
+    case.step(format!("PUT /admin/faults {{\"unlock_before_commit\": true, \"commit_delay_ms\": {delay}}}; TTL {ttl} ms, work {work_ms} ms; {injections} rounds of {window_ms} ms, {users} buyers on replicas a, b"));
+    // Every replica reads the faults from Redis every 100 ms.
     pause(300).await;
-    let each = faults_of_each(world).await?;
-    let on: Vec<&str> = each
-        .iter()
-        .filter(|(_, f)| f.unlock_before_commit)
-        .map(|(name, _)| name.as_str())
-        .collect();
-    if on.len() == each.len() && each.len() == 2 {
-        case.proven(format!(
-            "GET /admin/faults on replicas {} answers unlock_before_commit: true",
-            on.join(", ")
-        ));
-    } else {
-        case.step(format!(
-            "GET /admin/faults: unlock_before_commit on {on:?} only, of {} replicas",
-            each.len()
-        ));
-    }
-    // The load runs in windows of 1.5 s: two for a design expected to
-    // hold; for one expected to break, until the history shows an overlap
-    // (at most six) — the next holder must win its race against the
-    // commit, and a lock service that wakes its waiters slowly (ZooKeeper's
-    // watch, then a read) loses it often: a clean CI run once saw 169
-    // zk-ephemeral-seq orders and no overlap in one 3 s window.
-    let breaks = matches!(expect(lab.strategy(strategy)?, ""), Ok((Breaks, _)));
-    let targets = buyers::targets(world.urls());
-    let load = start_buyers(lab, case, &targets, 12);
-    for _ in 0..if breaks { 6 } else { 2 } {
-        pause(duration(lab, 1500)).await;
-        if breaks && overlaps_so_far(&service, strategy).await > 0 {
-            case.step("the history shows an overlap: no more waiting");
-            break;
+    for _ in 0..injections {
+        let round = inject::begin(&lab.http, world, case, users, 0).await?;
+        let mut window = Window::starting(case, "every replica's sections", None);
+        let each = faults_of_each(world).await?;
+        let on: Vec<&str> = each
+            .iter()
+            .filter(|(_, f)| f.unlock_before_commit && f.commit_delay_ms == delay)
+            .map(|(name, _)| name.as_str())
+            .collect();
+        if on.len() == each.len() && each.len() == 2 {
+            window.proof = Some(format!(
+                "GET /admin/faults on replicas {} answers unlock_before_commit: true, commit_delay_ms: {delay}",
+                on.join(", ")
+            ));
+        } else {
+            case.step(format!(
+                "GET /admin/faults: the fault on {on:?} only, of {} replicas: not counted",
+                each.len()
+            ));
         }
+        pause(window_ms.saturating_sub(case.clock_ms() - window.start_ms)).await;
+        window.end_ms = case.clock_ms();
+        round.end(world, case, strategy, window).await?;
     }
-    load.stop().await;
-    case.step("buyers stopped");
+    let proven = case.injections.iter().filter(|i| i.proof.is_some()).count();
+    if proven > 0 {
+        case.proven(format!(
+            "every replica read the fault back in {proven} of {injections} rounds"
+        ));
+    }
     service
         .set_faults(FaultsPatch {
             unlock_before_commit: Some(false),
+            commit_delay_ms: Some(0),
             ..FaultsPatch::default()
         })
         .await?;
     case.step("fault undone");
-    Ok(json!({ "unlock_before_commit": true, "work_delay_ms": 5 }))
+    Ok(json!({
+        "unlock_before_commit": true,
+        "commit_delay_ms": delay,
+        "injections": injections,
+        "window_ms": window_ms,
+        "lock_ttl_ms": ttl,
+        "work_delay_ms": work_ms,
+    }))
 }

@@ -16,7 +16,7 @@ use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
-use super::buyers::{self, Buyers, Tally, Targets};
+use super::buyers::{Buyers, Tally, Targets};
 use super::lab::{Lab, Setup, TOKEN};
 use crate::api::{Faults, FaultsPatch, Service};
 use crate::procs::{self, RedisNode, Replica};
@@ -38,6 +38,10 @@ pub struct Case {
     pub crashed_at: Option<Instant>,
     /// Put before every step: `[trial k/N] ` with `--trials N` > 1.
     pub label: String,
+    /// Put before every printed step only (not the report's): `[case k] `
+    /// when cases run at once (`--jobs` > 1), so their lines can be told
+    /// apart.
+    pub tag: String,
     /// The faults injected, each judged on its own (empty: the scenario
     /// does not inject by rounds yet, and its case is judged whole).
     pub injections: Vec<super::record::Injection>,
@@ -56,6 +60,7 @@ impl Case {
             fault_landed: false,
             crashed_at: None,
             label,
+            tag: String::new(),
             injections: Vec::new(),
             rounds: Vec::new(),
         }
@@ -80,7 +85,7 @@ impl Case {
             text.into()
         );
         if !self.quiet {
-            println!("    {line}");
+            println!("    {}{line}", self.tag);
         }
         self.steps.push(line);
     }
@@ -327,16 +332,6 @@ pub fn duration(lab: &Lab, full_ms: u64) -> u64 {
     }
 }
 
-/// `users` closed-loop buyers on every running replica for `ms` (60 % of
-/// it with `--quick`), then stopped with every grab answered.
-pub async fn steady_load(lab: &Lab, world: &World, case: &mut Case, users: usize, ms: u64) {
-    let targets = buyers::targets(world.urls());
-    let load = start_buyers(lab, case, &targets, users);
-    pause(duration(lab, ms)).await;
-    load.stop().await;
-    case.step("buyers stopped");
-}
-
 pub fn start_buyers(lab: &Lab, case: &Case, targets: &Targets, users: usize) -> Buyers {
     Buyers::start(
         &lab.http,
@@ -346,14 +341,6 @@ pub fn start_buyers(lab: &Lab, case: &Case, targets: &Targets, users: usize) -> 
         &case.next_user,
         &case.tally,
     )
-}
-
-/// Overlaps of `strategy` in the history so far (0 when it cannot be read).
-pub async fn overlaps_so_far(service: &Service, strategy: &str) -> u64 {
-    service
-        .history()
-        .await
-        .map_or(0, |history| history.of(strategy).overlaps)
 }
 
 /// Sleep, a readable name.
