@@ -31,6 +31,7 @@ use tokio::time::Instant;
 use super::buyers::{self, Tally};
 use super::case::Expectation;
 use super::lab::Setup;
+use super::params::{self, Spec, Unit};
 use super::world::{arm, pause, start_buyers, start_replicas, work, CaseRun};
 use crate::api::{FaultsPatch, PauseAt, StrategyEntry};
 use crate::judge::Expected::{Breaks, Holds};
@@ -42,6 +43,17 @@ pub const VARIANTS: &[&str] = &[
     "decision-log-mid-commit",
     "no-decision-log",
     "no-decision-log-mid-commit",
+];
+
+/// Its dials (one crash per trial: its outcome is the whole case's).
+pub const PARAMS: &[Spec] = &[
+    params::work("5"),
+    Spec {
+        name: "down_ms",
+        unit: Unit::Ms,
+        default: "1500",
+        meaning: "how long the coordinator stays dead before it is started again",
+    },
 ];
 
 /// What `strategy` should do when its coordinator dies in `variant`.
@@ -72,7 +84,9 @@ const LOCK_WAIT_MS: u64 = 300;
 /// Kill the coordinator between the phases (or inside phase two), watch
 /// the blocking, restart it, watch the recovery. The faults, as reported.
 pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
+    let params = cx.params;
     let (lab, world, case, strategy, variant) = cx.parts();
+    let work_ms = params.ms("work_ms");
     let logged = !variant.starts_with("no-");
     let mid_commit = variant.ends_with("mid-commit");
     let (pause_at, in_doubt_sides) = if mid_commit {
@@ -100,7 +114,7 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     )
     .await?;
     let service = world.service();
-    arm(&service, strategy, work(5)).await?;
+    arm(&service, strategy, work(work_ms)).await?;
     let a_url = world.replica("a")?.url();
     let b_url = world.replica("b")?.url();
     let targets = buyers::targets(vec![a_url.clone(), b_url.clone()]);
@@ -119,7 +133,7 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
             pause_ms: Some(60_000),
             pause_every: Some(1),
             pause_at: Some(pause_at),
-            ..work(5)
+            ..work(work_ms)
         })
         .await?;
     let where_ = if mid_commit {
@@ -141,11 +155,11 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     let gone = matches!(procs::process_state(pid), None | Some('Z' | 'X'));
     // b buys without the pause.
     let b_service = crate::api::Service::new(vec![b_url.clone()], super::lab::TOKEN.into());
-    b_service.set_faults(work(5)).await?;
+    b_service.set_faults(work(work_ms)).await?;
     buyers::retarget(&targets, vec![b_url]);
     let busy_before = Tally::get(&case.tally.busy);
     let ordered_before = Tally::get(&case.tally.ordered);
-    let crash_ms = 1500;
+    let crash_ms = params.ms("down_ms");
     pause(crash_ms).await;
     let still = in_doubt(&dbs, "a").await?;
     let busy = Tally::get(&case.tally.busy) - busy_before;

@@ -15,10 +15,29 @@ use tokio::time::Instant;
 use super::buyers;
 use super::case::Expectation;
 use super::lab::TOKEN;
+use super::params::{self, Spec, Unit};
 use super::world::{arm, pause, start_buyers, two_replicas, wait_inside, work, CaseRun};
 use crate::api::{FaultsPatch, Kind, Service, StrategyEntry};
 use crate::judge::Expected::{Breaks, Holds};
 use crate::procs;
+
+/// Its dials (one kill per trial: its outcome is the whole case's).
+pub const PARAMS: &[Spec] = &[
+    params::ttl("800"),
+    params::work("50"),
+    Spec {
+        name: "gap",
+        unit: Unit::Ms,
+        default: "1500",
+        meaning: "setnx-expire only: the stall between SETNX and EXPIRE the kill lands in",
+    },
+    Spec {
+        name: "watch_ms",
+        unit: Unit::Ms,
+        default: "4ttl",
+        meaning: "how long replica b's buyers are watched for the next order after the kill",
+    },
+];
 
 /// What `strategy` should do when its holder dies.
 pub fn expect(strategy: &StrategyEntry, _variant: &str) -> Expectation {
@@ -38,14 +57,20 @@ pub fn expect(strategy: &StrategyEntry, _variant: &str) -> Expectation {
 /// Kill replica a while it holds the lock; watch replica b for the next
 /// order. The faults, as reported.
 pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
+    let params = cx.params;
     let (lab, world, case, strategy, _) = cx.parts();
-    let ttl = 800;
+    let ttl = params.ttl_ms();
+    let work_ms = params.ms("work_ms");
     two_replicas(lab, world, strategy, ttl, Vec::new()).await?;
     let service = world.service();
-    let gap = if strategy == "setnx-expire" { 1500 } else { 0 };
+    let gap = if strategy == "setnx-expire" {
+        params.ms("gap")
+    } else {
+        0
+    };
     let faults = FaultsPatch {
         setnx_expire_gap_ms: Some(gap),
-        ..work(50)
+        ..work(work_ms)
     };
     arm(&service, strategy, faults).await?;
     let a_url = world.replica("a")?.url();
@@ -53,7 +78,7 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     let targets = buyers::targets(vec![a_url]);
     let load = start_buyers(lab, case, &targets, 3);
     case.step(format!(
-        "replicas a, b up (TTL {ttl} ms, work 50 ms); 3 buyers on a only{}",
+        "replicas a, b up (TTL {ttl} ms, work {work_ms} ms); 3 buyers on a only{}",
         if gap > 0 {
             format!("; {gap} ms between SETNX and EXPIRE")
         } else {
@@ -110,7 +135,7 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     }
     watcher.forget("a").await?;
     buyers::retarget(&targets, vec![b_url]);
-    let window = 2 * ttl + 1500;
+    let window = params.ms("watch_ms");
     case.step(format!("buyers move to replica b; watching {window} ms for the next order (redis on port {redis_port})"));
     pause(window).await;
     load.stop().await;

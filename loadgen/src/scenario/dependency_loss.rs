@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 use super::buyers;
 use super::case::Expectation;
 use super::lab::Setup;
+use super::params::{self, Spec, Unit};
 use super::world::{
     arm, duration, link_state, pause, start_buyers, start_replicas, work, CaseRun, LinkState,
 };
@@ -19,6 +20,19 @@ use crate::api::StrategyEntry;
 use crate::judge::Expected::Holds;
 use crate::procs::{self, RedisNode};
 use seckill_proxy::Proxy;
+
+/// Its dials (one outage per trial: its outcome is the whole case's).
+pub const PARAMS: &[Spec] = &[
+    params::ttl("2000"),
+    params::work("10"),
+    Spec {
+        name: "outage_ms",
+        unit: Unit::Ms,
+        default: "1000",
+        meaning: "how long Redis stays killed, and PostgreSQL (with the lock's own server) cut",
+    },
+    params::users("8"),
+];
 
 /// Every strategy holds, but one whose stock lives in Redis alone.
 pub fn expect(strategy: &StrategyEntry, _variant: &str) -> Expectation {
@@ -30,8 +44,12 @@ pub fn expect(strategy: &StrategyEntry, _variant: &str) -> Expectation {
 
 /// Kill Redis, then cut PostgreSQL (and the lock server) under load. The faults, as reported.
 pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
+    let params = cx.params;
     let (lab, world, case, strategy, _) = cx.parts();
-    let ttl = 2000;
+    let ttl = params.ttl_ms();
+    let work_ms = params.ms("work_ms");
+    let outage = params.ms("outage_ms");
+    let users = usize::try_from(params.count("users")).unwrap_or(8).max(2);
     let redis = RedisNode::start(&lab.dir, "redis", &[], Vec::new()).await?;
     let redis_url = redis.url();
     world.nodes.push(redis);
@@ -69,16 +87,16 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     let also = coordination_proxy.is_some();
     world.proxies.extend(coordination_proxy);
     let service = world.service();
-    arm(&service, strategy, work(10)).await?;
-    case.step("replicas a, b up; PostgreSQL reached through a proxy; 8 buyers");
+    arm(&service, strategy, work(work_ms)).await?;
+    case.step(format!("replicas a, b up (TTL {ttl} ms, work {work_ms} ms); PostgreSQL reached through a proxy; {users} buyers; outages of {outage} ms"));
     let targets = buyers::targets(world.urls());
-    let load = start_buyers(lab, case, &targets, 8);
+    let load = start_buyers(lab, case, &targets, users);
     pause(800).await;
     world.nodes[0].kill();
     case.step("kill -9 Redis (no persistence)");
     let redis_down = link_state(world.nodes[0].port).await;
     case.step(format!("Redis's port: {}", redis_down.as_str()));
-    pause(1000).await;
+    pause(outage).await;
     world.nodes[0].restart().await?;
     case.step("Redis started again, empty");
     pause(800).await;
@@ -96,9 +114,9 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
             proxy.set_cut(true);
         }
         case.step(format!("{strategy}'s server cut too"));
-        pause(700).await;
+        pause(outage.saturating_sub(300)).await;
     } else {
-        pause(1000).await;
+        pause(outage).await;
     }
     let mut others_down = true;
     for proxy in &world.proxies[pg_index + 1..] {
@@ -124,5 +142,7 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     pause(duration(lab, 1500)).await;
     load.stop().await;
     case.step("buyers stopped");
-    Ok(json!({ "redis_down_ms": 1000, "postgres_cut_ms": 1000, "lock_ttl_ms": ttl }))
+    Ok(
+        json!({ "redis_down_ms": outage, "postgres_cut_ms": outage, "lock_ttl_ms": ttl, "work_delay_ms": work_ms }),
+    )
 }

@@ -176,7 +176,9 @@ impl Scenario {
             Scenario::Failover => failover::PARAMS,
             Scenario::ClockSkew => clock_skew::PARAMS,
             Scenario::UnlockBeforeCommit => unlock_before_commit::PARAMS,
-            _ => &[],
+            Scenario::CrashHolder => crash_holder::PARAMS,
+            Scenario::DependencyLoss => dependency_loss::PARAMS,
+            Scenario::CoordinatorCrash => coordinator_crash::PARAMS,
         }
     }
 
@@ -207,11 +209,26 @@ impl Scenario {
     }
 
     /// Dials a strategy needs set unless the user set them: etcd grants
-    /// leases in whole seconds, so its TTL is at least 1000 ms.
+    /// leases in whole seconds, so its TTL is at least 1000 ms where the
+    /// scenario's own (or `--quick`'s) is shorter.
     pub fn implied_sets(self, strategy: &str, sets: &[(String, String)]) -> Vec<(String, String)> {
-        let declared = self.params().iter().any(|s| s.name == "ttl_ms");
+        let preset = self
+            .quick_sets()
+            .iter()
+            .find(|(k, _)| *k == "ttl_ms")
+            .map(|(_, v)| *v)
+            .into_iter()
+            .chain(
+                self.params()
+                    .iter()
+                    .filter(|s| s.name == "ttl_ms")
+                    .map(|s| s.default),
+            );
+        let short = preset
+            .into_iter()
+            .any(|v| v.parse::<u64>().is_ok_and(|ms| ms < 1000));
         let user_set = sets.iter().any(|(k, _)| k == "ttl_ms");
-        if declared && !user_set && strategy == "etcd-lease" {
+        if short && !user_set && strategy == "etcd-lease" {
             return vec![("ttl_ms".into(), "1000".into())];
         }
         Vec::new()
