@@ -399,26 +399,24 @@ async fn run_steps(
     // Step 4: blind write of the value read in step 1.
     let new_stock = stock - quantity;
     let written = match (spec.row_lock, spec.fence.or(spec.check_value)) {
-        (_, Some(token)) if spec.fence.is_none() => sqlx::query(
-            "UPDATE products SET stock = $2, updated_at = now()
-             WHERE id = $1 AND lock_value = $3",
-        )
-        .bind(req.product_id)
-        .bind(new_stock)
-        .bind(token)
-        .execute(&mut *conn)
-        .await?
-        .rows_affected(),
-        (_, Some(token)) => sqlx::query(
-            "UPDATE products SET stock = $2, updated_at = now()
-             WHERE id = $1 AND fence_token = $3",
-        )
-        .bind(req.product_id)
-        .bind(new_stock)
-        .bind(token)
-        .execute(&mut *conn)
-        .await?
-        .rows_affected(),
+        // The write carries the fence, or the random value claimed.
+        (_, Some(token)) => {
+            let column = if spec.fence.is_some() {
+                "fence_token"
+            } else {
+                "lock_value"
+            };
+            sqlx::query(&format!(
+                "UPDATE products SET stock = $2, updated_at = now()
+                 WHERE id = $1 AND {column} = $3"
+            ))
+            .bind(req.product_id)
+            .bind(new_stock)
+            .bind(token)
+            .execute(&mut *conn)
+            .await?
+            .rows_affected()
+        }
         (RowLock::Optimistic, None) => sqlx::query(
             "UPDATE products SET stock = $2, version = version + 1, updated_at = now()
              WHERE id = $1 AND version = $3",

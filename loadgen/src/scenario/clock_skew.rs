@@ -39,12 +39,7 @@ pub const PARAMS: &[Spec] = &[
         default: "4000",
         meaning: "how far replica a's wall clock runs ahead during each injection",
     },
-    Spec {
-        name: "window_ms",
-        unit: Unit::Ms,
-        default: "1000",
-        meaning: "load under the skew per injection",
-    },
+    params::window("1000"),
     params::users("8"),
 ];
 

@@ -84,6 +84,17 @@ pub const fn injections(default: &'static str) -> Spec {
     }
 }
 
+/// `window_ms`: load with the fault on, per injection (the scenarios
+/// whose fault is a condition, not an event).
+pub const fn window(default: &'static str) -> Spec {
+    Spec {
+        name: "window_ms",
+        unit: Unit::Ms,
+        default,
+        meaning: "load with the fault on, per injection",
+    }
+}
+
 /// `users`, closed-loop buyers spread over both replicas.
 pub const fn users(default: &'static str) -> Spec {
     Spec {

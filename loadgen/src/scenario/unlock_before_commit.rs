@@ -34,12 +34,7 @@ pub const PARAMS: &[Spec] = &[
         default: "30",
         meaning: "the stall between a section's release and its commit (commit_delay_ms)",
     },
-    Spec {
-        name: "window_ms",
-        unit: Unit::Ms,
-        default: "1000",
-        meaning: "load with the fault on per injection",
-    },
+    params::window("1000"),
     params::users("12"),
 ];
 
