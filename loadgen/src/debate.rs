@@ -393,7 +393,7 @@ fn late_grant(p: &Params) -> Expected {
 /// section when that is positive but shorter than the work.
 fn short_validity(p: &Params, late: u64) -> Expected {
     let ttl = p.ttl_ms();
-    let validity = ttl.saturating_sub(late + ttl / 100 + 2);
+    let validity = ttl.saturating_sub(late + predictions::redlock_drift_ms(ttl));
     if validity > 0 && validity < p.ms("work_ms") {
         Expected::Breaks
     } else {

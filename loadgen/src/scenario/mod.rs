@@ -73,6 +73,7 @@ pub use case::{CaseResult, Sweep};
 /// What each measured Redlock scenario predicts at its dials (the debate's
 /// rows read the same rule the scenario's verdict does).
 pub mod predictions {
+    pub use super::acquire_pause::drift_ms as redlock_drift_ms;
     pub use super::clock_jump::predicts as clock_jump;
     pub use super::clock_slew::predicts as clock_slew;
     pub use super::redlock_restart::predicts as redlock_restart;

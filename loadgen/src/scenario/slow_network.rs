@@ -81,7 +81,7 @@ pub fn expect(strategy: &StrategyEntry, _variant: &str, params: &Params) -> Expe
     let delay = params.ms("delay");
     let work = params.ms("work_ms");
     let timeout = params.count("node_timeout_ms");
-    let validity = ttl.saturating_sub(delay + ttl / 100 + 2);
+    let validity = ttl.saturating_sub(delay + super::acquire_pause::drift_ms(ttl));
     if params.choice("link") == "postgres" {
         return Ok(expect_postgres(strategy, params));
     }
