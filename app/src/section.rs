@@ -52,6 +52,34 @@ pub enum RowLock {
     Optimistic,
 }
 
+/// What a holder registers on the product row before it reads, and its
+/// write must still find there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Claim {
+    /// A fencing token (`fenced`, a checked revision): registered only
+    /// over an older one, written into the order.
+    Fence(i64),
+    /// The lock's random value, 64 bits of it (the `check_token` switch):
+    /// registered whatever is there.
+    Value(i64),
+}
+
+impl Claim {
+    /// The row's column that holds it.
+    fn column(self) -> &'static str {
+        match self {
+            Claim::Fence(_) => "fence_token",
+            Claim::Value(_) => "lock_value",
+        }
+    }
+
+    fn value(self) -> i64 {
+        match self {
+            Claim::Fence(v) | Claim::Value(v) => v,
+        }
+    }
+}
+
 /// Parameters of one run of the section.
 #[derive(Debug, Clone, Copy)]
 pub struct SectionSpec {
@@ -59,11 +87,8 @@ pub struct SectionSpec {
     pub strategy: &'static str,
     /// The read/write mode.
     pub row_lock: RowLock,
-    /// A fencing token the write must carry (`fenced`).
-    pub fence: Option<i64>,
-    /// The lock's random value (64 bits of it) the row must still hold at
-    /// the write (the `check_token` switch).
-    pub check_value: Option<i64>,
+    /// What the write must find on the row, if anything.
+    pub claim: Option<Claim>,
 }
 
 impl SectionSpec {
@@ -72,8 +97,15 @@ impl SectionSpec {
         Self {
             strategy,
             row_lock: RowLock::None,
-            fence: None,
-            check_value: None,
+            claim: None,
+        }
+    }
+
+    /// The fencing token, if the write carries one.
+    pub fn fence(&self) -> Option<i64> {
+        match self.claim {
+            Some(Claim::Fence(token)) => Some(token),
+            _ => None,
         }
     }
 
@@ -83,15 +115,20 @@ impl SectionSpec {
         self
     }
 
-    /// With a fencing token.
+    /// With a fencing token, when there is one.
     pub fn with_fence(mut self, fence: Option<i64>) -> Self {
-        self.fence = fence;
+        if let Some(token) = fence {
+            self.claim = Some(Claim::Fence(token));
+        }
         self
     }
 
-    /// With a random value to check and set.
+    /// With a random value to check and set, when there is one (a lock
+    /// offers none where it has a fence: see `LockGuard::check_value`).
     pub fn with_check_value(mut self, value: Option<i64>) -> Self {
-        self.check_value = value;
+        if let Some(value) = value {
+            self.claim = Some(Claim::Value(value));
+        }
         self
     }
 }
@@ -223,10 +260,10 @@ pub async fn prepare_checked(
     } else {
         None
     };
-    let registration = match (spec.fence, spec.check_value) {
-        (Some(token), _) => Some(register_fence(cx, req.product_id, token).await),
-        (None, Some(value)) => Some(claim_value(cx, req.product_id, value).await),
-        (None, None) => None,
+    let registration = match spec.claim {
+        Some(Claim::Fence(token)) => Some(register_fence(cx, req.product_id, token).await),
+        Some(Claim::Value(value)) => Some(claim_value(cx, req.product_id, value).await),
+        None => None,
     };
     let registered = match registration {
         Some(Ok(Some(stock))) => Some(stock),
@@ -398,21 +435,17 @@ async fn run_steps(
 
     // Step 4: blind write of the value read in step 1.
     let new_stock = stock - quantity;
-    let written = match (spec.row_lock, spec.fence.or(spec.check_value)) {
+    let written = match (spec.row_lock, spec.claim) {
         // The write carries the fence, or the random value claimed.
-        (_, Some(token)) => {
-            let column = if spec.fence.is_some() {
-                "fence_token"
-            } else {
-                "lock_value"
-            };
+        (_, Some(claim)) => {
+            let column = claim.column();
             sqlx::query(&format!(
                 "UPDATE products SET stock = $2, updated_at = now()
                  WHERE id = $1 AND {column} = $3"
             ))
             .bind(req.product_id)
             .bind(new_stock)
-            .bind(token)
+            .bind(claim.value())
             .execute(&mut *conn)
             .await?
             .rows_affected()
@@ -439,7 +472,7 @@ async fn run_steps(
     }
 
     // Step 5: the order.
-    let order = insert_order(conn, req, spec.strategy, spec.fence).await?;
+    let order = insert_order(conn, req, spec.strategy, spec.fence()).await?;
     Ok(Some((order, locked_at)))
 }
 

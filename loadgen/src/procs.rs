@@ -100,14 +100,14 @@ impl Clockshift {
     /// `file` finds the wall clock: `date +%s%3N` run under it, the
     /// midpoint of our clock before and after taken as ours.
     pub async fn read_ahead_ms(&self, file: &Path) -> anyhow::Result<i64> {
-        let before = unix_ms();
+        let before = now_ms();
         let out = tokio::process::Command::new("date")
             .arg("+%s%3N")
             .envs(self.env(file))
             .output()
             .await
             .context("run date under the clock-shifting preload")?;
-        let after = unix_ms();
+        let after = now_ms();
         let theirs: i64 = String::from_utf8_lossy(&out.stdout)
             .trim()
             .parse()
@@ -162,8 +162,8 @@ impl Powerloss {
     }
 }
 
-/// Our wall clock, ms since the epoch.
-fn unix_ms() -> i64 {
+/// This machine's wall clock, ms since the epoch.
+pub fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))

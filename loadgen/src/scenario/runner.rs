@@ -155,6 +155,9 @@ async fn plan_batch(
     for &scenario in chosen {
         for strategy in strategies_of(lab, scenario, options) {
             let entry = lab.strategy(&strategy)?.clone();
+            // Asked once per strategy, at its first case (for MariaDB, a
+            // connection attempt).
+            let mut not_run: Option<Option<String>> = None;
             let wanted = |v: &&&str| {
                 options.variants.is_empty() || options.variants.iter().any(|w| w == **v)
             };
@@ -185,13 +188,16 @@ async fn plan_batch(
                             continue;
                         }
                     };
+                    if not_run.is_none() {
+                        not_run = Some(cannot_run(lab, &entry).await);
+                    }
                     planned.push(Planned {
                         batch,
                         group,
                         sweep: options.sweep.as_ref().map(|(key, _)| key.clone()),
                         scenario,
                         label: case_label(scenario, &strategy, variant, point.as_ref()),
-                        not_run: cannot_run(lab, &entry).await,
+                        not_run: not_run.clone().flatten(),
                         entry: entry.clone(),
                         variant,
                         params,
@@ -256,7 +262,7 @@ async fn run_plan(lanes: &mut [Lab], plan: &[Planned]) -> anyhow::Result<Vec<Cas
 /// One planned case with its trials, on `lab`'s lane; its verdict line
 /// printed when it ends.
 async fn run_planned(lab: &mut Lab, planned: &Planned, tag: &str) -> anyhow::Result<CaseResult> {
-    let options = lab.options.clone();
+    let (quiet, runs) = (lab.options.quiet, lab.options.trials.max(1));
     let Planned {
         scenario,
         entry,
@@ -280,10 +286,9 @@ async fn run_planned(lab: &mut Lab, planned: &Planned, tag: &str) -> anyhow::Res
             reason.clone(),
         ));
     }
-    if !options.quiet {
+    if !quiet {
         println!("== {tag}{label} (expected: {})", expected.as_str());
     }
-    let runs = options.trials.max(1);
     let mut trials = Vec::new();
     for trial in 1..=runs {
         let prefix = if runs > 1 {
@@ -304,7 +309,7 @@ async fn run_planned(lab: &mut Lab, planned: &Planned, tag: &str) -> anyhow::Res
         let result = run_case(lab, one)
             .await
             .with_context(|| format!("{label} (trial {trial})"))?;
-        if runs > 1 && !options.quiet {
+        if runs > 1 && !quiet {
             println!(
                 "    {tag}[trial {trial}/{runs}] {}: {}",
                 result.verdict.as_str(),

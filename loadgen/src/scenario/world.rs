@@ -9,7 +9,7 @@
 
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use anyhow::Context as _;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
@@ -353,14 +353,7 @@ pub async fn pause(ms: u64) {
 pub async fn clock_ahead_ms(node: &RedisNode) -> anyhow::Result<i64> {
     let mut conn = node.conn().await?;
     let (secs, micros): (i64, i64) = redis::cmd("TIME").query_async(&mut conn).await?;
-    Ok(secs * 1000 + micros / 1000 - now_ms())
-}
-
-/// This machine's wall clock, ms since the epoch.
-pub fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+    Ok(secs * 1000 + micros / 1000 - procs::now_ms())
 }
 
 /// A Redis `PING` on a new connection to `127.0.0.1:port` (a node, or a
