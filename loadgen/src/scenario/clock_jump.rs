@@ -47,6 +47,7 @@ pub const PARAMS: &[Spec] = &[
         meaning: "how far node 3's wall clock jumps forward while a lock is held (partition+jump)",
     },
     params::users("6"),
+    params::lock_wait("1000"),
 ];
 
 /// `--quick`: a shorter TTL and work (the jump, 1.5× the TTL, shrinks).

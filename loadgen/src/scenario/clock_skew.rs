@@ -41,6 +41,7 @@ pub const PARAMS: &[Spec] = &[
     },
     params::window("1000"),
     params::users("8"),
+    params::lock_wait("1000"),
 ];
 
 /// `--quick`: shorter windows.

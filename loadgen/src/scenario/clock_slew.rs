@@ -70,6 +70,7 @@ pub const PARAMS: &[Spec] = &[
         meaning: "what work_ms=fill leaves of the validity for the write, ms",
     },
     params::users("6"),
+    params::lock_wait("1000"),
 ];
 
 /// The reads before the work and the write after it, ms: the section

@@ -54,6 +54,7 @@ pub const PARAMS: &[Spec] = &[
         default: "1500",
         meaning: "how long the coordinator stays dead before it is started again",
     },
+    params::lock_wait("300"),
 ];
 
 /// What `strategy` should do when its coordinator dies in `variant`.
@@ -78,9 +79,6 @@ pub fn expect(strategy: &StrategyEntry, variant: &str) -> Expectation {
     })
 }
 
-/// The lock wait of both replicas: a blocked grab answers `busy` after it.
-const LOCK_WAIT_MS: u64 = 300;
-
 /// Kill the coordinator between the phases (or inside phase two), watch
 /// the blocking, restart it, watch the recovery. The faults, as reported.
 pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
@@ -99,17 +97,17 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     let redis = RedisNode::start(&lab.dir, "redis", &[], Vec::new()).await?;
     let redis_url = redis.url();
     world.nodes.push(redis);
-    let mut a_extra = vec![("SECKILL_LOCK_WAIT_MS".to_owned(), LOCK_WAIT_MS.to_string())];
+    let lock_wait = params.ms("lock_wait_ms");
+    let mut a_extra = Vec::new();
     if !logged {
-        a_extra.push(("SECKILL_TWO_PC_DECISION_LOG".into(), "false".into()));
+        a_extra.push(("SECKILL_TWO_PC_DECISION_LOG".to_owned(), "false".to_owned()));
     }
-    let b_extra = vec![("SECKILL_LOCK_WAIT_MS".to_owned(), LOCK_WAIT_MS.to_string())];
     start_replicas(
         lab,
         world,
         [
             ("a", Setup::new(&redis_url, ttl).extra(a_extra.clone())),
-            ("b", Setup::new(&redis_url, ttl).extra(b_extra)),
+            ("b", Setup::new(&redis_url, ttl)),
         ],
     )
     .await?;
@@ -120,7 +118,7 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     let targets = buyers::targets(vec![a_url.clone(), b_url.clone()]);
     let load = start_buyers(lab, case, &targets, 3);
     case.step(format!(
-        "replicas a (the coordinator{}) and b up, lock wait {LOCK_WAIT_MS} ms; 3 buyers on both",
+        "replicas a (the coordinator{}) and b up, lock wait {lock_wait} ms; 3 buyers on both",
         if logged { "" } else { ", no decision log" }
     ));
     pause(600).await;
@@ -205,7 +203,7 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
         "killed": "a",
         "pause_at": pause_at,
         "decision_log": logged,
-        "lock_wait_ms": LOCK_WAIT_MS,
+        "lock_wait_ms": lock_wait,
         "in_doubt_at_crash": prepared,
         "busy_during_crash": busy,
         "orders_during_crash": sold,

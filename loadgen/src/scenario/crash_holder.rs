@@ -37,6 +37,7 @@ pub const PARAMS: &[Spec] = &[
         default: "4ttl",
         meaning: "how long replica b's buyers are watched for the next order after the kill",
     },
+    params::lock_wait("1000"),
 ];
 
 /// What `strategy` should do when its holder dies.

@@ -32,6 +32,7 @@ pub const PARAMS: &[Spec] = &[
         meaning: "how long Redis stays killed, and PostgreSQL (with the lock's own server) cut",
     },
     params::users("8"),
+    params::lock_wait("3000"),
 ];
 
 /// Every strategy holds, but one whose stock lives in Redis alone.

@@ -84,6 +84,7 @@ pub const PARAMS: &[Spec] = &[
         default: "300",
         meaning: "how late the lagging replica's copy of the primary's writes arrives (a proxy on its link)",
     },
+    params::lock_wait("1000"),
 ];
 
 /// `--quick`: a shorter rush after each promotion.

@@ -66,6 +66,9 @@ pub struct Lab {
     /// Every strategy as the service lists it (its kind, its class), once
     /// [`Lab::read_strategies`] has asked.
     pub listed: Option<StrategiesBody>,
+    /// The running case's `lock_wait_ms` (every replica's
+    /// `SECKILL_LOCK_WAIT_MS`), set before each case starts its world.
+    pub lock_wait_ms: u64,
 }
 
 impl Lab {
@@ -126,6 +129,7 @@ impl Lab {
             etcd: None,
             zookeeper: None,
             listed: None,
+            lock_wait_ms: 3000,
         })
     }
 
@@ -268,7 +272,7 @@ impl Lab {
             // POST /admin/freeze: the runner continues what it stops.
             ("SECKILL_SCENARIO_HOOKS".into(), "true".into()),
             ("SECKILL_LOCK_TTL_MS".into(), setup.ttl_ms.to_string()),
-            ("SECKILL_LOCK_WAIT_MS".into(), "3000".into()),
+            ("SECKILL_LOCK_WAIT_MS".into(), self.lock_wait_ms.to_string()),
             ("SECKILL_SEED_PRODUCTS".into(), "1:100".into()),
             ("SECKILL_CONTROL_REFRESH_MS".into(), "100".into()),
             ("SECKILL_SYNCHRONOUS_COMMIT".into(), "off".into()),

@@ -74,6 +74,22 @@ pub const fn work(default: &'static str) -> Spec {
     }
 }
 
+/// `lock_wait_ms`, with `default` ms: how long a grab waits for the lock
+/// before it answers `busy`. The buyers are a closed loop, so a waiter
+/// that gives up is followed at once by the same buyer's next grab; the
+/// wait mostly bounds how long a round's queued grabs take to drain when
+/// its buyers stop. Where a waiter must outlast the fault (a lease that
+/// expires late, a link slower than the TTL) the scenario's default is
+/// longer.
+pub const fn lock_wait(default: &'static str) -> Spec {
+    Spec {
+        name: "lock_wait_ms",
+        unit: Unit::Ms,
+        default,
+        meaning: "how long a grab waits for the lock before it answers busy, ms (every replica's SECKILL_LOCK_WAIT_MS)",
+    }
+}
+
 /// `injections`, with `default` of them per trial.
 pub const fn injections(default: &'static str) -> Spec {
     Spec {

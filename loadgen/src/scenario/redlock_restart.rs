@@ -80,10 +80,11 @@ pub const PARAMS: &[Spec] = &[
             "kill -9 (the page cache survives) or a power cut (the unsynced AOF bytes are lost)",
     },
     params::users("6"),
+    params::lock_wait("1000"),
 ];
 
 /// `--quick`: a shorter TTL and work.
-pub const QUICK: &[(&str, &str)] = &[("ttl_ms", "1500"), ("work_ms", "800")];
+pub const QUICK: &[(&str, &str)] = &[("ttl_ms", "1000"), ("work_ms", "500")];
 
 /// The dials each variant sets before the user's `--set`s.
 pub fn variant_sets(variant: &str) -> &'static [(&'static str, &'static str)] {

@@ -484,6 +484,7 @@ async fn run_case(lab: &mut Lab, trial: Trial<'_>) -> anyhow::Result<CaseResult>
     let mut case = Case::new(lab.options.quiet, label);
     case.tag = tag;
     let mut world = World::default();
+    lab.lock_wait_ms = params.ms("lock_wait_ms");
     let faults = scenario
         .run(CaseRun {
             lab,

@@ -70,6 +70,7 @@ pub const PARAMS: &[Spec] = &[
         default: "50",
         meaning: "Redlock's per-node timeout on both replicas (SECKILL_REDLOCK_NODE_TIMEOUT_MS)",
     },
+    params::lock_wait("3000"),
 ];
 
 /// `--quick`: a shorter TTL and work (the delay, 1.5× the TTL, shrinks).

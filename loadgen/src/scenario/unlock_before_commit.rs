@@ -36,6 +36,7 @@ pub const PARAMS: &[Spec] = &[
     },
     params::window("1000"),
     params::users("12"),
+    params::lock_wait("1000"),
 ];
 
 /// `--quick`: shorter windows.
