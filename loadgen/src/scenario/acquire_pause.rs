@@ -49,7 +49,7 @@ pub const PARAMS: &[Spec] = &[
             "how long replica a's process stays stopped between the SETs' answers and reading them",
     },
     params::users("8"),
-    params::lock_wait("3000"),
+    params::lock_wait("1000"),
 ];
 
 /// `--quick`: a shorter TTL and work (the pause, 2.6× the TTL, shrinks).

@@ -34,7 +34,7 @@ pub const PARAMS: &[Spec] = &[
         default: "30",
         meaning: "the stall between a section's release and its commit (commit_delay_ms)",
     },
-    params::window("1000"),
+    params::window("500"),
     params::users("12"),
     params::lock_wait("1000"),
 ];
