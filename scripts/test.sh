@@ -16,5 +16,11 @@ export SECKILL_TEST_MYSQL_URL=$MYSQL_TEST_URL
 say "running cargo test (SECKILL_TEST_DATABASE_URL=$PG_ADMIN_URL)"
 status=0
 cargo test --locked "$@" || status=$?
+# bench/ is not a default member (its binaries are built for `make bench`
+# only); its unit tests (the goal arithmetic, the tables) run here.
+if [[ $# -eq 0 ]]; then
+  say "running bench's unit tests"
+  cargo test --locked -p seckill-bench --lib || status=$?
+fi
 drop_test_databases
 exit $status
