@@ -45,11 +45,12 @@ fn chromedriver() -> Option<&'static str> {
     if Path::new(CHROMEDRIVER).exists() {
         return Some(CHROMEDRIVER);
     }
-    assert!(
-        std::env::var_os("SECKILL_REQUIRE_CHROMIUM").is_none(),
-        "SECKILL_REQUIRE_CHROMIUM is set but {CHROMEDRIVER} is missing: apt-get install -y chromium-driver"
+    seckill_testkit::skip_unless_required(
+        "SECKILL_REQUIRE_CHROMIUM",
+        "console browser test",
+        &format!("{CHROMEDRIVER} is missing"),
+        "apt-get install -y chromium-driver",
     );
-    eprintln!("SKIPPED: console browser test — {CHROMEDRIVER} is missing (apt-get install -y chromium-driver)");
     None
 }
 

@@ -12,16 +12,11 @@ pub fn chromium(what: &str) -> Option<&'static str> {
     {
         return Some(path);
     }
-    assert!(
-        std::env::var_os("SECKILL_REQUIRE_CHROMIUM").is_none(),
-        "SECKILL_REQUIRE_CHROMIUM is set but chromium is missing: apt-get install -y chromium"
-    );
-    eprintln!(
-        "\n==============================================================\n\
-         SKIPPED: {what} — chromium is missing.\n\
-         Install it (apt-get install -y chromium, or scripts/services.sh)\n\
-         or set SECKILL_REQUIRE_CHROMIUM=1 to make this a failure.\n\
-         ==============================================================\n"
+    crate::skip_unless_required(
+        "SECKILL_REQUIRE_CHROMIUM",
+        what,
+        "chromium is missing",
+        "apt-get install -y chromium (or scripts/services.sh)",
     );
     None
 }

@@ -13,11 +13,13 @@
 //! - `servers`: the processes, started, signalled and killed through
 //!   `seckill-launch` (process groups, readiness, the port race);
 //! - `database`: PostgreSQL and MariaDB;
-//! - `browser`: headless Chromium and its screenshots.
+//! - `browser`: headless Chromium and its screenshots;
+//! - `skip`: a test whose prerequisite is missing, skipped loudly (failed in CI).
 
 mod browser;
 mod database;
 mod servers;
+mod skip;
 
 pub use browser::{chromium, Image};
 pub use database::{admin_database_url, fresh_database, mysql_test_url};
@@ -25,3 +27,4 @@ pub use servers::{
     free_port, signal_process, workspace_binary, AppProcess, Etcd, EtcdServer, Redis, RedisServer,
     Server, ServerKind, ZkServer, ZooKeeper, ZK_JAR,
 };
+pub use skip::skip_unless_required;

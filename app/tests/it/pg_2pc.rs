@@ -26,12 +26,12 @@ async fn two_databases() -> Option<(String, String)> {
     if allowed == "0" {
         // CI sets SECKILL_REQUIRE_2PC: there a skip would hide a strategy
         // nobody tested, so it fails instead.
-        assert!(
-            std::env::var_os("SECKILL_REQUIRE_2PC").is_none(),
-            "SECKILL_REQUIRE_2PC is set but max_prepared_transactions is 0 on the test server: \
-             ALTER SYSTEM SET max_prepared_transactions = 64 and restart it (make test does)"
+        seckill_testkit::skip_unless_required(
+            "SECKILL_REQUIRE_2PC",
+            "pg-2pc test",
+            "max_prepared_transactions is 0 on the test server",
+            "ALTER SYSTEM SET max_prepared_transactions = 64 and restart it (make test does)",
         );
-        eprintln!("skipped: max_prepared_transactions is 0 on the test server (make test sets it)");
         return None;
     }
     Some((main, fresh_database().await))
