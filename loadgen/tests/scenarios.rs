@@ -71,7 +71,8 @@ fn every_scenario_ends_as_its_design_predicts() {
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(
         run.status.success(),
-        "scenario all failed ({:?})\n{stdout}\n{stderr}",
+        // stderr first: it names each case that did not end as predicted.
+        "scenario all failed ({:?})\n{stderr}\n{stdout}",
         run.status
     );
     let report: Value = serde_json::from_str(

@@ -243,6 +243,27 @@ pub async fn main(names: &[Selection], list: bool, options: Options) -> ExitCode
                 report.duration_s,
                 out.join("scenarios.json").display()
             );
+            // Every case that did not end as predicted, named, before the
+            // counts: a log cut short still says which.
+            for c in report
+                .scenarios
+                .iter()
+                .filter(|c| c.verdict != judge::CaseVerdict::AsExpected)
+            {
+                let variant = c
+                    .variant
+                    .as_deref()
+                    .map(|v| format!(" [{v}]"))
+                    .unwrap_or_default();
+                let (word, why) = match c.verdict {
+                    judge::CaseVerdict::NotRun => ("NOT RUN", c.reason.as_deref().unwrap_or("?")),
+                    v => (v.as_str(), c.verdict_reason.as_str()),
+                };
+                eprintln!(
+                    "seckill-loadgen: {word} {} · {}{variant}: {why}",
+                    c.name, c.strategy
+                );
+            }
             let unexpected = report.unexpected();
             if unexpected > 0 {
                 eprintln!("seckill-loadgen: {unexpected} case(s) UNEXPECTED");
@@ -250,18 +271,6 @@ pub async fn main(names: &[Selection], list: bool, options: Options) -> ExitCode
             }
             let not_run = report.not_run();
             if not_run > 0 {
-                for c in report
-                    .scenarios
-                    .iter()
-                    .filter(|c| c.verdict == judge::CaseVerdict::NotRun)
-                {
-                    eprintln!(
-                        "seckill-loadgen: NOT RUN {} · {}: {}",
-                        c.name,
-                        c.strategy,
-                        c.reason.as_deref().unwrap_or("?")
-                    );
-                }
                 eprintln!(
                     "seckill-loadgen: {not_run} case(s) could not run here: not run is not passed"
                 );
