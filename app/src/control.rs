@@ -33,14 +33,26 @@ pub struct Control {
 
 impl Control {
     /// Start with the configured strategy and faults.
-    pub fn new(strategies: Strategies, initial_strategy: &str, faults: Faults) -> Self {
-        let active = strategies.index_of(initial_strategy).unwrap_or(0);
-        Self {
+    /// An unknown name is an error, never a fallback: index 0 is `none`,
+    /// the strategy with no lock, the least safe of all.
+    pub fn new(
+        strategies: Strategies,
+        initial_strategy: &str,
+        faults: Faults,
+    ) -> anyhow::Result<Self> {
+        let Some(active) = strategies.index_of(initial_strategy) else {
+            let known: Vec<&str> = strategies.iter().map(|s| s.info().name).collect();
+            anyhow::bail!(
+                "unknown strategy {initial_strategy:?}; known: {}",
+                known.join(", ")
+            );
+        };
+        Ok(Self {
             strategies,
             active: AtomicUsize::new(active),
             faults: RwLock::new(faults),
             grabs_seen: AtomicU64::new(0),
-        }
+        })
     }
 
     /// All strategies.
@@ -148,5 +160,38 @@ impl Control {
             async move { control.refresh(&deps).await }
         })
         .await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::configuration::Settings;
+
+    // A runtime: the watchdog's constructor spawns its pub/sub listener.
+    #[tokio::test]
+    async fn an_unknown_strategy_is_refused_not_replaced_by_none() {
+        let settings = Settings::default();
+        let strategies = Strategies::new(&settings).expect("strategies");
+        let err = Control::new(strategies, "no-such-lock", Faults::with_work_delay(0))
+            .expect_err("an unknown name must not start");
+        let message = err.to_string();
+        assert!(
+            message.contains("unknown strategy \"no-such-lock\""),
+            "{message}"
+        );
+        assert!(
+            message.contains("set-nx-px-token"),
+            "lists the known: {message}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_known_strategy_is_the_active_one() {
+        let settings = Settings::default();
+        let strategies = Strategies::new(&settings).expect("strategies");
+        let control =
+            Control::new(strategies, "redlock", Faults::with_work_delay(0)).expect("known");
+        assert_eq!(control.active().info().name, "redlock");
     }
 }

@@ -96,7 +96,7 @@ impl Application {
             Strategies::new(&settings)?,
             &settings.strategy,
             Faults::with_work_delay(settings.work_delay_ms),
-        ));
+        )?);
         let names: Vec<&str> = control.strategies().iter().map(|s| s.info().name).collect();
         let nodes: Vec<String> = settings
             .redlock_urls

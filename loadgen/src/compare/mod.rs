@@ -20,7 +20,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use settings::Conditions;
 
-use crate::api::{Faults, FaultsPatch, Service, ServiceError, StrategyEntry};
+use crate::api::{FaultsPatch, Service, ServiceError, StrategyEntry};
 use crate::judge;
 use crate::report::{Report, Run, Skipped};
 
@@ -184,7 +184,11 @@ async fn execute(strategies: Vec<String>, settings: &Settings) -> anyhow::Result
             .progress_chars("=> "),
     );
     // The faults the runs ran under (a workshop may have set some).
-    let faults_in_force = service.faults().await.ok();
+    let faults_read = service.faults().await.map_err(|e| format!("{e:#}"));
+    if let Err(e) = &faults_read {
+        eprintln!("seckill-loadgen: the faults in force could not be read ({e}): every run is inconclusive");
+    }
+    let faults_in_force = faults_read.as_ref().ok().copied();
     let ttl_ms = listed.lock_ttl_ms;
     let mut runs = Vec::new();
     let mut failed = Vec::new();
@@ -192,7 +196,7 @@ async fn execute(strategies: Vec<String>, settings: &Settings) -> anyhow::Result
     for entry in &chosen {
         bar.set_prefix(entry.name.clone());
         let conditions = Conditions {
-            faults: faults_in_force.unwrap_or(Faults::with_work_delay(0)),
+            faults: faults_read.clone(),
             ttl_ms,
             replicas: service.urls.len(),
         };

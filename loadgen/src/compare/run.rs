@@ -91,8 +91,8 @@ pub(super) async fn strategy(
         .into_iter()
         .filter(|r| r.product_id >= 1 && (r.product_id as u64) <= workload.products)
         .collect();
-    // What makes the run impossible to judge: a history with gaps, orders
-    // that could not be read.
+    // What makes the run impossible to judge: a history with gaps; orders,
+    // critical sections or the faults in force that could not be read.
     let mut gaps = Vec::new();
     let accounting = match orders_of(service, &live, workload.products).await {
         Ok(orders) => Some(live.ledger.account(&orders, &rows)),
@@ -111,8 +111,9 @@ pub(super) async fn strategy(
                         h.errors
                     ));
                 }
-                if let Ok(body) = service.sections().await {
-                    sections = body.sections;
+                match service.sections().await {
+                    Ok(body) => sections = body.sections,
+                    Err(e) => gaps.push(format!("the critical sections could not be read ({e})")),
                 }
                 Some(h)
             }
@@ -127,17 +128,14 @@ pub(super) async fn strategy(
     let mine = history.as_ref().map(|h| h.of(name));
     let evidence = Evidence::new(&rows, mine.as_ref(), accounting);
     let breaches = evidence.breaches(Guarantee::of(entry.kind));
-    let expected_to_break = breaks_under(entry.kind, &conditions.faults, conditions.ttl_ms);
-    let verdict = RunVerdict::of(
-        classed_safe(
-            entry,
-            conditions.replicas,
-            settings,
-            expected_to_break.is_some(),
-        ),
-        &breaches,
-        gaps.is_empty(),
+    let (expected_to_break, safe) = class_under(
+        entry,
+        conditions,
+        &settings.treat_as_safe,
+        &settings.expect_unsafe,
+        &mut gaps,
     );
+    let verdict = RunVerdict::of(safe, &breaches, gaps.is_empty());
     let sum = |f: fn(&AuditRow) -> i64| rows.iter().map(f).sum::<i64>();
 
     let s = [("strategy", name)];
@@ -244,19 +242,35 @@ pub(super) async fn strategy(
 /// while several replicas run), or the faults in force aim at its weak
 /// point (see [`crate::expect::breaks_under`]); `--treat-as-safe` /
 /// `--expect-unsafe` override.
-fn classed_safe(
+/// The strategy's class under `conditions`: what the faults in force are
+/// expected to break (if anything), and whether it is classed safe
+/// (`--treat-as-safe` / `--expect-unsafe` first). Faults that could not
+/// be read leave the class unknown: not safe — no audit breach becomes a
+/// VIOLATION on a guess — and a gap, so the run is inconclusive unless it
+/// lied to a buyer.
+fn class_under(
     entry: &StrategyEntry,
-    replicas: usize,
-    settings: &Settings,
-    faults_break_it: bool,
-) -> bool {
-    if settings.treat_as_safe.contains(&entry.name) {
+    conditions: &Conditions,
+    treat_as_safe: &[String],
+    expect_unsafe: &[String],
+    gaps: &mut Vec<String>,
+) -> (Option<String>, bool) {
+    let faults = match &conditions.faults {
+        Ok(faults) => faults,
+        Err(e) => {
+            gaps.push(format!("the faults in force could not be read ({e})"));
+            return (None, false);
+        }
+    };
+    let expected_to_break = breaks_under(entry.kind, faults, conditions.ttl_ms);
+    let safe = if treat_as_safe.contains(&entry.name) {
         true
-    } else if settings.expect_unsafe.contains(&entry.name) {
+    } else if expect_unsafe.contains(&entry.name) {
         false
     } else {
-        expect::classed_safe(entry, replicas, faults_break_it)
-    }
+        expect::classed_safe(entry, conditions.replicas, expected_to_break.is_some())
+    };
+    (expected_to_break, safe)
 }
 
 /// Every order of the products the run touched (product 1 ..= `products`,
@@ -275,4 +289,57 @@ async fn orders_of(
         orders.insert(id, service.orders(id).await?);
     }
     Ok(orders)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::{Faults, Kind, Safety};
+    use crate::judge::Breach;
+
+    fn entry() -> StrategyEntry {
+        StrategyEntry {
+            name: "set-nx-px-token".into(),
+            guarantee: String::new(),
+            available: true,
+            unavailable_reason: None,
+            seed: String::new(),
+            safety: Safety::Safe,
+            kind: Kind::Ttl,
+        }
+    }
+
+    fn conditions(faults: Result<Faults, String>) -> Conditions {
+        Conditions {
+            faults,
+            ttl_ms: 3000,
+            replicas: 2,
+        }
+    }
+
+    #[test]
+    fn faults_that_cannot_be_read_make_the_run_inconclusive_not_fault_free() {
+        let mut gaps = Vec::new();
+        let unread = conditions(Err("503 Service Unavailable".into()));
+        let (breaks, safe) = class_under(&entry(), &unread, &[], &[], &mut gaps);
+        assert_eq!((breaks, safe), (None, false));
+        assert_eq!(
+            gaps,
+            ["the faults in force could not be read (503 Service Unavailable)"]
+        );
+        // An audit breach under unknown faults is not a VIOLATION.
+        let verdict = RunVerdict::of(safe, &[Breach::LostUpdates(2)], gaps.is_empty());
+        assert_eq!(verdict, RunVerdict::Inconclusive);
+    }
+
+    #[test]
+    fn faults_read_as_none_class_the_token_lock_safe() {
+        let mut gaps = Vec::new();
+        let read = conditions(Ok(Faults::with_work_delay(0)));
+        let (breaks, safe) = class_under(&entry(), &read, &[], &[], &mut gaps);
+        assert_eq!((breaks, safe), (None, true));
+        assert!(gaps.is_empty());
+        let verdict = RunVerdict::of(safe, &[Breach::LostUpdates(2)], gaps.is_empty());
+        assert_eq!(verdict, RunVerdict::Violation);
+    }
 }

@@ -34,8 +34,9 @@ pub struct Settings {
 /// What every run of one comparison ran under.
 #[derive(Debug, Clone)]
 pub struct Conditions {
-    /// The faults in force (`GET /admin/faults`).
-    pub faults: Faults,
+    /// The faults in force (`GET /admin/faults`), or why they could not
+    /// be read: then no run is judged as if there were none.
+    pub faults: Result<Faults, String>,
     /// The service's lock TTL.
     pub ttl_ms: u64,
     /// How many replicas share the load.

@@ -26,8 +26,14 @@
 //! TTL.
 //!
 //! Each injection is one window of delay: the delay switched on while
-//! buyers press on both replicas, held for `delay` + TTL + work, switched
-//! off; the round judged. The proof the delay landed: a Redis `PING`
+//! buyers press on both replicas, held for `delay` + TTL + work (with
+//! `link=postgres`, 3 × `delay` + TTL + work: long enough for a section
+//! begun as the delay starts to land its write while b's buyers, pausing
+//! 100 ms between grabs instead of 800, still press), switched off; the
+//! round judged. In our runs that window took `link=postgres` at 1.5ttl
+//! from 9 to 13–14 damaged rounds of 20; a damaged round is a race (b
+//! must read between a's late write and a's commit), so rates near the
+//! boundary stay below certainty. The proof the delay landed: a Redis `PING`
 //! through replica a's links (to its Redis and to Redlock node 1), timed
 //! while the delay is on, takes at least the delay.
 
@@ -168,6 +174,9 @@ pub fn postgres_damage(kind: Kind, params: &Params) -> crate::judge::Expected {
     }
 }
 
+/// `link=postgres`: b's buyers' pause between grabs (ms).
+const B_THINK_PG_MS: u64 = 100;
+
 /// Delay replica a's link (`link`: its replies from Redis, or its
 /// requests to PostgreSQL), `injections` windows. The faults, as reported.
 pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
@@ -236,8 +245,10 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     } else {
         "every reply from Redis to a arrives"
     };
+    let b_think = Duration::from_millis(if postgres { B_THINK_PG_MS } else { 800 });
     case.step(format!(
-        "replicas a, b up (TTL {ttl} ms, work {work_ms} ms, Redlock node timeout {timeout} ms); per injection 2 buyers on a, 2 on b pausing 800 ms between grabs; {injections} injections: {what} {delay} ms late"
+        "replicas a, b up (TTL {ttl} ms, work {work_ms} ms, Redlock node timeout {timeout} ms); per injection 2 buyers on a, 2 on b pausing {} ms between grabs; {injections} injections: {what} {delay} ms late",
+        b_think.as_millis()
     ));
     let on_a = buyers::targets(vec![world.replica("a")?.url()]);
     let on_b = buyers::targets(vec![world.replica("b")?.url()]);
@@ -248,12 +259,11 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
         None => None,
     };
     for _ in 0..injections {
-        // a's buyers press on; b's leave the lock free most of the time,
-        // so a's grants — each one late — are not all lost to b.
-        let loads = [
-            (&on_a, 2, Duration::ZERO),
-            (&on_b, 2, Duration::from_millis(800)),
-        ];
+        // a's buyers press on. link=redis: b's leave the lock free most
+        // of the time, so a's grants — each one late — are not all lost
+        // to b. link=postgres: a's grants are prompt; b's press too, so a
+        // next holder writes while a's late write is on its way.
+        let loads = [(&on_a, 2, Duration::ZERO), (&on_b, 2, b_think)];
         let round = inject::begin_aimed(&lab.http, world, case, &loads, 100).await?;
         for proxy in &world.proxies {
             if postgres {
@@ -284,7 +294,10 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
         let wanted = if postgres { 1 } else { 2 };
         let seen =
             slowest.len() == wanted && slowest.iter().all(|d| d.as_millis() >= u128::from(delay));
-        let held = if postgres { 2 * delay } else { delay } + ttl + work_ms;
+        // link=postgres: long enough that a section begun as the delay
+        // starts has its write land (BEGIN, the read, the write: three
+        // late trips) while b's buyers still press.
+        let held = if postgres { 3 * delay } else { delay } + ttl + work_ms;
         pause(held.saturating_sub(case.clock_ms() - start_ms)).await;
         for proxy in &world.proxies {
             proxy.set_delay(Duration::ZERO);
