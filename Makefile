@@ -32,9 +32,11 @@ check-stack:
 	python3 scripts/check_stack.py
 	scripts/check_dashboards.sh
 
-## The shell scripts parse (bash -n) and share one library: no helper
-## function is written in two scripts (scripts/check_scripts.py).
+## The shell scripts parse (bash -n), pass shellcheck (installed where
+## missing), share one library (no helper function written in two
+## scripts) and pipe into no early-exiting reader (scripts/check_scripts.py).
 check-scripts:
+	@. scripts/lib.sh && require_packages shellcheck:shellcheck
 	@python3 scripts/check_scripts.py
 
 ## docs/cheatsheet.md printed on one A4 page: HTML with print CSS, headless

@@ -65,7 +65,7 @@ SECKILL_REDLOCK_URLS=$(IFS=,; echo "${REDLOCK[*]}") \
 SECKILL_WORK_DELAY_MS=0 SECKILL_SYNCHRONOUS_COMMIT=$SYNC \
 SECKILL_SEED_PRODUCTS=1:100000000 RUST_LOG=warn \
   target/release/seckill-app >"$STATE/app.log" 2>&1 &
-APP_PID=$!; PIDS+=($APP_PID)
+APP_PID=$!; PIDS+=("$APP_PID")
 for _ in $(seq 100); do curl -fs "$APP/health/ready" >/dev/null 2>&1 && break; sleep 0.1; done
 curl -fs "$APP/health/ready" >/dev/null || { say "the app did not start: $(tail -5 "$STATE/app.log")"; exit 1; }
 # The memory floor: the same replica's resident set at rest, ready, before any load.
@@ -116,7 +116,7 @@ check() { python3 -c "import sys; sys.exit(0 if $1 else 1)" && echo ok || echo S
 # in the section): set-nx-px-token on one hot product, without and with
 # --history, alternating, two rounds each; grabs/s summed per side.
 history_cost() {
-  local delay with=0 without=0 r
+  local with=0 without=0 r
   say "the cost of --history: set-nx-px-token, 50 users, work delay 5 ms, alternating"
   curl -fs -X PUT -H 'Authorization: Bearer seckill-demo-admin' -H 'content-type: application/json' \
     -d '{"work_delay_ms": 5}' "$APP/admin/faults" >/dev/null

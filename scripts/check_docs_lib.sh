@@ -7,6 +7,7 @@
 CURRENT="(before the first block)"
 SECTION=""
 CLEARED=""
+# shellcheck disable=SC2154 # rc is assigned inside the trap's own string
 trap 'rc=$?; if [[ $rc != 0 ]]; then printf "\n\033[1;31m[seckill]\033[0m check-docs: block %s failed (exit %s)\n" "$CURRENT" "$rc" >&2; fi' EXIT
 
 # cleared_faults_check: once an exercise is over, its faults are cleared and

@@ -105,11 +105,11 @@ write_env() {
 # restart_redlock: start again, empty, the Redlock nodes that are down (a
 # workshop exercise stops some); the running ones are left alone.
 restart_redlock() {
-  local i started=()
+  local i up=()
   for i in 1 2 3 4 5; do
-    if ! pid_alive "$STACK_DIR/redlock-$i.pid" redis-server; then start_redis "redlock-$i"; started+=("$i"); fi
+    if ! pid_alive "$STACK_DIR/redlock-$i.pid" redis-server; then start_redis "redlock-$i"; up+=("$i"); fi
   done
-  say "Redlock nodes started again: ${started[*]:-none was down}"
+  say "Redlock nodes started again: ${up[*]:-none was down}"
 }
 
 # restart [all|N]... [NAME=value]...: see the header.
@@ -117,14 +117,14 @@ restart_replicas() {
   local which=() settings=() arg i
   for arg in "$@"; do
     case $arg in
-      all) which+=($(seq 1 "$STACK_REPLICAS")) ;;
+      all) mapfile -t -O "${#which[@]}" which < <(seq 1 "$STACK_REPLICAS") ;;
       redlock) restart_redlock; [[ $# -gt 1 ]] || return 0 ;;
       [0-9]*) [[ $arg -ge 1 && $arg -le $STACK_REPLICAS ]] || die "no replica $arg (1..$STACK_REPLICAS)"; which+=("$arg") ;;
       [A-Z]*=*) settings+=("$arg") ;;
       *) die "usage: scripts/demo.sh restart [all|1..$STACK_REPLICAS]... [SECKILL_NAME=value]..." ;;
     esac
   done
-  [[ ${#which[@]} -gt 0 ]] || which=($(seq 1 "$STACK_REPLICAS"))
+  [[ ${#which[@]} -gt 0 ]] || mapfile -t which < <(seq 1 "$STACK_REPLICAS")
   mapfile -t which < <(printf '%s\n' "${which[@]}" | sort -nu)
   for i in "${which[@]}"; do
     if [[ ${#settings[@]} -gt 0 ]]; then printf '%s\n' "${settings[@]}" > "$STACK_DIR/app-$i.settings"; else rm -f "$STACK_DIR/app-$i.settings"; fi

@@ -117,7 +117,7 @@ take_down() {
   left=$(project_leftovers)
   if [[ -n "$left" ]]; then
     say "left behind by down -v (now removed):"; echo "$left"
-    docker rm -f $(docker ps -aq --filter "$PROJECT_LABEL") >/dev/null 2>&1 || true
+    docker ps -aq --filter "$PROJECT_LABEL" | xargs -r docker rm -f >/dev/null 2>&1 || true
     return 1
   fi
   say "nothing of project $PROJECT is left: no container, network or volume"
@@ -320,6 +320,7 @@ check_stack() { # check_stack full|quick
 
   local strategies=()
   if [[ $mode == quick ]]; then
+    # shellcheck disable=SC2054 # the commas are inside one argument, --strategies' list
     strategies=(compare "${REPLICA_URLS[@]}"
       --strategies none,local-mutex,set-nx-px-token,redlock,zk-ephemeral-seq,etcd-lease,mysql-get-lock,pg-atomic,redis-lua-stock
       --stock 50 --users 50 --out /reports)

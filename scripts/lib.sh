@@ -21,6 +21,7 @@ set -euo pipefail
 SECKILL_ROOT=${SECKILL_ROOT:-"$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"}
 
 # Debian's ZooKeeper: one jar; a standalone server is its main class.
+# shellcheck disable=SC2034 # used by the scripts that source this one
 ZK_JAR=/usr/share/java/zookeeper.jar
 
 say() { printf '\033[1m[seckill]\033[0m %s\n' "$*"; }

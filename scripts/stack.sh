@@ -434,6 +434,7 @@ EOF
   echo $! > "$STACK_DIR/$name.pid"
   wait_http "http://127.0.0.1:$port/-/ready" 30 \
     || { tail -n 10 "$STACK_DIR/$name.log" >&2; die "Prometheus did not become ready (log $STACK_DIR/$name.log)"; }
+  # shellcheck disable=SC2034 # read by the scripts that source this one
   PROM_URL="http://127.0.0.1:$port"
 }
 
