@@ -14,15 +14,18 @@
 //!   `seckill-launch` (process groups, readiness, the port race);
 //! - `database`: PostgreSQL and MariaDB;
 //! - `browser`: headless Chromium and its screenshots;
-//! - `skip`: a test whose prerequisite is missing, skipped loudly (failed in CI).
+//! - `skip`: a test whose prerequisite is missing, skipped loudly (failed in CI);
+//! - `eventually`: poll for a state, instead of sleeping for it.
 
 mod browser;
 mod database;
+mod eventually;
 mod servers;
 mod skip;
 
 pub use browser::{chromium, Image};
 pub use database::{admin_database_url, fresh_database, mysql_test_url};
+pub use eventually::eventually;
 pub use servers::{
     free_port, signal_process, workspace_binary, AppProcess, Etcd, EtcdServer, Redis, RedisServer,
     Server, ServerKind, ZkServer, ZooKeeper, ZK_JAR,

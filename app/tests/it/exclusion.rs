@@ -13,11 +13,12 @@ use seckill_app::lock::{
 };
 use seckill_app::locking::{DistributedLock, LockLost, Released};
 use seckill_app::strategy::GrabContext;
-use seckill_testkit::signal_process;
+use seckill_testkit::{eventually, signal_process};
 
 use crate::checker::{self, deps, no_faults};
 use crate::harness::{
-    fresh_database, mysql_test_url, AppOptions, EtcdServer, RedisServer, TestApp, ZkServer,
+    fresh_database, mysql_test_url, until_lock_waiters, AppOptions, EtcdServer, RedisServer,
+    TestApp, ZkServer,
 };
 
 const MS: fn(u64) -> Duration = Duration::from_millis;
@@ -223,8 +224,8 @@ async fn waiter_wakes_at_the_release(same_process: bool) {
     // subscribed client shows `psub=1` in `CLIENT LIST TYPE pubsub`.
     let listeners = if same_process { 1 } else { 2 };
     let mut conn = redis.conn();
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    loop {
+    let what = format!("{listeners} watchdog listener(s) subscribed");
+    eventually(&what, Duration::from_secs(10), || {
         let clients: String = redis::cmd("CLIENT")
             .arg("LIST")
             .arg("TYPE")
@@ -232,15 +233,13 @@ async fn waiter_wakes_at_the_release(same_process: bool) {
             .query(&mut conn)
             .expect("CLIENT LIST");
         let subscribed = clients.lines().filter(|l| l.contains(" psub=1 ")).count();
-        if subscribed >= listeners {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "{subscribed} of {listeners} watchdog listeners subscribed after 10 s"
-        );
-        tokio::time::sleep(MS(10)).await;
-    }
+        std::future::ready(if subscribed >= listeners {
+            Ok(())
+        } else {
+            Err(format!("{subscribed} subscribed"))
+        })
+    })
+    .await;
     let cx = GrabContext {
         deps: &d,
         faults: no_faults(),
@@ -1144,24 +1143,7 @@ async fn stale_holder_against_the_database(
     // A wakes and commits once B is inside, waiting on A's row lock (read
     // from PostgreSQL, not guessed from a sleep: on a loaded machine B's
     // connect and acquire can take a while).
-    let waiting_since = tokio::time::Instant::now();
-    loop {
-        let waiting: i64 = sqlx::query_scalar(
-            "SELECT count(*) FROM pg_stat_activity \
-             WHERE datname = current_database() AND wait_event_type = 'Lock'",
-        )
-        .fetch_one(&pool)
-        .await
-        .expect("pg_stat_activity");
-        if waiting > 0 {
-            break;
-        }
-        assert!(
-            waiting_since.elapsed() < MS(15_000),
-            "B never queued behind A's row lock"
-        );
-        tokio::time::sleep(MS(20)).await;
-    }
+    until_lock_waiters(&pool, MS(15_000)).await;
     a_prepared.commit().await.expect("A's stale commit lands");
     let b_outcome = b.await.expect("B's task").expect("B's section");
     assert_eq!(b_outcome, "committed");

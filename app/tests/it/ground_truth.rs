@@ -14,7 +14,8 @@ use std::time::Duration;
 
 use seckill_app::configuration::Settings;
 
-use crate::harness::{fresh_database, PgProxy, RedisServer, TestApp};
+use crate::harness::{fresh_database, until_lock_waiters, PgProxy, RedisServer, TestApp};
+use seckill_testkit::eventually;
 
 /// The service on `database_url` and `redis_url` with `strategy`, the
 /// harness's test settings, and whatever `tweak` changes (settings the
@@ -379,17 +380,13 @@ async fn a_failed_confirm_is_cancelled_only_when_its_order_surely_does_not_exist
     );
     proxy.restore();
     tokio::time::sleep(Duration::from_millis(20)).await;
-    let mut given_back = None;
-    for _ in 0..20 {
-        match stock.sweep(deps, 1, Duration::from_millis(10)).await {
-            Ok(n) => {
-                given_back = Some(n);
-                break;
-            }
-            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
-        }
-    }
-    assert_eq!(given_back, Some(1), "no order: the sweep gives it back");
+    // The sweep's first call after the restore may still find the link
+    // reconnecting.
+    let given_back = eventually("the sweep runs", Duration::from_secs(2), || {
+        stock.sweep(deps, 1, Duration::from_millis(10))
+    })
+    .await;
+    assert_eq!(given_back, 1, "no order: the sweep gives it back");
     assert_eq!(stock_state(&redis), (Some(4), 0, vec![7]));
     let orders: Vec<i64> = sqlx::query_scalar("SELECT id FROM orders WHERE product_id = 1")
         .fetch_all(&direct)
@@ -548,29 +545,20 @@ async fn a_full_batch_queue_answers_busy_and_reserves_nothing() {
 
     // The first batch commits (and waits for the table).
     let first = background_grab(1);
-    let mut waiting = 0_i64;
-    for _ in 0..100 {
-        waiting = sqlx::query_scalar(
-            "SELECT COUNT(*) FROM pg_stat_activity
-             WHERE wait_event_type = 'Lock' AND datname = current_database()",
-        )
-        .fetch_one(&direct)
-        .await
-        .expect("activity");
-        if waiting > 0 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let waiting = until_lock_waiters(&direct, Duration::from_secs(5)).await;
     assert_eq!(waiting, 1, "the first batch waits for the table");
     // The second order waits in the queue (its try is done).
     let second = background_grab(2);
-    for _ in 0..100 {
-        if stock_state(&redis).2 == vec![1, 2] {
-            break;
+    eventually("both buyers are queued", Duration::from_secs(2), || async {
+        let buyers = stock_state(&redis).2;
+        if buyers == vec![1, 2] {
+            Ok(())
+        } else {
+            Err(buyers)
         }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    })
+    .await;
+    // Nothing else moves meanwhile.
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(stock_state(&redis), (Some(8), 2, vec![1, 2]));
 

@@ -468,3 +468,24 @@ pub async fn grab_once_each(
     }
     answers
 }
+
+/// Wait until a session of this test's database waits on a lock
+/// (`pg_stat_activity`), read from PostgreSQL rather than guessed from a
+/// sleep; how many wait.
+pub async fn until_lock_waiters(pool: &sqlx::PgPool, within: Duration) -> i64 {
+    seckill_testkit::eventually("a session waits on a lock", within, || async {
+        let waiting: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_stat_activity \
+             WHERE datname = current_database() AND wait_event_type = 'Lock'",
+        )
+        .fetch_one(pool)
+        .await
+        .expect("pg_stat_activity");
+        if waiting > 0 {
+            Ok(waiting)
+        } else {
+            Err(waiting)
+        }
+    })
+    .await
+}

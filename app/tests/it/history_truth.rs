@@ -15,6 +15,10 @@ use seckill_wire::history::{HistoryReport, Section, SectionsBody};
 use serde_json::{json, Value};
 
 use crate::harness::{fresh_database, PgProxy, RedisServer, TestApp};
+use seckill_testkit::eventually;
+
+/// How long a replica gets to reach a state the test waits for.
+const TEN_S: Duration = Duration::from_secs(10);
 
 /// A replica named `instance` whose history arbiter is `arbiter_url`, with
 /// the stale bound `stale_ms` (otherwise as [`TestApp::spawn`] builds it).
@@ -48,19 +52,15 @@ async fn history(app: &TestApp) -> (u16, Value) {
 /// `GET /admin/history`, retried until the arbiter answers (after a cut
 /// link is restored, the replica reconnects at its next call).
 async fn report(app: &TestApp) -> HistoryReport {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        let (status, body) = history(app).await;
-        if status == 200 {
-            return serde_json::from_value(body.clone())
-                .unwrap_or_else(|e| panic!("not a HistoryReport: {e}: {body}"));
+    let body = eventually("the arbiter answers again", TEN_S, || async {
+        match history(app).await {
+            (200, body) => Ok(body),
+            other => Err(other),
         }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the arbiter never answered again: {status} {body}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    })
+    .await;
+    serde_json::from_value(body.clone())
+        .unwrap_or_else(|e| panic!("not a HistoryReport: {e}: {body}"))
 }
 
 async fn sections(app: &TestApp) -> SectionsBody {
@@ -87,19 +87,15 @@ async fn new_run(app: &TestApp) -> String {
 /// Wait until `app` records run `run` (a replica follows a run started
 /// elsewhere at its next refresh).
 async fn follows(app: &TestApp, run: &str) -> HistoryReport {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    loop {
+    eventually(&format!("the replica follows run {run}"), TEN_S, || async {
         let report = report(app).await;
         if report.run.as_deref() == Some(run) {
-            return report;
+            Ok(report)
+        } else {
+            Err(report)
         }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{} never followed run {run}: {report:?}",
-            report.instance
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    })
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -127,11 +123,15 @@ async fn an_exit_that_never_arrived_is_stale_not_an_overlap() {
             response.status().as_u16()
         })
     };
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while report(&app).await.inside.is_empty() {
-        assert!(tokio::time::Instant::now() < deadline, "never inside");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually("the grab is inside", TEN_S, || async {
+        let report = report(&app).await;
+        if report.inside.is_empty() {
+            Err(report)
+        } else {
+            Ok(())
+        }
+    })
+    .await;
     proxy.cut();
     assert_eq!(
         grab.await.expect("grab task"),
@@ -315,16 +315,17 @@ async fn sections_list_each_replica_its_times_and_both_sides_of_an_overlap() {
                 .as_u16()
         })
     };
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    let open: Section = loop {
+    let open: Section = eventually("the fourth section is open", TEN_S, || async {
         let listed = sections(&a).await;
-        if let Some(last) = listed.sections.last().filter(|s| s.exited_us.is_none()) {
-            assert_eq!(listed.sections.len(), 4, "{listed:?}");
-            break last.clone();
+        match listed.sections.last().filter(|s| s.exited_us.is_none()) {
+            Some(last) => {
+                assert_eq!(listed.sections.len(), 4, "{listed:?}");
+                Ok(last.clone())
+            }
+            None => Err(listed),
         }
-        assert!(tokio::time::Instant::now() < deadline, "never inside");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    })
+    .await;
     assert_eq!(open.instance, "r1");
     assert!(!open.overlap, "{open:?}");
     assert_eq!(grab.await.expect("grab task"), 201);

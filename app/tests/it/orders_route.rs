@@ -11,6 +11,7 @@ use seckill_wire::orders::OrdersPage;
 use serde_json::{json, Value};
 
 use crate::harness::{fresh_database, AppOptions, PgProxy, RedisServer, TestApp};
+use seckill_testkit::eventually;
 
 fn page(body: &Value) -> OrdersPage {
     serde_json::from_value(body.clone())
@@ -189,21 +190,21 @@ async fn the_orders_route_answers_503_without_its_database() {
     assert_error(status, &body, 503, "unavailable");
 
     proxy.restore();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        let (status, body) = app
-            .admin(Method::GET, "/admin/products/1/orders", None)
-            .await;
-        if status == 200 {
-            assert_eq!(page(&body).orders.len(), 1, "{body}");
-            break;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "no recovery: {status} {body}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let body = eventually(
+        "the orders route recovers",
+        Duration::from_secs(10),
+        || async {
+            match app
+                .admin(Method::GET, "/admin/products/1/orders", None)
+                .await
+            {
+                (200, body) => Ok(body),
+                other => Err(other),
+            }
+        },
+    )
+    .await;
+    assert_eq!(page(&body).orders.len(), 1, "{body}");
     app.stop().await;
 }
 
@@ -254,17 +255,15 @@ async fn delete_faults_clears_every_fault_on_every_replica() {
 
 /// Wait until `app` applies exactly `faults` (it re-reads them every 50 ms).
 async fn faults_reach(app: &TestApp, faults: &Value) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    loop {
+    let what = format!("the replica applies {faults}");
+    eventually(&what, Duration::from_secs(10), || async {
         let (status, body) = app.admin(Method::GET, "/admin/faults", None).await;
         assert_eq!(status, 200, "{body}");
         if body == *faults {
-            return;
+            Ok(())
+        } else {
+            Err(body)
         }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the replica kept {body}, not {faults}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    })
+    .await;
 }

@@ -305,12 +305,19 @@ async fn status_page_counts_down_live_and_ends_on_the_audit_under_none() {
     // The paced load (80 grabs/s) oversells 300 units only once more than
     // 300 orders went through: keep it on until the audit shows it, however
     // fast the browser was (at most 15 s).
-    for _ in 0..150 {
-        if app.audit(1).await["oversold"].as_i64().unwrap_or(0) > 0 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    seckill_testkit::eventually(
+        "the audit shows an oversell",
+        Duration::from_secs(15),
+        || async {
+            let audit = app.audit(1).await;
+            if audit["oversold"].as_i64().unwrap_or(0) > 0 {
+                Ok(())
+            } else {
+                Err(audit)
+            }
+        },
+    )
+    .await;
     stop.store(true, Ordering::SeqCst);
     let outcomes = load.await.expect("load");
 
