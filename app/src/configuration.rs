@@ -17,36 +17,14 @@ use std::time::Duration;
 use documented::DocumentedFields;
 use serde::{Deserialize, Serialize};
 
-/// Every strategy name this build offers, in teaching order. These names
+/// Every strategy name this build offers, in teaching order: the wire's
+/// [`StrategyName`](seckill_wire::strategies::StrategyName)s. These names
 /// are a contract (API, metric labels, loadgen, dashboards). Plain data
 /// here, at the bottom, so [`Settings::validate`] can check
 /// `SECKILL_STRATEGY` before any strategy exists; the registry
 /// ([`crate::registry`]) checks at compile time that it lists exactly the
 /// strategies' own names, in order.
-pub const STRATEGY_NAMES: &[&str] = &[
-    "none",
-    "local-mutex",
-    "setnx",
-    "setnx-expire",
-    "setnx-expire-lua",
-    "setnx-getset",
-    "set-nx-px",
-    "set-nx-px-check-del",
-    "set-nx-px-token",
-    "watchdog",
-    "redlock",
-    "fenced",
-    "mysql-get-lock",
-    "etcd-lease",
-    "zk-ephemeral-seq",
-    "pg-lock-table",
-    "pg-for-update",
-    "pg-optimistic",
-    "pg-advisory",
-    "pg-atomic",
-    "redis-lua-stock",
-    "pg-2pc",
-];
+pub const STRATEGY_NAMES: &[&str] = &seckill_wire::strategies::StrategyName::NAMES;
 
 /// The admin token that loopback-only demos use when `SECKILL_ADMIN_TOKEN`
 /// is not set. It is printed in the README; it is never accepted when the

@@ -28,6 +28,7 @@ use std::process::ExitCode;
 
 use serde::Serialize;
 
+use crate::api::StrategyName;
 use crate::judge::Expected;
 use crate::scenario::predictions;
 use crate::scenario::{
@@ -124,7 +125,7 @@ pub struct Run {
     /// The scenario.
     pub scenario: &'static str,
     /// The strategy.
-    pub strategy: &'static str,
+    pub strategy: StrategyName,
     /// The variant (`None`: the scenario has one).
     pub variant: Option<&'static str>,
     /// Dials held fixed.
@@ -165,7 +166,7 @@ const DELAYS: &[&str] = &["0.1ttl", "0.5ttl", "0.9ttl", "1.5ttl", "2.5ttl"];
 const GC_REDLOCK_BEFORE: Run = Run {
     id: "gc-redlock-before-check",
     scenario: "gc-pause",
-    strategy: "redlock",
+    strategy: StrategyName::Redlock,
     variant: None,
     sets: &[
         ("ttl_ms", "300"),
@@ -187,7 +188,7 @@ const GC_REDLOCK_AFTER: Run = Run {
 };
 const GC_TOKEN_AFTER: Run = Run {
     id: "gc-set-nx-px-token-after-check",
-    strategy: "set-nx-px-token",
+    strategy: StrategyName::SetNxPxToken,
     ..GC_REDLOCK_AFTER
 };
 const GC_REDLOCK_CHECK_AND_SET: Run = Run {
@@ -203,20 +204,20 @@ const GC_REDLOCK_CHECK_AND_SET: Run = Run {
 };
 const GC_FENCED_AFTER: Run = Run {
     id: "gc-fenced-after-check",
-    strategy: "fenced",
+    strategy: StrategyName::Fenced,
     ..GC_REDLOCK_AFTER
 };
 const NET_TOKEN: Run = Run {
     id: "net-set-nx-px-token",
     scenario: "slow-network",
-    strategy: "set-nx-px-token",
+    strategy: StrategyName::SetNxPxToken,
     variant: None,
     sets: &[("ttl_ms", "400"), ("work_ms", "100")],
     sweep: ("delay", DELAYS),
 };
 const NET_REDLOCK_SHORT: Run = Run {
     id: "net-redlock-node-timeout-50",
-    strategy: "redlock",
+    strategy: StrategyName::Redlock,
     sets: &[
         ("ttl_ms", "400"),
         ("work_ms", "100"),
@@ -236,7 +237,7 @@ const NET_REDLOCK_LONG: Run = Run {
 const ACQ_CHECK: Run = Run {
     id: "acquire-redlock-check",
     scenario: "acquire-pause",
-    strategy: "redlock",
+    strategy: StrategyName::Redlock,
     variant: Some("check"),
     sets: &[("ttl_ms", "400"), ("work_ms", "100"), ("users", "6")],
     sweep: ("pause", ACQUIRE_PAUSES),
@@ -250,7 +251,7 @@ const ACQ_NO_CHECK: Run = Run {
 const JUMP: Run = Run {
     id: "clock-jump-redlock",
     scenario: "clock-jump",
-    strategy: "redlock",
+    strategy: StrategyName::Redlock,
     variant: Some("partition+jump"),
     sets: &[("ttl_ms", "1000"), ("work_ms", "300")],
     // The boundary: jump = TTL − work (0.7 TTL).
@@ -259,7 +260,7 @@ const JUMP: Run = Run {
 const RESTART_DELAY: Run = Run {
     id: "restart-delay-redlock",
     scenario: "redlock-restart",
-    strategy: "redlock",
+    strategy: StrategyName::Redlock,
     variant: Some("restart"),
     sets: &[("ttl_ms", "2000"), ("work_ms", "1000")],
     // The boundary: the delay = the work (0.5 TTL); the docs' remedy is 1 TTL.
@@ -268,7 +269,7 @@ const RESTART_DELAY: Run = Run {
 const FSYNC_POWER: Run = Run {
     id: "fsync-power-cut-redlock",
     scenario: "redlock-restart",
-    strategy: "redlock",
+    strategy: StrategyName::Redlock,
     variant: Some("restart"),
     sets: &[("ttl_ms", "2000"), ("work_ms", "1000"), ("crash", "power")],
     sweep: ("persistence", &["none", "everysec", "always"]),
@@ -289,7 +290,7 @@ const SLEWS: &[&str] = &["0.2", "1", "3", "8"];
 const DRIFT_DEFAULT: Run = Run {
     id: "clock-slew-drift-0.01",
     scenario: "clock-slew",
-    strategy: "redlock",
+    strategy: StrategyName::Redlock,
     variant: None,
     sets: &[
         ("ttl_ms", "1000"),
@@ -313,7 +314,7 @@ const DRIFT_ZERO: Run = Run {
 const NET_PG_REDLOCK: Run = Run {
     id: "net-postgres-redlock",
     scenario: "slow-network",
-    strategy: "redlock",
+    strategy: StrategyName::Redlock,
     variant: None,
     sets: &[("ttl_ms", "400"), ("work_ms", "150"), ("link", "postgres")],
     // The boundary: 6 trips × delay + work = TTL (delay ≈ 0.1 TTL).
@@ -321,7 +322,7 @@ const NET_PG_REDLOCK: Run = Run {
 };
 const NET_PG_FENCED: Run = Run {
     id: "net-postgres-fenced",
-    strategy: "fenced",
+    strategy: StrategyName::Fenced,
     ..NET_PG_REDLOCK
 };
 
@@ -331,7 +332,7 @@ const LAGS: &[&str] = &["100", "400"];
 const FAILOVER_NO_WAIT: Run = Run {
     id: "failover-no-wait",
     scenario: "failover",
-    strategy: "set-nx-px-token",
+    strategy: StrategyName::SetNxPxToken,
     variant: Some("no-wait"),
     sets: &[("ttl_ms", "2000"), ("work_ms", "300")],
     sweep: ("lag_ms", LAGS),
@@ -348,7 +349,7 @@ const FAILOVER_WAIT_TWO: Run = Run {
 };
 const FAILOVER_FENCED: Run = Run {
     id: "failover-fenced",
-    strategy: "fenced",
+    strategy: StrategyName::Fenced,
     ..FAILOVER_NO_WAIT
 };
 const JUMP_CONTROL: Run = Run {
@@ -845,7 +846,7 @@ struct RowJson {
     claim: &'static str,
     mechanism: &'static str,
     scenario: &'static str,
-    strategy: &'static str,
+    strategy: StrategyName,
     variant: Option<&'static str>,
     fixed: Vec<(String, String)>,
     outcome: Outcome,
@@ -896,7 +897,7 @@ pub async fn main(settings: Settings) -> ExitCode {
             return ExitCode::from(3);
         };
         let mut options = settings.scenario.clone();
-        options.strategies = vec![run.strategy.to_owned()];
+        options.strategies = vec![run.strategy.as_str().to_owned()];
         options.variants = run.variant.map(|v| vec![v.to_owned()]).unwrap_or_default();
         options.sets = owned_sets(run.sets);
         options

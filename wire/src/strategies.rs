@@ -61,6 +61,157 @@ pub enum Kind {
     NotALock,
 }
 
+/// Every strategy's stable name (API, metric labels, reports), in teaching
+/// order. The serde names are the wire's strings; the service checks at
+/// compile time that its registry lists exactly these.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "kebab-case")]
+pub enum StrategyName {
+    None,
+    LocalMutex,
+    Setnx,
+    SetnxExpire,
+    SetnxExpireLua,
+    SetnxGetset,
+    SetNxPx,
+    SetNxPxCheckDel,
+    SetNxPxToken,
+    Watchdog,
+    Redlock,
+    Fenced,
+    MysqlGetLock,
+    EtcdLease,
+    ZkEphemeralSeq,
+    PgLockTable,
+    PgForUpdate,
+    PgOptimistic,
+    PgAdvisory,
+    PgAtomic,
+    RedisLuaStock,
+    #[serde(rename = "pg-2pc")]
+    Pg2pc,
+}
+
+impl StrategyName {
+    /// Every strategy, in teaching order.
+    pub const ALL: [StrategyName; 22] = [
+        StrategyName::None,
+        StrategyName::LocalMutex,
+        StrategyName::Setnx,
+        StrategyName::SetnxExpire,
+        StrategyName::SetnxExpireLua,
+        StrategyName::SetnxGetset,
+        StrategyName::SetNxPx,
+        StrategyName::SetNxPxCheckDel,
+        StrategyName::SetNxPxToken,
+        StrategyName::Watchdog,
+        StrategyName::Redlock,
+        StrategyName::Fenced,
+        StrategyName::MysqlGetLock,
+        StrategyName::EtcdLease,
+        StrategyName::ZkEphemeralSeq,
+        StrategyName::PgLockTable,
+        StrategyName::PgForUpdate,
+        StrategyName::PgOptimistic,
+        StrategyName::PgAdvisory,
+        StrategyName::PgAtomic,
+        StrategyName::RedisLuaStock,
+        StrategyName::Pg2pc,
+    ];
+
+    /// Every name as written on the wire, in the order of [`Self::ALL`].
+    pub const NAMES: [&'static str; 22] = {
+        let mut names = [""; 22];
+        let mut i = 0;
+        while i < names.len() {
+            names[i] = Self::ALL[i].as_str();
+            i += 1;
+        }
+        names
+    };
+
+    /// As written on the wire (its serde name).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            StrategyName::None => "none",
+            StrategyName::LocalMutex => "local-mutex",
+            StrategyName::Setnx => "setnx",
+            StrategyName::SetnxExpire => "setnx-expire",
+            StrategyName::SetnxExpireLua => "setnx-expire-lua",
+            StrategyName::SetnxGetset => "setnx-getset",
+            StrategyName::SetNxPx => "set-nx-px",
+            StrategyName::SetNxPxCheckDel => "set-nx-px-check-del",
+            StrategyName::SetNxPxToken => "set-nx-px-token",
+            StrategyName::Watchdog => "watchdog",
+            StrategyName::Redlock => "redlock",
+            StrategyName::Fenced => "fenced",
+            StrategyName::MysqlGetLock => "mysql-get-lock",
+            StrategyName::EtcdLease => "etcd-lease",
+            StrategyName::ZkEphemeralSeq => "zk-ephemeral-seq",
+            StrategyName::PgLockTable => "pg-lock-table",
+            StrategyName::PgForUpdate => "pg-for-update",
+            StrategyName::PgOptimistic => "pg-optimistic",
+            StrategyName::PgAdvisory => "pg-advisory",
+            StrategyName::PgAtomic => "pg-atomic",
+            StrategyName::RedisLuaStock => "redis-lua-stock",
+            StrategyName::Pg2pc => "pg-2pc",
+        }
+    }
+}
+
+impl std::fmt::Display for StrategyName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A name that is no strategy's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownStrategy(pub String);
+
+impl std::fmt::Display for UnknownStrategy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "unknown strategy {:?}; known: {}",
+            self.0,
+            StrategyName::NAMES.join(", ")
+        )
+    }
+}
+
+impl std::error::Error for UnknownStrategy {}
+
+impl std::str::FromStr for StrategyName {
+    type Err = UnknownStrategy;
+
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|s| s.as_str() == name)
+            .ok_or_else(|| UnknownStrategy(name.to_owned()))
+    }
+}
+
+impl PartialEq<StrategyName> for String {
+    fn eq(&self, other: &StrategyName) -> bool {
+        self == other.as_str()
+    }
+}
+
+impl PartialEq<StrategyName> for str {
+    fn eq(&self, other: &StrategyName) -> bool {
+        self == other.as_str()
+    }
+}
+
+impl PartialEq<StrategyName> for &str {
+    fn eq(&self, other: &StrategyName) -> bool {
+        *self == other.as_str()
+    }
+}
+
 /// One entry of `GET /admin/strategies`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -80,6 +231,19 @@ pub struct StrategyEntry {
     pub safety: Safety,
     /// How it is built: what each fault does to it.
     pub kind: Kind,
+}
+
+impl StrategyEntry {
+    /// Whether this entry is `strategy`.
+    pub fn is(&self, strategy: StrategyName) -> bool {
+        self.name == strategy
+    }
+
+    /// Its name as a [`StrategyName`] (`None` for a name this build does
+    /// not know: a newer service's).
+    pub fn strategy(&self) -> Option<StrategyName> {
+        self.name.parse().ok()
+    }
 }
 
 /// `GET /admin/strategies`, and the answer of `PUT /admin/strategy`.
@@ -116,4 +280,24 @@ pub struct SwitchBody {
     /// Strategy name (`GET /admin/strategies` lists them).
     #[cfg_attr(feature = "openapi", schema(example = "redlock"))]
     pub strategy: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_name_is_its_serde_name_and_parses_back() {
+        for strategy in StrategyName::ALL {
+            let json = serde_json::to_value(strategy).expect("serialise");
+            assert_eq!(json, strategy.as_str(), "{strategy:?}");
+            assert_eq!(strategy.as_str().parse::<StrategyName>(), Ok(strategy));
+            let back: StrategyName = serde_json::from_value(json).expect("deserialise");
+            assert_eq!(back, strategy);
+        }
+        assert_eq!(
+            "yolo".parse::<StrategyName>(),
+            Err(UnknownStrategy("yolo".into()))
+        );
+    }
 }

@@ -14,7 +14,9 @@ pub use seckill_wire::history::{Section, SectionsBody};
 pub use seckill_wire::orders::{OrderRow, OrdersPage};
 pub use seckill_wire::products::{ProductBody, ResetBody};
 pub use seckill_wire::status::{FaultInForce, StatusBody};
-pub use seckill_wire::strategies::{Kind, Safety, StrategiesBody, StrategyEntry, SwitchBody};
+pub use seckill_wire::strategies::{
+    Kind, Safety, StrategiesBody, StrategyEntry, StrategyName, SwitchBody,
+};
 
 use super::error::ServiceError;
 

@@ -10,7 +10,7 @@ use anyhow::Context as _;
 use indicatif::ProgressBar;
 
 use super::settings::{Conditions, Settings};
-use crate::api::{AuditRow, OrderRow, Service, StrategyEntry};
+use crate::api::{AuditRow, OrderRow, Service, StrategyEntry, StrategyName};
 use crate::expect::{self, breaks_under};
 use crate::judge::{Evidence, Guarantee, RunVerdict};
 use crate::load::{self, Live, Outcome, Workload};
@@ -157,7 +157,7 @@ pub(super) async fn strategy(
         lost: count("seckill_lock_lost_total", &[]),
         releases_not_owner: count("seckill_lock_releases_total", &[("result", "not_owner")]),
         fence_rejections: count("seckill_fence_rejections_total", &[]),
-        redlock_quorum_failures: if name == "redlock" {
+        redlock_quorum_failures: if entry.is(StrategyName::Redlock) {
             delta
                 .sum("seckill_redlock_quorum_failures_total", &[])
                 .round()

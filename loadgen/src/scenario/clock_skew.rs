@@ -24,7 +24,7 @@ use super::case::Expectation;
 use super::inject::{self, Window};
 use super::params::{self, Params, Spec, Unit};
 use super::world::{arm, http_date, pause, two_replicas, work, CaseRun};
-use crate::api::StrategyEntry;
+use crate::api::{StrategyEntry, StrategyName};
 use crate::judge::Expected::{Breaks, Holds};
 use crate::procs;
 
@@ -53,12 +53,12 @@ pub fn expect(strategy: &StrategyEntry, _variant: &str, params: &Params) -> Expe
     let (ttl, work, skew) = (params.ttl_ms(), params.ms("work_ms"), params.ms("skew"));
     // Survey scheme 2 (value = expiry time, GETSET) is the one design
     // that trusts the client's clock.
-    Ok(match strategy.name.as_str() {
-        "setnx-getset" if skew + work > ttl => (
+    Ok(match strategy.strategy() {
+        Some(StrategyName::SetnxGetset) if skew + work > ttl => (
             Breaks,
             format!("skew {skew} ms > TTL − work ({} ms): the fast replica reads a live lock as expired and takes it over", ttl.saturating_sub(work)),
         ),
-        "setnx-getset" => (
+        Some(StrategyName::SetnxGetset) => (
             Holds,
             format!("skew {skew} ms < TTL − work ({} ms): a lock is released before the fast replica reads it as expired", ttl - work),
         ),

@@ -33,7 +33,7 @@ use super::case::Expectation;
 use super::lab::Setup;
 use super::params::{self, Spec, Unit};
 use super::world::{arm, pause, start_buyers, start_replicas, work, CaseRun};
-use crate::api::{FaultsPatch, PauseAt, StrategyEntry};
+use crate::api::{FaultsPatch, PauseAt, StrategyEntry, StrategyName};
 use crate::judge::Expected::{Breaks, Holds};
 use crate::procs::{self, RedisNode, Replica};
 
@@ -59,7 +59,7 @@ pub const PARAMS: &[Spec] = &[
 
 /// What `strategy` should do when its coordinator dies in `variant`.
 pub fn expect(strategy: &StrategyEntry, variant: &str) -> Expectation {
-    if strategy.name != "pg-2pc" {
+    if !strategy.is(StrategyName::Pg2pc) {
         return Err("only pg-2pc has a coordinator".into());
     }
     Ok(match variant {

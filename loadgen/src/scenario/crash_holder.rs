@@ -17,7 +17,7 @@ use super::case::Expectation;
 use super::lab::TOKEN;
 use super::params::{self, Spec, Unit};
 use super::world::{arm, pause, start_buyers, two_replicas, wait_inside, work, CaseRun};
-use crate::api::{FaultsPatch, Kind, Service, StrategyEntry};
+use crate::api::{FaultsPatch, Kind, Service, StrategyEntry, StrategyName};
 use crate::judge::Expected::{Breaks, Holds};
 use crate::procs;
 
@@ -45,7 +45,7 @@ pub fn expect(strategy: &StrategyEntry, _variant: &str) -> Expectation {
     let (expected, why) = match strategy.kind {
         Kind::NoExpiry => (Breaks, "nothing ever deletes the dead holder's key"),
         // Seed 004 v2: the crash window between two commands.
-        Kind::Ttl if strategy.name == "setnx-expire" => (
+        Kind::Ttl if strategy.is(StrategyName::SetnxExpire) => (
             Breaks,
             "killed between SETNX and EXPIRE: a key without a TTL",
         ),
@@ -64,7 +64,7 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     let work_ms = params.ms("work_ms");
     two_replicas(lab, world, strategy, ttl, Vec::new()).await?;
     let service = world.service();
-    let gap = if strategy == "setnx-expire" {
+    let gap = if strategy == StrategyName::SetnxExpire {
         params.ms("gap")
     } else {
         0

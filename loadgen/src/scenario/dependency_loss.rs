@@ -16,7 +16,7 @@ use super::params::{self, Spec, Unit};
 use super::world::{
     arm, duration, link_state, pause, start_buyers, start_replicas, work, CaseRun, LinkState,
 };
-use crate::api::StrategyEntry;
+use crate::api::{StrategyEntry, StrategyName};
 use crate::judge::Expected::Holds;
 use crate::procs::{self, RedisNode};
 use seckill_proxy::Proxy;
@@ -37,8 +37,8 @@ pub const PARAMS: &[Spec] = &[
 
 /// Every strategy holds, but one whose stock lives in Redis alone.
 pub fn expect(strategy: &StrategyEntry, _variant: &str) -> Expectation {
-    match strategy.name.as_str() {
-        "redis-lua-stock" => Err("its stock lives in Redis: a Redis without persistence loses it (documented in its header)".into()),
+    match strategy.strategy() {
+        Some(StrategyName::RedisLuaStock) => Err("its stock lives in Redis: a Redis without persistence loses it (documented in its header)".into()),
         _ => Ok((Holds, "a dead dependency answers 503 and rolls back; nothing half-written".into())),
     }
 }

@@ -34,7 +34,7 @@ use super::inject::{self, Window};
 use super::lab::{Lab, Setup};
 use super::params::{self, Spec, Unit};
 use super::world::{arm, pause, start_buyers, start_replicas, wait_inside, work, CaseRun};
-use crate::api::{Kind, StrategyEntry};
+use crate::api::{Kind, StrategyEntry, StrategyName};
 use crate::judge::Expected::{Breaks, Holds};
 use crate::procs::{self, RedisNode};
 use seckill_proxy::Proxy;
@@ -46,7 +46,10 @@ pub const VARIANTS: &[&str] = &["no-wait", "wait-1", "wait-1-two-replicas"];
 /// The single-instance Redis locks only: what each does when the replica
 /// is promoted.
 pub fn expect(strategy: &StrategyEntry, variant: &str) -> Expectation {
-    if matches!(strategy.name.as_str(), "etcd-lease" | "zk-ephemeral-seq") {
+    if matches!(
+        strategy.strategy(),
+        Some(StrategyName::EtcdLease | StrategyName::ZkEphemeralSeq)
+    ) {
         return Err("this scenario fails over the service's one Redis; etcd and ZooKeeper replicate by consensus".into());
     }
     let (expected, why) = match (strategy.kind, variant) {
@@ -60,7 +63,16 @@ pub fn expect(strategy: &StrategyEntry, variant: &str) -> Expectation {
         (_, "no-wait") => (Breaks, "the lock key had not reached the replica when it was promoted"),
         (_, "wait-1-two-replicas") => (Breaks, "WAIT 1 was acknowledged by the fast replica; the lagging one, promoted, lacks the key"),
         // Only the SET NX PX family waits for the replica (WAIT 1).
-        (_, _) if strategy.name.starts_with("set-nx-px") => {
+        (_, _)
+            if matches!(
+                strategy.strategy(),
+                Some(
+                    StrategyName::SetNxPx
+                        | StrategyName::SetNxPxCheckDel
+                        | StrategyName::SetNxPxToken
+                )
+            ) =>
+        {
             (Holds, "WAIT 1: the holder enters only once the replica has the key")
         }
         _ => (Breaks, "this lock's writes do not WAIT for the replica"),

@@ -38,7 +38,7 @@ use super::inject::{self, Window};
 use super::lab::TOKEN;
 use super::params::{self, Params, Spec, Unit};
 use super::world::{arm, pause, two_replicas, wait_inside, work, CaseRun};
-use crate::api::{FreezeAt, Kind, Service, StrategyEntry};
+use crate::api::{FreezeAt, Kind, Service, StrategyEntry, StrategyName};
 use crate::judge::Expected::{Breaks, Holds};
 
 /// Its dials.
@@ -69,7 +69,11 @@ pub const PARAMS: &[Spec] = &[
 ];
 
 /// The locks `check_token=on` applies to: a random value, no fence.
-const RANDOM_VALUE: &[&str] = &["set-nx-px-token", "watchdog", "redlock"];
+const RANDOM_VALUE: [StrategyName; 3] = [
+    StrategyName::SetNxPxToken,
+    StrategyName::Watchdog,
+    StrategyName::Redlock,
+];
 
 /// Whether the database checks the lock's random value.
 pub fn checks_token(params: &Params) -> bool {
@@ -97,10 +101,10 @@ fn outlived(params: &Params) -> bool {
 pub fn expect(strategy: &StrategyEntry, _variant: &str, params: &Params) -> Expectation {
     let outlived = outlived(params);
     if checks_token(params) {
-        if !RANDOM_VALUE.contains(&strategy.name.as_str()) {
+        if !RANDOM_VALUE.into_iter().any(|s| strategy.is(s)) {
             return Err(format!(
                 "check_token=on is for the locks with a random value and no fence: {}",
-                RANDOM_VALUE.join(", ")
+                RANDOM_VALUE.map(StrategyName::as_str).join(", ")
             ));
         }
         return Ok((

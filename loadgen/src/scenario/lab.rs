@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 
-use crate::api::{Service, StrategiesBody, StrategyEntry};
+use crate::api::{Service, StrategiesBody, StrategyEntry, StrategyName};
 use crate::procs::{self, Clockshift, Powerloss, RedisNode, Replica};
 
 /// Settings of a scenario run (from the command line).
@@ -158,10 +158,14 @@ impl Lab {
 
     /// Start the coordination servers the chosen strategies need.
     pub async fn start_coordination(&mut self, strategies: &[String]) -> anyhow::Result<()> {
-        if self.etcd.is_none() && strategies.iter().any(|s| s == "etcd-lease") {
+        if self.etcd.is_none() && strategies.iter().any(|s| *s == StrategyName::EtcdLease) {
             self.etcd = Some(procs::Daemon::etcd(&self.dir).await?);
         }
-        if self.zookeeper.is_none() && strategies.iter().any(|s| s == "zk-ephemeral-seq") {
+        if self.zookeeper.is_none()
+            && strategies
+                .iter()
+                .any(|s| *s == StrategyName::ZkEphemeralSeq)
+        {
             self.zookeeper = Some(procs::Daemon::zookeeper(&self.dir).await?);
         }
         Ok(())
@@ -172,10 +176,12 @@ impl Lab {
         &self,
         strategy: &str,
     ) -> anyhow::Result<Option<std::net::SocketAddr>> {
-        Ok(match strategy {
-            "etcd-lease" => self.etcd.as_ref().map(|d| procs::local(d.port)),
-            "zk-ephemeral-seq" => self.zookeeper.as_ref().map(|d| procs::local(d.port)),
-            "mysql-get-lock" => Some(host_port(&self.options.mysql_url, 3306)?),
+        Ok(match strategy.parse() {
+            Ok(StrategyName::EtcdLease) => self.etcd.as_ref().map(|d| procs::local(d.port)),
+            Ok(StrategyName::ZkEphemeralSeq) => {
+                self.zookeeper.as_ref().map(|d| procs::local(d.port))
+            }
+            Ok(StrategyName::MysqlGetLock) => Some(host_port(&self.options.mysql_url, 3306)?),
             _ => None,
         })
     }
@@ -187,10 +193,14 @@ impl Lab {
         strategy: &str,
         addr: std::net::SocketAddr,
     ) -> anyhow::Result<Vec<(String, String)>> {
-        Ok(match strategy {
-            "etcd-lease" => vec![("SECKILL_ETCD_URLS".into(), format!("http://{addr}"))],
-            "zk-ephemeral-seq" => vec![("SECKILL_ZOOKEEPER_URL".into(), addr.to_string())],
-            "mysql-get-lock" => {
+        Ok(match strategy.parse() {
+            Ok(StrategyName::EtcdLease) => {
+                vec![("SECKILL_ETCD_URLS".into(), format!("http://{addr}"))]
+            }
+            Ok(StrategyName::ZkEphemeralSeq) => {
+                vec![("SECKILL_ZOOKEEPER_URL".into(), addr.to_string())]
+            }
+            Ok(StrategyName::MysqlGetLock) => {
                 let mut url =
                     reqwest::Url::parse(&self.options.mysql_url).context("--mysql-url")?;
                 url.set_host(Some(&addr.ip().to_string()))

@@ -14,7 +14,7 @@ use super::{
     acquire_pause, clock_jump, clock_skew, clock_slew, coordinator_crash, crash_holder,
     dependency_loss, failover, gc_pause, redlock_restart, slow_network, unlock_before_commit,
 };
-use crate::api::{Kind, StrategyEntry};
+use crate::api::{Kind, StrategyEntry, StrategyName};
 use crate::judge::{Expected, Guarantee};
 
 /// One scenario (`seckill-loadgen scenario NAME`).
@@ -112,43 +112,48 @@ impl Scenario {
 
     /// The strategies it runs unless `--strategies` says otherwise (empty
     /// when [`Scenario::every_shared_lock`]).
-    pub fn strategies(self) -> &'static [&'static str] {
+    pub fn strategies(self) -> &'static [StrategyName] {
         match self {
             Scenario::GcPause => &[
-                "set-nx-px-token",
-                "watchdog",
-                "redlock",
-                "fenced",
-                "etcd-lease",
-                "zk-ephemeral-seq",
-                "mysql-get-lock",
-                "pg-for-update",
+                StrategyName::SetNxPxToken,
+                StrategyName::Watchdog,
+                StrategyName::Redlock,
+                StrategyName::Fenced,
+                StrategyName::EtcdLease,
+                StrategyName::ZkEphemeralSeq,
+                StrategyName::MysqlGetLock,
+                StrategyName::PgForUpdate,
             ],
-            Scenario::SlowNetwork => &["set-nx-px-token", "watchdog", "redlock", "fenced"],
+            Scenario::SlowNetwork => &[
+                StrategyName::SetNxPxToken,
+                StrategyName::Watchdog,
+                StrategyName::Redlock,
+                StrategyName::Fenced,
+            ],
             Scenario::ClockJump
             | Scenario::RedlockRestart
             | Scenario::AcquirePause
-            | Scenario::ClockSlew => &["redlock"],
-            Scenario::Failover => &["set-nx-px-token", "fenced"],
+            | Scenario::ClockSlew => &[StrategyName::Redlock],
+            Scenario::Failover => &[StrategyName::SetNxPxToken, StrategyName::Fenced],
             Scenario::CrashHolder => &[
-                "setnx",
-                "setnx-expire",
-                "pg-lock-table",
-                "set-nx-px-token",
-                "watchdog",
+                StrategyName::Setnx,
+                StrategyName::SetnxExpire,
+                StrategyName::PgLockTable,
+                StrategyName::SetNxPxToken,
+                StrategyName::Watchdog,
             ],
-            Scenario::ClockSkew => &["setnx-getset", "set-nx-px-token"],
+            Scenario::ClockSkew => &[StrategyName::SetnxGetset, StrategyName::SetNxPxToken],
             // Every lock the replicas share: chosen by kind (`shared_lock`).
             Scenario::UnlockBeforeCommit => &[],
             Scenario::DependencyLoss => &[
-                "set-nx-px-token",
-                "pg-for-update",
-                "fenced",
-                "etcd-lease",
-                "zk-ephemeral-seq",
-                "mysql-get-lock",
+                StrategyName::SetNxPxToken,
+                StrategyName::PgForUpdate,
+                StrategyName::Fenced,
+                StrategyName::EtcdLease,
+                StrategyName::ZkEphemeralSeq,
+                StrategyName::MysqlGetLock,
             ],
-            Scenario::CoordinatorCrash => &["pg-2pc"],
+            Scenario::CoordinatorCrash => &[StrategyName::Pg2pc],
         }
     }
 
@@ -228,7 +233,7 @@ impl Scenario {
             .into_iter()
             .any(|v| v.parse::<u64>().is_ok_and(|ms| ms < 1000));
         let user_set = sets.iter().any(|(k, _)| k == "ttl_ms");
-        if short && !user_set && strategy == "etcd-lease" {
+        if short && !user_set && strategy == StrategyName::EtcdLease {
             return vec![("ttl_ms".into(), "1000".into())];
         }
         Vec::new()

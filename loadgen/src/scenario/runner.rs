@@ -24,7 +24,7 @@ use super::params::{self, Params};
 use super::record::Outcomes;
 use super::report::{ScenarioReport, Skipped};
 use super::world::{Case, CaseRun, World};
-use crate::api::StrategyEntry;
+use crate::api::{StrategyEntry, StrategyName};
 use crate::judge::{CaseVerdict, Expected};
 
 /// Run every chosen scenario and collect the report.
@@ -340,7 +340,7 @@ async fn run_planned(lab: &mut Lab, planned: &Planned, tag: &str) -> anyhow::Res
 /// PostgreSQL without prepared transactions (pg-2pc), no MariaDB.
 async fn cannot_run(lab: &Lab, entry: &StrategyEntry) -> Option<String> {
     let strategy = entry.name.as_str();
-    if strategy == "mysql-get-lock" {
+    if entry.is(StrategyName::MysqlGetLock) {
         let addr = lab.coordination_addr(strategy).ok().flatten()?;
         let reached = tokio::time::timeout(
             std::time::Duration::from_secs(2),
@@ -354,8 +354,12 @@ async fn cannot_run(lab: &Lab, entry: &StrategyEntry) -> Option<String> {
             )
         });
     }
-    let supplied = ["redlock", "etcd-lease", "zk-ephemeral-seq"];
-    if entry.available || supplied.contains(&strategy) {
+    let supplied = [
+        StrategyName::Redlock,
+        StrategyName::EtcdLease,
+        StrategyName::ZkEphemeralSeq,
+    ];
+    if entry.available || supplied.into_iter().any(|s| entry.is(s)) {
         return None;
     }
     Some(format!(
@@ -402,7 +406,7 @@ fn strategies_of(lab: &Lab, scenario: Scenario, options: &Options) -> Vec<String
     scenario
         .strategies()
         .iter()
-        .map(|s| (*s).to_owned())
+        .map(|s| s.as_str().to_owned())
         .collect()
 }
 
