@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use actix_web::http::{header, StatusCode};
 use actix_web::{HttpResponse, ResponseError};
+use seckill_wire::outcome::Outcome;
 
 /// A backing service a request depends on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -145,7 +146,7 @@ pub enum GrabError {
 }
 
 /// The `outcome` label of a grab that placed its order.
-pub const ORDERED: &str = "ordered";
+pub const ORDERED: &str = Outcome::Ordered.as_str();
 
 /// The `outcome` label of a grab for a product that does not exist: not
 /// counted in `seckill_grab_requests_total` (a typo'd id is not a sale).
@@ -154,26 +155,21 @@ pub const NOT_FOUND: &str = "not_found";
 /// Every `outcome` of `seckill_grab_requests_total`: [`ORDERED`] and each
 /// [`GrabError::outcome`] but [`NOT_FOUND`] (the metrics create each
 /// series at 0; a test holds the two lists together).
-pub const COUNTED_OUTCOMES: [&str; 6] = [
-    ORDERED,
-    "sold_out",
-    "already_purchased",
-    "busy",
-    "rejected",
-    "error",
-];
+pub const COUNTED_OUTCOMES: [&str; 6] = Outcome::NAMES;
 
 impl GrabError {
     /// The `outcome` label of `seckill_grab_requests_total`.
     pub fn outcome(&self) -> &'static str {
         match self {
-            GrabError::SoldOut => "sold_out",
-            GrabError::AlreadyPurchased => "already_purchased",
-            GrabError::Busy(_) | GrabError::PoolStarved | GrabError::QueueFull => "busy",
-            GrabError::Rejected(_) => "rejected",
+            GrabError::SoldOut => Outcome::SoldOut.as_str(),
+            GrabError::AlreadyPurchased => Outcome::AlreadyPurchased.as_str(),
+            GrabError::Busy(_) | GrabError::PoolStarved | GrabError::QueueFull => {
+                Outcome::Busy.as_str()
+            }
+            GrabError::Rejected(_) => Outcome::Rejected.as_str(),
             GrabError::NotFound => NOT_FOUND,
             GrabError::Unavailable { .. } | GrabError::PoolTimedOut | GrabError::Internal(_) => {
-                "error"
+                Outcome::Error.as_str()
             }
         }
     }

@@ -202,6 +202,38 @@ fn parse_inside(value: &str) -> (i64, &str) {
     (since.parse().unwrap_or(0), strategy)
 }
 
+/// The per-strategy counters of a run's stats hash, `<strategy>|entries`,
+/// `|overlaps` and `|max_holders` (written by `history_enter.lua`). A
+/// counter this build does not know is an error, never a 0: a counter
+/// renamed in the Lua must fail the report, not read as no overlaps.
+fn strategy_counters(fields: &[(String, u64)]) -> Result<Vec<StrategyHistory>, String> {
+    let mut strategies: Vec<StrategyHistory> = Vec::new();
+    for (field, value) in fields {
+        // The run's own fields (`stale`, `sections_dropped`) have no `|`.
+        let Some((strategy, counter)) = field.rsplit_once('|') else {
+            continue;
+        };
+        let entry = match strategies.iter().position(|s| s.strategy == strategy) {
+            Some(i) => &mut strategies[i],
+            None => {
+                strategies.push(StrategyHistory {
+                    strategy: strategy.to_owned(),
+                    ..StrategyHistory::default()
+                });
+                strategies.last_mut().expect("just pushed")
+            }
+        };
+        let slot = match counter {
+            "entries" => &mut entry.entries,
+            "overlaps" => &mut entry.overlaps,
+            "max_holders" => &mut entry.max_holders,
+            other => return Err(format!("history: unknown counter {other:?} in {field:?}")),
+        };
+        *slot = *value;
+    }
+    Ok(strategies)
+}
+
 fn stats_field(stats: &[(String, u64)], field: &str) -> u64 {
     stats
         .iter()
@@ -536,31 +568,7 @@ impl History {
             .query_async(&mut conn)
             .await?;
         report.stale = stats_field(&fields, "stale");
-        for (field, value) in fields {
-            let Some((strategy, what)) = field.rsplit_once('|') else {
-                continue;
-            };
-            let entry = match report
-                .strategies
-                .iter_mut()
-                .position(|s| s.strategy == strategy)
-            {
-                Some(i) => &mut report.strategies[i],
-                None => {
-                    report.strategies.push(StrategyHistory {
-                        strategy: strategy.to_owned(),
-                        ..StrategyHistory::default()
-                    });
-                    report.strategies.last_mut().expect("just pushed")
-                }
-            };
-            match what {
-                "entries" => entry.entries = value,
-                "overlaps" => entry.overlaps = value,
-                "max_holders" => entry.max_holders = value,
-                _ => {}
-            }
-        }
+        report.strategies = strategy_counters(&fields).map_err(GrabError::Internal)?;
         for (product, member, since_us, _) in
             Self::inside_now(&mut conn, &run, &keys.products).await?
         {
@@ -660,4 +668,48 @@ impl History {
 
 fn duration_us(d: Duration) -> u64 {
     u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fields(pairs: &[(&str, u64)]) -> Vec<(String, u64)> {
+        pairs.iter().map(|(f, v)| ((*f).to_owned(), *v)).collect()
+    }
+
+    #[test]
+    fn each_strategy_counter_is_read_into_its_field() {
+        let read = strategy_counters(&fields(&[
+            ("stale", 2),
+            ("redlock|entries", 9),
+            ("redlock|overlaps", 3),
+            ("redlock|max_holders", 2),
+            ("set-nx-px-token|entries", 4),
+        ]))
+        .expect("known counters");
+        assert_eq!(
+            read,
+            [
+                StrategyHistory {
+                    strategy: "redlock".into(),
+                    entries: 9,
+                    overlaps: 3,
+                    max_holders: 2,
+                },
+                StrategyHistory {
+                    strategy: "set-nx-px-token".into(),
+                    entries: 4,
+                    ..StrategyHistory::default()
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn a_renamed_counter_fails_instead_of_reading_zero() {
+        let err = strategy_counters(&fields(&[("redlock|entries", 9), ("redlock|overlap", 3)]))
+            .expect_err("an unknown counter");
+        assert!(err.contains("\"overlap\""), "{err}");
+    }
 }

@@ -6,8 +6,8 @@
 //! One module per subject, each naming the endpoints its types travel on:
 //!
 //! - [`strategies`] — `GET /admin/strategies`, `PUT /admin/strategy`: every
-//!   strategy with its [`Safety`](strategies::Safety) and
-//!   [`Kind`](strategies::Kind).
+//!   strategy by its [`StrategyName`](strategies::StrategyName), with its
+//!   [`Safety`](strategies::Safety) and [`Kind`](strategies::Kind).
 //! - [`audit`] — `GET /admin/audit`: the ground truth per product.
 //! - [`faults`] — `GET`/`PUT /admin/faults`: the workshop faults and a
 //!   partial update of them.
@@ -19,6 +19,9 @@
 //!   last reset, paged.
 //! - [`grab`] — `POST /api/v1/products/{id}/grab`: the request and the
 //!   `201` order.
+//! - [`outcome`] — how a grab ended ([`Outcome`](outcome::Outcome)): the
+//!   `outcome` label of `seckill_grab_requests_total`, read back from the
+//!   answer's status and error code.
 //! - [`status`] — `GET /api/v1/status` (and each event of its stream).
 //! - [`error`] — the body of every error answer.
 //!
@@ -38,6 +41,7 @@ pub mod grab;
 pub mod history;
 pub mod nullable;
 pub mod orders;
+pub mod outcome;
 pub mod products;
 pub mod status;
 pub mod strategies;

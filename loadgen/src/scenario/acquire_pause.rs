@@ -38,8 +38,8 @@ pub const VARIANTS: &[&str] = &["check", "no-check"];
 
 /// Its dials.
 pub const PARAMS: &[Spec] = &[
-    params::ttl("1000"),
-    params::work("200"),
+    params::ttl("400"),
+    params::work("100"),
     params::injections("12"),
     Spec {
         name: "pause",
