@@ -60,7 +60,7 @@ fuzz-api:
 check-panels:
 	@scripts/check_panels.sh
 
-## Every fault scenario (release build, then about 4 minutes): each lock
+## Every fault scenario (release build, then about 6.5 minutes in our runs): each lock
 ## broken where it is weak, overlaps counted by the history arbiter, verdicts
 ## against each design's promise. One scenario: make scenarios S=gc-pause.
 ## Each run keeps its report: loadgen-report/scenarios/<names>/scenarios.{json,md,html}
@@ -84,7 +84,7 @@ check-docs:
 
 ## The figures the README and the workshop quote, from one dated run:
 ## the demo's comparison, the workshop's exercise 1 and every scenario,
-## written to docs/results.md (release build, about 8 minutes).
+## written to docs/results.md (release build, then about 10 minutes in our runs).
 results:
 	@scripts/results.sh
 

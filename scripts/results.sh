@@ -10,7 +10,7 @@
 #   3. every fault scenario, as `make scenarios` runs them (the workshop's
 #      exercises 2-8 and the wrap-up).
 #
-# Every step's output is kept in loadgen-report/results/. About 8 minutes
+# Every step's output is kept in loadgen-report/results/. About 10 minutes
 # after the release build on the 2-core machine of our runs. The demo stays
 # up afterwards, as after `make demo`.
 #
