@@ -34,6 +34,20 @@
 //! - Under the `openapi` feature every type is a `utoipa::ToSchema`, so the
 //!   service's OpenAPI document is generated from these very types.
 
+/// The names of an enum with `ALL: [Self; N]` and a `const fn as_str`, in
+/// the order of `ALL`, as a const array (a `const` cannot call a trait).
+macro_rules! names_of {
+    ($all:expr, $n:literal) => {{
+        let mut names = [""; $n];
+        let mut i = 0;
+        while i < $n {
+            names[i] = $all[i].as_str();
+            i += 1;
+        }
+        names
+    }};
+}
+
 pub mod audit;
 pub mod error;
 pub mod faults;

@@ -44,15 +44,7 @@ impl Outcome {
     ];
 
     /// Every name, in the order of [`Outcome::ALL`].
-    pub const NAMES: [&'static str; 6] = {
-        let mut names = [""; 6];
-        let mut i = 0;
-        while i < names.len() {
-            names[i] = Self::ALL[i].as_str();
-            i += 1;
-        }
-        names
-    };
+    pub const NAMES: [&'static str; 6] = names_of!(Self::ALL, 6);
 
     /// The service's name of it (its serde name).
     pub const fn as_str(self) -> &'static str {

@@ -121,15 +121,7 @@ impl StrategyName {
     ];
 
     /// Every name as written on the wire, in the order of [`Self::ALL`].
-    pub const NAMES: [&'static str; 22] = {
-        let mut names = [""; 22];
-        let mut i = 0;
-        while i < names.len() {
-            names[i] = Self::ALL[i].as_str();
-            i += 1;
-        }
-        names
-    };
+    pub const NAMES: [&'static str; 22] = names_of!(Self::ALL, 22);
 
     /// As written on the wire (its serde name).
     pub const fn as_str(self) -> &'static str {
