@@ -21,6 +21,7 @@ use crate::faults::{read_stored, Faults, FAULTS_KEY};
 use crate::redis_client::refresh_every;
 use crate::registry::Strategies;
 use crate::strategy::{Deps, Strategy, STRATEGY_KEY};
+use seckill_wire::strategies::UnknownStrategy;
 
 /// This replica's copy of the shared control state.
 #[derive(Debug)]
@@ -40,13 +41,9 @@ impl Control {
         initial_strategy: &str,
         faults: Faults,
     ) -> anyhow::Result<Self> {
-        let Some(active) = strategies.index_of(initial_strategy) else {
-            let known: Vec<&str> = strategies.iter().map(|s| s.info().name).collect();
-            anyhow::bail!(
-                "unknown strategy {initial_strategy:?}; known: {}",
-                known.join(", ")
-            );
-        };
+        let active = strategies
+            .index_of(initial_strategy)
+            .ok_or_else(|| UnknownStrategy(initial_strategy.to_owned()))?;
         Ok(Self {
             strategies,
             active: AtomicUsize::new(active),

@@ -7,16 +7,14 @@ use std::time::Duration;
 use crate::harness::{fresh_database, grab_once_each, AppOptions, PgProxy, RedisServer, TestApp};
 
 async fn eventually_status(app: &TestApp, product: i64, user: i64, want: u16) -> serde_json::Value {
-    let mut last = serde_json::Value::Null;
-    for _ in 0..100 {
-        let (status, body) = app.grab(product, user, 1).await;
-        if status == want {
-            return body;
+    let what = format!("a grab answers {want}");
+    seckill_testkit::eventually(&what, Duration::from_secs(10), || async {
+        match app.grab(product, user, 1).await {
+            (status, body) if status == want => Ok(body),
+            other => Err(other),
         }
-        last = body;
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("never got {want}; last answer {last}");
+    })
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -238,13 +238,12 @@ pub(super) async fn strategy(
     Ok((run, interrupted))
 }
 
-/// Classed safe unless the service says it is unsafe (or single-replica
-/// while several replicas run), or the faults in force aim at its weak
-/// point (see [`crate::expect::breaks_under`]); `--treat-as-safe` /
-/// `--expect-unsafe` override.
 /// The strategy's class under `conditions`: what the faults in force are
-/// expected to break (if anything), and whether it is classed safe
-/// (`--treat-as-safe` / `--expect-unsafe` first). Faults that could not
+/// expected to break (if anything), and whether it is classed safe —
+/// unless the service says it is unsafe (or single-replica while several
+/// replicas run), or the faults in force aim at its weak point (see
+/// [`crate::expect::breaks_under`]); `--treat-as-safe` /
+/// `--expect-unsafe` override. Faults that could not
 /// be read leave the class unknown: not safe — no audit breach becomes a
 /// VIOLATION on a guess — and a gap, so the run is inconclusive unless it
 /// lied to a buyer.
