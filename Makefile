@@ -34,10 +34,10 @@ check-stack:
 
 ## The shell scripts parse (bash -n), pass shellcheck (installed where
 ## missing), share one library (no helper function written in two
-## scripts) and pipe into no early-exiting reader (scripts/check_scripts.py).
+## scripts) and pipe into no early-exiting reader (lab/src/scripts.rs).
 check-scripts:
 	@. scripts/lib.sh && require_packages shellcheck:shellcheck
-	@python3 scripts/check_scripts.py
+	@cargo run --quiet --locked -p seckill-lab -- check-scripts
 
 ## docs/cheatsheet.md printed on one A4 page: HTML with print CSS, headless
 ## Chromium's --print-to-pdf into docs/cheatsheet.pdf (commit it), pdfinfo
@@ -73,14 +73,14 @@ scenarios:
 ## Every scenario report kept so far in one table, the newest run of each
 ## case (the workshop's wrap-up): loadgen-report/scenarios/table.md.
 scenarios-table:
-	@scripts/scenarios.sh table
+	@"$${SECKILL_BIN_DIR:-target/release}/seckill-loadgen" scenario-table loadgen-report/scenarios
 
 ## Run the shell blocks of docs/workshop.md and the README's quick start
 ## against a small demo (debug binaries with SECKILL_BIN_DIR=target/debug,
 ## scenarios --quick); fails naming the block that failed. Skips, by an
-## explicit list with reasons, what is checked elsewhere (scripts/check_docs.sh).
+## explicit list with reasons, what is checked elsewhere (lab/src/docs.rs).
 check-docs:
-	@scripts/check_docs.sh
+	@cargo run --quiet --locked -p seckill-lab -- check-docs
 
 ## The figures the README and the workshop quote, from one dated run:
 ## the demo's comparison, the workshop's exercise 1 and every scenario,
@@ -137,6 +137,6 @@ bench-audit:
 
 ## The import graph of the service, the load generator and the benchmarks,
 ## module by module; fails on an import circle in any of them
-## (scripts/import_graph.py --strict: the modules must stay layered).
+## (seckill-lab import-graph, lab/src/imports.rs: the modules must stay layered).
 import-graph:
-	@for crate in app/src loadgen/src bench/src; do echo "== $$crate"; python3 scripts/import_graph.py $$crate --strict || exit 1; done
+	@cargo run --quiet --locked -p seckill-lab -- import-graph app/src loadgen/src bench/src lab/src

@@ -7,9 +7,9 @@
 # Each run keeps its own report, side by side with the others:
 # loadgen-report/scenarios/<names>/scenarios.{json,md,html}, <names> being
 # S with `+` between the names (`all` without S; OUT=dir overrides it).
-# `make scenarios-table` (scripts/scenarios.sh table) puts every report's
-# rows in one table — the newest run of each case — and writes it to
-# loadgen-report/scenarios/table.md.
+# `make scenarios-table` (`seckill-loadgen scenario-table`) puts every
+# report's rows in one table — the newest run of each case — and writes it
+# to loadgen-report/scenarios/table.md.
 #
 # Knobs: S, OUT, SCENARIO_FLAGS (e.g. "--quick --quiet"), SECKILL_BIN_DIR
 # (binaries already built elsewhere, e.g. target/debug after `make test`:
@@ -18,37 +18,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/services.sh
 REPORTS=loadgen-report/scenarios
-
-if [[ "${1:-}" == table ]]; then
-  python3 - "$REPORTS" <<'PY'
-import pathlib, sys
-root = pathlib.Path(sys.argv[1])
-files = sorted(root.glob("*/scenarios.md"), key=lambda p: p.stat().st_mtime)
-if not files:
-    sys.exit(f"no scenario report under {root}/: run make scenarios S=<name> first")
-head, rows, source = None, {}, {}
-for f in files:
-    lines = [l for l in f.read_text().splitlines() if l.startswith("|")]
-    if len(lines) < 2:
-        continue
-    head = lines[:2]
-    for line in lines[2:]:
-        cells = [c.strip() for c in line.strip("|").split("|")]
-        key = tuple(cells[:3])  # scenario, strategy, variant: the newest run wins
-        rows[key] = line
-        source[key] = f.parent.name
-if head is None:
-    sys.exit(f"the reports under {root}/ hold no table")
-verdict = [c.strip() for c in head[0].strip("|").split("|")].index("verdict")
-table = "\n".join(head + list(rows.values())) + "\n"
-(root / "table.md").write_text(table)
-print(table, end="")
-off = [k for k, line in rows.items() if line.strip("|").split("|")[verdict].strip().split()[0] != "as-expected"]
-print(f"\n{len(rows)} cases from {len(files)} reports ({', '.join(f.parent.name for f in files)}); "
-      f"{len(off)} not as-expected; written to {root}/table.md")
-PY
-  exit
-fi
 
 ensure_packages
 ensure_postgres

@@ -1,5 +1,5 @@
 //! The command line (clap): the flags of `run`, `compare`, `scenario`,
-//! `console`, `debate` and `probe`, checked and handed to the module that does the work.
+//! `scenario-table`, `console`, `debate` and `probe`, checked and handed to the module that does the work.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -113,6 +113,16 @@ enum Command {
         /// instead of every variant of each scenario.
         #[arg(long, value_delimiter = ',')]
         variants: Vec<String>,
+    },
+    /// Every scenario report kept under a folder in one table, the newest
+    /// run of each case (scenario, strategy, variant): each
+    /// `DIR/*/scenarios.json`, read back through the type that wrote it.
+    /// Writes DIR/table.md. Exit 3 when a report cannot be read.
+    ScenarioTable {
+        /// The folder of the reports (`make scenarios` keeps one folder per
+        /// run under it).
+        #[arg(default_value = "loadgen-report/scenarios")]
+        reports: PathBuf,
     },
     /// The Redlock debate, claim by claim, on measured curves (Kleppmann
     /// 2016, antirez's reply, the Redis docs): each claim's sweep across
@@ -475,6 +485,7 @@ pub async fn run() -> ExitCode {
     let (strategies, common) = match cli.command {
         Command::Run { strategy, common } => (vec![strategy], common),
         Command::Compare { strategies, common } => (strategies, common),
+        Command::ScenarioTable { reports } => return scenario::table(&reports),
         Command::Probe {
             target: Target { urls },
             path,

@@ -27,13 +27,13 @@
 
 use std::fmt;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::api::{AuditRow, Kind, StrategyHistory};
 use crate::load::ledger::{Accounting, Bounds};
 
 /// What a strategy promises: no two holders, or only exact data.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Guarantee {
     /// Mutual exclusion: overlaps must be 0 and the audit clean.
@@ -283,7 +283,7 @@ pub fn violation_line<B: fmt::Display>(strategy: &str, breaches: &[B]) -> String
 }
 
 /// What a scenario case expects of its strategy: `holds` or `breaks`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Expected {
     /// The design's promise survives this fault.
@@ -303,7 +303,7 @@ impl Expected {
 }
 
 /// The verdict of one scenario case.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum CaseVerdict {
     /// Observed what the design predicts.
     #[serde(rename = "as-expected")]

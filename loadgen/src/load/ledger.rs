@@ -24,7 +24,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::api::{AuditRow, Order, OrderRow};
 
@@ -78,7 +78,7 @@ pub struct Ledger {
 }
 
 /// The indeterminate answers, split by whether their order exists.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Indeterminate {
     /// An order of that user and quantity exists: the write committed.
     pub found: u64,
@@ -87,7 +87,7 @@ pub struct Indeterminate {
 }
 
 /// The units gone from the stock column against what the buyers know.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Bounds {
     /// Initial − final stock, over the run's products.
     pub sold_units: i64,
@@ -107,7 +107,7 @@ impl Bounds {
 }
 
 /// The acknowledgement check of a run (`report.json` / `scenarios.json` keys).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Accounting {
     /// `201`s answered.
     pub acknowledged: u64,

@@ -3,7 +3,7 @@
 //! only a scenario makes (did its fault land, did anything contend, was
 //! anything sold, was an outage felt, did a crash deadlock).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::rate::{Rate, Standing};
@@ -17,7 +17,7 @@ use crate::judge::{self, Breach, CaseVerdict, Expected, Guarantee};
 pub type Expectation = Result<(Expected, String), String>;
 
 /// One case: a strategy under one variant of a scenario's fault.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CaseResult {
     /// Scenario name.
     pub name: String,
@@ -72,7 +72,7 @@ pub struct CaseResult {
 }
 
 /// `"sweep": {"key", "points": [{"value", "exclusion_broken", "data_damaged"}]}`.
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Sweep {
     /// The dial swept.
     pub key: String,
@@ -81,7 +81,7 @@ pub struct Sweep {
 }
 
 /// One point of a sweep.
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SweepPoint {
     /// The value as typed (`1.5ttl`).
     pub value: String,
@@ -119,7 +119,7 @@ impl Sweep {
 }
 
 /// `"trials": {"runs", "as_expected"}` of a case run more than once.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Trials {
     /// Times the case ran.
     pub runs: u32,

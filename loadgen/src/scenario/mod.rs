@@ -86,7 +86,7 @@ pub use params::{owned as owned_sets, parse_set, parse_sweep, Params};
 pub use params::{Spec as ParamSpec, Unit as ParamUnit};
 pub use rate::{Rate, Standing, DECISION_RATE};
 pub use record::Outcomes;
-pub use report::ScenarioReport;
+pub use report::{merged as merged_reports, ScenarioReport};
 
 /// Run several batches of scenarios as one plan on one set of lanes
 /// (`make debate`'s rows; each batch's dials checked first) and write
@@ -102,6 +102,41 @@ pub async fn run_batches_and_write(
         write(report, &options.out)?;
     }
     Ok(reports)
+}
+
+/// `seckill-loadgen scenario-table DIR`: every report under `DIR` in one
+/// table, the newest run of each case, printed and written to
+/// `DIR/table.md`, with how many cases are not as-expected (the table
+/// reports them; the runs that made them already failed). Exit 3 when the
+/// reports cannot be read.
+pub fn table(root: &std::path::Path) -> ExitCode {
+    let result = report::merged(root).and_then(|(merged, read)| {
+        let table = merged.markdown();
+        let path = root.join("table.md");
+        std::fs::write(&path, &table).with_context(|| format!("write {}", path.display()))?;
+        Ok((merged, read, table, path))
+    });
+    let (merged, read, table, path) = match result {
+        Ok(found) => found,
+        Err(e) => {
+            eprintln!("seckill-loadgen: {e:#}");
+            return ExitCode::from(3);
+        }
+    };
+    print!("{table}");
+    let off = merged
+        .scenarios
+        .iter()
+        .filter(|c| c.verdict != judge::CaseVerdict::AsExpected)
+        .count();
+    println!(
+        "\n{} cases from {} reports ({}); {off} not as-expected; written to {}",
+        merged.scenarios.len(),
+        read.len(),
+        read.join(", "),
+        path.display()
+    );
+    ExitCode::SUCCESS
 }
 
 /// `seckill-loadgen scenario NAME --params`: each named scenario's dials.

@@ -5,14 +5,14 @@
 //! [`super::observe`]) and the one that judges it ([`super::case`]) all
 //! read these; none of them is read back here.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::rate::Rate;
 use crate::judge::{Evidence, Guarantee};
 use crate::load::Accounting;
 
 /// What was observed in one case.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Observed {
     /// Critical sections that began while another was inside (arbiter).
     pub overlaps: u64,
@@ -77,7 +77,7 @@ impl Observed {
 }
 
 /// One injection, as `scenarios.json` writes it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Injection {
     /// What was faulted (`replica a`, `node 3`, `a's links`).
     pub target: String,
@@ -115,7 +115,7 @@ pub struct Window {
 }
 
 /// `outcomes` of a case: k of n injections for each.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Outcomes {
     /// An overlap involving the faulted holder.
     pub exclusion_broken: Rate,

@@ -4,21 +4,25 @@
 //! case's first overlap).
 
 use std::fmt::Write as _;
+use std::path::Path;
+
+use anyhow::Context as _;
 
 use maud::{html, PreEscaped, DOCTYPE};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::case::CaseResult;
 use crate::judge::CaseVerdict;
 use crate::report::html::{decimals, overlap_timeline, section_timeline, SCENARIOS_CSS};
 
-/// `scenarios.json`.
-#[derive(Debug, Serialize)]
+/// `scenarios.json`, written and read back (`scenario-table`) through
+/// this one type.
+#[derive(Debug, Serialize, Deserialize)]
 pub struct ScenarioReport {
     /// Tool.
-    pub tool: &'static str,
+    pub tool: String,
     /// Version.
-    pub version: &'static str,
+    pub version: String,
     /// `--quick` was used.
     pub quick: bool,
     /// Every case run.
@@ -30,7 +34,7 @@ pub struct ScenarioReport {
 }
 
 /// A strategy a scenario does not apply to.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Skipped {
     /// Scenario.
     pub name: String,
@@ -44,6 +48,55 @@ pub struct Skipped {
 const WIDTHS: [usize; 21] = [
     20, 19, 20, 7, 8, 5, 5, 5, 5, 4, 4, 5, 5, 6, 5, 5, 5, 6, 18, 18, 11,
 ];
+
+/// `seckill-loadgen scenario-table`: every `scenarios.json` one folder
+/// under `root`, read back through [`ScenarioReport`], oldest first; the
+/// newest run of each case (scenario, strategy, variant) wins. Returns
+/// the merged report and the folders it read, oldest first.
+pub fn merged(root: &Path) -> anyhow::Result<(ScenarioReport, Vec<String>)> {
+    let mut files = Vec::new();
+    let entries = std::fs::read_dir(root).with_context(|| format!("read {}", root.display()))?;
+    for entry in entries {
+        let file = entry?.path().join("scenarios.json");
+        if let Ok(meta) = std::fs::metadata(&file) {
+            files.push((meta.modified()?, file));
+        }
+    }
+    files.sort();
+    if files.is_empty() {
+        anyhow::bail!(
+            "no scenario report under {}/: run make scenarios S=<name> first",
+            root.display()
+        );
+    }
+    let mut cases: Vec<CaseResult> = Vec::new();
+    let mut read = Vec::new();
+    let mut last: Option<ScenarioReport> = None;
+    for (_, file) in files {
+        let text =
+            std::fs::read_to_string(&file).with_context(|| format!("read {}", file.display()))?;
+        let report: ScenarioReport = serde_json::from_str(&text).with_context(|| {
+            format!("{} is not a scenarios.json of this version", file.display())
+        })?;
+        for case in &report.scenarios {
+            let same = |c: &CaseResult| {
+                (&c.name, &c.strategy, &c.variant) == (&case.name, &case.strategy, &case.variant)
+            };
+            match cases.iter_mut().find(|c| same(c)) {
+                Some(kept) => *kept = case.clone(),
+                None => cases.push(case.clone()),
+            }
+        }
+        let folder = file.parent().and_then(Path::file_name);
+        read.push(folder.map_or_else(String::new, |f| f.to_string_lossy().into_owned()));
+        last = Some(report);
+    }
+    let mut merged = last.context("no report read")?;
+    merged.scenarios = cases;
+    merged.skipped.clear();
+    merged.duration_s = merged.scenarios.iter().map(|c| c.duration_s).sum();
+    Ok((merged, read))
+}
 
 impl ScenarioReport {
     /// How many verdicts are `UNEXPECTED`.
@@ -296,31 +349,39 @@ mod tests {
     use super::*;
     use crate::api::OverlapEvent;
     use crate::judge::{Expected, Guarantee};
+    use crate::load::ledger::Accounting;
     use crate::report::fixtures::{ESCAPED, HOSTILE};
     use crate::scenario::case::Observed;
 
-    #[test]
-    fn scenarios_html_escapes_every_interpolated_string() {
-        let case = CaseResult {
-            name: HOSTILE.into(),
-            strategy: format!("redlock{HOSTILE}"),
-            variant: Some(HOSTILE.into()),
+    /// A case of `name` under `strategy`, with an overlap and the
+    /// acknowledgement check, as the runner writes one.
+    fn case(name: &str, strategy: &str) -> CaseResult {
+        CaseResult {
+            name: name.into(),
+            strategy: strategy.into(),
+            variant: Some(name.into()),
             faults: json!({}),
             expected: Expected::Breaks,
             why: String::new(),
             guarantee: Guarantee::Exclusion,
-            observed: Observed::default(),
+            observed: Observed {
+                accounting: Some(Accounting {
+                    acknowledged: 3,
+                    ..Accounting::default()
+                }),
+                ..Observed::default()
+            },
             verdict: CaseVerdict::Unexpected,
-            verdict_reason: format!("because {HOSTILE}"),
+            verdict_reason: format!("because {name}"),
             steps: Vec::new(),
             first_overlaps: vec![OverlapEvent {
                 at_us: 1500,
                 strategy: "redlock".into(),
-                entered: HOSTILE.into(),
+                entered: name.into(),
                 inside: Vec::new(),
                 product: 1,
             }],
-            sections: crate::report::fixtures::run(HOSTILE, crate::judge::RunVerdict::Safe, 0)
+            sections: crate::report::fixtures::run(name, crate::judge::RunVerdict::Safe, 0)
                 .sections,
             duration_s: 1.0,
             trials: None,
@@ -330,16 +391,84 @@ mod tests {
             standing: None,
             sweep: None,
             reason: None,
-        };
-        let report = ScenarioReport {
-            tool: "seckill-loadgen",
-            version: "0",
+        }
+    }
+
+    fn report(cases: Vec<CaseResult>) -> ScenarioReport {
+        ScenarioReport {
+            tool: "seckill-loadgen".into(),
+            version: "0".into(),
             quick: true,
-            scenarios: vec![case],
+            scenarios: cases,
             skipped: Vec::new(),
             duration_s: 2.4,
+        }
+    }
+
+    #[test]
+    fn scenarios_json_reads_back_as_it_was_written() {
+        let mut written = case("gc-pause", "redlock");
+        written.observed.overlaps = 4;
+        let json = serde_json::to_value(report(vec![written])).expect("serialises");
+        let read: ScenarioReport = serde_json::from_value(json.clone()).expect("reads back");
+        assert_eq!(read.scenarios[0].observed.overlaps, 4);
+        assert_eq!(
+            read.scenarios[0]
+                .observed
+                .accounting
+                .map(|a| a.acknowledged),
+            Some(3)
+        );
+        assert_eq!(serde_json::to_value(&read).expect("serialises"), json);
+        let mut renamed = json;
+        renamed["scenarios"][0]["verdict"] = json!("as expected");
+        assert!(
+            serde_json::from_value::<ScenarioReport>(renamed).is_err(),
+            "an unknown verdict fails"
+        );
+    }
+
+    #[test]
+    fn the_table_keeps_the_newest_run_of_each_case() {
+        let root = std::env::temp_dir().join(format!("scenario-table-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let write = |folder: &str, cases: Vec<CaseResult>| {
+            let dir = root.join(folder);
+            std::fs::create_dir_all(&dir).expect("a folder");
+            let json = serde_json::to_string(&report(cases)).expect("serialises");
+            std::fs::write(dir.join("scenarios.json"), json).expect("written");
+            // Distinct modification times, oldest first.
+            std::thread::sleep(std::time::Duration::from_millis(20));
         };
-        let page = report.html();
+        write(
+            "all",
+            vec![case("gc-pause", "redlock"), case("failover", "fenced")],
+        );
+        let mut newer = case("gc-pause", "redlock");
+        newer.verdict = CaseVerdict::AsExpected;
+        write("gc-pause", vec![newer]);
+        std::fs::create_dir_all(root.join("empty")).expect("a folder without a report");
+        let (merged, read) = merged(&root).expect("merged");
+        std::fs::remove_dir_all(&root).expect("cleaned up");
+        assert_eq!(read, ["all", "gc-pause"]);
+        let rows: Vec<(&str, CaseVerdict)> = merged
+            .scenarios
+            .iter()
+            .map(|c| (c.name.as_str(), c.verdict))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                ("gc-pause", CaseVerdict::AsExpected),
+                ("failover", CaseVerdict::Unexpected)
+            ]
+        );
+    }
+
+    #[test]
+    fn scenarios_html_escapes_every_interpolated_string() {
+        let case = case(HOSTILE, &format!("redlock{HOSTILE}"));
+        let page = report(vec![case]).html();
         assert!(!page.contains("<script"), "no raw <script> tag: {page}");
         assert!(!page.contains(HOSTILE), "{page}");
         for escaped in [

@@ -96,8 +96,8 @@ pub async fn run_batches(
         .iter()
         .zip(skipped)
         .map(|((_, options), skipped)| ScenarioReport {
-            tool: "seckill-loadgen",
-            version: env!("CARGO_PKG_VERSION"),
+            tool: "seckill-loadgen".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
             quick: options.quick,
             scenarios: Vec::new(),
             skipped,

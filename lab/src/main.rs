@@ -1,0 +1,78 @@
+//! `seckill-lab`: the lab's chores as one program, run from the `make`
+//! targets (one line each). Today: `check-docs`, the run of every shell
+//! block of the README's quick start and of the workshop;
+//! `import-graph`, the layering check of each crate; `check-scripts`, the
+//! checks of the shell that is left. The demo stack,
+//! `make results`, the scenarios table and the bench still live in
+//! `scripts/`, and move here one by one (docs/architecture.md, "The
+//! launcher").
+//!
+//! A binary of its own rather than a cargo `xtask`: the lab image runs the
+//! same chores where no cargo is installed.
+
+mod docs;
+mod imports;
+mod scripts;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "seckill-lab",
+    about = "The lab's chores: the docs check, the import graph, the scripts check",
+    version
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run every ```sh block of the README's quick start and of
+    /// docs/workshop.md, as written, in one bash session against a small
+    /// demo; fail naming the first block that fails.
+    CheckDocs {
+        /// Print the bash the check would run, run nothing.
+        #[arg(long)]
+        print: bool,
+    },
+    /// The import graph of each crate's modules; fails on an import
+    /// circle (a module that, through others, imports itself).
+    ImportGraph {
+        /// The `src` folders of the crates.
+        #[arg(required = true)]
+        folders: Vec<PathBuf>,
+    },
+    /// The shell that is left: `bash -n`, shellcheck, no function
+    /// written twice, no early reader behind a pipe.
+    CheckScripts,
+    /// Between two exercises of the docs check: the faults in force must
+    /// be the cleared ones, and no replica may run with extra settings.
+    /// The first call clears the faults and keeps the answer in `state`.
+    #[command(hide = true)]
+    DocsBetween {
+        /// Where the cleared faults are kept.
+        state: PathBuf,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::CheckDocs { print } => docs::check(print),
+        Command::DocsBetween { state } => docs::between(&state),
+        Command::ImportGraph { folders } => imports::check(&folders),
+        Command::CheckScripts => scripts::check(),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("\x1b[1;31m[seckill]\x1b[0m {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
