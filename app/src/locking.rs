@@ -252,6 +252,28 @@ impl Renewer {
         self.lease / 3
     }
 
+    /// When the first renewal of a fresh lease is due: a period after its
+    /// grant was *sent* — on the lease's own clock, not a period after the
+    /// reply came back. A grant whose reply was slow (a slow link: granted
+    /// in Redis at once, known here only later) is renewed at once, before
+    /// its key runs out under a holder that has just entered.
+    pub fn first_due(&self) -> Instant {
+        self.status.deadline() - self.lease.saturating_sub(drift(self.lease)) + self.period()
+    }
+
+    /// Wait until `due` (not at all when it has passed); `false` when
+    /// `stop` fired (or its sender was dropped) first.
+    pub async fn pause_until(
+        &self,
+        stop: &mut tokio::sync::oneshot::Receiver<()>,
+        due: Instant,
+    ) -> bool {
+        tokio::select! {
+            _ = stop => false,
+            () = tokio::time::sleep_until(due) => true,
+        }
+    }
+
     /// Wait one period; `false` when `stop` fired (or its sender was
     /// dropped) first.
     pub async fn pause(&self, stop: &mut tokio::sync::oneshot::Receiver<()>) -> bool {

@@ -49,7 +49,7 @@ pub const PARAMS: &[Spec] = &[
     Spec {
         name: "pause",
         unit: Unit::Ms,
-        default: "2.5ttl",
+        default: "1.6ttl",
         meaning: "how long replica a's process stays stopped (SIGSTOP … SIGCONT)",
     },
     Spec {
@@ -80,8 +80,8 @@ pub fn checks_token(params: &Params) -> bool {
     params.choice("check_token") == "on"
 }
 
-/// `--quick`: a shorter TTL (the pause, 2.5× it, shrinks with it).
-pub const QUICK: &[(&str, &str)] = &[("ttl_ms", "250"), ("pause", "1.6ttl"), ("users", "6")];
+/// `--quick`: a shorter TTL (the pause, 1.6× it, shrinks with it).
+pub const QUICK: &[(&str, &str)] = &[("ttl_ms", "250"), ("users", "6")];
 
 /// Whether the holder's lock outlives the freeze: the time spent inside
 /// before the stop (the work; half of it on average for `anywhere`) plus

@@ -85,7 +85,7 @@ impl Scenario {
             Scenario::SlowNetwork => "one replica's replies from Redis delayed 1.5x the TTL by a proxy (Kleppmann's delayed packets)",
             Scenario::ClockJump => "Redlock, replicas partitioned to nodes {1,2,3} / {3,4,5}; node 3's clock jumps forward by `jump` (1.5x the TTL) while a lock is held (Kleppmann's clock jump)",
             Scenario::RedlockRestart => "Redlock, same partition; node 3 crashes (kill -9 or a power cut) and comes back after `restart_delay`, with persistence none, everysec or always",
-            Scenario::Failover => "Redis primary + replica (replication delayed lag_ms, 300); the replica is promoted while a lock is held, `promotions` times (12), with and without WAIT 1, and WAIT 1 acked by a second replica",
+            Scenario::Failover => "Redis primary + replica (replication delayed lag_ms, 200); the replica is promoted while a lock is held, `promotions` times (12), with and without WAIT 1, and WAIT 1 acked by a second replica",
             Scenario::CrashHolder => "kill -9 the replica holding the lock (setnx-expire: between SETNX and EXPIRE); do the others ever buy again?",
             Scenario::ClockSkew => "one replica's wall clock runs ahead by more than the TTL (setnx-getset trusts client clocks)",
             Scenario::UnlockBeforeCommit => "the unlock_before_commit fault: release the lock, then commit",

@@ -34,13 +34,13 @@ pub const PARAMS: &[Spec] = &[
         default: "30",
         meaning: "the stall between a section's release and its commit (commit_delay_ms)",
     },
-    params::window("500"),
+    params::window("300"),
     params::users("12"),
     params::lock_wait("1000"),
 ];
 
-/// `--quick`: shorter windows.
-pub const QUICK: &[(&str, &str)] = &[("window_ms", "300")];
+/// `--quick`: the same windows (300 ms is short already).
+pub const QUICK: &[(&str, &str)] = &[];
 
 /// What `strategy` should do when it unlocks before it commits.
 pub fn expect(strategy: &StrategyEntry, _variant: &str, params: &Params) -> Expectation {
