@@ -41,13 +41,16 @@ check-scripts:
 
 ## docs/cheatsheet.md printed on one A4 page: HTML with print CSS, headless
 ## Chromium's --print-to-pdf into docs/cheatsheet.pdf (commit it), pdfinfo
-## checks it is exactly one A4 page, pdftoppm draws .state/cheatsheet/cheatsheet.png.
+## checks it is exactly one A4 page, pdftoppm draws .state/cheatsheet/cheatsheet.png
+## (seckill-lab cheatsheet, lab/src/cheatsheet.rs).
 cheatsheet:
-	@scripts/cheatsheet.sh
+	@. scripts/lib.sh && require_packages pdfinfo:poppler-utils pdftoppm:poppler-utils /usr/bin/chromium:chromium
+	@cargo run --quiet --locked -p seckill-lab -- cheatsheet
 
 ## The one-page check alone (CI): docs/ left untouched.
 check-cheatsheet:
-	@scripts/cheatsheet.sh check
+	@. scripts/lib.sh && require_packages pdfinfo:poppler-utils pdftoppm:poppler-utils /usr/bin/chromium:chromium
+	@cargo run --quiet --locked -p seckill-lab -- cheatsheet --check
 
 ## schemathesis (PyPI, in .state/venv) against one live replica, driven by
 ## its GET /openapi.json: every operation (the event stream and PUT
@@ -60,7 +63,7 @@ fuzz-api:
 check-panels:
 	@scripts/check_panels.sh
 
-## Every fault scenario (release build, then about 6.5 minutes in our runs): each lock
+## Every fault scenario (release build, then about 6 minutes in our runs): each lock
 ## broken where it is weak, overlaps counted by the history arbiter, verdicts
 ## against each design's promise. One scenario: make scenarios S=gc-pause.
 ## Each run keeps its report: loadgen-report/scenarios/<names>/scenarios.{json,md,html}

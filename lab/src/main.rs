@@ -2,7 +2,8 @@
 //! targets (one line each). Today: `check-docs`, the run of every shell
 //! block of the README's quick start and of the workshop;
 //! `import-graph`, the layering check of each crate; `check-scripts`, the
-//! checks of the shell that is left. The demo stack,
+//! checks of the shell that is left; `cheatsheet`, the one-page print of
+//! docs/cheatsheet.md. The demo stack,
 //! `make results`, the scenarios table and the bench still live in
 //! `scripts/`, and move here one by one (docs/architecture.md, "The
 //! launcher").
@@ -10,6 +11,7 @@
 //! A binary of its own rather than a cargo `xtask`: the lab image runs the
 //! same chores where no cargo is installed.
 
+mod cheatsheet;
 mod docs;
 mod imports;
 mod scripts;
@@ -22,7 +24,7 @@ use clap::{Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(
     name = "seckill-lab",
-    about = "The lab's chores: the docs check, the import graph, the scripts check",
+    about = "The lab's chores: the docs check, the import graph, the scripts check, the cheat sheet",
     version
 )]
 struct Cli {
@@ -50,6 +52,13 @@ enum Command {
     /// The shell that is left: `bash -n`, shellcheck, no function
     /// written twice, no early reader behind a pipe.
     CheckScripts,
+    /// docs/cheatsheet.md printed on one A4 page (headless Chromium,
+    /// checked with pdfinfo), kept in docs/cheatsheet.pdf.
+    Cheatsheet {
+        /// Print and check only; keep nothing.
+        #[arg(long)]
+        check: bool,
+    },
     /// Between two exercises of the docs check: the faults in force must
     /// be the cleared ones, and no replica may run with extra settings.
     /// The first call clears the faults and keeps the answer in `state`.
@@ -67,6 +76,7 @@ fn main() -> ExitCode {
         Command::DocsBetween { state } => docs::between(&state),
         Command::ImportGraph { folders } => imports::check(&folders),
         Command::CheckScripts => scripts::check(),
+        Command::Cheatsheet { check } => cheatsheet::make(check),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
