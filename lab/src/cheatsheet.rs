@@ -2,7 +2,7 @@
 //! on one A4 page.
 //!
 //! The cheat sheet is written in a small part of Markdown — headings,
-//! paragraphs, one pipe table, `code`, **bold** and [links](target) — and
+//! paragraphs, one pipe table, `code`, `**bold**` and `[links](target)` — and
 //! this turns exactly that part into HTML with print CSS (A4 landscape,
 //! small type, the table on the whole width), parsed by pulldown-cmark.
 //! Anything else in the page (a list, a code block, a second-level
