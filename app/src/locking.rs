@@ -277,10 +277,7 @@ impl Renewer {
     /// Wait one period; `false` when `stop` fired (or its sender was
     /// dropped) first.
     pub async fn pause(&self, stop: &mut tokio::sync::oneshot::Receiver<()>) -> bool {
-        tokio::select! {
-            _ = stop => false,
-            () = sleep(self.period()) => true,
-        }
+        self.pause_until(stop, Instant::now() + self.period()).await
     }
 
     /// Record what the renewal sent at `sent` came to; `Break` when the

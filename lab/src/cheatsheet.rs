@@ -206,7 +206,7 @@ pub fn make(check: bool) -> anyhow::Result<()> {
     if pages != "1" || !size.contains("(A4)") {
         bail!("{source} prints on {pages} page(s) of {size}: it must fit one A4 page (shorten it, or tighten lab/src/cheatsheet.rs's CSS)");
     }
-    println!("\x1b[1m[seckill]\x1b[0m cheat sheet: {pages} page, {size}");
+    crate::say(&format!("cheat sheet: {pages} page, {size}"));
     if !check {
         std::fs::copy(&pdf, "docs/cheatsheet.pdf").context("copy to docs/cheatsheet.pdf")?;
         let drawn = Command::new("pdftoppm")
@@ -217,10 +217,10 @@ pub fn make(check: bool) -> anyhow::Result<()> {
         if !drawn.success() {
             bail!("pdftoppm could not draw docs/cheatsheet.pdf");
         }
-        println!(
-            "\x1b[1m[seckill]\x1b[0m wrote docs/cheatsheet.pdf; its picture: {}",
+        crate::say(&format!(
+            "wrote docs/cheatsheet.pdf; its picture: {}",
             work.join("cheatsheet.png").display()
-        );
+        ));
     }
     Ok(())
 }

@@ -316,9 +316,9 @@ pub fn check(print: bool) -> anyhow::Result<()> {
     if total != SESSION_MINUTES {
         bail!("docs/workshop.md: the session adds up to {total} minutes ({minutes:?}), not {SESSION_MINUTES}");
     }
-    println!(
-        "\x1b[1m[seckill]\x1b[0m the workshop adds up to {SESSION_MINUTES} minutes ({minutes:?})"
-    );
+    crate::say(&format!(
+        "the workshop adds up to {SESSION_MINUTES} minutes ({minutes:?})"
+    ));
 
     let state = std::env::temp_dir().join(format!("check-docs-{}", std::process::id()));
     std::fs::create_dir_all(&state).with_context(|| format!("create {}", state.display()))?;
@@ -340,7 +340,7 @@ pub fn check(print: bool) -> anyhow::Result<()> {
         shown.push(format!("{name}={value}"));
         bash.env(name, value);
     }
-    println!("\x1b[1m[seckill]\x1b[0m check-docs: {}", shown.join(" "));
+    crate::say(&format!("check-docs: {}", shown.join(" ")));
     let started = Instant::now();
     let status = bash.status().context("run bash")?;
     let failed_in =
@@ -357,7 +357,7 @@ pub fn check(print: bool) -> anyhow::Result<()> {
             failed_in.trim()
         );
     }
-    println!("\x1b[1m[seckill]\x1b[0m check-docs: every block ran ({took} s)");
+    crate::say(&format!("check-docs: every block ran ({took} s)"));
     Ok(())
 }
 
@@ -384,7 +384,9 @@ pub fn between(state: &Path) -> anyhow::Result<()> {
     let Ok(cleared) = std::fs::read_to_string(state) else {
         let cleared = fetch(reqwest::Method::DELETE).with_context(|| format!("DELETE {url}"))?;
         std::fs::write(state, &cleared).with_context(|| format!("write {}", state.display()))?;
-        println!("\x1b[1m[seckill]\x1b[0m the cleared faults (every exercise must end with them): {cleared}");
+        crate::say(&format!(
+            "the cleared faults (every exercise must end with them): {cleared}"
+        ));
         return Ok(());
     };
     let now = fetch(reqwest::Method::GET).with_context(|| format!("GET {url}"))?;
@@ -413,7 +415,7 @@ pub fn between(state: &Path) -> anyhow::Result<()> {
             settings.join(" ")
         );
     }
-    println!("\x1b[1m[seckill]\x1b[0m faults cleared, every replica on the defaults");
+    crate::say("faults cleared, every replica on the defaults");
     Ok(())
 }
 

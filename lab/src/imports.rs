@@ -67,8 +67,10 @@ pub fn check(folders: &[PathBuf]) -> anyhow::Result<()> {
 
 /// The graph of the crate under `root`.
 pub fn graph_of(root: &Path) -> anyhow::Result<Graph> {
-    let mut files = Vec::new();
-    collect(root, &mut files)?;
+    let mut files: Vec<PathBuf> = crate::files_under(root)?
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "rs"))
+        .collect();
     files.sort();
     let mut sources = BTreeMap::new();
     for file in files {
@@ -82,18 +84,6 @@ pub fn graph_of(root: &Path) -> anyhow::Result<Graph> {
         sources.insert(module, (is_mod_file, text));
     }
     Ok(graph(&sources))
-}
-
-fn collect(dir: &Path, out: &mut Vec<PathBuf>) -> anyhow::Result<()> {
-    for entry in std::fs::read_dir(dir).with_context(|| format!("read {}", dir.display()))? {
-        let path = entry?.path();
-        if path.is_dir() {
-            collect(&path, out)?;
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-    Ok(())
 }
 
 /// `lock/redlock.rs` → `lock::redlock`; `lock/mod.rs` → `lock`; `lib.rs` → `crate`.

@@ -69,6 +69,26 @@ enum Command {
     },
 }
 
+/// Every file under `dir`, in its subfolders too.
+fn files_under(dir: &std::path::Path) -> anyhow::Result<Vec<PathBuf>> {
+    use anyhow::Context as _;
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).with_context(|| format!("read {}", dir.display()))? {
+        let path = entry?.path();
+        if path.is_dir() {
+            out.extend(files_under(&path)?);
+        } else {
+            out.push(path);
+        }
+    }
+    Ok(out)
+}
+
+/// A line of the lab's own, in bold: `[seckill] …`.
+fn say(message: &str) {
+    println!("\x1b[1m[seckill]\x1b[0m {message}");
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {

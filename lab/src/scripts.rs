@@ -95,8 +95,7 @@ fn scripts(repo: &Path) -> anyhow::Result<Vec<PathBuf>> {
             found.push(path);
         }
     }
-    let mut docker = Vec::new();
-    walk(&repo.join("docker"), &mut docker)?;
+    let docker = crate::files_under(&repo.join("docker"))?;
     let standins = repo.join("docker/standins");
     for path in docker {
         let is_sh = path.extension().is_some_and(|e| e == "sh");
@@ -109,18 +108,6 @@ fn scripts(repo: &Path) -> anyhow::Result<Vec<PathBuf>> {
     found.sort();
     found.dedup();
     Ok(found)
-}
-
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> anyhow::Result<()> {
-    for entry in std::fs::read_dir(dir).with_context(|| format!("read {}", dir.display()))? {
-        let path = entry?.path();
-        if path.is_dir() {
-            walk(&path, out)?;
-        } else {
-            out.push(path);
-        }
-    }
-    Ok(())
 }
 
 /// The functions a script defines (`name() {`).
