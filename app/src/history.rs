@@ -14,7 +14,10 @@
 //! (`grab_with_lock`): it begins once the lock is granted, before the stock
 //! is read, and ends after the commit (or the rollback) — *before* the
 //! release, so a correct lock can never show a false overlap: the exit is
-//! recorded before the next holder can be granted. With the
+//! recorded before the next holder can be granted. A section whose lock's
+//! last check refuses it (a lease lost, Redlock's validity run out) ends at
+//! that check, before the rollback of a transaction that has only read:
+//! from there on it writes nothing. With the
 //! `unlock_before_commit` fault the release comes first, so the commit
 //! after it is (correctly) inside. For a lock inside the transaction
 //! (`pg-for-update`, `pg-advisory`) the section begins when the row or

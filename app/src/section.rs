@@ -428,7 +428,17 @@ async fn run_steps(
     // Holding a value read, before the lock's last check and the write.
     cx.deps.freeze.at(FreezeAt::BeforeCheck);
     if let Some(still_held) = check {
-        still_held().map_err(|lost| GrabError::Rejected(lost.into()))?;
+        if let Err(lost) = still_held() {
+            // The holder knows it no longer holds the lock and writes
+            // nothing: its section ends here, before the rollback of a
+            // transaction that only read. (Ended after that rollback, a
+            // refusal at the validity's last millisecond would count as an
+            // overlap with the next holder whenever the rollback is slower
+            // than the drift allowance: the check would be charged for the
+            // time it saved.)
+            history.exit(entered.take()).await;
+            return Err(GrabError::Rejected(lost.into()));
+        }
     }
     // Past the last check, before the write: the pause no check catches.
     cx.deps.freeze.at(FreezeAt::AfterCheck);

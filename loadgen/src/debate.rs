@@ -705,8 +705,14 @@ pub struct Point {
     pub data_damaged: Option<Rate>,
     /// The row's outcome against the prediction.
     pub standing: Standing,
-    /// The case's verdict line.
+    /// Why [`Point::standing`]: the row's outcome, its rate and the
+    /// prediction (`agrees: data damaged 9 of 20 [29–64 %] (predicted
+    /// breaks)`).
     pub reason: String,
+    /// The scenario case's own verdict line. The case judges the outcome
+    /// its scenario names for the strategy, which may not be the row's
+    /// (`write-delayed-to-storage` judges the data; its case, the overlaps).
+    pub case_verdict: String,
 }
 
 /// A row's curve and standing.
@@ -726,11 +732,20 @@ pub struct Judged {
 /// Judge a row from its sweep's points: each point's params and outcomes.
 pub fn judge_row(row: &Row, points: &[(String, Params, Option<Outcomes>, String)]) -> Judged {
     let mut judged = Vec::new();
-    for (value, params, outcomes, reason) in points {
+    for (value, params, outcomes, case_verdict) in points {
         let predicts = (row.predicts)(params);
-        let standing = outcomes.map_or(Standing::Undecided, |o| {
-            row.outcome.of(&o).standing(predicts)
-        });
+        let rate = outcomes.map(|o| row.outcome.of(&o));
+        let standing = rate.map_or(Standing::Undecided, |r| r.standing(predicts));
+        let reason = match rate {
+            Some(rate) => format!(
+                "{}: {} {} (predicted {})",
+                standing.as_str(),
+                row.outcome.as_str(),
+                rate.text(),
+                predicts.as_str()
+            ),
+            None => format!("undecided: no rates ({case_verdict})"),
+        };
         judged.push(Point {
             value: value.clone(),
             resolved: params
@@ -741,7 +756,8 @@ pub fn judge_row(row: &Row, points: &[(String, Params, Option<Outcomes>, String)
             exclusion_broken: outcomes.map(|o| o.exclusion_broken),
             data_damaged: outcomes.map(|o| o.data_damaged),
             standing,
-            reason: reason.clone(),
+            reason,
+            case_verdict: case_verdict.clone(),
         });
     }
     let standing = if judged.is_empty() {
@@ -1202,5 +1218,33 @@ mod tests {
             .map(|(v, o)| ((*v).to_owned(), params(row, v), o, String::new()))
             .collect();
         assert_eq!(judge_row(row, &contra).standing, Standing::Contradicts);
+    }
+
+    #[test]
+    fn a_points_reason_judges_the_rows_outcome_not_the_cases() {
+        let row = ROWS
+            .iter()
+            .find(|r| r.id == "write-delayed-to-storage")
+            .expect("the row");
+        assert_eq!(row.outcome, Outcome::DataDamaged);
+        let mut measured = outcomes(20, 20);
+        measured.as_mut().expect("outcomes").data_damaged = Rate::of(9, 20);
+        let case = "agrees: exclusion broken 20 of 20 [84–100 %]".to_owned();
+        let judged = judge_row(
+            row,
+            &[(
+                "1.5ttl".into(),
+                params(row, "1.5ttl"),
+                measured,
+                case.clone(),
+            )],
+        );
+        let point = &judged.points[0];
+        assert_eq!(point.standing, Standing::Agrees);
+        assert_eq!(
+            point.reason,
+            "agrees: data damaged 9 of 20 [26–66 %] (predicted breaks)"
+        );
+        assert_eq!(point.case_verdict, case);
     }
 }

@@ -217,14 +217,29 @@ impl ServerKind for ZooKeeper {
     }
 }
 
-/// The workspace's `target/<profile>` folder, found from the running test
-/// binary (`target/<profile>/deps/<test>`).
+/// The workspace's `target/<profile>` folder, where cargo puts the
+/// binaries: the profile is read off the running test binary
+/// (`<dir>/<profile>/deps/<test>`), the folder is `CARGO_TARGET_DIR` or the
+/// workspace's `target/`. Not the test binary's own folder: with a
+/// separate `build.build-dir` (CI's cache) tests run from there, and the
+/// binaries are not beside them.
 fn target_profile_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("current exe");
-    exe.parent()
-        .and_then(|deps| deps.parent())
-        .expect("test binary under target/<profile>/deps")
-        .to_path_buf()
+    let profile = exe
+        .parent()
+        .and_then(Path::parent)
+        .and_then(Path::file_name)
+        .expect("test binary under <dir>/<profile>/deps");
+    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(
+        || {
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .parent()
+                .expect("testkit sits in the workspace")
+                .join("target")
+        },
+        PathBuf::from,
+    );
+    target.join(profile)
 }
 
 /// Path of a workspace binary (`SECKILL_APP_BIN` overrides for the app);

@@ -63,10 +63,15 @@ pub const PARAMS: &[Spec] = &[
         default: "0.01",
         meaning: "the client's drift allowance, a fraction of the TTL (SECKILL_REDLOCK_DRIFT_FACTOR)",
     },
+    // 40 ms: the write and the scheduling around it on a busy two-core
+    // machine (three lanes of debug binaries in CI). With 25, a check that
+    // passed a few ms before the validity ran out now and then let the
+    // write land after the keys expired (CI: 1 of 12, undecided) — the
+    // pause no check covers, not the slew this case is about.
     Spec {
         name: "margin_ms",
         unit: Unit::Count,
-        default: "25",
+        default: "40",
         meaning: "what work_ms=fill leaves of the validity for the write, ms",
     },
     params::users("6"),
