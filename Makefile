@@ -89,7 +89,7 @@ check-docs:
 ## the demo's comparison, the workshop's exercise 1 and every scenario,
 ## written to docs/results.md (release build, then about 10 minutes in our runs).
 results:
-	@scripts/results.sh
+	@cargo run --quiet --locked -p seckill-lab -- results
 
 ## The Redlock debate, claim by claim (Kleppmann 2016, antirez's reply, the
 ## Redis docs), on measured curves: release build, then each claim's sweep

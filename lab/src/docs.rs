@@ -282,7 +282,7 @@ fn say(s: &str) -> String {
     format!("printf '\\033[1m[seckill]\\033[0m %s\\n' {}", quote(s))
 }
 
-fn root() -> anyhow::Result<PathBuf> {
+pub fn root() -> anyhow::Result<PathBuf> {
     let here = std::env::current_dir().context("the current folder")?;
     if !here.join("docs/workshop.md").is_file() {
         bail!(
