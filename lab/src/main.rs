@@ -3,14 +3,15 @@
 //! block of the README's quick start and of the workshop;
 //! `import-graph`, the layering check of each crate; `check-scripts`, the
 //! checks of the shell that is left; `cheatsheet`, the one-page print of
-//! docs/cheatsheet.md; `results`, the run behind docs/results.md. The demo
-//! stack and the bench still live in
+//! docs/cheatsheet.md; `results`, the run behind docs/results.md; `bench`,
+//! the throughput beside its floors. The demo stack still lives in
 //! `scripts/`, and move here one by one (docs/architecture.md, "The
 //! launcher").
 //!
 //! A binary of its own rather than a cargo `xtask`: the lab image runs the
 //! same chores where no cargo is installed.
 
+mod bench;
 mod cheatsheet;
 mod docs;
 mod imports;
@@ -54,6 +55,13 @@ enum Command {
     /// the demo, the workshop's exercise 1 and every fault scenario,
     /// written to docs/results.md (and the README's table).
     Results,
+    /// The service's throughput beside the raw floors (pgbench, wrk),
+    /// measured in one run, each ratio with its goal (`make bench`).
+    Bench {
+        /// `history`: only the cost of `--history`.
+        #[arg(value_parser = ["history"])]
+        only: Option<String>,
+    },
     /// The shell that is left: `bash -n`, shellcheck, no function
     /// written twice, no early reader behind a pipe.
     CheckScripts,
@@ -89,6 +97,18 @@ fn files_under(dir: &std::path::Path) -> anyhow::Result<Vec<PathBuf>> {
     Ok(out)
 }
 
+/// A command's first line of output, or `fallback`.
+pub(crate) fn first_line(program: &str, args: &[&str], fallback: &str) -> String {
+    std::process::Command::new(program)
+        .args(args)
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .and_then(|s| s.lines().next().map(str::to_owned))
+        .unwrap_or_else(|| fallback.to_owned())
+}
+
 /// A line of the lab's own, in bold: `[seckill] …`.
 fn say(message: &str) {
     println!("\x1b[1m[seckill]\x1b[0m {message}");
@@ -102,6 +122,7 @@ fn main() -> ExitCode {
         Command::ImportGraph { folders } => imports::check(&folders),
         Command::CheckScripts => scripts::check(),
         Command::Results => results::make(),
+        Command::Bench { only } => bench::run(only.is_some()),
         Command::Cheatsheet { check } => cheatsheet::make(check),
     };
     match result {

@@ -79,18 +79,6 @@ fn copy_folder(from: &Path, to: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A command's first line of output, or `fallback`.
-fn first_line(program: &str, args: &[&str], fallback: &str) -> String {
-    Command::new(program)
-        .args(args)
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .and_then(|o| String::from_utf8(o.stdout).ok())
-        .and_then(|s| s.lines().next().map(str::to_owned))
-        .unwrap_or_else(|| fallback.to_owned())
-}
-
 /// `N cores (model), M GiB, Linux release`.
 fn machine() -> String {
     let cores = std::thread::available_parallelism().map_or(0, usize::from);
@@ -117,7 +105,7 @@ fn machine() -> String {
 
 /// The commit, and whether the code measured differs from it.
 fn commit(root: &Path) -> String {
-    let short = first_line("git", &["rev-parse", "--short", "HEAD"], "unknown");
+    let short = crate::first_line("git", &["rev-parse", "--short", "HEAD"], "unknown");
     let clean = Command::new("git")
         .args(["diff", "--quiet", "HEAD", "--"])
         .args([
@@ -287,7 +275,7 @@ pub fn make() -> anyhow::Result<()> {
     std::fs::create_dir_all(&out).with_context(|| format!("create {}", out.display()))?;
     let target: PathBuf =
         std::env::var_os("RESULTS_OUT").map_or_else(|| root.join("docs/results.md"), PathBuf::from);
-    let date = first_line("date", &["-u", "+%Y-%m-%d %H:%M UTC"], "an unknown date");
+    let date = crate::first_line("date", &["-u", "+%Y-%m-%d %H:%M UTC"], "an unknown date");
 
     crate::say("results 1/3: make demo");
     let (code, demo_s) = logged(&root, &out.join("demo.log"), "scripts/demo.sh", &[], &[])?;

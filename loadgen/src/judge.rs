@@ -221,7 +221,7 @@ pub fn list<B: fmt::Display>(breaches: &[B]) -> String {
 }
 
 /// The verdict of one strategy's run in `run`/`compare`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum RunVerdict {
     /// Classed safe, and no breach.
     #[serde(rename = "safe")]

@@ -249,8 +249,8 @@ async fn execute(strategies: Vec<String>, settings: &Settings) -> anyhow::Result
 
     let synchronous_commit = service.audit().await.ok().map(|a| a.synchronous_commit);
     let report = Report {
-        tool: "seckill-loadgen",
-        version: env!("CARGO_PKG_VERSION"),
+        tool: "seckill-loadgen".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
         replicas: service.urls.clone(),
         synchronous_commit,
         faults: faults_in_force,

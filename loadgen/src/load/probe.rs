@@ -9,11 +9,31 @@ use std::time::{Duration, Instant};
 
 use goose::metrics::GooseMetrics;
 use goose::prelude::*;
-use serde_json::json;
+use serde::{Deserialize, Serialize};
 
 use super::attack::{base_config, pick_replica};
 use super::live::Live;
 use super::outcome::Outcome;
+
+/// What `probe` prints, one JSON line (read back by `make bench`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Probe {
+    /// The path every user GETs.
+    pub path: String,
+    /// goose users.
+    pub users: usize,
+    /// How long the load ran, s.
+    pub duration_s: f64,
+    /// Answers, successes and errors.
+    pub requests: u64,
+    /// Answers that were not 2xx, or none.
+    pub errors: u64,
+    /// `requests` / `duration_s`.
+    pub requests_per_sec: f64,
+    /// Latency quantiles, ms.
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+}
 
 /// `probe`: run, print the figures as JSON; exit 3 when nothing answered.
 pub async fn main(urls: &[String], path: &str, users: usize, run_time: Duration) -> ExitCode {
@@ -25,19 +45,20 @@ pub async fn main(urls: &[String], path: &str, users: usize, run_time: Duration)
     let secs = live.elapsed().as_secs_f64().max(1e-3);
     let ok = live.outcome(Outcome::Ordered);
     let errors = live.outcome(Outcome::Error);
-    println!(
-        "{}",
-        json!({
-            "path": path,
-            "users": users,
-            "duration_s": secs,
-            "requests": ok + errors,
-            "errors": errors,
-            "requests_per_sec": (ok + errors) as f64 / secs,
-            "p50_ms": live.latency_ms(0.50),
-            "p99_ms": live.latency_ms(0.99),
-        })
-    );
+    let figures = Probe {
+        path: path.to_owned(),
+        users,
+        duration_s: secs,
+        requests: ok + errors,
+        errors,
+        requests_per_sec: (ok + errors) as f64 / secs,
+        p50_ms: live.latency_ms(0.50),
+        p99_ms: live.latency_ms(0.99),
+    };
+    match serde_json::to_string(&figures) {
+        Ok(line) => println!("{line}"),
+        Err(e) => eprintln!("seckill-loadgen: probe figures: {e}"),
+    }
     if ok == 0 {
         eprintln!(
             "seckill-loadgen: no successful answer from {}",

@@ -9,7 +9,7 @@ mod tables;
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::api::{AuditRow, Faults, Kind, OverlapEvent, Safety, Section};
 use crate::judge::RunVerdict;
@@ -17,7 +17,7 @@ use crate::load::Accounting;
 use crate::load::{Outcome, Workload};
 
 /// Lock figures: deltas of the replicas' `/metrics` over the run.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct LockFigures {
     pub attempts: u64,
     pub retries: u64,
@@ -33,7 +33,7 @@ pub struct LockFigures {
 /// How the run's orders were batched (from the service's
 /// `seckill_order_batch_*` histograms, and each grab's exact
 /// `Server-Timing: batch;dur`).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct BatchFigures {
     /// Batches committed (or failed) during the run.
     pub batches: u64,
@@ -68,8 +68,9 @@ impl BatchFigures {
     }
 }
 
-/// One strategy's run.
-#[derive(Debug, Clone, Serialize)]
+/// One strategy's run (written to `report.json`, and read back by
+/// whatever quotes it: `make bench`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Run {
     pub strategy: String,
     pub safety: Safety,
@@ -79,7 +80,7 @@ pub struct Run {
     /// Whether the judge found any breach (classed safe or not).
     pub violations: bool,
     /// The breaches, as printed (`oversold 3`, `2 lost updates`, …).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub breaches: Vec<String>,
     pub duration_s: f64,
     pub grabs: u64,
@@ -128,7 +129,7 @@ pub struct Run {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stale: Option<u64>,
     /// With `--history`: the arbiter's first overlaps.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub first_overlaps: Vec<OverlapEvent>,
     /// The acknowledgement check: `acknowledged`, `acknowledged_missing`,
     /// `unacknowledged_present`, `indeterminate` `{found, not_found}` and
@@ -137,7 +138,7 @@ pub struct Run {
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     pub accounting: Option<Accounting>,
     /// Why the verdict is `inconclusive` (empty otherwise).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub inconclusive_because: Vec<String>,
     /// With `--history`: the run's critical sections, for the timeline of
     /// `report.html` (not written to `report.json`).
@@ -155,10 +156,10 @@ pub struct Run {
 }
 
 /// The whole comparison.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Report {
-    pub tool: &'static str,
-    pub version: &'static str,
+    pub tool: String,
+    pub version: String,
     pub replicas: Vec<String>,
     pub synchronous_commit: Option<String>,
     /// `GET /admin/faults` while the runs ran (work delay, pauses,
@@ -175,7 +176,7 @@ pub struct Report {
 }
 
 /// A strategy the service cannot run.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Skipped {
     pub strategy: String,
     pub reason: String,
@@ -320,8 +321,8 @@ pub(crate) mod fixtures {
     /// A report of these runs (a burst of 40 on 20 units).
     pub fn report_of(runs: Vec<Run>) -> Report {
         Report {
-            tool: "seckill-loadgen",
-            version: "0",
+            tool: "seckill-loadgen".into(),
+            version: "0".into(),
             replicas: vec!["http://127.0.0.1:1".into()],
             synchronous_commit: None,
             faults: None,
@@ -346,5 +347,29 @@ pub(crate) mod fixtures {
             failed: Vec::new(),
             interrupted: false,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fixtures::{report_of, run};
+    use super::Report;
+    use crate::judge::RunVerdict;
+
+    #[test]
+    fn a_report_reads_back_as_it_was_written() {
+        let mut clean = run("pg-for-update", RunVerdict::Safe, 0);
+        clean.first_overlaps.clear();
+        clean.accounting = None;
+        let written = report_of(vec![run("setnx", RunVerdict::Violation, 3), clean]);
+        let json = serde_json::to_string_pretty(&written).expect("serialise");
+        let read: Report = serde_json::from_str(&json).expect("read back");
+        assert_eq!(read.runs.len(), 2);
+        assert_eq!(read.runs[0].verdict, RunVerdict::Violation);
+        assert_eq!(read.runs[1].accounting, None);
+        assert_eq!(
+            serde_json::to_string_pretty(&read).expect("serialise again"),
+            json
+        );
     }
 }
