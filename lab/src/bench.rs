@@ -216,7 +216,13 @@ impl Bench {
                 .enable_all()
                 .build()
                 .context("a runtime")?,
-            client: reqwest::Client::new(),
+            // No connection kept between calls: a minute of load lies
+            // between two of them, and the service closes an idle
+            // keep-alive connection long before (a reused one fails).
+            client: reqwest::Client::builder()
+                .pool_max_idle_per_host(0)
+                .build()
+                .context("an HTTP client")?,
             _servers: servers,
         })
     }
