@@ -320,7 +320,11 @@ impl DistributedLock for Redlock {
         match validity {
             Some(validity) if yes >= quorum && !validity.is_zero() => {
                 let mut guard = LockGuard::remote(key, token);
-                guard.valid_until = Some(started + validity);
+                // The validity is what is left *now*, `elapsed` after the
+                // SETs were sent: the lock is trusted until TTL − drift
+                // after them, the earliest the keys can expire less the
+                // clocks' allowance.
+                guard.valid_until = Some(started + elapsed + validity);
                 Ok(Some(guard))
             }
             _ => {

@@ -588,6 +588,30 @@ async fn a_redlock_holder_past_its_validity_fails_the_check() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pause_during_redlock_acquisition_is_counted_once_in_its_validity() {
+    let nodes: Vec<RedisServer> = (0..3).map(|_| RedisServer::start()).collect();
+    let urls: Vec<String> = nodes.iter().map(RedisServer::url).collect();
+    let ttl = MS(1000);
+    let d = deps(&nodes[0].url(), NO_DB, ttl, MS(500));
+    let lock = Redlock::new(&urls, MS(50), 0.01).expect("redlock");
+    let mut faults = no_faults();
+    faults.acquire_pause_ms = 400;
+    let cx = GrabContext {
+        deps: &d,
+        faults,
+        pause: false,
+    };
+    let guard = lock.acquire(cx, 1).await.expect("acquire");
+    // 400 ms of the TTL went in the pause: the lock is trusted until
+    // TTL − drift (988 ms) after the SETs, so 300 ms more is inside it;
+    // counting the pause twice would have ended it at 588 ms.
+    tokio::time::sleep(MS(300)).await;
+    assert_eq!(guard.check_still_held(), Ok(()));
+    tokio::time::sleep(MS(400)).await;
+    assert_eq!(guard.check_still_held(), Err(LockLost::ValidityExpired));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redlock_loses_safety_when_a_node_restarts_without_persistence() {
     let mut nodes: Vec<RedisServer> = (0..5).map(|_| RedisServer::start()).collect();
     let urls: Vec<String> = nodes.iter().map(RedisServer::url).collect();
