@@ -32,6 +32,8 @@ use seckill_launch::{servers, start_on_free_ports, Ready, Running, Service};
 use seckill_loadgen::load::probe::Probe;
 use seckill_loadgen::report::{Report, Run};
 
+use crate::number_after;
+
 /// The database the bench creates (and drops).
 const DB: &str = "seckill_bench";
 /// Product 1's stock: never sold out within a run.
@@ -107,20 +109,7 @@ fn row(name: &str, ours: &str, floor: &str, ratio: &str, goal: &str, ok: &str) -
 fn status_kib(pid: u32, key: &str) -> anyhow::Result<f64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
         .with_context(|| format!("read /proc/{pid}/status"))?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(key))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-        .with_context(|| format!("no {key} in /proc/{pid}/status"))
-}
-
-/// The number after `key` on the first line that starts with it.
-fn figure_after(text: &str, key: &str) -> Option<f64> {
-    text.lines()
-        .find_map(|l| l.trim_start().strip_prefix(key))
-        .and_then(|rest| rest.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
+    number_after(&status, key).with_context(|| format!("no {key} in /proc/{pid}/status"))
 }
 
 /// What one bench holds: its servers, the service, the knobs.
@@ -276,7 +265,7 @@ impl Bench {
             .output()
             .context("run pgbench")?;
         let text = String::from_utf8_lossy(&output.stdout);
-        figure_after(&text, "tps = ").with_context(|| format!("pgbench {script}: no tps in {text}"))
+        number_after(&text, "tps = ").with_context(|| format!("pgbench {script}: no tps in {text}"))
     }
 
     /// One `seckill-loadgen run`, its report read back. A run that exits
@@ -335,7 +324,7 @@ impl Bench {
             .output()
             .context("run wrk")?;
         let text = String::from_utf8_lossy(&output.stdout);
-        figure_after(&text, "Requests/sec:")
+        number_after(&text, "Requests/sec:")
             .with_context(|| format!("wrk: no Requests/sec in {text}"))
     }
 
@@ -554,10 +543,14 @@ mod tests {
     fn a_figure_is_read_after_its_key() {
         let pgbench =
             "latency average = 1.2 ms\ntps = 1234.567890 (without initial connection time)\n";
-        assert_eq!(figure_after(pgbench, "tps = "), Some(1234.56789));
+        assert_eq!(number_after(pgbench, "tps = "), Some(1234.56789));
         let wrk = "  Latency 1ms\nRequests/sec:  45678.90\nTransfer/sec: 1MB\n";
-        assert_eq!(figure_after(wrk, "Requests/sec:"), Some(45678.9));
-        assert_eq!(figure_after(wrk, "tps = "), None);
+        assert_eq!(number_after(wrk, "Requests/sec:"), Some(45678.9));
+        assert_eq!(number_after(wrk, "tps = "), None);
+        assert_eq!(
+            number_after("VmHWM:\t  47720 kB\n", "VmHWM:"),
+            Some(47720.0)
+        );
     }
 
     #[test]

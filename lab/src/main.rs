@@ -109,6 +109,15 @@ pub(crate) fn first_line(program: &str, args: &[&str], fallback: &str) -> String
         .unwrap_or_else(|| fallback.to_owned())
 }
 
+/// The number after `key` on the first line that starts with it (leading
+/// blanks aside): `tps = 812.3`, `Requests/sec: 14996.1`, `VmRSS: 12904 kB`.
+pub(crate) fn number_after(text: &str, key: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.trim_start().strip_prefix(key))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+}
+
 /// A line of the lab's own, in bold: `[seckill] …`.
 fn say(message: &str) {
     println!("\x1b[1m[seckill]\x1b[0m {message}");

@@ -89,16 +89,11 @@ fn machine() -> String {
         .and_then(|l| l.split_once(':'))
         .map_or("unknown CPU", |(_, m)| m.trim());
     let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
-    let kib: u64 = meminfo
-        .lines()
-        .find_map(|l| l.strip_prefix("MemTotal:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0);
+    let kib = crate::number_after(&meminfo, "MemTotal:").unwrap_or(0.0);
     let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
     format!(
         "{cores} cores ({model}), {} GiB, Linux {}",
-        kib / (1024 * 1024),
+        (kib / (1024.0 * 1024.0)).floor(),
         release.trim()
     )
 }

@@ -706,7 +706,7 @@ pub struct Point {
     /// The row's outcome against the prediction.
     pub standing: Standing,
     /// Why [`Point::standing`]: the row's outcome, its rate and the
-    /// prediction (`agrees: data damaged 9 of 20 [29–64 %] (predicted
+    /// prediction (`agrees: data damaged 9 of 20 [26–66 %] (predicted
     /// breaks)`).
     pub reason: String,
     /// The scenario case's own verdict line. The case judges the outcome

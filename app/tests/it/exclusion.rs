@@ -12,7 +12,7 @@ use seckill_app::lock::{
     watchdog::Watchdog, zk_ephemeral_seq::ZkEphemeralSeq,
 };
 use seckill_app::locking::{DistributedLock, LockLost, Released};
-use seckill_app::strategy::GrabContext;
+use seckill_app::strategy::{Deps, GrabContext};
 use seckill_testkit::{eventually, signal_process};
 
 use crate::checker::{self, deps, no_faults};
@@ -23,6 +23,17 @@ use crate::harness::{
 
 const MS: fn(u64) -> Duration = Duration::from_millis;
 const NO_DB: &str = "postgres://postgres@127.0.0.1:1/none";
+
+/// `n` redis-servers as Redlock's nodes (node 0 is also the service's
+/// Redis), the deps for `ttl` and `wait`, and Redlock on them: 50 ms per
+/// node, the docs' drift factor 0.01.
+fn redlock_on(n: usize, ttl: Duration, wait: Duration) -> (Vec<RedisServer>, Arc<Deps>, Redlock) {
+    let nodes: Vec<RedisServer> = (0..n).map(|_| RedisServer::start()).collect();
+    let urls: Vec<String> = nodes.iter().map(RedisServer::url).collect();
+    let d = deps(&nodes[0].url(), NO_DB, ttl, wait);
+    let lock = Redlock::new(&urls, MS(50), 0.01).expect("redlock");
+    (nodes, d, lock)
+}
 
 fn pttl(redis: &RedisServer) -> i64 {
     redis::cmd("PTTL")
@@ -525,10 +536,8 @@ async fn the_services_lock_excludes_a_standard_client() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redlock_tolerates_a_minority_and_fails_fast_without_a_majority() {
-    let mut nodes: Vec<RedisServer> = (0..5).map(|_| RedisServer::start()).collect();
-    let urls: Vec<String> = nodes.iter().map(RedisServer::url).collect();
-    let d = deps(&nodes[0].url(), NO_DB, MS(1_000), MS(2_000));
-    let lock = Arc::new(Redlock::new(&urls, MS(50), 0.01).expect("redlock"));
+    let (mut nodes, d, lock) = redlock_on(5, MS(1_000), MS(2_000));
+    let lock = Arc::new(lock);
 
     nodes[3].stop();
     nodes[4].stop();
@@ -565,11 +574,8 @@ async fn redlock_tolerates_a_minority_and_fails_fast_without_a_majority() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_redlock_holder_past_its_validity_fails_the_check() {
-    let nodes: Vec<RedisServer> = (0..3).map(|_| RedisServer::start()).collect();
-    let urls: Vec<String> = nodes.iter().map(RedisServer::url).collect();
     let ttl = MS(300);
-    let d = deps(&nodes[0].url(), NO_DB, ttl, MS(500));
-    let lock = Redlock::new(&urls, MS(50), 0.01).expect("redlock");
+    let (_nodes, d, lock) = redlock_on(3, ttl, MS(500));
     let cx = GrabContext {
         deps: &d,
         faults: no_faults(),
@@ -589,11 +595,8 @@ async fn a_redlock_holder_past_its_validity_fails_the_check() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pause_during_redlock_acquisition_is_counted_once_in_its_validity() {
-    let nodes: Vec<RedisServer> = (0..3).map(|_| RedisServer::start()).collect();
-    let urls: Vec<String> = nodes.iter().map(RedisServer::url).collect();
     let ttl = MS(1000);
-    let d = deps(&nodes[0].url(), NO_DB, ttl, MS(500));
-    let lock = Redlock::new(&urls, MS(50), 0.01).expect("redlock");
+    let (_nodes, d, lock) = redlock_on(3, ttl, MS(500));
     let mut faults = no_faults();
     faults.acquire_pause_ms = 400;
     let cx = GrabContext {
@@ -613,10 +616,7 @@ async fn a_pause_during_redlock_acquisition_is_counted_once_in_its_validity() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redlock_loses_safety_when_a_node_restarts_without_persistence() {
-    let mut nodes: Vec<RedisServer> = (0..5).map(|_| RedisServer::start()).collect();
-    let urls: Vec<String> = nodes.iter().map(RedisServer::url).collect();
-    let d = deps(&nodes[0].url(), NO_DB, MS(10_000), MS(500));
-    let lock = Redlock::new(&urls, MS(50), 0.01).expect("redlock");
+    let (mut nodes, d, lock) = redlock_on(5, MS(10_000), MS(500));
     let cx = GrabContext {
         deps: &d,
         faults: no_faults(),
@@ -651,10 +651,7 @@ async fn redlock_loses_safety_when_a_node_restarts_without_persistence() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redlock_deletes_a_key_a_slow_node_grants_after_the_decision() {
-    let nodes: Vec<RedisServer> = (0..5).map(|_| RedisServer::start()).collect();
-    let urls: Vec<String> = nodes.iter().map(RedisServer::url).collect();
-    let d = deps(&nodes[0].url(), NO_DB, MS(10_000), MS(2_000));
-    let lock = Redlock::new(&urls, MS(50), 0.01).expect("redlock");
+    let (nodes, d, lock) = redlock_on(5, MS(10_000), MS(2_000));
     let cx = GrabContext {
         deps: &d,
         faults: no_faults(),
