@@ -316,9 +316,18 @@ const NET_PG_REDLOCK: Run = Run {
     scenario: "slow-network",
     strategy: StrategyName::Redlock,
     variant: None,
-    sets: &[("ttl_ms", "400"), ("work_ms", "150"), ("link", "postgres")],
-    // The boundary: 6 trips × delay + work = TTL (delay ≈ 0.1 TTL).
-    sweep: ("delay", &["0.03ttl", "0.06ttl", "0.2ttl", "1.5ttl"]),
+    sets: &[
+        ("ttl_ms", "400"),
+        ("work_ms", "150"),
+        ("link", "postgres"),
+        ("where", "after-check"),
+    ],
+    // The boundary: 3 trips after the check × delay + work = TTL (delay
+    // ≈ 0.21 TTL).
+    sweep: (
+        "delay",
+        &["0.05ttl", "0.1ttl", "0.4ttl", "0.8ttl", "1.5ttl"],
+    ),
 };
 const NET_PG_FENCED: Run = Run {
     id: "net-postgres-fenced",
@@ -550,11 +559,11 @@ pub const ROWS: &[Row] = &[
         source: KLEPPMANN,
         quote: "an application process may send a write request, and it may reach the storage server a minute later when the lease has already expired",
         claim: "A write delayed on its way to the database lands after the lock expired, past every check: Redlock's validity included",
-        mechanism: "replica a's requests to PostgreSQL arrive `delay` late (a proxy; its locks answer at once); a section that passed its validity check sends its write, which lands after the keys expired and the next holder wrote: a lost update",
+        mechanism: "replica a is held at the moment it passes its validity check (its own hook), its requests to PostgreSQL are delayed by `delay` (a proxy; its locks answer at once), and a is let go: the write it sends next, the insert and the commit land late; once they outlast the keys, the next holder reads the stock a read, writes and commits, and a's stale write lands on top: a lost update",
         run: NET_PG_REDLOCK,
         outcome: Outcome::DataDamaged,
         predicts: postgres_write_late,
-        predicts_text: "breaks when 6 trips × delay + work > TTL (BEGIN, the read, the write, the duplicate check, the insert, the commit), holds below",
+        predicts_text: "breaks when 3 trips × delay + work > TTL (the write, the insert and the commit, sent after the check), holds below",
     },
     Row {
         id: "write-delayed-fenced",

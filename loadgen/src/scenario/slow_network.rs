@@ -19,23 +19,36 @@
 //! before the write cannot help a write already on the wire: the lock
 //! expires while the write travels, the next holder reads, writes and
 //! commits, and the late write lands on top (a lost update) — unless the
-//! database itself refuses it (a fence, a row lock). The delay starts at a
-//! moment the sections do not choose, so some section is always between
-//! its check and its write. Exposed when 6 trips (`BEGIN`, the read, the
-//! write, the duplicate check, the insert, the commit) × delay + work >
-//! TTL.
+//! database itself refuses it (a fence, a row lock). With `where=anywhere`
+//! the delay starts at a moment the sections do not choose: exposed when 6
+//! trips (`BEGIN`, the read, the duplicate check, then the write, the
+//! insert, the commit) × delay + work > TTL, and past about half the TTL
+//! only a section caught between its check and its write can be damaged
+//! (a fresh one fails its check), a race. With `where=after-check` replica
+//! a's own hook stops it as it passes its last check, the delay begins,
+//! and a is let go: its write is the first late request, every time.
+//! Exposed when the 3 trips after the check (the write, the insert, the
+//! commit) × delay + work > TTL.
 //!
 //! Each injection is one window of delay: the delay switched on while
 //! buyers press on both replicas, held for `delay` + TTL + work (with
 //! `link=postgres`, 3 × `delay` + TTL + work: long enough for a section
 //! begun as the delay starts to land its write while b's buyers, pausing
-//! 100 ms between grabs instead of 800, still press), switched off; the
-//! round judged. A damaged round is a race (b must read between a's late
-//! write and a's commit), so its rate stays below certainty even far past
-//! the boundary: at 1.5ttl, 13–14 of 20 in our debug runs, 8 of 20 in the
-//! release build's `make debate`. The proof the delay landed: a Redis `PING`
-//! through replica a's links (to its Redis and to Redlock node 1), timed
-//! while the delay is on, takes at least the delay.
+//! 100 ms between grabs instead of 800, still press; with
+//! `where=after-check`, 3 × `delay` + 50 ms: until the held section's
+//! commit is on its way, so no later section has more late trips than
+//! it), switched off; the round judged. A damaged round is a race (b must
+//! read before a's late commit), so its rate stays below certainty near
+//! the boundary. In our release runs (TTL 400 ms, work 150 ms, 20
+//! injections), data damaged: `where=anywhere` 10 of 20 at 0.1ttl, 7–11
+//! of 20 from 0.2 to 0.6ttl (only a section caught before its write),
+//! 19 of 20 at 1.5ttl; `where=after-check` 0 of 20 at 0.05 and 0.1ttl, 12
+//! of 20 at 0.4ttl, 20 of 20 at 0.8 and 1.5ttl.
+//!
+//! The proof the delay landed: a Redis `PING` through replica a's links
+//! (to its Redis and to Redlock node 1), or a `SELECT 1` through its link
+//! to PostgreSQL, timed while the delay is on, takes at least the delay;
+//! with `where=after-check`, also replica a stopped at its last check.
 
 use std::time::Duration;
 
@@ -48,7 +61,7 @@ use super::inject::{self, Window};
 use super::lab::Setup;
 use super::params::{self, Params, Spec, Unit};
 use super::world::{arm, pause, start_replicas, timed_ping, work, CaseRun};
-use crate::api::{Kind, StrategyEntry};
+use crate::api::{FreezeAt, Kind, StrategyEntry};
 use crate::judge::Expected::{Breaks, Holds};
 use crate::procs::{self, RedisNode};
 use seckill_proxy::Proxy;
@@ -69,6 +82,12 @@ pub const PARAMS: &[Spec] = &[
         unit: Unit::Choice(&["redis", "postgres"]),
         default: "redis",
         meaning: "which of replica a's links is slow: its replies from Redis (the grant), or its requests to PostgreSQL (after the lock)",
+    },
+    Spec {
+        name: "where",
+        unit: Unit::Choice(&["anywhere", "after-check"]),
+        default: "anywhere",
+        meaning: "link=postgres only: when the delay begins — a moment the sections do not choose, or with replica a held at its last check, so the write it sends next is the first late request",
     },
     Spec {
         name: "node_timeout_ms",
@@ -135,13 +154,24 @@ pub fn expect(strategy: &StrategyEntry, _variant: &str, params: &Params) -> Expe
 /// order's insert, the commit.
 const SECTION_TRIPS: u64 = 6;
 
-/// `link=postgres`: whether a section's database trips outlast its lock:
-/// SECTION_TRIPS × delay + work > TTL. Its last check passes after the
-/// first two trips, so the writes of such a section are sent before the
-/// lock runs out and land after it did; and a section caught between its
-/// check and its write when the delay begins is later still.
+/// Round trips after the last check: the write, the order's insert, the
+/// commit.
+const TRIPS_AFTER_CHECK: u64 = 3;
+
+/// `link=postgres`: whether a section's database trips outlast its lock.
+/// `where=anywhere`: SECTION_TRIPS × delay + work > TTL — its last check
+/// passes after the first three trips, so the writes of such a section
+/// are sent before the lock runs out and land after it did, and a section
+/// caught between its check and its write when the delay begins is later
+/// still. `where=after-check`: the delay begins as replica a passes its
+/// check, its work done: TRIPS_AFTER_CHECK × delay + work > TTL.
 fn postgres_exposed(params: &Params) -> bool {
-    SECTION_TRIPS * params.ms("delay") + params.ms("work_ms") > params.ttl_ms()
+    let trips = if params.choice("where") == "after-check" {
+        TRIPS_AFTER_CHECK
+    } else {
+        SECTION_TRIPS
+    };
+    trips * params.ms("delay") + params.ms("work_ms") > params.ttl_ms()
 }
 
 /// `link=postgres`, judged on exclusion.
@@ -190,6 +220,7 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     let timeout = params.count("node_timeout_ms");
     let injections = params.injections();
     let postgres = params.choice("link") == "postgres";
+    let after_check = postgres && params.choice("where") == "after-check";
     let timeout_env = vec![(
         "SECKILL_REDLOCK_NODE_TIMEOUT_MS".to_owned(),
         timeout.to_string(),
@@ -242,7 +273,9 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     world.proxies.extend(a_links);
     let service = world.service();
     arm(&service, strategy, work(work_ms)).await?;
-    let what = if postgres {
+    let what = if after_check {
+        "from the moment replica a passes its last check, every request from a to PostgreSQL arrives"
+    } else if postgres {
         "every request from a to PostgreSQL arrives"
     } else {
         "every reply from Redis to a arrives"
@@ -271,6 +304,14 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
         // next holder writes while a's late write is on its way.
         let loads = [(&on_a, 2, Duration::ZERO), (&on_b, 2, b_think)];
         let round = inject::begin_aimed(&lab.http, world, case, &loads, 100).await?;
+        // where=after-check: replica a is held at its last check (its own
+        // hook stops it there), the delay switched on, and a let go: the
+        // write it sends next is the first late request.
+        let held = if after_check {
+            inject::stop_replica(world, case, "a", FreezeAt::AfterCheck).await?
+        } else {
+            None
+        };
         for proxy in &world.proxies {
             if postgres {
                 proxy.set_delays(Duration::from_millis(delay), Duration::ZERO);
@@ -279,6 +320,13 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
             }
         }
         let start_ms = case.clock_ms();
+        let at_check = match held {
+            Some(stopped) => {
+                procs::signal(stopped.pid, "CONT")?;
+                true
+            }
+            None => !after_check,
+        };
         // The proof: a round trip through a's slow links takes at least
         // the delay (a PING to its Redis and Redlock node 1, or a
         // `SELECT 1` to PostgreSQL).
@@ -298,12 +346,22 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
             }
         }
         let wanted = if postgres { 1 } else { 2 };
-        let seen =
-            slowest.len() == wanted && slowest.iter().all(|d| d.as_millis() >= u128::from(delay));
+        let seen = at_check
+            && slowest.len() == wanted
+            && slowest.iter().all(|d| d.as_millis() >= u128::from(delay));
         // link=postgres: long enough that a section begun as the delay
         // starts has its write land (BEGIN, the read, the write: three
-        // late trips) while b's buyers still press.
-        let held = if postgres { 3 * delay } else { delay } + ttl + work_ms;
+        // late trips) while b's buyers still press. where=after-check:
+        // until a's held section has sent its last late request (the
+        // commit) and a little more; a section begun meanwhile has at most
+        // its three first trips late, no more than the held one.
+        let held = if after_check {
+            TRIPS_AFTER_CHECK * delay + 50
+        } else if postgres {
+            3 * delay + ttl + work_ms
+        } else {
+            delay + ttl + work_ms
+        };
         pause(held.saturating_sub(case.clock_ms() - start_ms)).await;
         for proxy in &world.proxies {
             proxy.set_delay(Duration::ZERO);
@@ -320,7 +378,12 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
             end_ms,
             proof: seen.then(|| {
                 format!(
-                    "{} took {} (≥ {delay} ms)",
+                    "{}{} took {} (≥ {delay} ms)",
+                    if after_check {
+                        "replica a stopped itself at its last check and was let go as the delay began; "
+                    } else {
+                        ""
+                    },
                     if postgres {
                         "a SELECT 1 through a's link to PostgreSQL"
                     } else {
@@ -346,6 +409,7 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     Ok(json!({
         "delay_ms": delay,
         "reply_delay_ms": if postgres { 0 } else { delay },
+        "where": if postgres { params.choice("where") } else { "anywhere" },
         "node_timeout_ms": timeout,
         "injections": injections,
         "replica": "a",
