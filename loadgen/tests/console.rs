@@ -19,7 +19,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use fantoccini::{Client, ClientBuilder, Locator};
 use seckill_testkit::{free_port, fresh_database, AppProcess, RedisServer};
@@ -55,30 +55,26 @@ fn chromedriver() -> Option<&'static str> {
 }
 
 async fn wait_for_port(port: u16, what: &str) {
-    let deadline = Instant::now() + STEP;
-    while tokio::net::TcpStream::connect(("127.0.0.1", port))
-        .await
-        .is_err()
-    {
-        assert!(Instant::now() < deadline, "{what} never listened on {port}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    seckill_testkit::eventually(&format!("{what} listens on {port}"), STEP, || async {
+        tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .map(drop)
+    })
+    .await;
 }
 
-/// Poll `probe` until it returns Some, or fail naming `what`.
+/// Poll `probe` (testkit's `eventually`) until it returns Some, or fail
+/// naming `what`.
 async fn eventually<T, F, Fut>(what: &str, mut probe: F) -> T
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Option<T>>,
 {
-    let deadline = Instant::now() + STEP;
-    loop {
-        if let Some(value) = probe().await {
-            return value;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for: {what}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    seckill_testkit::eventually(what, STEP, || {
+        let seen = probe();
+        async move { seen.await.ok_or("not yet") }
+    })
+    .await
 }
 
 struct Room {

@@ -191,16 +191,20 @@ async fn two_replicas_break_local_mutex_but_not_the_redis_lock() {
 
     // The switch made on one replica reaches the other through Redis.
     a.switch("set-nx-px-token").await;
-    let mut seen = String::new();
-    for _ in 0..100 {
-        let (_, product) = b.get("/api/v1/products/1").await;
-        seen = product["strategy"].as_str().unwrap_or("").to_owned();
-        if seen == "set-nx-px-token" {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
-    assert_eq!(seen, "set-nx-px-token", "replica b follows the switch");
+    seckill_testkit::eventually(
+        "replica b follows the switch",
+        std::time::Duration::from_secs(2),
+        || async {
+            let (_, product) = b.get("/api/v1/products/1").await;
+            let seen = product["strategy"].as_str().unwrap_or("").to_owned();
+            if seen == "set-nx-px-token" {
+                Ok(())
+            } else {
+                Err(seen)
+            }
+        },
+    )
+    .await;
 
     a.reset(1, STOCK).await;
     let outcomes = hammer(&[&a, &b], 1, 1_000, BUYERS).await;
