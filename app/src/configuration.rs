@@ -337,7 +337,9 @@ impl Settings {
         Ok(settings)
     }
 
-    /// Range and shape checks that types alone cannot express.
+    /// Range and shape checks that types alone cannot express. Over 80
+    /// lines on purpose: one flat list of checks, setting by setting, each
+    /// naming its `SECKILL_*` variable in its error.
     pub fn validate(&self) -> Result<(), SettingsError> {
         self.listen_addr()?;
         for (field, url, schemes) in [

@@ -19,6 +19,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use rand::Rng;
+use sqlx::pool::PoolConnection;
+use sqlx::MySql;
 use tokio::time::{sleep, Duration, Instant};
 
 use crate::error::{GrabError, Rejection};
@@ -105,24 +107,46 @@ pub struct LockGuard {
     /// a fencing token the database checks only when the `check_revision`
     /// switch is on — off by default, so the pause failure stays visible.
     pub revision: Option<i64>,
-    /// State the lock lives on, kept until the explicit release (the MariaDB
-    /// session that holds `GET_LOCK`). Dropping it does no I/O of ours.
+    /// The session the lock lives on, kept until the explicit release (the
+    /// MariaDB session that holds `GET_LOCK`). Dropping it does no I/O of
+    /// ours.
     pub session: Option<HeldSession>,
 }
 
-/// Whatever a strategy must keep alive while its lock is held (e.g. a
-/// database connection); the strategy takes it back by downcasting.
-pub struct HeldSession(Box<dyn std::any::Any + Send + Sync>);
+/// The database session a lock lives on (`mysql-get-lock`: the MariaDB
+/// connection whose session holds `GET_LOCK`), kept with the guard until
+/// the explicit release takes it back. Dropped without that release, the
+/// connection is closed, never returned to the pool: its session still
+/// holds the lock, and closing it is what frees it. Dropping does no I/O
+/// of ours (sqlx closes it in the background).
+///
+/// The mutex only makes it `Sync`; nobody contends for it.
+pub struct HeldSession(std::sync::Mutex<Option<PoolConnection<MySql>>>);
 
 impl HeldSession {
-    /// Keep `value` with the guard.
-    pub fn new<T: std::any::Any + Send + Sync>(value: T) -> Self {
-        Self(Box::new(value))
+    /// Keep `conn`, whose session holds the lock, with the guard.
+    pub fn new(conn: PoolConnection<MySql>) -> Self {
+        Self(std::sync::Mutex::new(Some(conn)))
     }
 
-    /// The value back, when it is a `T`.
-    pub fn take<T: std::any::Any>(self) -> Option<T> {
-        self.0.downcast::<T>().ok().map(|boxed| *boxed)
+    /// The connection back, for the release (`None` only once taken).
+    pub fn take(&self) -> Option<PoolConnection<MySql>> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+    }
+}
+
+impl Drop for HeldSession {
+    fn drop(&mut self) {
+        let conn = self
+            .0
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(conn) = conn.as_mut() {
+            conn.close_on_drop();
+        }
     }
 }
 

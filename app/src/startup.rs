@@ -249,7 +249,7 @@ fn background_tasks(
 }
 
 /// Step 7: the actix-web server on `listener`: the routes of
-/// [`routes::configure`], the extractors' JSON errors of
+/// [`route_table`], the extractors' JSON errors of
 /// [`routes::rejections`], a JSON 404 for anything else.
 fn serve(listener: TcpListener, state: web::Data<AppState>) -> std::io::Result<Server> {
     let grab_rate = web::Data::new(routes::status::GrabRate::default());
@@ -261,13 +261,41 @@ fn serve(listener: TcpListener, state: web::Data<AppState>) -> std::io::Result<S
             .app_data(state.clone())
             .app_data(grab_rate.clone())
             .configure(routes::rejections::configure)
-            .configure(routes::configure)
+            .configure(route_table)
             .default_service(web::to(routes::rejections::not_found))
     })
     .workers(workers)
     .shutdown_timeout(5)
     .listen(listener)?
     .run())
+}
+
+/// The route table: every endpoint of the service (the OpenAPI document's
+/// paths are the same handlers, in [`crate::openapi`]).
+fn route_table(cfg: &mut web::ServiceConfig) {
+    cfg.service(routes::grab::grab)
+        .service(routes::products::product)
+        .service(routes::health::live)
+        .service(routes::health::ready)
+        .service(routes::metrics::metrics)
+        .service(routes::admin::strategies)
+        .service(routes::admin::switch_strategy)
+        .service(routes::admin::reset_product)
+        .service(routes::admin::product_orders)
+        .service(routes::admin::audit)
+        .service(routes::admin::get_faults)
+        .service(routes::admin::put_faults)
+        .service(routes::admin::clear_faults)
+        .service(routes::admin::arm_freeze)
+        .service(routes::admin::disarm_freeze)
+        .service(routes::admin::get_history)
+        .service(routes::admin::history_sections)
+        .service(routes::admin::put_history)
+        .service(routes::admin::forget_history)
+        .service(routes::status::page)
+        .service(routes::status::status)
+        .service(routes::status::status_stream)
+        .service(crate::openapi::openapi_json);
 }
 
 /// The database URL without its password, for messages.

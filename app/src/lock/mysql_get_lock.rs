@@ -39,8 +39,6 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use sqlx::mysql::{MySqlPool, MySqlPoolOptions};
-use sqlx::pool::PoolConnection;
-use sqlx::MySql;
 use tokio::time::{timeout, Instant};
 
 use crate::error::{unavailable, Dependency, GrabError};
@@ -64,19 +62,6 @@ const CLIENT_SLACK: Duration = Duration::from_secs(1);
 #[derive(Debug)]
 pub struct MysqlGetLock {
     pool: Option<MySqlPool>,
-}
-
-/// The connection that holds a lock; kept in [`LockGuard::session`].
-/// The mutex only makes it `Sync`; nobody contends for it.
-struct HeldConnection(std::sync::Mutex<Option<PoolConnection<MySql>>>);
-
-impl HeldConnection {
-    fn take(&self) -> Option<PoolConnection<MySql>> {
-        self.0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take()
-    }
 }
 
 impl MysqlGetLock {
@@ -125,9 +110,7 @@ impl MysqlGetLock {
         match timeout(left + CLIENT_SLACK, query).await {
             Ok(Ok(Some(1))) => {
                 let mut guard = LockGuard::remote(key, new_token());
-                guard.session = Some(HeldSession::new(HeldConnection(std::sync::Mutex::new(
-                    Some(conn),
-                ))));
+                guard.session = Some(HeldSession::new(conn));
                 Ok(Some(guard))
             }
             Ok(Ok(_)) => Ok(None),
@@ -178,8 +161,7 @@ impl DistributedLock for MysqlGetLock {
     }
 
     async fn release(&self, _cx: GrabContext<'_>, guard: LockGuard) -> Result<Released, GrabError> {
-        let held = guard.session.and_then(HeldSession::take::<HeldConnection>);
-        let Some(mut conn) = held.as_ref().and_then(HeldConnection::take) else {
+        let Some(mut conn) = guard.session.as_ref().and_then(HeldSession::take) else {
             return Err(GrabError::Internal(
                 "mysql-get-lock guard without its session".into(),
             ));
@@ -199,22 +181,6 @@ impl DistributedLock for MysqlGetLock {
                 conn.close_on_drop();
                 Err(unavailable(Dependency::Mysql, &e))
             }
-        }
-    }
-}
-
-impl Drop for HeldConnection {
-    fn drop(&mut self) {
-        // Only reached when the guard was dropped without `release` (the
-        // release takes the connection out first): the session still holds
-        // the lock, so the connection must close rather than return to the
-        // pool. sqlx closes it in the background; nothing here waits.
-        let conn = self
-            .0
-            .get_mut()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(conn) = conn.as_mut() {
-            conn.close_on_drop();
         }
     }
 }

@@ -1,7 +1,8 @@
 //! HTTP routes, one module per area. Every error answer is the JSON of
 //! [`crate::error::ErrorBody`]; extractor failures (bad JSON, bad path,
 //! oversized body) are turned into the same shape by [`rejections`].
-//! [`configure`] is the route table.
+//! The route table is [`crate::startup`]'s (a child module uses this one's
+//! helpers, so this one names none of them).
 
 pub mod admin;
 pub mod grab;
@@ -11,40 +12,10 @@ pub mod products;
 pub mod rejections;
 pub mod status;
 
-use actix_web::web;
-
 use crate::db::{self, AuditRow};
 use crate::error::{ApiError, ErrorBody, GrabError};
 use crate::lock::redis_lua_stock;
 use crate::state::AppState;
-
-/// The route table: every endpoint of the service (the OpenAPI document's
-/// paths are the same handlers, in [`crate::openapi`]).
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(grab::grab)
-        .service(products::product)
-        .service(health::live)
-        .service(health::ready)
-        .service(metrics::metrics)
-        .service(admin::strategies)
-        .service(admin::switch_strategy)
-        .service(admin::reset_product)
-        .service(admin::product_orders)
-        .service(admin::audit)
-        .service(admin::get_faults)
-        .service(admin::put_faults)
-        .service(admin::clear_faults)
-        .service(admin::arm_freeze)
-        .service(admin::disarm_freeze)
-        .service(admin::get_history)
-        .service(admin::history_sections)
-        .service(admin::put_history)
-        .service(admin::forget_history)
-        .service(status::page)
-        .service(status::status)
-        .service(status::status_stream)
-        .service(crate::openapi::openapi_json);
-}
 
 /// The audit as every reader shows it (`/admin/audit`, `/metrics`, the
 /// status page). Under `redis-lua-stock` the stock column is written

@@ -10,14 +10,17 @@ use anyhow::Context as _;
 use indicatif::ProgressBar;
 
 use super::settings::{Conditions, Settings};
-use crate::api::{AuditRow, OrderRow, Service, StrategyEntry, StrategyName};
+use crate::api::{
+    AuditRow, HistoryReport, OrderRow, Scrape, Section, Service, StrategyEntry, StrategyName,
+};
 use crate::expect::{self, breaks_under};
 use crate::judge::{Evidence, Guarantee, RunVerdict};
-use crate::load::{self, Live, Outcome, Workload};
+use crate::load::{self, Accounting, Live, Outcome, Workload};
 use crate::report::{BatchFigures, LockFigures, Run};
 
 /// One strategy's run under `conditions`; also whether it was
-/// interrupted (Ctrl-C) rather than finished.
+/// interrupted (Ctrl-C) rather than finished: prepared, attacked, read
+/// back, judged, each a function below.
 pub(super) async fn strategy(
     service: &Service,
     entry: &StrategyEntry,
@@ -37,15 +40,62 @@ pub(super) async fn strategy(
     let before = service.scrape().await?;
 
     let live = Arc::new(Live::default());
-    // Product 1's stock every 250 ms: the progress line, and the report's
-    // stock-over-time chart.
-    let stock_samples = Arc::new(std::sync::Mutex::new(vec![(0.0, workload.stock as i64)]));
-    let ticker = {
-        let live = live.clone();
-        let bar = bar.clone();
-        let service = service.clone();
-        let samples = stock_samples.clone();
-        tokio::spawn(async move {
+    let ticker = StockTicker::start(service, &live, bar, workload.stock);
+    let goose_file = format!("goose/{name}.html");
+    let result = load::run(
+        workload,
+        &service.urls,
+        live.clone(),
+        &settings.out.join(&goose_file),
+    )
+    .await;
+    let stock_samples = ticker.stop();
+    let (_, interrupted) = result.with_context(|| format!("goose run of {name}"))?;
+
+    let mut after = read_back(service, settings, &live, workload).await?;
+    let delta = service.scrape().await?.since(&before);
+    let mine = after.history.as_ref().map(|h| h.of(name));
+    let evidence = Evidence::new(&after.rows, mine.as_ref(), after.accounting);
+    let breaches = evidence.breaches(Guarantee::of(entry.kind));
+    let (expected_to_break, safe) = class_under(
+        entry,
+        conditions,
+        &settings.treat_as_safe,
+        &settings.expect_unsafe,
+        &mut after.gaps,
+    );
+    let verdict = RunVerdict::of(safe, &breaches, after.gaps.is_empty());
+    let judged = Judged {
+        verdict,
+        breaches: breaches.iter().map(ToString::to_string).collect(),
+        evidence,
+        expected_to_break,
+    };
+    let run = assemble(
+        entry,
+        &live,
+        &delta,
+        after,
+        judged,
+        stock_samples,
+        goose_file,
+    );
+    Ok((run, interrupted))
+}
+
+/// Product 1's stock every 250 ms while the attack runs: the progress
+/// line, and the report's stock-over-time chart.
+struct StockTicker {
+    task: tokio::task::JoinHandle<()>,
+    samples: Arc<std::sync::Mutex<Vec<(f64, i64)>>>,
+}
+
+impl StockTicker {
+    fn start(service: &Service, live: &Arc<Live>, bar: &ProgressBar, stock: u64) -> Self {
+        let samples = Arc::new(std::sync::Mutex::new(vec![(0.0, stock as i64)]));
+        let (live, bar, service, into) =
+            (live.clone(), bar.clone(), service.clone(), samples.clone());
+        let task = tokio::spawn(async move {
             loop {
                 let stock = service
                     .product(&service.urls[0], 1)
@@ -54,8 +104,7 @@ pub(super) async fn strategy(
                     .map(|p| p.stock);
                 let secs = live.elapsed().as_secs_f64();
                 if let (Some(stock), true) = (stock, secs > 0.0) {
-                    samples
-                        .lock()
+                    into.lock()
                         .unwrap_or_else(std::sync::PoisonError::into_inner)
                         .push((secs, stock));
                 }
@@ -71,30 +120,50 @@ pub(super) async fn strategy(
                 ));
                 tokio::time::sleep(Duration::from_millis(250)).await;
             }
-        })
-    };
-    let goose_file = format!("goose/{name}.html");
-    let result = load::run(
-        workload,
-        &service.urls,
-        live.clone(),
-        &settings.out.join(&goose_file),
-    )
-    .await;
-    ticker.abort();
-    let (_, interrupted) = result.with_context(|| format!("goose run of {name}"))?;
+        });
+        Self { task, samples }
+    }
 
+    /// Stopped; the samples taken.
+    fn stop(self) -> Vec<(f64, i64)> {
+        self.task.abort();
+        std::mem::take(
+            &mut *self
+                .samples
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
+    }
+}
+
+/// What a run left, read back after the attack; `gaps` names whatever
+/// could not be read (the run is then inconclusive).
+struct ReadBack {
+    rows: Vec<AuditRow>,
+    accounting: Option<Accounting>,
+    history: Option<HistoryReport>,
+    sections: Vec<Section>,
+    gaps: Vec<String>,
+}
+
+/// The audit of the run's products, the acknowledged-order check, the
+/// history and its critical sections. What makes the run impossible to
+/// judge — a history with gaps; orders, sections or the history that
+/// could not be read — goes into `gaps`, never into a value.
+async fn read_back(
+    service: &Service,
+    settings: &Settings,
+    live: &Live,
+    workload: &Workload,
+) -> anyhow::Result<ReadBack> {
     let audit = service.audit().await?;
-    let delta = service.scrape().await?.since(&before);
     let rows: Vec<_> = audit
         .products
         .into_iter()
         .filter(|r| r.product_id >= 1 && (r.product_id as u64) <= workload.products)
         .collect();
-    // What makes the run impossible to judge: a history with gaps; orders,
-    // critical sections or the faults in force that could not be read.
     let mut gaps = Vec::new();
-    let accounting = match orders_of(service, &live, workload.products).await {
+    let accounting = match orders_of(service, live, workload.products).await {
         Ok(orders) => Some(live.ledger.account(&orders, &rows)),
         Err(e) => {
             gaps.push(format!("the orders could not be read ({e})"));
@@ -125,26 +194,34 @@ pub(super) async fn strategy(
     } else {
         None
     };
-    let mine = history.as_ref().map(|h| h.of(name));
-    let evidence = Evidence::new(&rows, mine.as_ref(), accounting);
-    let breaches = evidence.breaches(Guarantee::of(entry.kind));
-    let (expected_to_break, safe) = class_under(
-        entry,
-        conditions,
-        &settings.treat_as_safe,
-        &settings.expect_unsafe,
-        &mut gaps,
-    );
-    let verdict = RunVerdict::of(safe, &breaches, gaps.is_empty());
-    let sum = |f: fn(&AuditRow) -> i64| rows.iter().map(f).sum::<i64>();
+    Ok(ReadBack {
+        rows,
+        accounting,
+        history,
+        sections,
+        gaps,
+    })
+}
 
-    let s = [("strategy", name)];
+/// The run judged: its verdict, the breaches found, the evidence behind
+/// them, and what the faults in force were expected to break.
+struct Judged {
+    verdict: RunVerdict,
+    breaches: Vec<String>,
+    evidence: Evidence,
+    expected_to_break: Option<String>,
+}
+
+/// The lock's figures of the run, from the service's metrics (`delta`)
+/// and the grabs' own `Server-Timing`.
+fn lock_figures(entry: &StrategyEntry, delta: &Scrape, live: &Live) -> LockFigures {
+    let s = [("strategy", entry.name.as_str())];
     let count = |metric: &str, extra: &[(&str, &str)]| -> u64 {
         let mut filter = s.to_vec();
         filter.extend_from_slice(extra);
         delta.sum(metric, &filter).round().max(0.0) as u64
     };
-    let lock = LockFigures {
+    LockFigures {
         attempts: count("seckill_lock_attempts_total", &[]),
         retries: count("seckill_lock_retries_total", &[]),
         // Exact, from each grab's `Server-Timing` (a histogram bucket of
@@ -165,9 +242,17 @@ pub(super) async fn strategy(
         } else {
             0
         },
-    };
-    let batches = count("seckill_order_batch_size_count", &[]);
-    let batch = (batches > 0).then(|| BatchFigures {
+    }
+}
+
+/// The batched ceiling's figures, when the run batched its orders.
+fn batch_figures(entry: &StrategyEntry, delta: &Scrape, live: &Live) -> Option<BatchFigures> {
+    let s = [("strategy", entry.name.as_str())];
+    let batches = delta
+        .sum("seckill_order_batch_size_count", &s)
+        .round()
+        .max(0.0) as u64;
+    (batches > 0).then(|| BatchFigures {
         batches,
         mean_size: delta.sum("seckill_order_batch_size_sum", &s) / batches as f64,
         p50_size: delta.quantile("seckill_order_batch_size", &s, 0.50),
@@ -177,26 +262,47 @@ pub(super) async fn strategy(
         commit_p99_ms: delta
             .quantile("seckill_order_batch_commit_seconds", &s, 0.99)
             .map(|v| v * 1000.0),
-    });
+    })
+}
+
+/// The report's row of the run: every figure, read back and judged.
+fn assemble(
+    entry: &StrategyEntry,
+    live: &Live,
+    delta: &Scrape,
+    after: ReadBack,
+    judged: Judged,
+    mut stock_over_time: Vec<(f64, i64)>,
+    goose_report: String,
+) -> Run {
+    let ReadBack {
+        rows,
+        accounting,
+        history,
+        sections,
+        gaps,
+    } = after;
+    let Judged {
+        verdict,
+        breaches,
+        evidence,
+        expected_to_break,
+    } = judged;
+    let sum = |f: fn(&AuditRow) -> i64| rows.iter().map(f).sum::<i64>();
     let secs = live.elapsed().as_secs_f64().max(1e-3);
     let orders = sum(|r| r.orders);
-    let mut stock_over_time = std::mem::take(
-        &mut *stock_samples
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner),
-    );
     if let Some(first) = rows.iter().find(|r| r.product_id == 1) {
         // The audit's stock closes the line (settled, after the last grab).
         stock_over_time.push((secs, first.stock));
     }
-    let run = Run {
-        strategy: name.to_owned(),
+    Run {
+        strategy: entry.name.as_str().to_owned(),
         safety: entry.safety,
         kind: entry.kind,
         guarantee: entry.guarantee.clone(),
         verdict,
         violations: !breaches.is_empty(),
-        breaches: breaches.iter().map(ToString::to_string).collect(),
+        breaches,
         duration_s: (secs * 1000.0).round() / 1000.0,
         grabs: live.grabs(),
         grabs_per_sec: live.grabs() as f64 / secs,
@@ -220,8 +326,8 @@ pub(super) async fn strategy(
         negative_stock: evidence.negative_stock,
         buyer_p50_ms: live.buyer_latency_ms(0.50),
         buyer_p99_ms: live.buyer_latency_ms(0.99),
-        lock,
-        batch,
+        lock: lock_figures(entry, delta, live),
+        batch: batch_figures(entry, delta, live),
         overlaps: evidence.overlaps,
         max_holders: evidence.max_holders,
         history_errors: history.as_ref().map(|h| h.errors),
@@ -233,9 +339,8 @@ pub(super) async fn strategy(
         expected_to_break,
         stock_over_time,
         audit: rows,
-        goose_report: goose_file,
-    };
-    Ok((run, interrupted))
+        goose_report,
+    }
 }
 
 /// The strategy's class under `conditions`: what the faults in force are

@@ -33,7 +33,7 @@ use super::case::Expectation;
 use super::inject::{self, Window};
 use super::lab::{Lab, Setup};
 use super::params::{self, Spec, Unit};
-use super::world::{arm, pause, start_buyers, start_replicas, wait_inside, work, CaseRun};
+use super::world::{arm, pause, start_buyers, start_replicas, wait_inside, work, CaseRun, World};
 use crate::api::{Kind, StrategyEntry, StrategyName};
 use crate::judge::Expected::{Breaks, Holds};
 use crate::procs::{self, RedisNode};
@@ -198,44 +198,17 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
         );
         let caught = wait_inside(&service, Some("a"), Duration::from_secs(3)).await?;
         let mut window = Window::starting(case, "the lagging replica", Some("a"));
-        let mut conn = world.nodes[down].conn().await?;
-        let had_key: i64 = redis::cmd("EXISTS")
-            .arg("lock:product:1")
-            .query_async(&mut conn)
-            .await?;
-        redis::cmd("REPLICAOF")
-            .arg("NO")
-            .arg("ONE")
-            .query_async::<()>(&mut conn)
-            .await?;
-        front.retarget(procs::local(world.nodes[down].port));
-        let promoted_port = world.nodes[down].port;
-        let mut on_fast = String::new();
-        if two {
-            let mut fast = world.nodes[2].conn().await?;
-            let exists: i64 = redis::cmd("EXISTS")
-                .arg("lock:product:1")
-                .query_async(&mut fast)
-                .await?;
-            on_fast = format!(
-                "; the fast replica, which acknowledged WAIT 1, {} it",
-                if exists == 1 { "has" } else { "does not have" }
-            );
-            // It follows the promoted one, as Sentinel reconfigures the others.
-            redis::cmd("REPLICAOF")
-                .arg("127.0.0.1")
-                .arg(promoted_port)
-                .query_async::<()>(&mut fast)
-                .await?;
-        }
-        let role: Vec<redis::Value> = redis::cmd("ROLE").query_async(&mut conn).await?;
-        let master = matches!(role.first(), Some(redis::Value::BulkString(r)) if r == b"master")
-            || matches!(role.first(), Some(redis::Value::SimpleString(r)) if r == "master");
+        let Promoted {
+            had_key,
+            on_fast,
+            master,
+            port: promoted_port,
+        } = promote(world, down, &front, two).await?;
         window.end_ms = case.clock_ms();
         if caught && master {
             window.proof = Some(format!(
                 "a grab on a was inside when the replica was promoted; its ROLE answers master; it {} the lock key{on_fast}",
-                if had_key == 1 { "had" } else { "did NOT have" }
+                if had_key { "had" } else { "did NOT have" }
             ));
         } else {
             case.step(format!(
@@ -310,4 +283,62 @@ async fn synced(node: &RedisNode) -> anyhow::Result<()> {
         }
         pause(50).await;
     }
+}
+
+/// What a promotion found.
+struct Promoted {
+    /// The promoted replica had the lock key.
+    had_key: bool,
+    /// What the fast replica (which acknowledged WAIT 1) had, as a clause.
+    on_fast: String,
+    /// The promoted replica's ROLE answers master.
+    master: bool,
+    /// Its port.
+    port: u16,
+}
+
+/// Promote `world.nodes[down]` (`REPLICAOF NO ONE`) and aim the replicas'
+/// front proxy at it; with `two`, the fast replica is asked whether it
+/// has the lock key, then follows the promoted one, as Sentinel
+/// reconfigures the others.
+async fn promote(world: &World, down: usize, front: &Proxy, two: bool) -> anyhow::Result<Promoted> {
+    let mut conn = world.nodes[down].conn().await?;
+    let had_key: i64 = redis::cmd("EXISTS")
+        .arg("lock:product:1")
+        .query_async(&mut conn)
+        .await?;
+    redis::cmd("REPLICAOF")
+        .arg("NO")
+        .arg("ONE")
+        .query_async::<()>(&mut conn)
+        .await?;
+    front.retarget(procs::local(world.nodes[down].port));
+    let promoted_port = world.nodes[down].port;
+    let mut on_fast = String::new();
+    if two {
+        let mut fast = world.nodes[2].conn().await?;
+        let exists: i64 = redis::cmd("EXISTS")
+            .arg("lock:product:1")
+            .query_async(&mut fast)
+            .await?;
+        on_fast = format!(
+            "; the fast replica, which acknowledged WAIT 1, {} it",
+            if exists == 1 { "has" } else { "does not have" }
+        );
+        // It follows the promoted one, as Sentinel reconfigures the others.
+        redis::cmd("REPLICAOF")
+            .arg("127.0.0.1")
+            .arg(promoted_port)
+            .query_async::<()>(&mut fast)
+            .await?;
+    }
+    let role: Vec<redis::Value> = redis::cmd("ROLE").query_async(&mut conn).await?;
+    let master = matches!(role.first(), Some(redis::Value::BulkString(r)) if r == b"master")
+        || matches!(role.first(), Some(redis::Value::SimpleString(r)) if r == "master");
+    Ok(Promoted {
+        had_key: had_key == 1,
+        on_fast,
+        master,
+        port: promoted_port,
+    })
 }

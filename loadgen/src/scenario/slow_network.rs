@@ -58,9 +58,9 @@ use sqlx::Connection as _;
 use super::buyers;
 use super::case::Expectation;
 use super::inject::{self, Window};
-use super::lab::Setup;
+use super::lab::{Lab, Setup};
 use super::params::{self, Params, Spec, Unit};
-use super::world::{arm, pause, start_replicas, timed_ping, work, CaseRun};
+use super::world::{arm, pause, start_replicas, timed_ping, work, CaseRun, World};
 use crate::api::{FreezeAt, Kind, StrategyEntry};
 use crate::judge::Expected::{Breaks, Holds};
 use crate::procs::{self, RedisNode};
@@ -221,56 +221,7 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     let injections = params.injections();
     let postgres = params.choice("link") == "postgres";
     let after_check = postgres && params.choice("where") == "after-check";
-    let timeout_env = vec![(
-        "SECKILL_REDLOCK_NODE_TIMEOUT_MS".to_owned(),
-        timeout.to_string(),
-    )];
-    let redis = RedisNode::start(&lab.dir, "redis", &[], Vec::new()).await?;
-    let mut direct_nodes = Vec::new();
-    for i in 1..=3 {
-        direct_nodes.push(RedisNode::start(&lab.dir, &format!("node{i}"), &[], Vec::new()).await?);
-    }
-    let b_redis = redis.url();
-    let b_redlock: Vec<String> = direct_nodes.iter().map(RedisNode::url).collect();
-    // Replica a reaches every Redis through a proxy (link=redis), or its
-    // database (link=postgres); b reaches everything directly.
-    let mut a_links = Vec::new();
-    let (a_setup, database_via) = if postgres {
-        let (proxy, url) = lab.database_proxy().await?;
-        a_links.push(proxy);
-        (
-            Setup::new(&b_redis, ttl)
-                .redlock(b_redlock.clone())
-                .database(&url),
-            Some(url),
-        )
-    } else {
-        for node in std::iter::once(&redis).chain(direct_nodes.iter()) {
-            a_links.push(Proxy::start(procs::local(node.port)).await?);
-        }
-        let urls: Vec<String> = a_links
-            .iter()
-            .map(|p| format!("redis://127.0.0.1:{}", p.port))
-            .collect();
-        (Setup::new(&urls[0], ttl).redlock(urls[1..].to_vec()), None)
-    };
-    world.nodes.push(redis);
-    world.nodes.extend(direct_nodes);
-    start_replicas(
-        lab,
-        world,
-        [
-            ("a", a_setup.extra(timeout_env.clone())),
-            (
-                "b",
-                Setup::new(&b_redis, ttl)
-                    .redlock(b_redlock)
-                    .extra(timeout_env),
-            ),
-        ],
-    )
-    .await?;
-    world.proxies.extend(a_links);
+    let database_via = wire_up(lab, world, ttl, timeout, postgres).await?;
     let service = world.service();
     arm(&service, strategy, work(work_ms)).await?;
     let what = if after_check {
@@ -330,21 +281,7 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
         // The proof: a round trip through a's slow links takes at least
         // the delay (a PING to its Redis and Redlock node 1, or a
         // `SELECT 1` to PostgreSQL).
-        let mut slowest = Vec::new();
-        if let Some(conn) = probe.as_mut() {
-            let sent = tokio::time::Instant::now();
-            if sqlx::query("SELECT 1").execute(&mut *conn).await.is_ok() {
-                slowest.push(sent.elapsed());
-            }
-        } else {
-            for proxy in &world.proxies[..2] {
-                if let Ok(took) =
-                    timed_ping(proxy.port, Duration::from_millis(delay * 3 + 1000)).await
-                {
-                    slowest.push(took);
-                }
-            }
-        }
+        let slowest = round_trips(world, probe.as_mut(), delay).await;
         let wanted = if postgres { 1 } else { 2 };
         let seen = at_check
             && slowest.len() == wanted
@@ -376,26 +313,7 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
             holder: Some("a".into()),
             start_ms,
             end_ms,
-            proof: seen.then(|| {
-                format!(
-                    "{}{} took {} (≥ {delay} ms)",
-                    if after_check {
-                        "replica a stopped itself at its last check and was let go as the delay began; "
-                    } else {
-                        ""
-                    },
-                    if postgres {
-                        "a SELECT 1 through a's link to PostgreSQL"
-                    } else {
-                        "a PING through a's links to Redis and to Redlock node 1"
-                    },
-                    slowest
-                        .iter()
-                        .map(|d| format!("{} ms", d.as_millis()))
-                        .collect::<Vec<_>>()
-                        .join(" and ")
-                )
-            }),
+            proof: seen.then(|| proof(&slowest, delay, postgres, after_check)),
         };
         pause(work_ms + 150).await;
         round.end(world, case, strategy, window).await?;
@@ -417,4 +335,115 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
         "lock_ttl_ms": ttl,
         "work_delay_ms": work_ms,
     }))
+}
+
+/// Two replicas: b reaches Redis, the Redlock nodes and PostgreSQL
+/// directly; a reaches Redis and every node through a proxy
+/// (`link=redis`), or PostgreSQL through one (`link=postgres`, whose URL
+/// is returned for the proof's probe). The proxies join the world.
+async fn wire_up(
+    lab: &Lab,
+    world: &mut World,
+    ttl: u64,
+    timeout: u64,
+    postgres: bool,
+) -> anyhow::Result<Option<String>> {
+    let timeout_env = vec![(
+        "SECKILL_REDLOCK_NODE_TIMEOUT_MS".to_owned(),
+        timeout.to_string(),
+    )];
+    let redis = RedisNode::start(&lab.dir, "redis", &[], Vec::new()).await?;
+    let mut direct_nodes = Vec::new();
+    for i in 1..=3 {
+        direct_nodes.push(RedisNode::start(&lab.dir, &format!("node{i}"), &[], Vec::new()).await?);
+    }
+    let b_redis = redis.url();
+    let b_redlock: Vec<String> = direct_nodes.iter().map(RedisNode::url).collect();
+    // Replica a reaches every Redis through a proxy (link=redis), or its
+    // database (link=postgres); b reaches everything directly.
+    let mut a_links = Vec::new();
+    let (a_setup, database_via) = if postgres {
+        let (proxy, url) = lab.database_proxy().await?;
+        a_links.push(proxy);
+        (
+            Setup::new(&b_redis, ttl)
+                .redlock(b_redlock.clone())
+                .database(&url),
+            Some(url),
+        )
+    } else {
+        for node in std::iter::once(&redis).chain(direct_nodes.iter()) {
+            a_links.push(Proxy::start(procs::local(node.port)).await?);
+        }
+        let urls: Vec<String> = a_links
+            .iter()
+            .map(|p| format!("redis://127.0.0.1:{}", p.port))
+            .collect();
+        (Setup::new(&urls[0], ttl).redlock(urls[1..].to_vec()), None)
+    };
+    world.nodes.push(redis);
+    world.nodes.extend(direct_nodes);
+    start_replicas(
+        lab,
+        world,
+        [
+            ("a", a_setup.extra(timeout_env.clone())),
+            (
+                "b",
+                Setup::new(&b_redis, ttl)
+                    .redlock(b_redlock)
+                    .extra(timeout_env),
+            ),
+        ],
+    )
+    .await?;
+    world.proxies.extend(a_links);
+    Ok(database_via)
+}
+
+/// The proof's round trips through a's slow links, timed: a `SELECT 1`
+/// through its link to PostgreSQL (`probe`), or a PING to its Redis and to
+/// Redlock node 1. Those that failed are left out.
+async fn round_trips(
+    world: &World,
+    probe: Option<&mut sqlx::PgConnection>,
+    delay: u64,
+) -> Vec<Duration> {
+    let mut slowest = Vec::new();
+    if let Some(conn) = probe {
+        let sent = tokio::time::Instant::now();
+        if sqlx::query("SELECT 1").execute(&mut *conn).await.is_ok() {
+            slowest.push(sent.elapsed());
+        }
+    } else {
+        for proxy in &world.proxies[..2] {
+            if let Ok(took) = timed_ping(proxy.port, Duration::from_millis(delay * 3 + 1000)).await
+            {
+                slowest.push(took);
+            }
+        }
+    }
+    slowest
+}
+
+/// The window's proof, as the report prints it.
+fn proof(slowest: &[Duration], delay: u64, postgres: bool, after_check: bool) -> String {
+    format!(
+        "{}{} took {} (≥ {delay} ms)",
+        if after_check {
+            "replica a stopped itself at its last check and was let go as the delay began; "
+        } else {
+            ""
+        },
+        if postgres {
+            "a SELECT 1 through a's link to PostgreSQL"
+        } else {
+            "a PING through a's links to Redis and to Redlock node 1"
+        },
+        slowest
+            .iter()
+            .map(|d| format!("{} ms", d.as_millis()))
+            .collect::<Vec<_>>()
+            .join(" and ")
+    )
 }
