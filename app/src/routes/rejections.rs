@@ -58,7 +58,7 @@ fn query_error(err: QueryPayloadError, _req: &HttpRequest) -> actix_web::Error {
     ApiError::bad_request("invalid_query", format!("bad query string: {err}")).into()
 }
 
-/// Any route not in [`super::configure`]: a JSON 404 naming it.
+/// Any route not in the route table (`startup`'s): a JSON 404 naming it.
 pub async fn not_found(req: HttpRequest) -> Result<HttpResponse, ApiError> {
     Err(ApiError::NotFound(format!(
         "route {} {}",
