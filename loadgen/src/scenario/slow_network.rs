@@ -60,7 +60,7 @@ use super::case::Expectation;
 use super::inject::{self, Window};
 use super::lab::{Lab, Setup};
 use super::params::{self, Params, Spec, Unit};
-use super::world::{arm, pause, start_replicas, timed_ping, work, CaseRun, World};
+use super::world::{arm, pause, redis_and_nodes, start_replicas, timed_ping, work, CaseRun, World};
 use crate::api::{FreezeAt, Kind, StrategyEntry};
 use crate::judge::Expected::{Breaks, Holds};
 use crate::procs::{self, RedisNode};
@@ -292,14 +292,14 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
         // until a's held section has sent its last late request (the
         // commit) and a little more; a section begun meanwhile has at most
         // its three first trips late, no more than the held one.
-        let held = if after_check {
+        let hold_ms = if after_check {
             TRIPS_AFTER_CHECK * delay + 50
         } else if postgres {
             3 * delay + ttl + work_ms
         } else {
             delay + ttl + work_ms
         };
-        pause(held.saturating_sub(case.clock_ms() - start_ms)).await;
+        pause(hold_ms.saturating_sub(case.clock_ms() - start_ms)).await;
         for proxy in &world.proxies {
             proxy.set_delay(Duration::ZERO);
         }
@@ -352,11 +352,7 @@ async fn wire_up(
         "SECKILL_REDLOCK_NODE_TIMEOUT_MS".to_owned(),
         timeout.to_string(),
     )];
-    let redis = RedisNode::start(&lab.dir, "redis", &[], Vec::new()).await?;
-    let mut direct_nodes = Vec::new();
-    for i in 1..=3 {
-        direct_nodes.push(RedisNode::start(&lab.dir, &format!("node{i}"), &[], Vec::new()).await?);
-    }
+    let (redis, direct_nodes) = redis_and_nodes(lab).await?;
     let b_redis = redis.url();
     let b_redlock: Vec<String> = direct_nodes.iter().map(RedisNode::url).collect();
     // Replica a reaches every Redis through a proxy (link=redis), or its

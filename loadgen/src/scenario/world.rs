@@ -159,6 +159,17 @@ pub async fn start_replicas(
     Ok(())
 }
 
+/// The lock store's Redis and three Redlock nodes, none joined to a
+/// world yet (the caller may put proxies in front of some first).
+pub async fn redis_and_nodes(lab: &Lab) -> anyhow::Result<(RedisNode, Vec<RedisNode>)> {
+    let redis = RedisNode::start(&lab.dir, "redis", &[], Vec::new()).await?;
+    let mut nodes = Vec::new();
+    for i in 1..=3 {
+        nodes.push(RedisNode::start(&lab.dir, &format!("node{i}"), &[], Vec::new()).await?);
+    }
+    Ok((redis, nodes))
+}
+
 /// Two replicas `a` and `b` on one Redis (and three Redlock nodes).
 pub async fn two_replicas(
     lab: &Lab,
@@ -170,11 +181,7 @@ pub async fn two_replicas(
     let coordination = lab.coordination(strategy)?;
     let mut extra_a = extra_a;
     extra_a.extend(coordination.iter().cloned());
-    let redis = RedisNode::start(&lab.dir, "redis", &[], Vec::new()).await?;
-    let mut redlock = Vec::new();
-    for i in 1..=3 {
-        redlock.push(RedisNode::start(&lab.dir, &format!("node{i}"), &[], Vec::new()).await?);
-    }
+    let (redis, redlock) = redis_and_nodes(lab).await?;
     let redis_url = redis.url();
     let redlock_urls: Vec<String> = redlock.iter().map(RedisNode::url).collect();
     world.nodes.push(redis);
