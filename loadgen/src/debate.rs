@@ -1159,6 +1159,7 @@ mod tests {
         Some(Outcomes {
             exclusion_broken: Rate::of(k, n),
             data_damaged: Rate::of(k, n),
+            stalled: None,
         })
     }
 

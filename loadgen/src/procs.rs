@@ -305,6 +305,13 @@ impl Replica {
         self.service.kill();
     }
 
+    /// Start it again on the same port, with the same environment (after
+    /// [`Replica::kill`]): the same instance id, as a restarted pod.
+    pub async fn restart(&mut self) -> anyhow::Result<()> {
+        self.kill();
+        Ok(self.service.start_async().await?)
+    }
+
     /// Whether it is running (not killed).
     pub fn running(&self) -> bool {
         self.service.is_running()

@@ -24,6 +24,13 @@
 //! - Release: delete our node (explicit async call); the watcher of its
 //!   successor fires. A guard dropped without release leaves the node until
 //!   the session ends — no I/O in `Drop`.
+//! - A delete that fails (release, or a waiter giving up) while the link is
+//!   down is retried in the background until it succeeds or the session
+//!   ends, as Curator's *guaranteed* delete does: a short cut does not end
+//!   the session, so its ephemeral node would otherwise block every later
+//!   contender for as long as the process lives (found by
+//!   `dependency-loss`'s repeated outages: after the first, no grab ever
+//!   sold again).
 //! - Fencing: the sequence number grows with every contender of a product;
 //!   it is kept in the guard (`revision`, sequence + 1, logged) and checked
 //!   by the database only when the `check_revision` switch is on (off by
@@ -199,7 +206,7 @@ impl ZkEphemeralSeq {
             other => {
                 if let Err(e) = client.delete(&ours, None).await {
                     if !matches!(e, zk::Error::NoNode) {
-                        tracing::debug!(node = %ours, error = %e, "zookeeper: could not withdraw; it goes with the session");
+                        delete_in_background(client.clone(), ours, &e);
                     }
                 }
                 other.map(|_| None)
@@ -260,6 +267,26 @@ impl ZkEphemeralSeq {
             let _ = timeout(CALL_TIMEOUT, client.delete(&format!("{dir}/{child}"), None)).await;
         }
     }
+}
+
+/// Delete `node` again every 100 ms until it is gone or the session that
+/// owns it has ended (its ephemeral nodes went with it): a delete lost to
+/// a cut link must not leave the node blocking every later contender.
+fn delete_in_background(client: zk::Client, node: String, first: &zk::Error) {
+    tracing::warn!(%node, error = %first, "zookeeper: delete failed; retrying in the background until it succeeds or the session ends");
+    tokio::spawn(async move {
+        loop {
+            sleep(Duration::from_millis(100)).await;
+            match timeout(CALL_TIMEOUT, client.delete(&node, None)).await {
+                Ok(Ok(())) | Ok(Err(zk::Error::NoNode)) => {
+                    tracing::info!(%node, "zookeeper: node deleted in the background");
+                    return;
+                }
+                Ok(Err(zk::Error::SessionExpired | zk::Error::ClientClosed)) => return,
+                _ => {}
+            }
+        }
+    });
 }
 
 /// Check our node every session/3 until `stop` ([`Renewer`] keeps the
@@ -353,8 +380,15 @@ impl DistributedLock for ZkEphemeralSeq {
         match timeout(CALL_TIMEOUT, client.delete(&guard.key, None)).await {
             Ok(Ok(())) if !lost => Ok(Released::Released),
             Ok(Ok(())) | Ok(Err(zk::Error::NoNode)) => Ok(Released::NotOwner),
-            Ok(Err(e)) => Err(zk_error(&e)),
-            Err(_) => Err(unavailable(Dependency::Zookeeper, &"delete timed out")),
+            Ok(Err(e)) => {
+                delete_in_background(client, guard.key, &e);
+                Err(zk_error(&e))
+            }
+            Err(_) => {
+                let e = zk::Error::Timeout;
+                delete_in_background(client, guard.key, &e);
+                Err(unavailable(Dependency::Zookeeper, &"delete timed out"))
+            }
         }
     }
 }

@@ -188,18 +188,20 @@ pub async fn reset_product(
         .query_async::<()>(&mut conn)
         .await
         .map_err(GrabError::from)?;
-    db::reset_product(&state.deps.pool, id, body.stock)
-        .await
-        .map_err(GrabError::from)?;
-    redis_lua_stock::load_product(&state.deps, id, false).await?;
+    // pg-2pc's stock side before the row: a copy written behind in
+    // between then carries the new stock, not the old one back.
     if state.control.active().info().name == pg_2pc::INFO.name {
         state
             .control
             .strategies()
             .two_pc()
-            .load_stock(&state.deps.pool, Some(id))
+            .reset_stock(id, body.stock)
             .await?;
     }
+    db::reset_product(&state.deps.pool, id, body.stock)
+        .await
+        .map_err(GrabError::from)?;
+    redis_lua_stock::load_product(&state.deps, id, false).await?;
     tracing::info!(product_id = id, stock = body.stock, "product reset");
     Ok(HttpResponse::Ok().json(super::products::load(&state, id).await?))
 }

@@ -58,6 +58,7 @@ pub const QUICK: &[(&str, &str)] = &[
     ("work_ms", "80"),
     ("pause", "1.6ttl"),
     ("users", "6"),
+    ("lock_wait_ms", "500"),
 ];
 
 /// Redlock's drift allowance for a TTL at the service's default drift

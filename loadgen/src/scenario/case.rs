@@ -58,8 +58,7 @@ pub struct CaseResult {
     /// Each injection of the fault: target, window, proof, outcomes.
     pub injections: Vec<Injection>,
     /// k of n injections for each outcome, with Wilson 95 % intervals
-    /// (`null`: the scenario does not inject by rounds yet; its case is
-    /// judged whole, as before).
+    /// (`null`: the case did not run, or recorded no injection).
     pub outcomes: Option<Outcomes>,
     /// What the judged outcome's interval says of `expected`.
     pub standing: Option<Standing>,
@@ -91,6 +90,9 @@ pub struct SweepPoint {
     pub exclusion_broken: Option<Rate>,
     /// k of n.
     pub data_damaged: Option<Rate>,
+    /// k of n, where the scenario watches for a stall after a crash.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stalled: Option<Rate>,
     /// The standing of the judged outcome.
     pub standing: Option<Standing>,
     /// The verdict at this point.
@@ -107,6 +109,7 @@ impl Sweep {
                 resolved: c.params.get(key).and_then(Value::as_f64),
                 exclusion_broken: c.outcomes.map(|o| o.exclusion_broken),
                 data_damaged: c.outcomes.map(|o| o.data_damaged),
+                stalled: c.outcomes.and_then(|o| o.stalled),
                 standing: c.standing,
                 verdict: c.verdict,
             })
@@ -183,7 +186,7 @@ impl CaseResult {
         let Some(outcomes) = self.outcomes else {
             return;
         };
-        let rate = outcomes.judged(self.guarantee);
+        let (what, rate) = outcomes.judged(self.guarantee);
         let standing = rate.standing(self.expected);
         self.standing = Some(standing);
         let lies: Vec<Breach> = self
@@ -198,10 +201,6 @@ impl CaseResult {
             self.verdict_reason = format!("the service lied to buyers: {}", judge::list(&lies));
             return;
         }
-        let what = match self.guarantee {
-            Guarantee::Exclusion => "exclusion broken",
-            Guarantee::Data => "data damaged",
-        };
         let measured = format!(
             "{what} {} (predicted {}: {} {:.0} % of the injections)",
             rate.text(),
@@ -225,7 +224,7 @@ impl CaseResult {
             return;
         }
         let data = format!("; data damaged {}", outcomes.data_damaged.text());
-        let data = if self.guarantee == Guarantee::Exclusion {
+        let data = if what != "data damaged" {
             data
         } else {
             String::new()

@@ -51,7 +51,11 @@ pub const PARAMS: &[Spec] = &[
 ];
 
 /// `--quick`: a shorter TTL and work (the jump, 1.5× the TTL, shrinks).
-pub const QUICK: &[(&str, &str)] = &[("ttl_ms", "600"), ("work_ms", "180")];
+pub const QUICK: &[(&str, &str)] = &[
+    ("ttl_ms", "600"),
+    ("work_ms", "180"),
+    ("lock_wait_ms", "500"),
+];
 
 /// Whether node 3's key expires while the holder is inside: jump > TTL −
 /// work (the jump lands soon after the holder enters).

@@ -45,7 +45,7 @@ pub const PARAMS: &[Spec] = &[
 ];
 
 /// `--quick`: shorter windows.
-pub const QUICK: &[(&str, &str)] = &[("window_ms", "400")];
+pub const QUICK: &[(&str, &str)] = &[("window_ms", "400"), ("lock_wait_ms", "500")];
 
 /// What `strategy` should do when one replica's clock runs ahead by the
 /// skew in force.

@@ -85,7 +85,7 @@ const AROUND_WORK_MS: f64 = 8.0;
 
 /// `--quick`: a shorter TTL (the work fills it all the same), fewer buyers
 /// waiting out each round's end.
-pub const QUICK: &[(&str, &str)] = &[("ttl_ms", "500"), ("users", "4")];
+pub const QUICK: &[(&str, &str)] = &[("ttl_ms", "500"), ("users", "4"), ("lock_wait_ms", "500")];
 
 /// How long the holder's section outlasts its keys, ms (≤ 0: the keys
 /// outlive it): the section ends at about the work + [`AROUND_WORK_MS`]

@@ -19,9 +19,15 @@
 //!   presumed abort rolls back a stock side whose order side committed — an
 //!   order whose unit was never taken (a lost update). Breaks.
 //!
-//! The proof the crash landed: the in-doubt sides of replica a's grab are
-//! seen in `pg_prepared_xacts` after its process is gone, and replica b's
-//! grabs answered `busy` while they were.
+//! Each of `injections` rounds crashes the coordinator once, keeps it
+//! dead `down_ms`, starts it again and waits for its recovery; the round
+//! is judged on its data (a committed stale write, k of n).
+//!
+//! The proof the crash landed: the in-doubt sides of one grab of replica
+//! a's — all of them, and no other grab's — are in `pg_prepared_xacts`
+//! when its process is gone and still there `down_ms` later, and replica
+//! b's grabs answered `busy` meanwhile. A kill that also caught another
+//! grab halfway through its commits is recorded, not counted.
 
 use std::time::Duration;
 
@@ -30,12 +36,13 @@ use tokio::time::Instant;
 
 use super::buyers::{self, Tally};
 use super::case::Expectation;
+use super::inject::{self, Window};
 use super::lab::Setup;
 use super::params::{self, Spec, Unit};
-use super::world::{arm, pause, start_buyers, start_replicas, work, CaseRun};
+use super::world::{arm, pause, start_replicas, work, CaseRun};
 use crate::api::{FaultsPatch, PauseAt, StrategyEntry, StrategyName};
 use crate::judge::Expected::{Breaks, Holds};
-use crate::procs::{self, RedisNode, Replica};
+use crate::procs::{self, RedisNode};
 
 /// The variants: where the coordinator dies, and whether it logs.
 pub const VARIANTS: &[&str] = &[
@@ -45,17 +52,22 @@ pub const VARIANTS: &[&str] = &[
     "no-decision-log-mid-commit",
 ];
 
-/// Its dials (one crash per trial: its outcome is the whole case's).
+/// Its dials.
 pub const PARAMS: &[Spec] = &[
     params::work("5"),
     Spec {
         name: "down_ms",
         unit: Unit::Ms,
-        default: "1500",
+        default: "800",
         meaning: "how long the coordinator stays dead before it is started again",
     },
+    params::injections("12"),
     params::lock_wait("300"),
 ];
+
+/// `--quick`: a shorter outage (still two lock waits: b's grabs answer
+/// busy inside it).
+pub const QUICK: &[(&str, &str)] = &[("down_ms", "450")];
 
 /// What `strategy` should do when its coordinator dies in `variant`.
 pub fn expect(strategy: &StrategyEntry, variant: &str) -> Expectation {
@@ -111,104 +123,150 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
         ],
     )
     .await?;
-    let service = world.service();
-    arm(&service, strategy, work(work_ms)).await?;
-    let a_url = world.replica("a")?.url();
-    let b_url = world.replica("b")?.url();
-    let targets = buyers::targets(vec![a_url.clone(), b_url.clone()]);
-    let load = start_buyers(lab, case, &targets, 3);
-    case.step(format!(
-        "replicas a (the coordinator{}) and b up, lock wait {lock_wait} ms; 3 buyers on both",
-        if logged { "" } else { ", no decision log" }
-    ));
-    pause(600).await;
-    // Only a buys now: the pause is every replica's fault, and b must not
-    // take it.
-    buyers::retarget(&targets, vec![a_url]);
-    pause(100).await;
-    service
-        .set_faults(FaultsPatch {
-            pause_ms: Some(60_000),
-            pause_every: Some(1),
-            pause_at: Some(pause_at),
-            ..work(work_ms)
-        })
-        .await?;
+    arm(&world.service(), strategy, work(work_ms)).await?;
+    let injections = params.injections();
+    let crash_ms = params.ms("down_ms");
     let where_ = if mid_commit {
         "inside phase two (order side committed, stock side prepared)"
     } else {
         "between the phases (both sides prepared)"
     };
     case.step(format!(
-        "buyers on a only; pause_at {} for 60 s: a's next grab stops {where_}",
-        serde_json::to_value(pause_at)?.as_str().unwrap_or("?")
+        "replicas a (the coordinator{}) and b up, lock wait {lock_wait} ms; {injections} injections: 3 buyers on both, then on a only while its next grab stops {where_}; kill -9 a, {crash_ms} ms dead, started again",
+        if logged { "" } else { ", no decision log" }
     ));
-    let prepared = wait_prepared(&dbs, "a", in_doubt_sides, Duration::from_secs(5)).await?;
-    let pid = world.replica("a")?.pid().unwrap_or(0);
-    world.replica("a")?.kill();
-    case.crashed_at = Some(Instant::now());
-    case.step(format!(
-        "kill -9 replica a (the coordinator) {where_}: in doubt {prepared:?}"
-    ));
-    let gone = matches!(procs::process_state(pid), None | Some('Z' | 'X'));
-    // b buys without the pause.
-    let b_service = crate::api::Service::new(vec![b_url.clone()], super::lab::TOKEN.into());
-    b_service.set_faults(work(work_ms)).await?;
-    buyers::retarget(&targets, vec![b_url]);
-    let busy_before = Tally::get(&case.tally.busy);
-    let ordered_before = Tally::get(&case.tally.ordered);
-    let crash_ms = params.ms("down_ms");
-    pause(crash_ms).await;
-    let still = in_doubt(&dbs, "a").await?;
-    let busy = Tally::get(&case.tally.busy) - busy_before;
-    let sold = Tally::get(&case.tally.ordered) - ordered_before;
-    case.step(format!(
-        "{crash_ms} ms with the coordinator dead: {busy} busy answers on b, {sold} orders; still in doubt {still:?}"
-    ));
-    if gone && prepared.len() == in_doubt_sides && !still.is_empty() && busy > 0 && sold == 0 {
+    let mut proven = 0;
+    for _ in 0..injections {
+        let coordinator = Coordinator {
+            dbs: &dbs,
+            pause_at,
+            in_doubt_sides,
+            work_ms,
+            crash_ms,
+        };
+        proven += u64::from(coordinator.crash_once(lab, world, case, strategy).await?);
+    }
+    if proven > 0 {
         case.proven(format!(
-            "replica a (pid {pid}) is gone, its grab's {} side(s) stayed prepared in pg_prepared_xacts, and every grab on b waited and answered busy ({busy})",
-            still.len()
-        ));
-    } else {
-        case.step(format!(
-            "not proven: process gone {gone}, prepared {prepared:?}, still {still:?}, busy {busy}, sold {sold}"
+            "{proven} of {injections} crashes left the grab's side(s) prepared in pg_prepared_xacts after replica a was gone, while every grab on b answered busy"
         ));
     }
-    // The coordinator comes back under the same instance id: recovery.
-    let restart = Instant::now();
-    let env = lab.env(&Setup::new(&redis_url, ttl).extra(a_extra));
-    world.replicas.retain(|r| r.name != "a");
-    let replica = Replica::start(&lab.app_bin, &lab.dir, "a", env).await?;
-    world.replicas.push(replica);
-    let left = wait_settled(&dbs, "a", Duration::from_secs(10)).await?;
-    case.step(format!(
-        "replica a restarted; {} in {} ms: {}",
-        if left.is_empty() {
-            "every in-doubt side settled"
-        } else {
-            "NOT settled"
-        },
-        restart.elapsed().as_millis(),
-        if logged {
-            "committed from the decision log"
-        } else {
-            "no decision logged: presumed abort, rolled back"
-        }
-    ));
-    pause(800).await;
-    load.stop().await;
-    case.step("buyers stopped");
     Ok(json!({
         "killed": "a",
         "pause_at": pause_at,
         "decision_log": logged,
         "lock_wait_ms": lock_wait,
-        "in_doubt_at_crash": prepared,
-        "busy_during_crash": busy,
-        "orders_during_crash": sold,
         "crash_ms": crash_ms,
+        "injections": injections,
     }))
+}
+
+/// One crash of the coordinator, as a round.
+struct Coordinator<'a> {
+    dbs: &'a [String; 2],
+    pause_at: PauseAt,
+    in_doubt_sides: usize,
+    work_ms: u64,
+    crash_ms: u64,
+}
+
+impl Coordinator<'_> {
+    /// Buyers on both, then on a only with the pause armed; kill a with its
+    /// grab in doubt; watch b blocked; start a again and wait for its
+    /// recovery; judge the round. Whether the crash was proven.
+    async fn crash_once(
+        &self,
+        lab: &super::lab::Lab,
+        world: &mut super::world::World,
+        case: &mut super::world::Case,
+        strategy: &str,
+    ) -> anyhow::Result<bool> {
+        let a_url = world.replica("a")?.url();
+        let b_url = world.replica("b")?.url();
+        let targets = buyers::targets(vec![a_url.clone(), b_url.clone()]);
+        let round = inject::begin_aimed(
+            &lab.http,
+            world,
+            case,
+            &[(&targets, 3, Duration::ZERO)],
+            200,
+        )
+        .await?;
+        // Only a buys now: the pause is every replica's fault, and b must
+        // not take it.
+        buyers::retarget(&targets, vec![a_url.clone()]);
+        pause(100).await;
+        world
+            .service()
+            .set_faults(FaultsPatch {
+                pause_ms: Some(60_000),
+                pause_every: Some(1),
+                pause_at: Some(self.pause_at),
+                ..work(self.work_ms)
+            })
+            .await?;
+        let prepared =
+            wait_prepared(self.dbs, "a", self.in_doubt_sides, Duration::from_secs(5)).await?;
+        let pid = world.replica("a")?.pid().unwrap_or(0);
+        world.replica("a")?.kill();
+        case.crashed_at = Some(Instant::now());
+        let mut window = Window::starting(case, "replica a (the coordinator)", Some("a"));
+        let gone = matches!(procs::process_state(pid), None | Some('Z' | 'X'));
+        // b buys without the pause.
+        let b_service = crate::api::Service::new(vec![b_url.clone()], super::lab::TOKEN.into());
+        b_service.set_faults(work(self.work_ms)).await?;
+        buyers::retarget(&targets, vec![b_url]);
+        let busy_before = Tally::get(&case.tally.busy);
+        let ordered_before = Tally::get(&case.tally.ordered);
+        pause(self.crash_ms).await;
+        let still = in_doubt(self.dbs, "a").await?;
+        let busy = Tally::get(&case.tally.busy) - busy_before;
+        let sold = Tally::get(&case.tally.ordered) - ordered_before;
+        // One grab's sides, all still in doubt: a kill that also caught
+        // another grab halfway through its commits is not this fault.
+        let one_grab = prepared
+            .iter()
+            .filter_map(|gid| gid.rsplit_once(':').map(|(base, _)| base))
+            .collect::<std::collections::BTreeSet<_>>()
+            .len()
+            == 1;
+        let proven = gone
+            && prepared.len() == self.in_doubt_sides
+            && one_grab
+            && still == prepared
+            && busy > 0
+            && sold == 0;
+        if proven {
+            window.proof = Some(format!(
+                "replica a (pid {pid}) gone with {} side(s) prepared; {busy} busy answers and no order on b",
+                still.len()
+            ));
+        } else {
+            case.step(format!(
+                "not proven: process gone {gone}, prepared {prepared:?}, still {still:?}, busy {busy}, sold {sold}: not counted"
+            ));
+        }
+        // The coordinator comes back under the same instance id: recovery.
+        let restart = Instant::now();
+        world.replica("a")?.restart().await?;
+        let left = wait_settled(self.dbs, "a", Duration::from_secs(10)).await?;
+        window.end_ms = case.clock_ms();
+        case.step(format!(
+            "replica a restarted; {} in {} ms",
+            if left.is_empty() {
+                "every in-doubt side settled"
+            } else {
+                "NOT settled"
+            },
+            restart.elapsed().as_millis(),
+        ));
+        // Its strategy and faults come from Redis, where b published them
+        // (refreshed every 100 ms): a switch here would load the stock
+        // database again from the product row, over what b sold.
+        pause(150).await;
+        round.end(world, case, strategy, window).await?;
+        Ok(proven)
+    }
 }
 
 /// The gids of `instance`'s transactions still prepared in this run's two

@@ -3,37 +3,55 @@
 //! mid-run. Grabs answer 503 while a dependency is gone; no order is ever
 //! half-written.
 //!
+//! Each of `injections` rounds is one outage of both (Redis, then
+//! PostgreSQL), judged on its data: a half-written order is a committed
+//! stale write (k of n).
+//!
 //! The proof the outage landed: while killed, Redis's port refuses
 //! connections; while cut, PostgreSQL's link (and the strategy's own
-//! server's) drops new connections at once — each probed at the time.
+//! server's) drops new connections at once — each probed at the time —
+//! and some grab of the round failed while they were down.
 
 use serde_json::{json, Value};
 
-use super::buyers;
+use super::buyers::Tally;
 use super::case::Expectation;
+use super::inject::{self, Window};
 use super::lab::Setup;
 use super::params::{self, Spec, Unit};
-use super::world::{
-    arm, duration, link_state, pause, start_buyers, start_replicas, work, CaseRun, LinkState,
-};
+use super::world::{arm, link_state, pause, start_replicas, work, Case, CaseRun, LinkState, World};
 use crate::api::{StrategyEntry, StrategyName};
 use crate::judge::Expected::Holds;
 use crate::procs::{self, RedisNode};
 use seckill_proxy::Proxy;
 
-/// Its dials (one outage per trial: its outcome is the whole case's).
+/// Its dials.
 pub const PARAMS: &[Spec] = &[
     params::ttl("2000"),
     params::work("10"),
     Spec {
         name: "outage_ms",
         unit: Unit::Ms,
-        default: "1000",
+        default: "500",
         meaning: "how long Redis stays killed, and PostgreSQL (with the lock's own server) cut",
     },
+    params::injections("12"),
     params::users("8"),
     params::lock_wait("3000"),
 ];
+
+/// `--quick`: shorter outages (the lock's own server is still cut for
+/// the last 100 ms of PostgreSQL's).
+pub const QUICK: &[(&str, &str)] = &[("outage_ms", "300")];
+
+/// The replicas' database acquire timeout, ms (below the quick outage).
+const ACQUIRE_TIMEOUT_MS: u64 = 200;
+
+/// Load before, between and after the steps of an outage: half an outage,
+/// so the buyers buy again before the next dependency goes.
+fn between_ms(outage: u64) -> u64 {
+    outage / 2
+}
 
 /// Every strategy holds, but one whose stock lives in Redis alone.
 pub fn expect(strategy: &StrategyEntry, _variant: &str) -> Expectation {
@@ -60,10 +78,17 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
         Some(addr) => Some(Proxy::start(addr).await?),
         None => None,
     };
-    let coordination = match &coordination_proxy {
+    let mut coordination = match &coordination_proxy {
         Some(proxy) => lab.coordination_env(strategy, procs::local(proxy.port))?,
         None => Vec::new(),
     };
+    // A grab waits this long for a database connection: shorter than an
+    // outage, so a cut is felt (a 503) instead of waited out inside the
+    // pool's default second.
+    coordination.push((
+        "SECKILL_DATABASE_ACQUIRE_TIMEOUT_MS".to_owned(),
+        ACQUIRE_TIMEOUT_MS.to_string(),
+    ));
     start_replicas(
         lab,
         world,
@@ -85,65 +110,104 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     .await?;
     let pg_index = world.proxies.len();
     world.proxies.push(pg);
-    let also = coordination_proxy.is_some();
     world.proxies.extend(coordination_proxy);
-    let service = world.service();
-    arm(&service, strategy, work(work_ms)).await?;
-    case.step(format!("replicas a, b up (TTL {ttl} ms, work {work_ms} ms); PostgreSQL reached through a proxy; {users} buyers; outages of {outage} ms"));
-    let targets = buyers::targets(world.urls());
-    let load = start_buyers(lab, case, &targets, users);
-    pause(800).await;
+    arm(&world.service(), strategy, work(work_ms)).await?;
+    let injections = params.injections();
+    case.step(format!("replicas a, b up (TTL {ttl} ms, work {work_ms} ms); PostgreSQL reached through a proxy; {injections} injections: {users} buyers, Redis killed then PostgreSQL cut, {outage} ms each"));
+    for _ in 0..injections {
+        recovered(world).await?;
+        let round = inject::begin(&lab.http, world, case, users, between_ms(outage)).await?;
+        let window = outage_once(world, case, strategy, pg_index, outage).await?;
+        pause(between_ms(outage)).await;
+        round.end(world, case, strategy, window).await?;
+    }
+    let landed = case.injections.iter().filter(|i| i.proof.is_some()).count();
+    if landed > 0 {
+        case.proven(format!(
+            "{landed} of {injections} outages landed: Redis refused, PostgreSQL's link dropped, and grabs failed meanwhile"
+        ));
+    }
+    Ok(json!({
+        "redis_down_ms": outage,
+        "postgres_cut_ms": outage,
+        "lock_ttl_ms": ttl,
+        "work_delay_ms": work_ms,
+        "injections": injections,
+    }))
+}
+
+/// Wait (up to 5 s) until a reset goes through on every replica: the
+/// pools replace the connections the last cut dropped, and a reset that
+/// answers 503 has changed nothing.
+async fn recovered(world: &World) -> anyhow::Result<()> {
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        match world.service().reset(1, 1000).await {
+            Ok(()) => return Ok(()),
+            Err(_) if tokio::time::Instant::now() < deadline => pause(50).await,
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// One outage under the round's load: Redis killed and started again
+/// empty, then PostgreSQL cut (and, two thirds of the outage later, the
+/// strategy's own server) and restored. Its window, proven when every link was seen down
+/// and some grab failed meanwhile.
+async fn outage_once(
+    world: &mut World,
+    case: &mut Case,
+    strategy: &str,
+    pg_index: usize,
+    outage: u64,
+) -> anyhow::Result<Window> {
+    let failed = |case: &Case| Tally::get(&case.tally.unavailable) + Tally::get(&case.tally.error);
+    let failed_before = failed(case);
+    let mut window = Window::starting(case, "Redis, then PostgreSQL", None);
     world.nodes[0].kill();
-    case.step("kill -9 Redis (no persistence)");
     let redis_down = link_state(world.nodes[0].port).await;
-    case.step(format!("Redis's port: {}", redis_down.as_str()));
     pause(outage).await;
     world.nodes[0].restart().await?;
-    case.step("Redis started again, empty");
-    pause(800).await;
+    pause(between_ms(outage)).await;
     // PostgreSQL first: a holder inside its section feels it. Cut together,
     // a lock server whose client rides out short cuts (ZooKeeper) could
     // hold every buyer in the lock queue for the whole cut, and the pool
     // replaces the dropped connections before anyone notices.
     world.proxies[pg_index].set_cut(true);
-    case.step("PostgreSQL cut: connections dropped, new ones refused");
     let pg_down = link_state(world.proxies[pg_index].port).await;
-    case.step(format!("PostgreSQL's link: {}", pg_down.as_str()));
-    if also {
-        pause(300).await;
-        for proxy in &world.proxies[pg_index + 1..] {
-            proxy.set_cut(true);
-        }
-        case.step(format!("{strategy}'s server cut too"));
-        pause(outage.saturating_sub(300)).await;
-    } else {
-        pause(outage).await;
+    let also = world.proxies.len() > pg_index + 1;
+    let lead = if also { outage * 2 / 3 } else { outage };
+    pause(lead).await;
+    for proxy in &world.proxies[pg_index + 1..] {
+        proxy.set_cut(true);
     }
+    pause(outage - lead).await;
     let mut others_down = true;
     for proxy in &world.proxies[pg_index + 1..] {
-        let state = link_state(proxy.port).await;
-        others_down &= state != LinkState::Open;
-        case.step(format!("{strategy}'s server's link: {}", state.as_str()));
+        others_down &= link_state(proxy.port).await != LinkState::Open;
     }
     for proxy in &world.proxies {
         proxy.set_cut(false);
     }
-    case.step("reachable again");
-    if redis_down == LinkState::Refused && pg_down != LinkState::Open && others_down {
-        case.proven(format!(
-            "Redis refused connections while killed; PostgreSQL's link {}{} while cut",
-            pg_down.as_str(),
-            if also {
-                format!(", and {strategy}'s server's too")
-            } else {
-                String::new()
-            }
-        ));
+    window.end_ms = case.clock_ms();
+    let felt = failed(case) - failed_before;
+    let line = format!(
+        "Redis's port {} while killed; PostgreSQL's link {}{} while cut; {felt} grabs failed",
+        redis_down.as_str(),
+        pg_down.as_str(),
+        if also {
+            format!(
+                ", {strategy}'s server's {}",
+                if others_down { "down too" } else { "OPEN" }
+            )
+        } else {
+            String::new()
+        }
+    );
+    if redis_down == LinkState::Refused && pg_down != LinkState::Open && others_down && felt > 0 {
+        window.proof = Some(line);
+    } else {
+        case.step(format!("not proven: {line}: not counted"));
     }
-    pause(duration(lab, 1500)).await;
-    load.stop().await;
-    case.step("buyers stopped");
-    Ok(
-        json!({ "redis_down_ms": outage, "postgres_cut_ms": outage, "lock_ttl_ms": ttl, "work_delay_ms": work_ms }),
-    )
+    Ok(window)
 }

@@ -81,7 +81,7 @@ pub fn checks_token(params: &Params) -> bool {
 }
 
 /// `--quick`: a shorter TTL (the pause, 1.6× it, shrinks with it).
-pub const QUICK: &[(&str, &str)] = &[("ttl_ms", "250"), ("users", "6")];
+pub const QUICK: &[(&str, &str)] = &[("ttl_ms", "250"), ("users", "6"), ("lock_wait_ms", "500")];
 
 /// Whether the holder's lock outlives the freeze: the time spent inside
 /// before the stop (the work; half of it on average for `anywhere`) plus

@@ -40,6 +40,7 @@ impl Window {
             start_ms,
             end_ms: start_ms,
             proof: None,
+            stalled: None,
         }
     }
 }
@@ -208,6 +209,7 @@ impl Round {
             damage: judge::list(&breaches),
             overlaps: observed.overlaps,
             orders: observed.orders,
+            stalled: window.stalled,
         };
         let line = format!(
             "injection {}: {}exclusion {}, data {}{}",
@@ -225,6 +227,11 @@ impl Round {
             },
             injection.damage
         );
+        let line = match injection.stalled {
+            Some(true) => format!("{line}; STALLED: nobody bought again"),
+            Some(false) => format!("{line}; sold again"),
+            None => line,
+        };
         case.step(line);
         case.injections.push(injection);
         case.rounds.push(observed);
@@ -265,6 +272,7 @@ pub fn sum(rounds: &[Observed]) -> Observed {
         total.lock_retries = total.lock_retries.max(o.lock_retries);
         total.mean_wait_ms = total.mean_wait_ms.max(o.mean_wait_ms);
         total.contended |= o.contended;
+        total.recovered_after_ms = total.recovered_after_ms.max(o.recovered_after_ms);
         accounting = match (accounting, o.accounting) {
             (Some(a), Some(b)) => Some(add(a, b)),
             _ => None,

@@ -200,7 +200,9 @@ impl Scenario {
             Scenario::Failover => failover::QUICK,
             Scenario::ClockSkew => clock_skew::QUICK,
             Scenario::UnlockBeforeCommit => unlock_before_commit::QUICK,
-            _ => &[],
+            Scenario::CrashHolder => crash_holder::QUICK,
+            Scenario::CoordinatorCrash => coordinator_crash::QUICK,
+            Scenario::DependencyLoss => dependency_loss::QUICK,
         }
     }
 
@@ -243,7 +245,11 @@ impl Scenario {
     /// data where the dials add a check in the database (gc-pause's
     /// `check_token=on`).
     pub fn guarantee(self, kind: Kind, params: &Params) -> Guarantee {
-        if self == Scenario::GcPause && gc_pause::checks_token(params) {
+        // A crashed coordinator or a lost dependency: the claim is that
+        // nothing is half-written, whatever the lock's kind.
+        if matches!(self, Scenario::CoordinatorCrash | Scenario::DependencyLoss)
+            || (self == Scenario::GcPause && gc_pause::checks_token(params))
+        {
             Guarantee::Data
         } else {
             Guarantee::of(kind)

@@ -97,6 +97,11 @@ pub struct Injection {
     pub overlaps: u64,
     /// Orders the round wrote.
     pub orders: i64,
+    /// A crash scenario's liveness: nobody bought again within the watch
+    /// after the holder died (absent where the scenario does not kill a
+    /// holder).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stalled: Option<bool>,
 }
 
 /// The window of one injection, as the scenario saw it.
@@ -112,6 +117,9 @@ pub struct Window {
     pub end_ms: u64,
     /// The proof it landed, or `None`.
     pub proof: Option<String>,
+    /// A crash scenario's liveness: whether the watch after the crash saw
+    /// no order (`None`: not a crash scenario).
+    pub stalled: Option<bool>,
 }
 
 /// `outcomes` of a case: k of n injections for each.
@@ -121,6 +129,10 @@ pub struct Outcomes {
     pub exclusion_broken: Rate,
     /// A committed stale write.
     pub data_damaged: Rate,
+    /// A crash scenario's third outcome: nobody bought again within the
+    /// watch after the holder (or coordinator) died.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stalled: Option<Rate>,
 }
 
 impl Outcomes {
@@ -129,18 +141,75 @@ impl Outcomes {
         let landed: Vec<&Injection> = injections.iter().filter(|i| i.proof.is_some()).collect();
         let n = landed.len() as u64;
         let count = |f: fn(&Injection) -> bool| landed.iter().filter(|i| f(i)).count() as u64;
+        let watched = landed.iter().any(|i| i.stalled.is_some());
         Self {
             exclusion_broken: Rate::of(count(|i| i.exclusion_broken), n),
             data_damaged: Rate::of(count(|i| i.data_damaged), n),
+            stalled: watched.then(|| Rate::of(count(|i| i.stalled == Some(true)), n)),
         }
     }
 
-    /// The outcome a strategy's guarantee is judged on: exclusion for a
-    /// lock that promises it, the data for a fence or a non-lock.
-    pub fn judged(&self, guarantee: Guarantee) -> Rate {
-        match guarantee {
-            Guarantee::Exclusion => self.exclusion_broken,
-            Guarantee::Data => self.data_damaged,
+    /// The outcome a case is judged on, and its name: liveness where the
+    /// scenario kills the holder and watches (`stalled`), else exclusion
+    /// for a lock that promises it, the data for a fence or a non-lock.
+    pub fn judged(&self, guarantee: Guarantee) -> (&'static str, Rate) {
+        match (self.stalled, guarantee) {
+            (Some(stalled), _) => ("stalled", stalled),
+            (None, Guarantee::Exclusion) => ("exclusion broken", self.exclusion_broken),
+            (None, Guarantee::Data) => ("data damaged", self.data_damaged),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn injection(landed: bool, broken: bool, stalled: Option<bool>) -> Injection {
+        Injection {
+            target: "replica a".into(),
+            start_ms: 0,
+            end_ms: 1,
+            proof: landed.then(|| "seen".to_owned()),
+            exclusion_broken: broken,
+            data_damaged: false,
+            damage: String::new(),
+            overlaps: u64::from(broken),
+            orders: 1,
+            stalled,
+        }
+    }
+
+    #[test]
+    fn a_crash_scenario_is_judged_on_its_stalls_and_the_rest_on_their_guarantee() {
+        let kills = [
+            injection(true, false, Some(true)),
+            injection(true, false, Some(true)),
+            injection(true, true, Some(false)),
+            // Not landed: kept in the record, left out of k of n.
+            injection(false, false, Some(true)),
+        ];
+        let outcomes = Outcomes::of(&kills);
+        assert_eq!(outcomes.stalled, Some(Rate::of(2, 3)));
+        assert_eq!(
+            outcomes.judged(Guarantee::Exclusion),
+            ("stalled", Rate::of(2, 3))
+        );
+        let pauses = [injection(true, true, None), injection(true, false, None)];
+        let outcomes = Outcomes::of(&pauses);
+        assert_eq!(outcomes.stalled, None);
+        assert_eq!(
+            outcomes.judged(Guarantee::Exclusion),
+            ("exclusion broken", Rate::of(1, 2))
+        );
+        assert_eq!(
+            outcomes.judged(Guarantee::Data),
+            ("data damaged", Rate::of(0, 2))
+        );
+        // A report without the field (written before it existed) reads as
+        // no stall measured.
+        let old = r#"{"exclusion_broken":{"k":0,"n":1,"ci95":[0.0,0.79]},"data_damaged":{"k":0,"n":1,"ci95":[0.0,0.79]}}"#;
+        let read: Outcomes = serde_json::from_str(old).expect("reads");
+        assert_eq!(read.stalled, None);
     }
 }

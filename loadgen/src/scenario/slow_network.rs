@@ -314,6 +314,7 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
             start_ms,
             end_ms,
             proof: seen.then(|| proof(&slowest, delay, postgres, after_check)),
+            stalled: None,
         };
         pause(work_ms + 150).await;
         round.end(world, case, strategy, window).await?;

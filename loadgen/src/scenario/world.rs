@@ -42,8 +42,7 @@ pub struct Case {
     /// when cases run at once (`--jobs` > 1), so their lines can be told
     /// apart.
     pub tag: String,
-    /// The faults injected, each judged on its own (empty: the scenario
-    /// does not inject by rounds yet, and its case is judged whole).
+    /// The faults injected, each judged on its own.
     pub injections: Vec<super::record::Injection>,
     /// What each injection's round left (summed into the case's figures).
     pub rounds: Vec<super::record::Observed>,
@@ -329,14 +328,6 @@ pub async fn wait_inside(
         pause(3).await;
     }
     Ok(false)
-}
-
-pub fn duration(lab: &Lab, full_ms: u64) -> u64 {
-    if lab.options.quick {
-        full_ms * 6 / 10
-    } else {
-        full_ms
-    }
 }
 
 pub fn start_buyers(lab: &Lab, case: &Case, targets: &Targets, users: usize) -> Buyers {
