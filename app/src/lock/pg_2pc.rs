@@ -281,12 +281,9 @@ impl Pg2pc {
     }
 
     /// Load the stock side from the order side's `products` (all products,
-    /// or one): what a switch to `pg-2pc` and a reset do.
+    /// or one): what a switch to `pg-2pc` does.
     pub async fn load_stock(&self, main: &PgPool, only: Option<i64>) -> Result<(), GrabError> {
-        let Some(stock) = &self.stock else {
-            return Ok(());
-        };
-        if self.state.load(Ordering::Relaxed) == NO_PREPARED_XACTS {
+        if self.stock_side().is_none() {
             return Ok(());
         }
         let rows: Vec<(i64, i64)> = sqlx::query_as(
@@ -295,16 +292,8 @@ impl Pg2pc {
         .bind(only)
         .fetch_all(main)
         .await?;
-        sqlx::raw_sql(STOCK_SCHEMA).execute(stock).await?;
         for (id, units) in rows {
-            sqlx::query(
-                "INSERT INTO stock (product_id, stock) VALUES ($1, $2)
-                 ON CONFLICT (product_id) DO UPDATE SET stock = EXCLUDED.stock",
-            )
-            .bind(id)
-            .bind(units)
-            .execute(stock)
-            .await?;
+            self.reset_stock(id, units).await?;
         }
         Ok(())
     }
@@ -316,12 +305,9 @@ impl Pg2pc {
     /// stock back on both sides (found by `coordinator-crash`'s rounds: a
     /// round's units counted twice, about one time in ten).
     pub async fn reset_stock(&self, id: i64, units: i64) -> Result<(), GrabError> {
-        let Some(stock) = &self.stock else {
+        let Some(stock) = self.stock_side() else {
             return Ok(());
         };
-        if self.state.load(Ordering::Relaxed) == NO_PREPARED_XACTS {
-            return Ok(());
-        }
         sqlx::raw_sql(STOCK_SCHEMA).execute(stock).await?;
         sqlx::query(
             "INSERT INTO stock (product_id, stock) VALUES ($1, $2)
@@ -332,6 +318,13 @@ impl Pg2pc {
         .execute(stock)
         .await?;
         Ok(())
+    }
+
+    /// The stock database, when configured and able to prepare.
+    fn stock_side(&self) -> Option<&PgPool> {
+        self.stock
+            .as_ref()
+            .filter(|_| self.state.load(Ordering::Relaxed) != NO_PREPARED_XACTS)
     }
 
     /// Copy the stock side into the order side's `products.stock` column

@@ -246,11 +246,26 @@ impl Coordinator<'_> {
                 "not proven: process gone {gone}, prepared {prepared:?}, still {still:?}, busy {busy}, sold {sold}: not counted"
             ));
         }
-        // The coordinator comes back under the same instance id: recovery.
+        self.restart_and_recover(world, case).await?;
+        window.end_ms = case.clock_ms();
+        // Its strategy and faults come from Redis, where b published them
+        // (refreshed every 100 ms): a switch here would load the stock
+        // database again from the product row, over what b sold.
+        pause(150).await;
+        round.end(world, case, strategy, window).await?;
+        Ok(proven)
+    }
+
+    /// The coordinator comes back under the same instance id and settles
+    /// what it left in doubt (said in a step, with how long it took).
+    async fn restart_and_recover(
+        &self,
+        world: &mut super::world::World,
+        case: &mut super::world::Case,
+    ) -> anyhow::Result<()> {
         let restart = Instant::now();
         world.replica("a")?.restart().await?;
         let left = wait_settled(self.dbs, "a", Duration::from_secs(10)).await?;
-        window.end_ms = case.clock_ms();
         case.step(format!(
             "replica a restarted; {} in {} ms",
             if left.is_empty() {
@@ -260,12 +275,7 @@ impl Coordinator<'_> {
             },
             restart.elapsed().as_millis(),
         ));
-        // Its strategy and faults come from Redis, where b published them
-        // (refreshed every 100 ms): a switch here would load the stock
-        // database again from the product row, over what b sold.
-        pause(150).await;
-        round.end(world, case, strategy, window).await?;
-        Ok(proven)
+        Ok(())
     }
 }
 

@@ -24,7 +24,7 @@ use super::case::Expectation;
 use super::inject::{self, Window};
 use super::lab::TOKEN;
 use super::params::{self, Spec, Unit};
-use super::world::{arm, pause, two_replicas, wait_inside, work, CaseRun, World};
+use super::world::{arm, pause, two_replicas, wait_inside, work, Case, CaseRun, World};
 use crate::api::{FaultsPatch, Kind, Service, StrategyEntry, StrategyName};
 use crate::judge::Expected::{Breaks, Holds};
 use crate::procs;
@@ -123,37 +123,17 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
         let crashed = Instant::now();
         case.crashed_at = Some(crashed);
         let mut window = Window::starting(case, "replica a", Some("a"));
-        // The proof: the holder was caught (inside, or its key without a
-        // TTL) and its process is gone.
-        let state = procs::process_state(pid);
-        if caught && matches!(state, None | Some('Z' | 'X')) {
-            window.proof = Some(format!(
-                "{}, and its process (pid {pid}) is gone",
-                if gap > 0 {
-                    "the lock key had no TTL when replica a was killed"
-                } else {
-                    "the arbiter showed replica a inside when it was killed"
-                }
-            ));
-        } else {
-            case.step(format!(
-                "not proven: holder caught {caught}, process {pid} state {state:?}: not counted"
-            ));
-        }
+        window.proof = proof(case, caught, pid, gap > 0);
         watcher.forget("a").await?;
         buyers::retarget(&targets, vec![b_url.clone()]);
-        let deadline = crashed + Duration::from_millis(watch);
-        while case.tally.first_order_after(crashed).is_none() && Instant::now() < deadline {
-            pause(5).await;
-        }
-        let recovered = case.tally.first_order_after(crashed);
+        let recovered = watch_for_an_order(case, crashed, watch).await;
         window.end_ms = case.clock_ms();
         window.stalled = Some(recovered.is_none());
         case.step(match recovered {
-            Some(at) => format!(
+            Some(after) => format!(
                 "kill {}: replica b sold again {} ms after it",
                 i + 1,
-                (at - crashed).as_millis()
+                after.as_millis()
             ),
             None => format!("kill {}: no order on replica b in {watch} ms", i + 1),
         });
@@ -172,6 +152,38 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
         "watched_ms": watch,
         "injections": injections,
     }))
+}
+
+/// The proof a kill landed: the holder was caught (inside, or its key
+/// without a TTL) and its process `pid` is gone; `None` (said in a step)
+/// when not.
+fn proof(case: &mut Case, caught: bool, pid: u32, in_gap: bool) -> Option<String> {
+    let state = procs::process_state(pid);
+    if caught && matches!(state, None | Some('Z' | 'X')) {
+        Some(format!(
+            "{}, and its process (pid {pid}) is gone",
+            if in_gap {
+                "the lock key had no TTL when replica a was killed"
+            } else {
+                "the arbiter showed replica a inside when it was killed"
+            }
+        ))
+    } else {
+        case.step(format!(
+            "not proven: holder caught {caught}, process {pid} state {state:?}: not counted"
+        ));
+        None
+    }
+}
+
+/// How long after `crashed` the first order came, if one came within
+/// `watch_ms`.
+async fn watch_for_an_order(case: &Case, crashed: Instant, watch_ms: u64) -> Option<Duration> {
+    let deadline = crashed + Duration::from_millis(watch_ms);
+    while case.tally.first_order_after(crashed).is_none() && Instant::now() < deadline {
+        pause(5).await;
+    }
+    case.tally.first_order_after(crashed).map(|at| at - crashed)
 }
 
 /// Wait (up to 5 s) until replica a holds the lock: inside its section as
