@@ -306,7 +306,9 @@ impl Replica {
     }
 
     /// Start it again on the same port, with the same environment (after
-    /// [`Replica::kill`]): the same instance id, as a restarted pod.
+    /// [`Replica::kill`]): the same instance id, as a restarted pod. Before
+    /// it answers, it reads the strategy and faults in force from Redis,
+    /// where the other replicas published them: no switch is needed.
     pub async fn restart(&mut self) -> anyhow::Result<()> {
         self.kill();
         Ok(self.service.start_async().await?)

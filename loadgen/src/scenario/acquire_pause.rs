@@ -154,12 +154,9 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
         pause(settle).await;
         round.end(world, case, strategy, window).await?;
     }
-    if case.injections.iter().any(|i| i.proof.is_some()) {
-        case.proven(format!(
-            "{} of {injections} pauses seen: replica a stopped (state T) holding a quorum of yes",
-            case.injections.iter().filter(|i| i.proof.is_some()).count()
-        ));
-    }
+    case.proven_by_injections(|landed| {
+        format!("{landed} of {injections} pauses seen: replica a stopped (state T) holding a quorum of yes")
+    });
     service
         .set_faults(FaultsPatch {
             skip_validity_check: Some(false),

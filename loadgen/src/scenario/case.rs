@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::rate::{Rate, Standing};
 pub use super::record::Observed;
-use super::record::{Injection, Outcomes};
+use super::record::{Injection, Outcome, Outcomes};
 use crate::api::{OverlapEvent, Section, StrategyEntry};
 use crate::judge::{self, Breach, CaseVerdict, Expected, Guarantee};
 
@@ -202,7 +202,8 @@ impl CaseResult {
             return;
         }
         let measured = format!(
-            "{what} {} (predicted {}: {} {:.0} % of the injections)",
+            "{} {} (predicted {}: {} {:.0} % of the injections)",
+            what.as_str(),
             rate.text(),
             self.expected.as_str(),
             if self.expected == Expected::Breaks {
@@ -224,7 +225,7 @@ impl CaseResult {
             return;
         }
         let data = format!("; data damaged {}", outcomes.data_damaged.text());
-        let data = if what != "data damaged" {
+        let data = if what != Outcome::DataDamaged {
             data
         } else {
             String::new()

@@ -153,14 +153,13 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
         window.end_ms = case.clock_ms();
         round.end(world, case, strategy, window).await?;
     }
-    let proven = case.injections.iter().filter(|i| i.proof.is_some()).count();
-    if proven > 0 {
-        case.proven(if jump == 0 {
+    let proven = case.proven_by_injections(|proven| {
+        if jump == 0 {
             format!("the partition was in force for {proven} rounds (no jump: the control run)")
         } else {
             format!("the partition was in force, and node 3's own TIME read ahead by the jump {proven} time(s)")
-        });
-    }
+        }
+    });
     Ok(json!({
         "partition": "a: nodes 1,2,3; b: nodes 3,4,5",
         "clock_jumps": if jump == 0 { 0 } else { proven },

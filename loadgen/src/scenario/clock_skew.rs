@@ -126,17 +126,16 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
         window.end_ms = case.clock_ms();
         round.end(world, case, strategy, window).await?;
     }
-    let proven = case.injections.iter().filter(|i| i.proof.is_some()).count();
-    if proven > 0 {
-        case.proven(format!(
+    case.proven_by_injections(|proven| {
+        format!(
             "replica a's preload read the skew in {proven} of {injections} rounds{}",
             if date_seen {
                 ", and its Date header read it ahead of replica b's"
             } else {
                 ""
             }
-        ));
-    }
+        )
+    });
     Ok(json!({
         "clock_skew_ms": skew,
         "replica": "a",

@@ -232,12 +232,9 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     stop.store(true, Ordering::Relaxed);
     let _ = task.await;
     outcome?;
-    let proven = case.injections.iter().filter(|i| i.proof.is_some()).count();
-    if proven > 0 {
-        case.proven(format!(
-            "{proven} of {injections} rounds: every node's TIME read ahead by the slew × the time it had run"
-        ));
-    }
+    case.proven_by_injections(|proven| {
+        format!("{proven} of {injections} rounds: every node's TIME read ahead by the slew × the time it had run")
+    });
     Ok(json!({
         "clock_rate_percent": slew * 100.0,
         "drift_factor": factor,

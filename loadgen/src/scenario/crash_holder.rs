@@ -109,9 +109,6 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     for i in 0..injections {
         if i > 0 {
             world.replica("a")?.restart().await?;
-            let a = Service::new(vec![a_url.clone()], TOKEN.into());
-            a.switch(strategy, 1).await?;
-            a.set_faults(faults).await?;
         }
         let targets = buyers::targets(vec![a_url.clone()]);
         let round =
@@ -139,12 +136,9 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
         });
         round.end(world, case, strategy, window).await?;
     }
-    let landed = case.injections.iter().filter(|i| i.proof.is_some()).count();
-    if landed > 0 {
-        case.proven(format!(
-            "{landed} of {injections} kills landed on a caught holder whose process was gone"
-        ));
-    }
+    case.proven_by_injections(|landed| {
+        format!("{landed} of {injections} kills landed on a caught holder whose process was gone")
+    });
     Ok(json!({
         "killed": "a",
         "lock_ttl_ms": ttl,

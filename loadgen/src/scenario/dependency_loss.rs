@@ -121,12 +121,9 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
         pause(between_ms(outage)).await;
         round.end(world, case, strategy, window).await?;
     }
-    let landed = case.injections.iter().filter(|i| i.proof.is_some()).count();
-    if landed > 0 {
-        case.proven(format!(
-            "{landed} of {injections} outages landed: Redis refused, PostgreSQL's link dropped, and grabs failed meanwhile"
-        ));
-    }
+    case.proven_by_injections(|landed| {
+        format!("{landed} of {injections} outages landed: Redis refused, PostgreSQL's link dropped, and grabs failed meanwhile")
+    });
     Ok(json!({
         "redis_down_ms": outage,
         "postgres_cut_ms": outage,

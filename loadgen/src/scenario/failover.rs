@@ -232,12 +232,9 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     }
     world.proxies.push(link);
     world.proxies.push(front);
-    let proven = case.injections.iter().filter(|i| i.proof.is_some()).count();
-    if proven > 0 {
-        case.proven(format!(
-            "{proven} of {promotions} promotions while a grab on a was inside, each promoted replica answering ROLE master"
-        ));
-    }
+    case.proven_by_injections(|proven| {
+        format!("{proven} of {promotions} promotions while a grab on a was inside, each promoted replica answering ROLE master")
+    });
     Ok(json!({
         "replication_lag_ms": lag,
         "wait_replicas": u8::from(variant.starts_with("wait-1")),

@@ -203,12 +203,9 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
         pause(settle).await;
         round.end(world, case, strategy, window).await?;
     }
-    if case.injections.iter().any(|i| i.proof.is_some()) {
-        case.proven(format!(
-            "{} of {injections} freezes seen: replica a stopped (state T) inside its section each time",
-            case.injections.iter().filter(|i| i.proof.is_some()).count()
-        ));
-    }
+    case.proven_by_injections(|landed| {
+        format!("{landed} of {injections} freezes seen: replica a stopped (state T) inside its section each time")
+    });
     Ok(json!({
         "sigstop_ms": freeze_ms,
         "where": params.choice("where"),

@@ -149,14 +149,36 @@ impl Outcomes {
         }
     }
 
-    /// The outcome a case is judged on, and its name: liveness where the
+    /// The outcome a case is judged on, and its rate: liveness where the
     /// scenario kills the holder and watches (`stalled`), else exclusion
     /// for a lock that promises it, the data for a fence or a non-lock.
-    pub fn judged(&self, guarantee: Guarantee) -> (&'static str, Rate) {
+    pub fn judged(&self, guarantee: Guarantee) -> (Outcome, Rate) {
         match (self.stalled, guarantee) {
-            (Some(stalled), _) => ("stalled", stalled),
-            (None, Guarantee::Exclusion) => ("exclusion broken", self.exclusion_broken),
-            (None, Guarantee::Data) => ("data damaged", self.data_damaged),
+            (Some(stalled), _) => (Outcome::Stalled, stalled),
+            (None, Guarantee::Exclusion) => (Outcome::ExclusionBroken, self.exclusion_broken),
+            (None, Guarantee::Data) => (Outcome::DataDamaged, self.data_damaged),
+        }
+    }
+}
+
+/// One of the outcomes an injection is judged for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// An overlap involving the faulted holder.
+    ExclusionBroken,
+    /// A committed stale write.
+    DataDamaged,
+    /// Nobody bought again within the watch after a crash.
+    Stalled,
+}
+
+impl Outcome {
+    /// Its name in the verdict line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::ExclusionBroken => "exclusion broken",
+            Outcome::DataDamaged => "data damaged",
+            Outcome::Stalled => "stalled",
         }
     }
 }
@@ -193,18 +215,18 @@ mod tests {
         assert_eq!(outcomes.stalled, Some(Rate::of(2, 3)));
         assert_eq!(
             outcomes.judged(Guarantee::Exclusion),
-            ("stalled", Rate::of(2, 3))
+            (Outcome::Stalled, Rate::of(2, 3))
         );
         let pauses = [injection(true, true, None), injection(true, false, None)];
         let outcomes = Outcomes::of(&pauses);
         assert_eq!(outcomes.stalled, None);
         assert_eq!(
             outcomes.judged(Guarantee::Exclusion),
-            ("exclusion broken", Rate::of(1, 2))
+            (Outcome::ExclusionBroken, Rate::of(1, 2))
         );
         assert_eq!(
             outcomes.judged(Guarantee::Data),
-            ("data damaged", Rate::of(0, 2))
+            (Outcome::DataDamaged, Rate::of(0, 2))
         );
         // A report without the field (written before it existed) reads as
         // no stall measured.

@@ -228,12 +228,9 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
         pause(2 * work_ms + 200).await;
         round.end(world, case, strategy, window).await?;
     }
-    let proven = case.injections.iter().filter(|i| i.proof.is_some()).count();
-    if proven > 0 {
-        case.proven(format!(
-            "{proven} of {injections} crashes: node 3 came back as a new process (INFO run_id), holding the lock key before each"
-        ));
-    }
+    let proven = case.proven_by_injections(|proven| {
+        format!("{proven} of {injections} crashes: node 3 came back as a new process (INFO run_id), holding the lock key before each")
+    });
     Ok(json!({
         "partition": "a: nodes 1,2,3; b: nodes 3,4,5",
         "node3_restarts": proven,

@@ -319,12 +319,9 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
         pause(work_ms + 150).await;
         round.end(world, case, strategy, window).await?;
     }
-    if case.injections.iter().any(|i| i.proof.is_some()) {
-        case.proven(format!(
-            "{} of {injections} windows seen: a round trip through a's slow link took at least {delay} ms",
-            case.injections.iter().filter(|i| i.proof.is_some()).count()
-        ));
-    }
+    case.proven_by_injections(|landed| {
+        format!("{landed} of {injections} windows seen: a round trip through a's slow link took at least {delay} ms")
+    });
     Ok(json!({
         "delay_ms": delay,
         "reply_delay_ms": if postgres { 0 } else { delay },

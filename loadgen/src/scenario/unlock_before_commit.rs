@@ -118,12 +118,9 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
         window.end_ms = case.clock_ms();
         round.end(world, case, strategy, window).await?;
     }
-    let proven = case.injections.iter().filter(|i| i.proof.is_some()).count();
-    if proven > 0 {
-        case.proven(format!(
-            "every replica read the fault back in {proven} of {injections} rounds"
-        ));
-    }
+    case.proven_by_injections(|proven| {
+        format!("every replica read the fault back in {proven} of {injections} rounds")
+    });
     service
         .set_faults(FaultsPatch {
             unlock_before_commit: Some(false),

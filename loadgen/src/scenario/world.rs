@@ -70,6 +70,16 @@ impl Case {
         u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX)
     }
 
+    /// The case's proof from its injections: when any landed, `proof` of
+    /// how many says how (a step, as [`Case::proven`]). How many landed.
+    pub fn proven_by_injections(&mut self, proof: impl FnOnce(usize) -> String) -> usize {
+        let landed = self.injections.iter().filter(|i| i.proof.is_some()).count();
+        if landed > 0 {
+            self.proven(proof(landed));
+        }
+        landed
+    }
+
     /// The fault is proven to have landed: `proof` says how (a step).
     pub fn proven(&mut self, proof: impl Into<String>) {
         self.fault_landed = true;
