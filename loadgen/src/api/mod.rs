@@ -120,8 +120,11 @@ impl Service {
         let base = self.first();
         // A dependency that just came back (a fault scenario, a restarted
         // database) leaves dead pooled connections: each fails one statement
-        // with 503 "retry later". A read is safe to retry, so do, for a while.
+        // with 503 "retry later". A read is safe to retry, so do, for a while:
+        // at once a few times (each retry spends one dead connection and
+        // fails fast), then every 250 ms while the dependency is still away.
         let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+        let mut tries = 0u32;
         loop {
             match self
                 .admin(what, reqwest::Method::GET, base, path, None::<&()>)
@@ -130,7 +133,9 @@ impl Service {
                 Err(ServiceError::Unexpected { status: 503, .. })
                     if tokio::time::Instant::now() < deadline =>
                 {
-                    tokio::time::sleep(Duration::from_millis(250)).await;
+                    tries += 1;
+                    let wait = if tries <= 12 { 10 } else { 250 };
+                    tokio::time::sleep(Duration::from_millis(wait)).await;
                 }
                 other => return other,
             }
@@ -318,7 +323,7 @@ impl Service {
                         wanted: format!("history run {run}"),
                     });
                 }
-                tokio::time::sleep(Duration::from_millis(25)).await;
+                tokio::time::sleep(Duration::from_millis(10)).await;
             }
         }
         Ok(run)

@@ -4,7 +4,7 @@
 //! goose: a scenario starts and stops its load around faults many times a
 //! minute, and needs every answer's time to tell when a design recovered.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
@@ -94,7 +94,9 @@ impl Tally {
 /// Running buyers.
 #[derive(Debug)]
 pub struct Buyers {
-    stop: Arc<AtomicBool>,
+    /// `true` once stopped: a buyer asleep between grabs wakes at once,
+    /// one inside a grab finishes it first.
+    stop: tokio::sync::watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
 }
 
@@ -130,19 +132,19 @@ impl Buyers {
         next_user: &Arc<AtomicU64>,
         tally: &Arc<Tally>,
     ) -> Self {
-        let stop = Arc::new(AtomicBool::new(false));
+        let (stop, stopped) = tokio::sync::watch::channel(false);
         let tasks = (0..users)
             .map(|i| {
-                let (http, targets, next_user, tally, stop) = (
+                let (http, targets, next_user, tally, mut stopped) = (
                     http.clone(),
                     targets.clone(),
                     next_user.clone(),
                     tally.clone(),
-                    stop.clone(),
+                    stopped.clone(),
                 );
                 tokio::spawn(async move {
                     let mut n = i;
-                    while !stop.load(Ordering::Relaxed) {
+                    while !*stopped.borrow() {
                         let url = {
                             let urls = targets
                                 .read()
@@ -155,22 +157,20 @@ impl Buyers {
                         };
                         n += 1;
                         let Some(url) = url else {
-                            tokio::time::sleep(Duration::from_millis(20)).await;
+                            idle(&mut stopped, Duration::from_millis(20)).await;
                             continue;
                         };
                         let user = next_user.fetch_add(1, Ordering::Relaxed);
                         let answer = grab(&http, &url, user).await;
                         let outcome = tally.answer(user, &answer);
-                        if answer.is_err() {
-                            tokio::time::sleep(Duration::from_millis(20)).await;
-                            continue;
-                        }
-                        if outcome == Outcome::SoldOut {
-                            tokio::time::sleep(Duration::from_millis(50)).await;
-                        }
-                        if !think.is_zero() {
-                            tokio::time::sleep(think).await;
-                        }
+                        let rest = if answer.is_err() {
+                            Duration::from_millis(20)
+                        } else if outcome == Outcome::SoldOut {
+                            Duration::from_millis(50) + think
+                        } else {
+                            think
+                        };
+                        idle(&mut stopped, rest).await;
                     }
                 })
             })
@@ -180,10 +180,21 @@ impl Buyers {
 
     /// Stop and wait for the grabs in flight to be answered.
     pub async fn stop(self) {
-        self.stop.store(true, Ordering::Relaxed);
+        self.stop.send_replace(true);
         for task in self.tasks {
             let _ = task.await;
         }
+    }
+}
+
+/// Sleep `rest` between two grabs, or less: until the buyers are stopped.
+async fn idle(stopped: &mut tokio::sync::watch::Receiver<bool>, rest: Duration) {
+    if rest.is_zero() {
+        return;
+    }
+    tokio::select! {
+        () = tokio::time::sleep(rest) => {}
+        _ = stopped.wait_for(|stop| *stop) => {}
     }
 }
 

@@ -148,8 +148,10 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
                 ));
             }
         }
-        // The section under the jump and the one after it, done.
-        pause(2 * work_ms + 200).await;
+        // Load until the section under the jump is surely over (it began
+        // before the jump); whatever entered meanwhile is answered before
+        // the round is judged (`Round::end`).
+        pause(work_ms).await;
         window.end_ms = case.clock_ms();
         round.end(world, case, strategy, window).await?;
     }

@@ -81,7 +81,7 @@ pub fn checks_token(params: &Params) -> bool {
 }
 
 /// `--quick`: a shorter TTL (the pause, 1.6× it, shrinks with it).
-pub const QUICK: &[(&str, &str)] = &[("ttl_ms", "250"), ("users", "6"), ("lock_wait_ms", "500")];
+pub const QUICK: &[(&str, &str)] = &[("ttl_ms", "250"), ("users", "6"), ("lock_wait_ms", "300")];
 
 /// Whether the holder's lock outlives the freeze: the time spent inside
 /// before the stop (the work; half of it on average for `anywhere`) plus
@@ -174,9 +174,11 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
         if check_token { "; the database checks and sets the lock's random value" } else { "" },
         params.choice("where")
     ));
-    // After the thaw: the woken holder finishes, and whoever took the lock
-    // meanwhile commits, before the round is judged.
-    let settle = 2 * work_ms + 150;
+    // After the thaw: `work_ms` more of load, so a lock that expires under
+    // the woken holder's remaining work still meets a waiter. Every grab
+    // in flight then (the woken holder's, whoever took the lock) is
+    // answered before the round is judged (`Round::end`).
+    let settle = work_ms;
     for _ in 0..injections {
         // Pinned: a buyer sent round-robin would park its grab on the
         // frozen replica until the thaw, leaving b no waiter to take the

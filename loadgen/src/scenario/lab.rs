@@ -284,7 +284,7 @@ impl Lab {
             ("SECKILL_LOCK_TTL_MS".into(), setup.ttl_ms.to_string()),
             ("SECKILL_LOCK_WAIT_MS".into(), self.lock_wait_ms.to_string()),
             ("SECKILL_SEED_PRODUCTS".into(), "1:100".into()),
-            ("SECKILL_CONTROL_REFRESH_MS".into(), "100".into()),
+            ("SECKILL_CONTROL_REFRESH_MS".into(), "20".into()),
             ("SECKILL_SYNCHRONOUS_COMMIT".into(), "off".into()),
             ("SECKILL_DATABASE_MAX_CONNECTIONS".into(), "12".into()),
             ("SECKILL_DATABASE_ACQUIRE_TIMEOUT_MS".into(), "1000".into()),

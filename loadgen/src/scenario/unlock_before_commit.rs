@@ -92,8 +92,9 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     };
     arm(&service, strategy, faults).await?;
     case.step(format!("PUT /admin/faults {{\"unlock_before_commit\": true, \"commit_delay_ms\": {delay}}}; TTL {ttl} ms, work {work_ms} ms; {injections} rounds of {window_ms} ms, {users} buyers on replicas a, b"));
-    // Every replica reads the faults from Redis every 100 ms.
-    pause(300).await;
+    // Every replica reads the faults from Redis every 20 ms (the lab's
+    // SECKILL_CONTROL_REFRESH_MS).
+    pause(100).await;
     for _ in 0..injections {
         let round = inject::begin(&lab.http, world, case, users, 0).await?;
         let mut window = Window::starting(case, "every replica's sections", None);
