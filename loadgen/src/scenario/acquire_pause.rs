@@ -49,7 +49,7 @@ pub const PARAMS: &[Spec] = &[
             "how long replica a's process stays stopped between the SETs' answers and reading them",
     },
     params::users("8"),
-    params::lock_wait("1000"),
+    params::lock_wait("500"),
 ];
 
 /// `--quick`: a shorter TTL and work (the pause, 2.6× the TTL, shrinks).
@@ -58,7 +58,6 @@ pub const QUICK: &[(&str, &str)] = &[
     ("work_ms", "80"),
     ("pause", "1.6ttl"),
     ("users", "6"),
-    ("lock_wait_ms", "500"),
 ];
 
 /// Redlock's drift allowance for a TTL at the service's default drift

@@ -47,15 +47,11 @@ pub const PARAMS: &[Spec] = &[
         meaning: "how far node 3's wall clock jumps forward while a lock is held (partition+jump)",
     },
     params::users("6"),
-    params::lock_wait("1000"),
+    params::lock_wait("500"),
 ];
 
 /// `--quick`: a shorter TTL and work (the jump, 1.5× the TTL, shrinks).
-pub const QUICK: &[(&str, &str)] = &[
-    ("ttl_ms", "600"),
-    ("work_ms", "180"),
-    ("lock_wait_ms", "500"),
-];
+pub const QUICK: &[(&str, &str)] = &[("ttl_ms", "600"), ("work_ms", "180")];
 
 /// Whether node 3's key expires while the holder is inside: jump > TTL −
 /// work (the jump lands soon after the holder enters).

@@ -41,11 +41,11 @@ pub const PARAMS: &[Spec] = &[
     },
     params::window("1000"),
     params::users("8"),
-    params::lock_wait("1000"),
+    params::lock_wait("300"),
 ];
 
 /// `--quick`: shorter windows.
-pub const QUICK: &[(&str, &str)] = &[("window_ms", "400"), ("lock_wait_ms", "500")];
+pub const QUICK: &[(&str, &str)] = &[("window_ms", "400")];
 
 /// What `strategy` should do when one replica's clock runs ahead by the
 /// skew in force.

@@ -75,7 +75,7 @@ pub const PARAMS: &[Spec] = &[
         meaning: "what work_ms=fill leaves of the validity for the write, ms",
     },
     params::users("6"),
-    params::lock_wait("1000"),
+    params::lock_wait("500"),
 ];
 
 /// The reads before the work and the write after it, ms: the section
@@ -85,7 +85,7 @@ const AROUND_WORK_MS: f64 = 8.0;
 
 /// `--quick`: a shorter TTL (the work fills it all the same), fewer buyers
 /// waiting out each round's end.
-pub const QUICK: &[(&str, &str)] = &[("ttl_ms", "500"), ("users", "4"), ("lock_wait_ms", "500")];
+pub const QUICK: &[(&str, &str)] = &[("ttl_ms", "500"), ("users", "4")];
 
 /// How long the holder's section outlasts its keys, ms (≤ 0: the keys
 /// outlive it): the section ends at about the work + [`AROUND_WORK_MS`]

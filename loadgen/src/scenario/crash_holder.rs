@@ -42,23 +42,18 @@ pub const PARAMS: &[Spec] = &[
     Spec {
         name: "watch_ms",
         unit: Unit::Ms,
-        default: "4ttl",
+        default: "3ttl",
         meaning: "how long replica b's buyers are watched for the next order after each kill (none: stalled)",
     },
     params::injections("12"),
-    params::lock_wait("1000"),
+    params::lock_wait("300"),
 ];
 
 /// `--quick`: a shorter TTL and watch (the 12 kills stay: 0 of 12 is the
 /// fewest that can agree with `holds`). The locks that expire sell again
 /// about 450 ms after a kill at a TTL of 400 in our runs: 2ttl leaves
 /// them 350 ms.
-pub const QUICK: &[(&str, &str)] = &[
-    ("ttl_ms", "400"),
-    ("gap", "600"),
-    ("watch_ms", "2ttl"),
-    ("lock_wait_ms", "500"),
-];
+pub const QUICK: &[(&str, &str)] = &[("ttl_ms", "400"), ("gap", "600"), ("watch_ms", "2ttl")];
 
 /// What `strategy` should do when its holder dies.
 pub fn expect(strategy: &StrategyEntry, _variant: &str) -> Expectation {

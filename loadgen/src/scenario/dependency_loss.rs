@@ -37,7 +37,7 @@ pub const PARAMS: &[Spec] = &[
     },
     params::injections("12"),
     params::users("8"),
-    params::lock_wait("3000"),
+    params::lock_wait("1000"),
 ];
 
 /// `--quick`: shorter outages (the lock's own server is still cut for

@@ -96,13 +96,13 @@ pub const PARAMS: &[Spec] = &[
         default: "200",
         meaning: "how late the lagging replica's copy of the primary's writes arrives (a proxy on its link)",
     },
-    params::lock_wait("1000"),
+    params::lock_wait("500"),
 ];
 
 /// `--quick`: the same fault (a 200 ms lag is short already); waits for
 /// the lock of 500 ms, so a round's queue drains sooner when its buyers
 /// stop.
-pub const QUICK: &[(&str, &str)] = &[("lock_wait_ms", "500")];
+pub const QUICK: &[(&str, &str)] = &[];
 
 /// Promote the lagging replica `promotions` times, each while one grab on
 /// replica a is inside, then rush replica b; a fresh lagging replica of

@@ -65,7 +65,7 @@ pub const PARAMS: &[Spec] = &[
         meaning: "on: the database checks and sets the lock's random value (antirez's remedy; set-nx-px-token, watchdog, redlock)",
     },
     params::users("8"),
-    params::lock_wait("1000"),
+    params::lock_wait("500"),
 ];
 
 /// The locks `check_token=on` applies to: a random value, no fence.

@@ -36,7 +36,7 @@ pub const PARAMS: &[Spec] = &[
     },
     params::window("300"),
     params::users("12"),
-    params::lock_wait("1000"),
+    params::lock_wait("300"),
 ];
 
 /// `--quick`: windows of 150 ms and 6 buyers — a section is 5 ms of work
@@ -44,11 +44,7 @@ pub const PARAMS: &[Spec] = &[
 /// times in each. Most of a round is its queue draining when the buyers
 /// stop (every grab answered): about 35 ms a buyer, 390 ms of 12 in our
 /// runs, so half the buyers halve it.
-pub const QUICK: &[(&str, &str)] = &[
-    ("window_ms", "150"),
-    ("users", "6"),
-    ("lock_wait_ms", "500"),
-];
+pub const QUICK: &[(&str, &str)] = &[("window_ms", "150"), ("users", "6")];
 
 /// What `strategy` should do when it unlocks before it commits.
 pub fn expect(strategy: &StrategyEntry, _variant: &str, params: &Params) -> Expectation {
