@@ -135,10 +135,6 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
         "replicas a, b on 3 Redlock nodes (TTL {ttl} ms, work {work_ms} ms); validity check {} (read back on every replica: {read_back}); {injections} injections: replica a stops for {pause_ms} ms between its SETs' answers and reading them",
         if skip { "OFF (skip_validity_check)" } else { "on" }
     ));
-    // After the thaw: `work_ms` more of load, so keys that expire under the
-    // woken holder's section still meet a waiter; every grab in flight is
-    // then answered before the round is judged (`Round::end`).
-    let settle = work_ms;
     for _ in 0..injections {
         let round = inject::begin(&lab.http, world, case, users, 100).await?;
         let window = match inject::stop_replica(world, case, "a", FreezeAt::DuringAcquire).await? {
@@ -154,7 +150,7 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
             }
             None => Window::starting(case, "replica a", Some("a")),
         };
-        pause(settle).await;
+        inject::settle(work_ms).await;
         round.end(world, case, strategy, window).await?;
     }
     case.proven_by_injections(|landed| {

@@ -144,10 +144,7 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
                 ));
             }
         }
-        // Load until the section under the jump is surely over (it began
-        // before the jump); whatever entered meanwhile is answered before
-        // the round is judged (`Round::end`).
-        pause(work_ms).await;
+        inject::settle(work_ms).await;
         window.end_ms = case.clock_ms();
         round.end(world, case, strategy, window).await?;
     }

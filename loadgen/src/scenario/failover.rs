@@ -99,9 +99,7 @@ pub const PARAMS: &[Spec] = &[
     params::lock_wait("500"),
 ];
 
-/// `--quick`: the same fault (a 200 ms lag is short already); waits for
-/// the lock of 500 ms, so a round's queue drains sooner when its buyers
-/// stop.
+/// `--quick`: the same fault (a 200 ms lag is short already).
 pub const QUICK: &[(&str, &str)] = &[];
 
 /// Promote the lagging replica `promotions` times, each while one grab on

@@ -37,7 +37,7 @@ use super::case::Expectation;
 use super::inject::{self, Window};
 use super::lab::TOKEN;
 use super::params::{self, Params, Spec, Unit};
-use super::world::{arm, pause, two_replicas, wait_inside, work, CaseRun};
+use super::world::{arm, two_replicas, wait_inside, work, CaseRun};
 use crate::api::{FreezeAt, Kind, Service, StrategyEntry, StrategyName};
 use crate::judge::Expected::{Breaks, Holds};
 
@@ -174,11 +174,6 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
         if check_token { "; the database checks and sets the lock's random value" } else { "" },
         params.choice("where")
     ));
-    // After the thaw: `work_ms` more of load, so a lock that expires under
-    // the woken holder's remaining work still meets a waiter. Every grab
-    // in flight then (the woken holder's, whoever took the lock) is
-    // answered before the round is judged (`Round::end`).
-    let settle = work_ms;
     for _ in 0..injections {
         // Pinned: a buyer sent round-robin would park its grab on the
         // frozen replica until the thaw, leaving b no waiter to take the
@@ -202,7 +197,7 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
             }
             None => Window::starting(case, "replica a", Some("a")),
         };
-        pause(settle).await;
+        inject::settle(work_ms).await;
         round.end(world, case, strategy, window).await?;
     }
     case.proven_by_injections(|landed| {

@@ -104,6 +104,15 @@ impl Stopped {
     }
 }
 
+/// After a fault has ended: `work_ms` more of the round's load, so a lock
+/// that expires under the faulted holder's remaining section (it began
+/// before the fault) still meets a waiter. Whatever entered meanwhile is
+/// answered before the round is judged ([`Round::end`] awaits every grab
+/// in flight), so nothing longer is needed.
+pub async fn settle(work_ms: u64) {
+    pause(work_ms).await;
+}
+
 /// One round of a case: a fresh stock, history run and tally, and buyers.
 #[derive(Debug)]
 pub struct Round {

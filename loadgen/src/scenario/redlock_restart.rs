@@ -85,9 +85,7 @@ pub const PARAMS: &[Spec] = &[
 ];
 
 /// `--quick`: the same fault (a TTL of 1 s is already short; a shorter
-/// section would measure the replicas' reconnection to a restarted node);
-/// waits for the lock of 500 ms, so a round's queue drains sooner when
-/// its buyers stop.
+/// section would measure the replicas' reconnection to a restarted node).
 pub const QUICK: &[(&str, &str)] = &[];
 
 /// The dials each variant sets before the user's `--set`s.
@@ -224,10 +222,7 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
                 ));
             }
         }
-        // Load until the section under the crash is surely over (it began
-        // before the crash); whatever entered meanwhile is answered before
-        // the round is judged (`Round::end`).
-        pause(work_ms).await;
+        inject::settle(work_ms).await;
         round.end(world, case, strategy, window).await?;
     }
     let proven = case.proven_by_injections(|proven| {
