@@ -4,7 +4,8 @@ SHELL := /bin/bash
 
 ## Run the demo without Docker: own PostgreSQL, Redis, five Redlock nodes,
 ## three replicas, nginx, Prometheus (state in .demo/), then a short
-## side-by-side comparison; prints the table and every URL to open.
+## side-by-side comparison; prints the table and every URL to open
+## (seckill-lab demo, lab/src/demo.rs).
 demo:
 	@scripts/demo.sh
 
@@ -59,9 +60,10 @@ check-cheatsheet:
 fuzz-api:
 	@scripts/fuzz_api.sh
 
-## Every dashboard query against a live Prometheus after a short load (reuses a running demo).
+## Every dashboard query against a live Prometheus after a short load
+## (reuses a running demo; seckill-lab check-panels, lab/src/panels.rs).
 check-panels:
-	@scripts/check_panels.sh
+	@. scripts/lib.sh && require_stack_packages with-prometheus && scripts/lab.sh check-panels
 
 ## Every fault scenario (release build, then about 6 minutes in our runs): each lock
 ## broken where it is weak, overlaps counted by the history arbiter, verdicts

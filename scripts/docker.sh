@@ -302,7 +302,7 @@ check_stack() { # check_stack full|quick
     docker image inspect "$image" >/dev/null 2>&1 || die "$image is missing: make docker-images"
   done
   for port in 8080 8089 9090; do
-    port_free "$port" || die "port $port is taken on 127.0.0.1 (a running demo? make demo-stop): the compose stack publishes it"
+    ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null || die "port $port is taken on 127.0.0.1 (a running demo? make demo-stop): the compose stack publishes it"
   done
   mapfile -t services < <(stack_services)
   trap 'take_down || true' EXIT
@@ -331,9 +331,9 @@ check_stack() { # check_stack full|quick
   run_loadgen "$OUT/compare" "${strategies[@]}" || die "the loadgen job failed (exit $?): report in $OUT/compare"
   judge_report "$OUT/compare" || die "the compare report breaks a promise ($OUT/compare/report.json)"
 
-  prom_wait_scrapes "$PROM" "$(date +%s)" 2 3
-  python3 scripts/check_panels.py --prometheus "$PROM" --since "$load_start" \
-    --instance app-1:8080 --strategy redlock --replicas 3 dashboards/*.json \
+  # seckill-lab panels (lab/src/panels.rs) waits for two scrapes of each replica first.
+  SECKILL_BIN_DIR=target/debug scripts/lab.sh panels --prometheus "$PROM" --since "$load_start" \
+    --instance app-1:8080 --strategy redlock --replicas 3 \
     || die "a dashboard query returned nothing from the compose stack's Prometheus"
 
   check_balancer

@@ -27,15 +27,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 STACK_DIR="$ROOT/.demo/fuzz-api"
-STACK_REPLICAS=1
-STACK_LB=0
-STACK_CONSOLE=0
-. scripts/stack.sh
-
-stack_require
+. scripts/lib.sh
+require_stack_packages
 # Debian ships venv's pip bootstrap (the ensurepip module) in python3-venv.
 require_packages python3:python3 py:ensurepip:python3-venv
-[[ -x "$APP_BIN" ]] || SECKILL_SKIP_BUILD=0 stack_build
 
 VENV="$ROOT/.state/venv"
 if [[ ! -x "$VENV/bin/schemathesis" ]]; then
@@ -52,20 +47,20 @@ SEED=${FUZZ_SEED:-$(( (RANDOM << 15) | RANDOM ))}
 say "seed $SEED (replay this run: FUZZ_SEED=$SEED make fuzz-api)"
 
 fuzz_rc=0
+stack() { scripts/lab.sh stack "$1" --dir .demo/fuzz-api --replicas 1 "${@:2}"; }
 cleanup() {
   local rc=$?
   [[ $fuzz_rc == 0 ]] || say "schemathesis failed with seed $SEED: replay with FUZZ_SEED=$SEED make fuzz-api"
-  stack_down >/dev/null 2>&1 || true
+  stack down >/dev/null 2>&1 || true
   exit "$rc"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-mkdir -p "$STACK_DIR"
-# The one replica's own setting (scripts/stack.sh reads app-1.settings):
-# the longest fault delay PUT /admin/faults accepts, and its document states.
-echo "SECKILL_FAULT_DELAY_MAX_MS=${FUZZ_FAULT_MAX_MS:-20}" > "$STACK_DIR/app-1.settings"
-stack_up
+# The one replica's own setting: the longest fault delay PUT /admin/faults
+# accepts, and its document states.
+stack up --set "SECKILL_FAULT_DELAY_MAX_MS=${FUZZ_FAULT_MAX_MS:-20}"
 URL="http://127.0.0.1:$(cat "$STACK_DIR/app-1.port")"
+TOKEN=${SECKILL_ADMIN_TOKEN:-seckill-demo-admin}
 
 CONFIG="$STACK_DIR/schemathesis.toml"
 cat > "$CONFIG" <<TOML
@@ -83,7 +78,7 @@ TOML
 
 say "schemathesis run $URL/openapi.json (seed $SEED)"
 "$VENV/bin/schemathesis" --no-color --config-file "$CONFIG" run "$URL/openapi.json" \
-  --header "Authorization: Bearer $STACK_TOKEN" \
+  --header "Authorization: Bearer $TOKEN" \
   --checks not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance \
   --max-examples "${FUZZ_MAX_EXAMPLES:-25}" \
   --max-time "${FUZZ_SECONDS:-240}" \
@@ -92,7 +87,7 @@ say "schemathesis run $URL/openapi.json (seed $SEED)"
   --seed "$SEED" \
   --generation-database none || fuzz_rc=$?
 
-auth=(-H "Authorization: Bearer $STACK_TOKEN")
+auth=(-H "Authorization: Bearer $TOKEN")
 say "faults the fuzzer left on: $(curl -fsS "${auth[@]}" "$URL/admin/faults" || echo unreadable)"
 curl -fsS -X DELETE "${auth[@]}" "$URL/admin/faults" >/dev/null || say "could not clear the faults"
 exit "$fuzz_rc"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Helpers for `make test`, `make bench`, `make bench-locks`, `make scenarios`
-# and .ci/run, on top of scripts/lib.sh (packages, ports, the private
-# PostgreSQL cluster): install what is missing from Debian's packages and
+# and .ci/run, on top of scripts/lib.sh: install what is missing from
+# Debian's packages and
 # make sure a PostgreSQL server and MariaDB answer. Source it; every step
 # says what it did.
 #
@@ -20,7 +20,7 @@ ensure_packages() {
   local needs=(redis-server:redis-server redis-cli:redis-tools psql:postgresql-client python3:python3
     chromium:chromium chromedriver:chromium-driver cc:gcc pg:server:postgresql
     protoc:protobuf-compiler /usr/include/google/protobuf/descriptor.proto:libprotobuf-dev
-    etcd:etcd-server java:default-jre-headless "$ZK_JAR:zookeeper"
+    etcd:etcd-server java:default-jre-headless /usr/share/java/zookeeper.jar:zookeeper
     /usr/sbin/mariadbd:mariadb-server mariadb:mariadb-client)
   require_packages "${needs[@]}"
 }
@@ -88,8 +88,9 @@ ensure_postgres() {
       if pg_answers "$url"; then PG_ADMIN_URL=$url; say "PostgreSQL: using $url"; return; fi
     fi
   fi
-  own_postgres
-  PG_ADMIN_URL=$OWN_PG_URL
+  # The checkout's own cluster (lab/src/stack/postgres.rs), in the debug
+  # profile `make test` builds anyway.
+  PG_ADMIN_URL=$(SECKILL_BIN_DIR=target/debug scripts/lab.sh own-postgres | tail -n 1)
 }
 
 # ensure_prepared_transactions URL: `pg-2pc` prepares transactions

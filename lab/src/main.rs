@@ -4,19 +4,22 @@
 //! `import-graph`, the layering check of each crate; `check-scripts`, the
 //! checks of the shell that is left; `cheatsheet`, the one-page print of
 //! docs/cheatsheet.md; `results`, the run behind docs/results.md; `bench`,
-//! the throughput beside its floors. The demo stack still lives in
-//! `scripts/`, and move here one by one (docs/architecture.md, "The
-//! launcher").
+//! the throughput beside its floors; `demo`, `stack` and `check-panels`,
+//! the local stack ([`stack`]) and what runs on it; `own-postgres`, the
+//! checkout's PostgreSQL cluster (docs/architecture.md, "The launcher").
 //!
 //! A binary of its own rather than a cargo `xtask`: the lab image runs the
 //! same chores where no cargo is installed.
 
 mod bench;
 mod cheatsheet;
+mod demo;
 mod docs;
 mod imports;
+mod panels;
 mod results;
 mod scripts;
+mod stack;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -72,6 +75,39 @@ enum Command {
         #[arg(long)]
         check: bool,
     },
+    /// `make demo`: the local stack in .demo/, Prometheus, a short
+    /// comparison, every URL to open (`stop`, `urls`, `check-urls`, `env`,
+    /// `restart`: see docs/running.md).
+    Demo {
+        #[command(subcommand)]
+        action: Option<demo::Action>,
+    },
+    /// A local stack of its own in another folder (`make fuzz-api`):
+    /// `up` prints nothing but what it started; `down` stops it.
+    Stack {
+        /// `up` or `down`.
+        #[arg(value_parser = ["up", "down"])]
+        action: String,
+        /// Its state folder, relative to the checkout.
+        #[arg(long)]
+        dir: PathBuf,
+        /// How many replicas.
+        #[arg(long, default_value_t = 3)]
+        replicas: usize,
+        /// `NAME=value`: a setting of every replica (repeatable).
+        #[arg(long = "set")]
+        settings: Vec<String>,
+    },
+    /// `make check-panels`: every dashboard query against a real
+    /// Prometheus after a short load (a running demo is reused).
+    CheckPanels,
+    /// Every dashboard query against a running Prometheus (the Docker
+    /// check's compose stack).
+    Panels(panels::Check),
+    /// The checkout's own PostgreSQL cluster, started (or made) when it
+    /// does not answer; prints its URL (`make test` where the machine has
+    /// no server of its own).
+    OwnPostgres,
     /// Between two exercises of the docs check: the faults in force must
     /// be the cleared ones, and no replica may run with extra settings.
     /// The first call clears the faults and keeps the answer in `state`.
@@ -133,6 +169,16 @@ fn main() -> ExitCode {
         Command::Results => results::make(),
         Command::Bench { only } => bench::run(only.is_some()),
         Command::Cheatsheet { check } => cheatsheet::make(check),
+        Command::Demo { action } => demo::run(action),
+        Command::Stack {
+            action,
+            dir,
+            replicas,
+            settings,
+        } => stack::command(&action, &dir, replicas, settings),
+        Command::CheckPanels => panels::check_panels(),
+        Command::Panels(args) => panels::run_check(&args),
+        Command::OwnPostgres => stack::own_postgres(),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

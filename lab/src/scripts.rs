@@ -2,8 +2,8 @@
 //! shellcheck, and writes no function twice.
 //!
 //! Every `scripts/*.sh`, `docker/**/*.sh` and stand-in entry script must
-//! pass `bash -n`. A function name defined in two of them (`free_port() {`
-//! in both services.sh and stack.sh, say) fails the check: shared helpers
+//! pass `bash -n`. A function name defined in two of them (`say() {` in
+//! both services.sh and docker.sh, say) fails the check: shared helpers
 //! live once, in scripts/lib.sh. No script may chmod a folder outside the
 //! checkout (the private PostgreSQL cluster moves under the `postgres`
 //! user's home instead). `shellcheck -x -S warning` passes on each of them

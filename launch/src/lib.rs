@@ -57,7 +57,9 @@ use std::net::SocketAddr;
 pub use error::{LaunchError, LogTail};
 pub use interrupt::kill_groups_on_interrupt;
 pub use nix::sys::signal::Signal;
-pub use process::{parse_signal, send_signal, Launch, Output, Running, DEFAULT_STOP_GRACE};
+pub use process::{
+    parse_signal, runs, send_signal, stop_detached, Launch, Output, Running, DEFAULT_STOP_GRACE,
+};
 pub use ready::Ready;
 #[cfg(feature = "tokio")]
 pub use service::start_on_free_ports_async;

@@ -145,6 +145,15 @@ impl Launch {
         self
     }
 
+    /// The program's file name, as `/proc/<pid>/comm` shows it (see
+    /// [`runs`]).
+    pub fn program_name(&self) -> String {
+        let program = self.program();
+        Path::new(&program)
+            .file_name()
+            .map_or(program.clone(), |n| n.to_string_lossy().into_owned())
+    }
+
     /// The program, for messages.
     fn program(&self) -> String {
         self.command.get_program().to_string_lossy().into_owned()
@@ -302,6 +311,28 @@ impl Running {
         self.reap()
     }
 
+    /// Let it outlive this process: nothing is signalled on drop, and an
+    /// interrupt no longer kills its group. Returns the leader's pid (the
+    /// group id), for a pid file: `make demo`'s servers keep running after
+    /// `seckill-lab demo` exits, and `demo stop` signals their groups.
+    pub fn detach(self) -> u32 {
+        let pid = self.pid();
+        interrupt::forget(self.group);
+        // The Child handle holds no resource a detached process needs; the
+        // leader is reparented to init when this process exits.
+        std::mem::forget(self);
+        pid
+    }
+
+    /// Wait for the leader to end on its own (a one-shot program, such as
+    /// an installer), then reap the group; returns its exit status.
+    pub fn wait(mut self) -> ExitStatus {
+        while !self.has_exited() {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        self.reap()
+    }
+
     /// `SIGKILL` to the group — no shutdown, no save: a crash. Reaps the
     /// leader and returns its exit status.
     pub fn kill(mut self) -> ExitStatus {
@@ -402,4 +433,49 @@ pub fn parse_signal(name: &str) -> Result<Signal, LaunchError> {
         format!("SIG{upper}")
     };
     full.parse().map_err(|_| unknown())
+}
+
+/// Whether `pid` is a live process (not a zombie) running `program`, as
+/// `/proc/<pid>/comm` names it (a program's file name, cut to 15 bytes): a
+/// pid file's process may have ended and its pid gone to a stranger.
+pub fn runs(pid: u32, program: &str) -> bool {
+    let name = Path::new(program)
+        .file_name()
+        .map_or_else(|| program.into(), |n| n.to_string_lossy());
+    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // The state follows the command's closing parenthesis.
+    let zombie = stat
+        .rsplit_once(')')
+        .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'));
+    !comm.is_empty() && !zombie && comm.trim_end() == &name[..name.len().min(15)]
+}
+
+/// Stop detached groups (see [`Running::detach`]) by their leaders' pids:
+/// those still running their program get `SIGTERM` (and `SIGCONT`) to the
+/// whole group at once, up to `grace` for every leader to end, then
+/// `SIGKILL` to the groups left. Returns the pids that were running.
+pub fn stop_detached(groups: &[(u32, &str)], grace: Duration) -> Vec<u32> {
+    let live: Vec<u32> = groups
+        .iter()
+        .filter(|(pid, program)| runs(*pid, program))
+        .map(|(pid, _)| *pid)
+        .collect();
+    for &pid in &live {
+        let _ = killpg(pid_of(pid), Signal::SIGTERM);
+        let _ = killpg(pid_of(pid), Signal::SIGCONT);
+    }
+    let deadline = Instant::now() + grace;
+    let alive = |pid: &u32| {
+        groups
+            .iter()
+            .any(|(p, program)| p == pid && runs(*pid, program))
+    };
+    while live.iter().any(alive) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    for pid in live.iter().filter(|pid| alive(pid)) {
+        let _ = killpg(pid_of(*pid), Signal::SIGKILL);
+    }
+    live
 }

@@ -94,6 +94,11 @@ impl Ready {
         .every(Duration::from_millis(100))
     }
 
+    /// Ask the probe once, now.
+    pub fn probe_once(&self) -> bool {
+        (self.probe)()
+    }
+
     /// Give up after `within`.
     pub fn within(mut self, within: Duration) -> Self {
         self.within = within;

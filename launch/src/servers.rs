@@ -98,3 +98,64 @@ pub fn seckill_app(binary: &Path, port: u16) -> Launch {
         .env("RUST_LOG", "warn")
         .hint("build it: cargo build -p seckill-app")
 }
+
+/// A private MariaDB (`mariadbd` from Debian's mariadb-server) on
+/// `127.0.0.1:port`, its data in `dir/data` (made by
+/// [`mariadb_install`] first), its socket and error log in `dir`. Runs as
+/// the current user. Ready once a client connects (the caller's probe).
+pub fn mariadb(port: u16, dir: &Path, user: &str) -> Launch {
+    Launch::new("MariaDB", "/usr/sbin/mariadbd")
+        .args([
+            "--no-defaults",
+            &format!("--user={user}"),
+            &format!("--port={port}"),
+        ])
+        .arg(format!("--datadir={}", dir.join("data").display()))
+        .args([
+            "--bind-address=127.0.0.1",
+            "--skip-log-bin",
+            "--innodb-buffer-pool-size=32M",
+        ])
+        .arg(format!("--socket={}", dir.join("mariadb.sock").display()))
+        .arg(format!("--pid-file={}", dir.join("mariadbd.pid").display()))
+        .log(dir.join("mariadb.log"))
+        .hint("install Debian's mariadb-server")
+}
+
+/// `mariadb-install-db` for [`mariadb`]'s `dir/data`: root without a
+/// password, no test database.
+pub fn mariadb_install(dir: &Path, user: &str) -> Launch {
+    Launch::new("mariadb-install-db", "mariadb-install-db")
+        .args(["--no-defaults", &format!("--user={user}")])
+        .arg(format!("--datadir={}", dir.join("data").display()))
+        .args(["--auth-root-authentication-method=normal", "--skip-test-db"])
+        .log(dir.join("install.log"))
+        .hint("install Debian's mariadb-server")
+}
+
+/// Prometheus on `bind:port` with the config `config` (see the lab's
+/// `stack::config`), its data in `data`, two days kept. Ready with
+/// [`crate::Ready::http`] on `/-/ready`.
+pub fn prometheus(config: &Path, data: &Path, bind: &str, port: u16, log: &Path) -> Launch {
+    Launch::new("Prometheus", "prometheus")
+        .arg(format!("--config.file={}", config.display()))
+        .arg(format!("--storage.tsdb.path={}", data.display()))
+        .args(["--storage.tsdb.retention.time=2d", "--web.enable-lifecycle"])
+        .arg(format!("--web.listen-address={bind}:{port}"))
+        .log(log)
+        .hint("install Debian's prometheus")
+}
+
+/// nginx in the foreground (`daemon off`: its master is the group leader)
+/// with the config `config`, its prefix (temp folders) `prefix`. Ready with
+/// [`crate::Ready::http`] on `/lb-health`.
+pub fn nginx(program: &Path, prefix: &Path, config: &Path, log: &Path) -> Launch {
+    Launch::new("nginx", program)
+        .arg("-p")
+        .arg(prefix)
+        .arg("-c")
+        .arg(config)
+        .args(["-e", "stderr", "-g", "daemon off;"])
+        .log(log)
+        .hint("install Debian's nginx-light (optional: the replicas' URLs are enough)")
+}

@@ -1,0 +1,770 @@
+//! `make check-panels` (`seckill-lab check-panels`): every dashboard query
+//! proven against a real Prometheus.
+//!
+//! 1. The replicas of a running `make demo` are reused; otherwise a stack
+//!    of our own (lock TTL 1 s, no balancer, no console) starts under
+//!    `.demo/check-panels/` and stops at the end.
+//! 2. A Prometheus of our own scrapes them every second, alerts loaded.
+//! 3. `promtool check metrics` on a live `/metrics`.
+//! 4. A short `seckill-loadgen compare` (the order batches' panels too);
+//!    then, on our own stack, a pause past the TTL before the write of one
+//!    grab in three over redlock and fenced: the first lost lease and the
+//!    first fence rejection, which the panels on them must show (not just
+//!    a 0 series). Every load must exit 0.
+//! 5. [`check`] (also `seckill-lab panels`, which the Docker check runs
+//!    against the compose stack's Prometheus) evaluates every query.
+//!
+//! [`check`] sends every `panels[].targets[].expr` of every
+//! dashboards/*.json (rows' nested panels included) to `/api/v1/query`
+//! once with every variable at Grafana's "All" (`.*`) and once with one
+//! concrete strategy and replica, formatted as Grafana formats a
+//! multi-value variable for a Prometheus regex; `$__rate_interval` and the
+//! like get fixed windows. Each annotation goes to `/api/v1/query_range`
+//! over the load, each `label_values(metric, label)` variable to
+//! `/api/v1/label/<label>/values`. A query error, an unresolved variable,
+//! an empty result or one of only NaN fails; with `--positive METRIC`, a
+//! panel on that metric must show a value above 0 in the "All" pass.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{bail, Context as _};
+use regex::Regex;
+use serde_json::Value;
+
+use crate::say;
+use crate::stack::Stack;
+
+/// What one check of the dashboards is asked.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Check {
+    /// Prometheus' URL.
+    #[arg(long)]
+    pub prometheus: String,
+    /// Start of the load (Unix seconds); now minus a minute by default.
+    #[arg(long)]
+    pub since: Option<f64>,
+    /// The concrete `$strategy` of the second pass.
+    #[arg(long, default_value = "redlock")]
+    pub strategy: String,
+    /// The concrete `$instance` of the second pass (default: the first up target).
+    #[arg(long)]
+    pub instance: Option<String>,
+    /// Fail unless this many `seckill` targets are up, each scraped twice
+    /// since `--since` (waited for, up to 30 s).
+    #[arg(long, default_value_t = 0)]
+    pub replicas: usize,
+    /// Panel queries on this metric must show a value > 0.
+    #[arg(long)]
+    pub positive: Vec<String>,
+    /// The dashboards (default: dashboards/*.json).
+    pub dashboards: Vec<PathBuf>,
+}
+
+fn now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// Prometheus' HTTP API.
+struct Api {
+    base: String,
+    client: reqwest::Client,
+}
+
+impl Api {
+    async fn get(&self, path: &str, params: &[(&str, String)]) -> Value {
+        let answer = self
+            .client
+            .get(format!("{}{path}", self.base))
+            .query(params)
+            .send()
+            .await;
+        match answer {
+            // 400/422 (bad PromQL) carry the error as JSON too.
+            Ok(response) => response
+                .json()
+                .await
+                .unwrap_or_else(|e| serde_json::json!({"status": "error", "error": e.to_string()})),
+            Err(e) => serde_json::json!({"status": "error", "error": e.to_string()}),
+        }
+    }
+
+    async fn query(&self, query: &str) -> Value {
+        self.get(
+            "/api/v1/query",
+            &[
+                ("query", query.to_owned()),
+                ("time", format!("{:.3}", now())),
+            ],
+        )
+        .await
+    }
+
+    /// Every `seckill` target scraped `count` times since `since`.
+    async fn wait_scrapes(&self, since: f64, count: usize, replicas: usize) -> anyhow::Result<()> {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            let window = (now() - since).max(0.0) as u64 + 1;
+            let answer = self
+                .query(&format!(
+                    "count_over_time(up{{job=\"seckill\"}}[{window}s])"
+                ))
+                .await;
+            let result = answer["data"]["result"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            let scraped = |r: &Value| {
+                r["value"][1]
+                    .as_str()
+                    .and_then(|v| v.parse::<f64>().ok())
+                    .is_some_and(|v| v >= count as f64)
+            };
+            if result.len() >= replicas && result.iter().all(scraped) {
+                return Ok(());
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        bail!("Prometheus did not scrape {replicas} replicas {count} times within 30 s")
+    }
+}
+
+const FIXED: [(&str, &str); 5] = [
+    ("__rate_interval", "1m"),
+    ("__interval", "15s"),
+    ("__range", "5m"),
+    ("__range_s", "300"),
+    ("__interval_ms", "15000"),
+];
+
+/// One value of a multi-value variable as Grafana puts it into a
+/// Prometheus regex: escaped, in a group, backslashes doubled for PromQL.
+fn grafana_regex(value: &str) -> String {
+    let escaped: String = value
+        .chars()
+        .flat_map(|c| {
+            let meta = "\\^$*+?.()|{}[]".contains(c);
+            meta.then_some('\\').into_iter().chain([c])
+        })
+        .collect();
+    format!("({})", escaped.replace('\\', "\\\\"))
+}
+
+/// `$name`, `${name}` / `${name:format}` and `[[name]]` replaced.
+fn substitute(expr: &str, values: &[(&str, String)]) -> String {
+    let re = Regex::new(r"\$\{(\w+)(?::\w+)?\}|\[\[(\w+)\]\]|\$(\w+)").expect("a valid regex");
+    re.replace_all(expr, |c: &regex::Captures| {
+        let name = c
+            .get(1)
+            .or(c.get(2))
+            .or(c.get(3))
+            .map_or("", |m| m.as_str());
+        FIXED
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| (*v).to_owned())
+            .or_else(|| {
+                values
+                    .iter()
+                    .find(|(n, _)| *n == name)
+                    .map(|(_, v)| v.clone())
+            })
+            .unwrap_or_else(|| c[0].to_owned())
+    })
+    .into_owned()
+}
+
+fn walk<'a>(panels: &'a Value, out: &mut Vec<&'a Value>) {
+    for panel in panels.as_array().into_iter().flatten() {
+        out.push(panel);
+        walk(&panel["panels"], out);
+    }
+}
+
+/// The tally of one check.
+#[derive(Default)]
+struct Tally {
+    checked: usize,
+    failures: Vec<String>,
+}
+
+impl Tally {
+    fn report(&mut self, ok: bool, count: usize, where_: &str, expr: &str, note: &str) {
+        self.checked += 1;
+        println!(
+            "{} [{count:>3}] {where_}{note}\n           {expr}",
+            if ok { "ok  " } else { "FAIL" }
+        );
+        if !ok {
+            let why = if note.trim().is_empty() {
+                "empty result"
+            } else {
+                note.trim()
+            };
+            self.failures.push(format!("{where_}: {why} — {expr}"));
+        }
+    }
+}
+
+/// The panel queries of one dashboard: (where, expr).
+fn queries(dashboard: &Value, file: &str, tally: &mut Tally) -> Vec<(String, String)> {
+    let mut panels = Vec::new();
+    walk(&dashboard["panels"], &mut panels);
+    let mut out = Vec::new();
+    for panel in panels {
+        for target in panel["targets"].as_array().into_iter().flatten() {
+            if target["hide"].as_bool() == Some(true) {
+                continue;
+            }
+            let where_ = format!(
+                "panel {} \"{}\" {}",
+                panel["id"],
+                panel["title"].as_str().unwrap_or(""),
+                target["refId"].as_str().unwrap_or("")
+            );
+            match target["expr"].as_str() {
+                Some(expr) if !expr.is_empty() => out.push((where_, expr.to_owned())),
+                _ => tally
+                    .failures
+                    .push(format!("{file} {where_}: target without expr")),
+            }
+        }
+    }
+    if out.is_empty() {
+        tally.failures.push(format!("{file}: no panel queries"));
+    }
+    out
+}
+
+async fn check_queries(
+    api: &Api,
+    args: &Check,
+    list: &[(String, String)],
+    passes: &[(String, Vec<(&str, String)>)],
+    tally: &mut Tally,
+) {
+    let leftover_re = Regex::new(r"\$\{?\w+|\[\[\w+\]\]").expect("a valid regex");
+    for (label, values) in passes {
+        println!("-- panels, variables: {label}");
+        for (where_, expr) in list {
+            let query = substitute(expr, values);
+            if let Some(left) = leftover_re.find(&query) {
+                tally.report(
+                    false,
+                    0,
+                    where_,
+                    &query,
+                    &format!("  unresolved variable {}", left.as_str()),
+                );
+                continue;
+            }
+            let answer = api.query(&query).await;
+            if answer["status"] != "success" {
+                tally.report(
+                    false,
+                    0,
+                    where_,
+                    &query,
+                    &format!("  error: {}", answer["error"]),
+                );
+                continue;
+            }
+            let result = &answer["data"]["result"];
+            let series = result.as_array().cloned().unwrap_or_default();
+            let count = if result.is_array() { series.len() } else { 1 };
+            let value = |r: &Value| r["value"][1].as_str().unwrap_or("").to_owned();
+            // All NaN (a quantile of nothing) draws nothing either.
+            let nan = !series.is_empty() && series.iter().all(|r| value(r) == "NaN");
+            if nan || count == 0 {
+                tally.report(
+                    false,
+                    count,
+                    where_,
+                    &query,
+                    if nan {
+                        "  only NaN: no observations in the window"
+                    } else {
+                        ""
+                    },
+                );
+                continue;
+            }
+            let wanted = args.positive.iter().find(|m| {
+                Regex::new(&format!(r"\b{}\b", regex::escape(m))).is_ok_and(|re| re.is_match(expr))
+            });
+            if let (Some(metric), true) = (wanted, label == "All") {
+                let top = if result.is_array() {
+                    series
+                        .iter()
+                        .filter_map(|r| value(r).parse::<f64>().ok())
+                        .fold(f64::MIN, f64::max)
+                } else {
+                    result[1]
+                        .as_str()
+                        .and_then(|v| v.parse().ok())
+                        .unwrap_or(0.0)
+                };
+                tally.report(
+                    top > 0.0,
+                    count,
+                    where_,
+                    &query,
+                    &format!("  max {top} (must be > 0: the load provoked {metric})"),
+                );
+                continue;
+            }
+            tally.report(true, count, where_, &query, "");
+        }
+    }
+}
+
+async fn check_annotations(
+    api: &Api,
+    dashboard: &Value,
+    since: f64,
+    all: &[(&str, String)],
+    tally: &mut Tally,
+) {
+    println!("-- annotations, over the load");
+    for annotation in dashboard["annotations"]["list"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        if annotation["builtIn"].as_i64().unwrap_or(0) != 0 || annotation["builtIn"] == true {
+            continue;
+        }
+        let Some(expr) = annotation["target"]["expr"]
+            .as_str()
+            .or(annotation["expr"].as_str())
+        else {
+            continue;
+        };
+        let where_ = format!(
+            "annotation \"{}\"",
+            annotation["name"].as_str().unwrap_or("")
+        );
+        let query = substitute(expr, all);
+        let params = [
+            ("query", query.clone()),
+            ("start", format!("{:.3}", since - 1.0)),
+            ("end", format!("{:.3}", now())),
+            ("step", "1s".into()),
+        ];
+        let answer = api.get("/api/v1/query_range", &params).await;
+        if answer["status"] != "success" {
+            tally.report(
+                false,
+                0,
+                &where_,
+                &query,
+                &format!("  error: {}", answer["error"]),
+            );
+            continue;
+        }
+        let series = answer["data"]["result"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let mut names: Vec<String> = series
+            .iter()
+            .map(|s| s["metric"]["strategy"].as_str().unwrap_or("?").to_owned())
+            .collect();
+        names.sort();
+        names.dedup();
+        let note = if names.is_empty() {
+            String::new()
+        } else {
+            format!("  ({})", names.join(", "))
+        };
+        tally.report(!series.is_empty(), series.len(), &where_, &query, &note);
+    }
+}
+
+async fn check_variables(
+    api: &Api,
+    dashboard: &Value,
+    since: f64,
+    all: &[(&str, String)],
+    tally: &mut Tally,
+) {
+    println!("-- template variables");
+    let label_values =
+        Regex::new(r"^\s*label_values\((?:(.*),)?\s*(\w+)\s*\)\s*$").expect("a valid regex");
+    for variable in dashboard["templating"]["list"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        let query = variable["query"]["query"]
+            .as_str()
+            .or(variable["query"].as_str())
+            .unwrap_or("");
+        if variable["type"] != "query" || query.is_empty() {
+            continue;
+        }
+        let where_ = format!("variable ${}", variable["name"].as_str().unwrap_or(""));
+        let Some(found) = label_values.captures(query) else {
+            tally.report(
+                false,
+                0,
+                &where_,
+                query,
+                "  not a label_values(...) query this check understands",
+            );
+            continue;
+        };
+        let mut params = vec![
+            ("start", format!("{:.3}", since - 60.0)),
+            ("end", format!("{:.3}", now())),
+        ];
+        let selector = found.get(1).map_or("", |m| m.as_str().trim());
+        if !selector.is_empty() {
+            params.push(("match[]", substitute(selector, all)));
+        }
+        let answer = api
+            .get(&format!("/api/v1/label/{}/values", &found[2]), &params)
+            .await;
+        if answer["status"] != "success" {
+            tally.report(
+                false,
+                0,
+                &where_,
+                query,
+                &format!("  error: {}", answer["error"]),
+            );
+            continue;
+        }
+        let values: Vec<String> = answer["data"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|v| v.as_str().map(str::to_owned))
+            .collect();
+        tally.report(
+            !values.is_empty(),
+            values.len(),
+            &where_,
+            query,
+            &format!("  ({})", values.join(", ")),
+        );
+    }
+}
+
+/// Every query of the dashboards against the Prometheus of `args`.
+pub async fn check(args: &Check) -> anyhow::Result<()> {
+    let api = Api {
+        base: args.prometheus.trim_end_matches('/').to_owned(),
+        client: reqwest::Client::builder()
+            .timeout(Duration::from_secs(15))
+            .build()?,
+    };
+    let since = args.since.unwrap_or_else(|| now() - 60.0);
+    let mut tally = Tally::default();
+    if args.replicas > 0 {
+        api.wait_scrapes(now(), 2, args.replicas).await?;
+    }
+    let up = api.query("up{job=\"seckill\"} == 1").await;
+    let mut targets: Vec<String> = up["data"]["result"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|r| r["metric"]["instance"].as_str().map(str::to_owned))
+        .collect();
+    targets.sort();
+    println!(
+        "seckill targets up: {}",
+        if targets.is_empty() {
+            "none".into()
+        } else {
+            targets.join(", ")
+        }
+    );
+    if targets.len() < args.replicas {
+        tally.failures.push(format!(
+            "only {} of {} replicas are up in Prometheus",
+            targets.len(),
+            args.replicas
+        ));
+    }
+    let instance = args
+        .instance
+        .clone()
+        .or(targets.first().cloned())
+        .unwrap_or_else(|| "127.0.0.1:0".into());
+    let all = vec![("strategy", ".*".to_owned()), ("instance", ".*".to_owned())];
+    let passes = vec![
+        ("All".to_owned(), all.clone()),
+        (
+            format!("strategy={} instance={instance}", args.strategy),
+            vec![
+                ("strategy", grafana_regex(&args.strategy)),
+                ("instance", grafana_regex(&instance)),
+            ],
+        ),
+    ];
+    let files = if args.dashboards.is_empty() {
+        dashboards()?
+    } else {
+        args.dashboards.clone()
+    };
+    for path in &files {
+        let dashboard: Value = serde_json::from_str(
+            &std::fs::read_to_string(path).with_context(|| format!("read {}", path.display()))?,
+        )
+        .with_context(|| format!("parse {}", path.display()))?;
+        println!(
+            "\n== {} ({})",
+            path.display(),
+            dashboard["title"].as_str().unwrap_or("?")
+        );
+        let file = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let list = queries(&dashboard, &file, &mut tally);
+        check_queries(&api, args, &list, &passes, &mut tally).await;
+        check_annotations(&api, &dashboard, since, &all, &mut tally).await;
+        check_variables(&api, &dashboard, since, &all, &mut tally).await;
+    }
+    println!();
+    if !tally.failures.is_empty() {
+        for failure in &tally.failures {
+            eprintln!("  {failure}");
+        }
+        bail!(
+            "check-panels: {} of {} checks failed",
+            tally.failures.len(),
+            tally.checked
+        );
+    }
+    println!("check-panels: all {} queries returned data", tally.checked);
+    Ok(())
+}
+
+fn dashboards() -> anyhow::Result<Vec<PathBuf>> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir("dashboards")
+        .context("read dashboards/")?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
+/// `seckill-lab panels`: [`check`] alone.
+pub fn run_check(args: &Check) -> anyhow::Result<()> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?
+        .block_on(check(args))
+}
+
+/// `seckill-loadgen compare` over the stack's replicas; fails unless it exits 0.
+fn compare(
+    stack: &Stack,
+    strategies: &str,
+    users: &str,
+    run_time: &str,
+    out: &Path,
+    extra: &[&str],
+) -> anyhow::Result<()> {
+    let status = std::process::Command::new(stack.loadgen_bin())
+        .args([
+            "compare",
+            "--url",
+            &stack.replica_urls().join(","),
+            "--strategies",
+            strategies,
+        ])
+        .args([
+            "--stock",
+            "40",
+            "--users",
+            users,
+            "--run-time",
+            run_time,
+            "--quiet",
+            "--out",
+        ])
+        .arg(out)
+        .args(extra)
+        .env("SECKILL_ADMIN_TOKEN", &stack.token)
+        .status()
+        .context("run seckill-loadgen")?;
+    if !status.success() {
+        bail!("seckill-loadgen compare failed ({status}): a violation or a failing service must not pass this check");
+    }
+    Ok(())
+}
+
+async fn faults(stack: &Stack, body: Value) -> anyhow::Result<()> {
+    let url = format!("{}/admin/faults", stack.replica_urls()[0]);
+    reqwest::Client::new()
+        .put(&url)
+        .bearer_auth(&stack.token)
+        .json(&body)
+        .send()
+        .await?
+        .error_for_status()
+        .with_context(|| format!("PUT {url}"))?;
+    Ok(())
+}
+
+/// `make check-panels`: see the module doc.
+pub fn check_panels() -> anyhow::Result<()> {
+    let started = Instant::now();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let demo = Stack::new(Path::new(".demo"), 3)?;
+    let own = !demo.healthy();
+    let stack = if own {
+        let mut stack = Stack::new(Path::new(".demo/check-panels"), 3)?;
+        stack.lb = false;
+        stack.console = false;
+        // Short enough that a pause can outlive it within the check's seconds.
+        stack.settings.push("SECKILL_LOCK_TTL_MS=1000".into());
+        if !stack.app_bin().is_file() || !stack.loadgen_bin().is_file() {
+            stack.build()?;
+        }
+        runtime.block_on(stack.up())?;
+        stack
+    } else {
+        say("reusing the running demo's replicas, Redis and PostgreSQL (.demo/)");
+        demo
+    };
+    let result = runtime.block_on(panels_on(&stack, own));
+    let _ = stack.state.stop(&[("prometheus-check", "prometheus")]);
+    if own {
+        runtime.block_on(stack.down())?;
+    }
+    result?;
+    say(&format!(
+        "check-panels passed in {} s",
+        started.elapsed().as_secs()
+    ));
+    Ok(())
+}
+
+async fn panels_on(stack: &Stack, own: bool) -> anyhow::Result<()> {
+    let prometheus = stack.prometheus("prometheus-check", "1s")?;
+    say(&format!("Prometheus: {prometheus} (scrape every 1 s)"));
+    let replica = &stack.replica_urls()[0];
+    let metrics = reqwest::get(format!("{replica}/metrics"))
+        .await?
+        .error_for_status()?
+        .text()
+        .await?;
+    let copy = stack.state.path.join("metrics.txt");
+    std::fs::write(&copy, &metrics)?;
+    let promtool = std::process::Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(std::fs::File::open(&copy)?)
+        .status()?;
+    if !promtool.success() {
+        bail!(
+            "promtool check metrics found problems in {replica}/metrics (copy in {})",
+            copy.display()
+        );
+    }
+    println!(
+        "ok   promtool check metrics ({} seckill_ samples)",
+        metrics
+            .lines()
+            .filter(|l| l.starts_with("seckill_"))
+            .count()
+    );
+    let api = Api {
+        base: prometheus.clone(),
+        client: reqwest::Client::new(),
+    };
+    // A first scrape of every replica before the load, so that rate() sees
+    // each counter's first increase.
+    api.wait_scrapes(now(), 1, stack.replicas).await?;
+    let since = now();
+    let strategies = std::env::var("CHECK_PANELS_STRATEGIES")
+        .unwrap_or_else(|_| "none,set-nx-px-token,watchdog,redlock,fenced,redis-lua-stock".into());
+    let run_time = std::env::var("CHECK_PANELS_RUN_TIME").unwrap_or_else(|_| "4s".into());
+    say(&format!(
+        "load: {strategies} over {}",
+        stack.replica_urls().join(" ")
+    ));
+    compare(
+        stack,
+        &strategies,
+        "20",
+        &run_time,
+        &stack.state.path.join("panels-report"),
+        &["--work-delay-ms", "2"],
+    )?;
+    let mut positive = Vec::new();
+    if own {
+        let pause = 1400;
+        say(&format!("provoking a lost lease and a fence rejection: pause {pause} ms (TTL 1000 ms) before the write of one grab in 3, redlock and fenced"));
+        faults(
+            stack,
+            serde_json::json!({"pause_ms": pause, "pause_every": 3, "pause_at": "before-write"}),
+        )
+        .await?;
+        let paused = compare(
+            stack,
+            "redlock,fenced",
+            "8",
+            "4s",
+            &stack.state.path.join("panels-pause-report"),
+            &[],
+        );
+        faults(
+            stack,
+            serde_json::json!({"pause_ms": 0, "pause_every": 1, "pause_at": "before-read"}),
+        )
+        .await?;
+        paused?;
+        positive = vec![
+            "seckill_lock_lost_total".to_owned(),
+            "seckill_fence_rejections_total".to_owned(),
+        ];
+    } else {
+        say("a running demo (lock TTL 30 s) is reused: the lost-lease and fence-rejection panels are checked for series, not for events");
+    }
+    // Two more scrapes of every replica after the last grab.
+    api.wait_scrapes(now(), 2, stack.replicas).await?;
+    let instance = stack.replica_urls()[0]
+        .trim_start_matches("http://")
+        .to_owned();
+    let args = Check {
+        prometheus,
+        since: Some(since),
+        strategy: std::env::var("CHECK_PANELS_STRATEGY").unwrap_or_else(|_| "redlock".into()),
+        instance: Some(instance),
+        replicas: 0,
+        positive,
+        dashboards: Vec::new(),
+    };
+    check(&args).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn variables_are_substituted_as_grafana_does() {
+        let values = vec![
+            ("strategy", grafana_regex("set-nx-px-token")),
+            ("instance", grafana_regex("127.0.0.1:80")),
+        ];
+        let got = substitute(
+            "rate(x{strategy=~\"$strategy\",instance=~\"${instance}\"}[$__rate_interval]) $missing",
+            &values,
+        );
+        assert_eq!(
+            got,
+            r#"rate(x{strategy=~"(set-nx-px-token)",instance=~"(127\\.0\\.0\\.1:80)"}[1m]) $missing"#
+        );
+    }
+}
