@@ -27,11 +27,10 @@ check-docker:
 	@scripts/docker.sh check
 
 ## Offline checks of the stack: docker-compose structure, promtool config/rules/tests,
-## dashboard PromQL and Grafana schema (installs prometheus, docker-compose, python3-yaml when missing).
+## dashboard PromQL and Grafana schema (seckill-lab check-stack, lab/src/check_stack/;
+## installs prometheus and docker-compose when missing).
 check-stack:
-	@. scripts/lib.sh && require_packages promtool:prometheus docker-compose:docker-compose python3:python3 py:yaml:python3-yaml
-	python3 scripts/check_stack.py
-	scripts/check_dashboards.sh
+	@. scripts/lib.sh && require_packages promtool:prometheus docker-compose:docker-compose && cargo run --quiet --locked -p seckill-lab -- check-stack
 
 ## The shell scripts parse (bash -n), pass shellcheck (installed where
 ## missing), share one library (no helper function written in two

@@ -42,7 +42,7 @@ OUT="$ROOT/.state/check-docker"
 # ------------------------------------------------------------ the engine
 
 ensure_docker() {
-  require_packages docker:docker.io dockerd:docker.io docker-compose:docker-compose python3:python3 curl:curl
+  require_packages docker:docker.io dockerd:docker.io docker-compose:docker-compose jq:jq curl:curl
   if docker info >/dev/null 2>&1; then return 0; fi
   [[ $(id -u) == 0 ]] || die "no Docker engine answers and we are not root: start dockerd (or add yourself to the docker group)"
   local log=/var/log/seckill-dockerd.log
@@ -148,16 +148,19 @@ in_replica() { # in_replica N PATH — GET from inside replica N's container
   "${COMPOSE[@]}" exec -T "app-$1" curl -fsS -H "Authorization: Bearer $TOKEN" "http://127.0.0.1:8080$2"
 }
 
-json() { python3 -c "import json, sys; d = json.load(sys.stdin); print($1)"; }
+json() { jq -r "$1"; }
+# seckill-lab (lab/src/) in the debug profile: the panels, the Prometheus
+# targets and the compare report are read back through their types there.
+lab() { SECKILL_BIN_DIR=target/debug scripts/lab.sh "$@"; }
 
 check_shared_state() {
   local i got
   admin PUT /admin/strategy '{"strategy": "redlock"}' >/dev/null
   admin PUT /admin/faults '{"work_delay_ms": 7}' >/dev/null
   for i in 1 2 3; do
-    got=$(in_replica "$i" /admin/strategies | json 'd["active"]')
+    got=$(in_replica "$i" /admin/strategies | json .active)
     [[ $got == redlock ]] || die "app-$i's active strategy is $got after PUT /admin/strategy redlock through the balancer"
-    got=$(in_replica "$i" /admin/faults | json 'd["work_delay_ms"]')
+    got=$(in_replica "$i" /admin/faults | json .work_delay_ms)
     [[ $got == 7 ]] || die "app-$i's work_delay_ms is $got after PUT /admin/faults through the balancer"
   done
   admin PUT /admin/faults '{"work_delay_ms": 0}' >/dev/null
@@ -170,16 +173,16 @@ check_shared_state() {
 check_console() {
   local console=http://127.0.0.1:8089 i got
   curl -fsS "$console/" | grep 'data-testid="timeline"' >/dev/null || die "the console's page at $console/ has no timeline"
-  got=$(curl -fsS "$console/api/state" | json 'sum(1 for r in d["replicas"] if r["strategy"] and not r["error"])')
+  got=$(curl -fsS "$console/api/state" | json '[.replicas[] | select(.strategy and (.error | not))] | length')
   [[ $got == 3 ]] || die "the console sees $got healthy replicas of 3 ($console/api/state)"
   curl -fsS -X PUT -H 'Content-Type: application/json' -d '{"unlock_before_commit": true}' "$console/api/faults" >/dev/null \
     || die "PUT /api/faults through the console failed"
   for i in 1 2 3; do
-    got=$(in_replica "$i" /admin/faults | json 'd["unlock_before_commit"]')
-    [[ $got == True ]] || die "app-$i's unlock_before_commit is $got after the console switched it on"
+    got=$(in_replica "$i" /admin/faults | json .unlock_before_commit)
+    [[ $got == true ]] || die "app-$i's unlock_before_commit is $got after the console switched it on"
   done
   curl -fsS -X POST "$console/api/reset" >/dev/null || die "POST /api/reset through the console failed"
-  got=$(curl -fsS "$console/api/state" | json 'len(d["faults_in_force"])')
+  got=$(curl -fsS "$console/api/state" | json '.faults_in_force | length')
   [[ $got == 0 ]] || die "after the console's reset $got faults are still in force"
   echo "ok   the console (127.0.0.1:8089) sees app-1, app-2 and app-3; a fault switched in it reached each; its reset cleared it"
 }
@@ -221,30 +224,6 @@ check_balancer() {
   echo "ok   balancer: app-3 back (docker-compose start), 30 more grabs answered"
 }
 
-check_prometheus() {
-  python3 - "$PROM" <<'PY' || die "Prometheus: see above"
-import json, sys, time, urllib.request
-prom = sys.argv[1]
-def get(path):
-    return json.load(urllib.request.urlopen(prom + path, timeout=5))["data"]
-deadline = time.time() + 60
-while True:
-    targets = [t for t in get("/api/v1/targets")["activeTargets"] if t["labels"]["job"] == "seckill"]
-    up = sorted(t["labels"]["instance"] for t in targets if t["health"] == "up")
-    if len(targets) == 3 and len(up) == 3:
-        break
-    if time.time() > deadline:
-        sys.exit(f"Prometheus targets of job seckill: {[(t['labels']['instance'], t['health']) for t in targets]}")
-    time.sleep(1)
-print(f"ok   Prometheus: job seckill has 3 targets, all up: {', '.join(up)}")
-rules = [r for g in get("/api/v1/rules")["groups"] for r in g["rules"]]
-alerts = [r["name"] for r in rules if r["type"] == "alerting"]
-if not alerts:
-    sys.exit("Prometheus loaded no alert rule (prometheus/alerts.yml)")
-print(f"ok   Prometheus: {len(alerts)} alert rules loaded ({', '.join(alerts[:4])}, ...)")
-PY
-}
-
 # run_loadgen DIR [ARGS...]: the compose file's loadgen job as it is
 # defined (its own command unless ARGS are given; reports in its volume),
 # then its /reports copied into DIR on the host.
@@ -258,39 +237,6 @@ run_loadgen() {
   return "$status"
 }
 
-# judge_report DIR: every strategy classed safe exact, `none` broken.
-judge_report() {
-  python3 - "$1/report.json" <<'PY'
-import json, sys
-runs = json.load(open(sys.argv[1]))["runs"]
-bad = []
-for run in runs:
-    name, verdict = run["strategy"], run["verdict"]
-    damage = (run["oversold"] + run["lost_updates"] + run["undersold"] + run["duplicates"]
-              + int(run["negative_stock"]))
-    if verdict == "inconclusive":
-        bad.append(f"{name}: inconclusive: {'; '.join(run.get('inconclusive_because', []))}")
-    if run.get("acknowledged_missing", 0) or run.get("unacknowledged_present", 0):
-        bad.append(f"{name}: {run.get('acknowledged_missing')} acknowledged orders missing, "
-                   f"{run.get('unacknowledged_present')} unacknowledged present")
-    if verdict == "VIOLATION" or (verdict == "safe" and damage):
-        bad.append(f"{name}: classed safe, verdict {verdict}, oversold {run['oversold']}, lost {run['lost_updates']}, undersold {run['undersold']}, dup {run['duplicates']}, negative stock {run['negative_stock']}")
-    if name == "none" and not (run["oversold"] or run["lost_updates"]):
-        bad.append("none: no oversold unit and no lost update: the race did not show")
-    if run["orders"] == 0:
-        bad.append(f"{name}: no order at all")
-names = {r["strategy"] for r in runs}
-if "none" not in names:
-    bad.append("the report has no `none` run")
-for line in bad:
-    print(f"FAIL {line}")
-safe = [r["strategy"] for r in runs if r["verdict"] == "safe"]
-print(f"{'FAIL' if bad else 'ok  '} compare over the three replicas: {len(runs)} strategies; "
-      f"{len(safe)} classed safe, all exact; none oversold "
-      + str(next((r["oversold"] for r in runs if r["strategy"] == "none"), "-")))
-sys.exit(1 if bad else 0)
-PY
-}
 
 check_stack() { # check_stack full|quick
   local mode=$1 started=$SECONDS services images
@@ -314,7 +260,7 @@ check_stack() { # check_stack full|quick
   wait_healthy 300 || die "the stack did not become healthy in 300 s (docker-compose -p $PROJECT logs)"
   say "stack healthy in $((SECONDS - up_started)) s"
 
-  check_prometheus
+  lab prometheus-up "$PROM" 3 || die "Prometheus: see above"
   check_shared_state
   check_console
 
@@ -329,10 +275,10 @@ check_stack() { # check_stack full|quick
   load_start=$(date +%s)
   say "docker-compose --profile load run loadgen ${strategies[*]:-(its own command: compare over app-1, app-2, app-3)}"
   run_loadgen "$OUT/compare" "${strategies[@]}" || die "the loadgen job failed (exit $?): report in $OUT/compare"
-  judge_report "$OUT/compare" || die "the compare report breaks a promise ($OUT/compare/report.json)"
+  lab judge-compare "$OUT/compare" || die "the compare report breaks a promise ($OUT/compare/report.json)"
 
   # seckill-lab panels (lab/src/panels.rs) waits for two scrapes of each replica first.
-  SECKILL_BIN_DIR=target/debug scripts/lab.sh panels --prometheus "$PROM" --since "$load_start" \
+  lab panels --prometheus "$PROM" --since "$load_start" \
     --instance app-1:8080 --strategy redlock --replicas 3 \
     || die "a dashboard query returned nothing from the compose stack's Prometheus"
 
@@ -345,7 +291,7 @@ check_stack() { # check_stack full|quick
   run_loadgen "$OUT/again" compare "${REPLICA_URLS[@]}" \
     --strategies none,set-nx-px-token --stock 50 --users 50 --out /reports \
     || die "the loadgen job failed after down/up (report in $OUT/again)"
-  judge_report "$OUT/again" || die "after down/up the compare report breaks a promise"
+  lab judge-compare "$OUT/again" || die "after down/up the compare report breaks a promise"
 
   trap - EXIT
   take_down || die "docker-compose down -v left something of project $PROJECT behind"

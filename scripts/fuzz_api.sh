@@ -30,7 +30,7 @@ STACK_DIR="$ROOT/.demo/fuzz-api"
 . scripts/lib.sh
 require_stack_packages
 # Debian ships venv's pip bootstrap (the ensurepip module) in python3-venv.
-require_packages python3:python3 py:ensurepip:python3-venv
+require_packages python3:python3 deb:python3-venv:python3-venv
 
 VENV="$ROOT/.state/venv"
 if [[ ! -x "$VENV/bin/schemathesis" ]]; then

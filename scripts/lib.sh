@@ -21,7 +21,7 @@ die() { printf '\033[1;31m[seckill]\033[0m %s\n' "$*" >&2; exit 1; }
 # ---------------------------------------------------------------- packages
 
 # require_packages <probe:package>...: a probe is a program on PATH, an
-# absolute path, py:<module> for a Python module, or pg:server for
+# absolute path, deb:<package> for an installed Debian package, or pg:server for
 # PostgreSQL's server programs. Says which Debian packages are missing and
 # what they are for; as root (or with password-less sudo) installs them,
 # unless SECKILL_NO_INSTALL=1 (then it only explains, and stops).
@@ -30,7 +30,7 @@ require_packages() {
   for need in "$@"; do
     probe=${need%:*}; pkg=${need##*:}
     case $probe in
-      py:*) python3 -c "import ${probe#py:}" >/dev/null 2>&1 || missing+=("$pkg") ;;
+      deb:*) [[ $(dpkg-query -W -f='${Status}' "${probe#deb:}" 2>/dev/null) == *"ok installed" ]] || missing+=("$pkg") ;;
       /*) [[ -e "$probe" ]] || missing+=("$pkg") ;;
       pg:server) compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || command -v initdb >/dev/null || missing+=("$pkg") ;;
       *) command -v "$probe" >/dev/null 2>&1 || missing+=("$pkg") ;;
@@ -47,7 +47,6 @@ require_packages() {
       postgresql-client) say "  postgresql-client: psql and pg_isready" ;;
       prometheus) say "  prometheus: the Prometheus server and promtool" ;;
       docker-compose) say "  docker-compose: validates docker-compose.yml (no Docker engine needed)" ;;
-      python3-yaml) say "  python3-yaml: PyYAML for scripts/check_stack.py" ;;
       etcd-server) say "  etcd-server: etcd, for etcd-lease" ;;
       zookeeper|default-jre-headless) say "  $pkg: ZooKeeper (and the Java it runs on), for zk-ephemeral-seq" ;;
       mariadb-server|mariadb-client) say "  $pkg: MariaDB, for mysql-get-lock" ;;

@@ -13,6 +13,8 @@
 
 mod bench;
 mod cheatsheet;
+mod check_stack;
+mod compose_report;
 mod demo;
 mod docs;
 mod imports;
@@ -98,12 +100,30 @@ enum Command {
         #[arg(long = "set")]
         settings: Vec<String>,
     },
+    /// `make check-stack`: the compose stack, the Prometheus files and
+    /// the dashboards checked offline (docker-compose config, promtool,
+    /// Grafana's published schema through tsc).
+    CheckStack,
     /// `make check-panels`: every dashboard query against a real
     /// Prometheus after a short load (a running demo is reused).
     CheckPanels,
     /// Every dashboard query against a running Prometheus (the Docker
     /// check's compose stack).
     Panels(panels::Check),
+    /// The Docker check: the compose loadgen job's report.json — every
+    /// strategy classed safe exact, `none` broken.
+    JudgeCompare {
+        /// The folder holding report.json.
+        dir: PathBuf,
+    },
+    /// The Docker check: Prometheus scrapes that many replicas, all up,
+    /// with alert rules loaded.
+    PrometheusUp {
+        /// Prometheus' URL.
+        url: String,
+        /// How many `seckill` targets.
+        replicas: usize,
+    },
     /// The checkout's own PostgreSQL cluster, started (or made) when it
     /// does not answer; prints its URL (`make test` where the machine has
     /// no server of its own).
@@ -177,8 +197,11 @@ fn main() -> ExitCode {
             settings,
         } => stack::command(&action, &dir, replicas, settings),
         Command::CheckPanels => panels::check_panels(),
+        Command::CheckStack => check_stack::run(),
         Command::Panels(args) => panels::run_check(&args),
         Command::OwnPostgres => stack::own_postgres(),
+        Command::JudgeCompare { dir } => compose_report::judge(&dir),
+        Command::PrometheusUp { url, replicas } => compose_report::prometheus_up(&url, replicas),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

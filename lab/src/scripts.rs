@@ -10,7 +10,8 @@
 //! and on `.ci/run` (a missing shellcheck fails the check, naming `apt-get
 //! install shellcheck`). No reader that exits early (`grep -q`, `head`)
 //! sits behind a writer in a pipeline: under `pipefail` the writer's broken
-//! pipe fails it.
+//! pipe fails it. scripts/ stays under 800 lines of shell alone: no
+//! Python, JavaScript or other interpreter fed a program inline.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -63,6 +64,7 @@ pub fn check() -> anyhow::Result<()> {
                 .map(|p| format!("{name}:{p}")),
         );
     }
+    failures.extend(budget(&repo)?);
     let mut checked = scripts.clone();
     checked.push(repo.join(".ci/run"));
     failures.extend(shellcheck(&checked, &repo)?);
@@ -79,6 +81,47 @@ pub fn check() -> anyhow::Result<()> {
         bail!("check-scripts: {} problems", failures.len());
     }
     Ok(())
+}
+
+/// An interpreter fed a program inline: `python3 -c …`, `python3 - <<PY`, `node <<JS`.
+pub const EMBEDDED: &str = r"\b(python3?|node|perl|ruby)\b[^|;&#]*(\s-c\s|\s-\s|<<)";
+
+/// At most this many lines in scripts/: what is left in shell is package
+/// installs and one-line wrappers around the Rust programs.
+pub const SCRIPT_LINES: usize = 800;
+
+/// scripts/ within [`SCRIPT_LINES`], and no program of another language
+/// (Python, JavaScript, a heredoc fed to an interpreter) inside a script.
+fn budget(repo: &Path) -> anyhow::Result<Vec<String>> {
+    let mut lines = 0;
+    let mut out = Vec::new();
+    let embedded = Regex::new(EMBEDDED).expect("a valid regex");
+    for path in crate::files_under(&repo.join("scripts"))? {
+        let text =
+            std::fs::read_to_string(&path).with_context(|| format!("read {}", path.display()))?;
+        lines += text.lines().count();
+        if path.extension().is_none_or(|e| e != "sh") {
+            out.push(format!(
+                "{}: only shell belongs in scripts/",
+                file_name(&path)
+            ));
+        }
+        for (n, line) in text.lines().enumerate() {
+            if embedded.is_match(line.split('#').next().unwrap_or("")) {
+                out.push(format!(
+                    "{}:{}: another language inside a script: {}",
+                    file_name(&path),
+                    n + 1,
+                    line.trim()
+                ));
+            }
+        }
+    }
+    if lines >= SCRIPT_LINES {
+        out.push(format!("scripts/ holds {lines} lines (fewer than {SCRIPT_LINES}: move the logic into seckill-lab)"));
+    }
+    println!("check-scripts: scripts/ holds {lines} lines (budget: fewer than {SCRIPT_LINES})");
+    Ok(out)
 }
 
 fn file_name(path: &Path) -> String {
@@ -191,5 +234,15 @@ mod tests {
             definitions("say() { :; }\n  free_port() {\n:\n}\nx=1\n"),
             ["say", "free_port"]
         );
+    }
+
+    #[test]
+    fn inline_programs_of_other_languages_are_found() {
+        let re = Regex::new(EMBEDDED).expect("a valid regex");
+        assert!(re.is_match(r#"  python3 - "$1" <<'PY'"#));
+        assert!(re.is_match(r#"json() { python3 -c "import json"; }"#));
+        assert!(re.is_match("node <<'JS'"));
+        assert!(!re.is_match(r#"  python3 -m venv "$VENV""#));
+        assert!(!re.is_match("require_packages python3:python3"));
     }
 }

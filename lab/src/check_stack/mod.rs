@@ -1,0 +1,112 @@
+//! `make check-stack` (`seckill-lab check-stack`): the docker-compose stack
+//! and its monitoring checked offline — no Docker engine, no running
+//! server. Each check names the file and the thing at fault.
+//!
+//! [`compose`]: `docker-compose config -q` accepts docker-compose.yml; every
+//! service has an image or a build whose Dockerfile and target exist;
+//! .dockerignore leaves every workspace member in the build context; every
+//! image pulled has a stand-in in docker/standins/ (Grafana excepted: no
+//! Debian package); bind mounts exist inside the repository, named volumes
+//! are declared; published ports are unique and on loopback; a service
+//! waited for as `service_healthy` has a health check; every SECKILL_*
+//! variable of an app service is a `Settings` field and the ones the stack
+//! needs are set; every `${VAR}` compose reads is in .env.example;
+//! Prometheus scrapes exactly the app services and nginx balances over
+//! them; Grafana's provisioned datasource, provider path and home
+//! dashboard resolve to files of the repository; every dashboard has a
+//! unique uid and uses the provisioned datasource; every `seckill_*`
+//! metric of a dashboard or an alert is one app/src/metrics.rs registers.
+//!
+//! [`monitoring`]: promtool checks the Prometheus config, the rules and
+//! their unit tests, and parses every dashboard query; every dashboard is
+//! type-checked against Grafana's published schema (npm `@grafana/schema`
+//! and `tsc`; skipped without node/npm unless `SECKILL_REQUIRE_SCHEMA=1`).
+
+mod compose;
+mod monitoring;
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+/// What one check found: a line per pass and per failure.
+#[derive(Default)]
+pub struct Findings {
+    passes: Vec<String>,
+    failures: Vec<String>,
+}
+
+impl Findings {
+    fn ok(&mut self, message: impl Into<String>) {
+        self.passes.push(message.into());
+    }
+
+    fn fail(&mut self, message: impl Into<String>) {
+        self.failures.push(message.into());
+    }
+}
+
+/// A YAML file as JSON values (YAML 1.2 through serde-saphyr).
+fn yaml(path: &Path) -> anyhow::Result<Value> {
+    use anyhow::Context as _;
+    let text = std::fs::read_to_string(path).with_context(|| format!("read {}", path.display()))?;
+    yaml_text(&text).with_context(|| format!("parse {}", path.display()))
+}
+
+fn yaml_text(text: &str) -> anyhow::Result<Value> {
+    Ok(serde_saphyr::from_str::<Option<Value>>(text)?.unwrap_or(Value::Null))
+}
+
+/// Every panel of a dashboard, rows' nested panels included.
+fn walk_panels<'a>(panels: &'a Value, out: &mut Vec<&'a Value>) {
+    for panel in panels.as_array().into_iter().flatten() {
+        out.push(panel);
+        walk_panels(&panel["panels"], out);
+    }
+}
+
+/// Every dashboard JSON under dashboards/, sorted.
+fn dashboard_files(root: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    let mut files: Vec<PathBuf> = crate::files_under(&root.join("dashboards"))?
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
+/// `make check-stack`, from the checkout's root.
+pub fn run() -> anyhow::Result<()> {
+    let root = std::env::current_dir()?;
+    let mut found = Findings::default();
+    compose::check(&root, &mut found)?;
+    monitoring::check(&root, &mut found)?;
+    for line in &found.passes {
+        println!("ok   {line}");
+    }
+    for line in &found.failures {
+        eprintln!("FAIL {line}");
+    }
+    let summary = format!(
+        "check-stack: {} passed, {} failed",
+        found.passes.len(),
+        found.failures.len()
+    );
+    if found.failures.is_empty() {
+        println!("{summary}");
+        Ok(())
+    } else {
+        anyhow::bail!(summary)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn yaml_reads_into_json_values() {
+        let value = yaml_text("a:\n  - 1\n  - x: \"y\"\nb: null\n").expect("valid YAML");
+        assert_eq!(value, serde_json::json!({"a": [1, {"x": "y"}], "b": null}));
+    }
+}

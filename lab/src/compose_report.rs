@@ -1,0 +1,166 @@
+//! What the Docker check (`scripts/docker.sh`) asks of the compose stack
+//! beyond its panels: `seckill-lab judge-compare DIR`, the compose
+//! loadgen job's report read back through the load generator's own
+//! types; `seckill-lab prometheus-up URL`, its Prometheus scraping every
+//! replica with the alert rules loaded.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context as _};
+use seckill_loadgen::judge::RunVerdict;
+use seckill_loadgen::report::{Report, Run};
+use serde_json::Value;
+
+/// What is wrong with one run: inconclusive, an acknowledged order
+/// missing, a breach of a strategy classed safe, `none` without its race,
+/// no order at all.
+fn faults_of(run: &Run) -> Vec<String> {
+    let name = &run.strategy;
+    let mut bad = Vec::new();
+    let damage = run.oversold
+        + run.lost_updates
+        + run.undersold
+        + run.duplicates
+        + i64::from(run.negative_stock);
+    if run.verdict == RunVerdict::Inconclusive {
+        bad.push(format!(
+            "{name}: inconclusive: {}",
+            run.inconclusive_because.join("; ")
+        ));
+    }
+    if let Some(a) = run
+        .accounting
+        .as_ref()
+        .filter(|a| a.acknowledged_missing + a.unacknowledged_present > 0)
+    {
+        bad.push(format!(
+            "{name}: {} acknowledged orders missing, {} unacknowledged present",
+            a.acknowledged_missing, a.unacknowledged_present
+        ));
+    }
+    if run.verdict == RunVerdict::Violation || (run.verdict == RunVerdict::Safe && damage > 0) {
+        bad.push(format!(
+            "{name}: classed safe, verdict {}, oversold {}, lost {}, undersold {}, dup {}, negative stock {}",
+            run.verdict.as_str(), run.oversold, run.lost_updates, run.undersold, run.duplicates, run.negative_stock
+        ));
+    }
+    if name == "none" && run.oversold == 0 && run.lost_updates == 0 {
+        bad.push("none: no oversold unit and no lost update: the race did not show".into());
+    }
+    if run.orders == 0 {
+        bad.push(format!("{name}: no order at all"));
+    }
+    bad
+}
+
+/// `seckill-lab judge-compare DIR`: every strategy classed safe exact,
+/// `none` broken, every acknowledged order there.
+pub fn judge(dir: &Path) -> anyhow::Result<()> {
+    let path = dir.join("report.json");
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("read {}", path.display()))?;
+    let report: Report =
+        serde_json::from_str(&text).with_context(|| format!("parse {}", path.display()))?;
+    let mut bad: Vec<String> = report.runs.iter().flat_map(faults_of).collect();
+    let none = report.runs.iter().find(|r| r.strategy == "none");
+    if none.is_none() {
+        bad.push("the report has no `none` run".into());
+    }
+    for line in &bad {
+        println!("FAIL {line}");
+    }
+    let safe = report
+        .runs
+        .iter()
+        .filter(|r| r.verdict == RunVerdict::Safe)
+        .count();
+    let summary = format!(
+        "compare over the three replicas: {} strategies; {safe} classed safe, all exact; none oversold {}",
+        report.runs.len(),
+        none.map_or_else(|| "-".to_owned(), |r| r.oversold.to_string())
+    );
+    if !bad.is_empty() {
+        bail!("{summary}: {} problems", bad.len());
+    }
+    println!("ok   {summary}");
+    Ok(())
+}
+
+/// `seckill-lab prometheus-up URL REPLICAS`: job `seckill` has that many
+/// targets, all up (within 60 s), and alert rules are loaded.
+pub fn prometheus_up(url: &str, replicas: usize) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        let client = reqwest::Client::builder()
+            .timeout(Duration::from_secs(5))
+            .build()?;
+        let get = |path: &str| {
+            let request = client.get(format!("{url}{path}"));
+            async move {
+                request
+                    .send()
+                    .await?
+                    .error_for_status()?
+                    .json::<Value>()
+                    .await
+            }
+        };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let targets = get("/api/v1/targets").await.unwrap_or_default();
+            let ours: Vec<&Value> = targets["data"]["activeTargets"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|t| t["labels"]["job"] == "seckill")
+                .collect();
+            let mut up: Vec<&str> = ours
+                .iter()
+                .filter(|t| t["health"] == "up")
+                .filter_map(|t| t["labels"]["instance"].as_str())
+                .collect();
+            up.sort_unstable();
+            if ours.len() == replicas && up.len() == replicas {
+                println!(
+                    "ok   Prometheus: job seckill has {replicas} targets, all up: {}",
+                    up.join(", ")
+                );
+                break;
+            }
+            if Instant::now() > deadline {
+                bail!(
+                    "Prometheus targets of job seckill: {} of {replicas} up ({})",
+                    up.len(),
+                    up.join(", ")
+                );
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+        let rules = get("/api/v1/rules").await?;
+        let alerts: Vec<&str> = rules["data"]["groups"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .flat_map(|g| g["rules"].as_array().into_iter().flatten())
+            .filter(|r| r["type"] == "alerting")
+            .filter_map(|r| r["name"].as_str())
+            .collect();
+        if alerts.is_empty() {
+            bail!("Prometheus loaded no alert rule (prometheus/alerts.yml)");
+        }
+        println!(
+            "ok   Prometheus: {} alert rules loaded ({}, ...)",
+            alerts.len(),
+            alerts
+                .iter()
+                .take(4)
+                .copied()
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        Ok(())
+    })
+}
