@@ -9,7 +9,7 @@ use std::process::Command;
 use regex::Regex;
 use serde_json::Value;
 
-use super::{walk_panels, yaml, yaml_text, Findings};
+use super::found::{dashboard_files, walk_panels, yaml, yaml_text, Findings};
 
 const APP_DOCKERFILE: &str = "docker/Dockerfile";
 const APP_TARGET: &str = "app";
@@ -754,7 +754,7 @@ fn check_grafana(
     }
     let mut exprs = Vec::new();
     let mut seen: BTreeMap<String, String> = BTreeMap::new();
-    let files = super::dashboard_files(root)?;
+    let files = dashboard_files(root)?;
     if files.is_empty() {
         found.fail("dashboards/: no dashboard JSON");
     }

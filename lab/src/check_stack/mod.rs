@@ -23,57 +23,10 @@
 //! and `tsc`; skipped without node/npm unless `SECKILL_REQUIRE_SCHEMA=1`).
 
 mod compose;
+mod found;
 mod monitoring;
 
-use std::path::{Path, PathBuf};
-
-use serde_json::Value;
-
-/// What one check found: a line per pass and per failure.
-#[derive(Default)]
-pub struct Findings {
-    passes: Vec<String>,
-    failures: Vec<String>,
-}
-
-impl Findings {
-    fn ok(&mut self, message: impl Into<String>) {
-        self.passes.push(message.into());
-    }
-
-    fn fail(&mut self, message: impl Into<String>) {
-        self.failures.push(message.into());
-    }
-}
-
-/// A YAML file as JSON values (YAML 1.2 through serde-saphyr).
-fn yaml(path: &Path) -> anyhow::Result<Value> {
-    use anyhow::Context as _;
-    let text = std::fs::read_to_string(path).with_context(|| format!("read {}", path.display()))?;
-    yaml_text(&text).with_context(|| format!("parse {}", path.display()))
-}
-
-fn yaml_text(text: &str) -> anyhow::Result<Value> {
-    Ok(serde_saphyr::from_str::<Option<Value>>(text)?.unwrap_or(Value::Null))
-}
-
-/// Every panel of a dashboard, rows' nested panels included.
-fn walk_panels<'a>(panels: &'a Value, out: &mut Vec<&'a Value>) {
-    for panel in panels.as_array().into_iter().flatten() {
-        out.push(panel);
-        walk_panels(&panel["panels"], out);
-    }
-}
-
-/// Every dashboard JSON under dashboards/, sorted.
-fn dashboard_files(root: &Path) -> anyhow::Result<Vec<PathBuf>> {
-    let mut files: Vec<PathBuf> = crate::files_under(&root.join("dashboards"))?
-        .into_iter()
-        .filter(|p| p.extension().is_some_and(|e| e == "json"))
-        .collect();
-    files.sort();
-    Ok(files)
-}
+use found::Findings;
 
 /// `make check-stack`, from the checkout's root.
 pub fn run() -> anyhow::Result<()> {
@@ -97,16 +50,5 @@ pub fn run() -> anyhow::Result<()> {
         Ok(())
     } else {
         anyhow::bail!(summary)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn yaml_reads_into_json_values() {
-        let value = yaml_text("a:\n  - 1\n  - x: \"y\"\nb: null\n").expect("valid YAML");
-        assert_eq!(value, serde_json::json!({"a": [1, {"x": "y"}], "b": null}));
     }
 }

@@ -7,7 +7,7 @@ use std::process::Command;
 use anyhow::Context as _;
 use serde_json::{json, Value};
 
-use super::{walk_panels, Findings};
+use super::found::{dashboard_files, walk_panels, Findings};
 
 /// `@grafana/schema`'s version: the Grafana image's of docker-compose.yml.
 const GRAFANA_SCHEMA: &str = "11.4.0";
@@ -278,7 +278,7 @@ pub fn check(root: &Path, found: &mut Findings) -> anyhow::Result<()> {
         "alert unit tests",
         &["test", "rules", "prometheus/alerts_test.yml"],
     );
-    let files = super::dashboard_files(root)?;
+    let files = dashboard_files(root)?;
     let (rules, count) = query_rules(&files)?;
     let state = root.join(".state");
     std::fs::create_dir_all(&state)?;

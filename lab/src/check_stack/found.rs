@@ -1,0 +1,63 @@
+//! What the checks of [`super`] share: their findings, YAML read as JSON
+//! values, the dashboards and their panels.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+/// What one check found: a line per pass and per failure.
+#[derive(Default)]
+pub struct Findings {
+    pub passes: Vec<String>,
+    pub failures: Vec<String>,
+}
+
+impl Findings {
+    pub fn ok(&mut self, message: impl Into<String>) {
+        self.passes.push(message.into());
+    }
+
+    pub fn fail(&mut self, message: impl Into<String>) {
+        self.failures.push(message.into());
+    }
+}
+
+/// A YAML file as JSON values (YAML 1.2 through serde-saphyr).
+pub fn yaml(path: &Path) -> anyhow::Result<Value> {
+    use anyhow::Context as _;
+    let text = std::fs::read_to_string(path).with_context(|| format!("read {}", path.display()))?;
+    yaml_text(&text).with_context(|| format!("parse {}", path.display()))
+}
+
+pub fn yaml_text(text: &str) -> anyhow::Result<Value> {
+    Ok(serde_saphyr::from_str::<Option<Value>>(text)?.unwrap_or(Value::Null))
+}
+
+/// Every panel of a dashboard, rows' nested panels included.
+pub fn walk_panels<'a>(panels: &'a Value, out: &mut Vec<&'a Value>) {
+    for panel in panels.as_array().into_iter().flatten() {
+        out.push(panel);
+        walk_panels(&panel["panels"], out);
+    }
+}
+
+/// Every dashboard JSON under dashboards/, sorted.
+pub fn dashboard_files(root: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    let mut files: Vec<PathBuf> = crate::files_under(&root.join("dashboards"))?
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn yaml_reads_into_json_values() {
+        let value = yaml_text("a:\n  - 1\n  - x: \"y\"\nb: null\n").expect("valid YAML");
+        assert_eq!(value, serde_json::json!({"a": [1, {"x": "y"}], "b": null}));
+    }
+}
