@@ -131,14 +131,8 @@ fn compare(stack: &Stack) -> anyhow::Result<i32> {
     let report = stack.state.path.join("report");
     let _ = std::fs::remove_dir_all(&report);
     let started = Instant::now();
-    let status = std::process::Command::new(stack.loadgen_bin())
-        .args([
-            "compare",
-            "--url",
-            &stack.replica_urls().join(","),
-            "--strategies",
-            &env_or("DEMO_STRATEGIES", STRATEGIES),
-        ])
+    let status = stack
+        .compare(&env_or("DEMO_STRATEGIES", STRATEGIES))
         .args([
             "--stock",
             &stock,
@@ -152,7 +146,6 @@ fn compare(stack: &Stack) -> anyhow::Result<i32> {
             "--out",
         ])
         .arg(&report)
-        .env("SECKILL_ADMIN_TOKEN", &stack.token)
         .status()
         .context("run seckill-loadgen")?;
     say(&format!(

@@ -572,14 +572,8 @@ fn compare(
     out: &Path,
     extra: &[&str],
 ) -> anyhow::Result<()> {
-    let status = std::process::Command::new(stack.loadgen_bin())
-        .args([
-            "compare",
-            "--url",
-            &stack.replica_urls().join(","),
-            "--strategies",
-            strategies,
-        ])
+    let status = stack
+        .compare(strategies)
         .args([
             "--stock",
             "40",
@@ -592,7 +586,6 @@ fn compare(
         ])
         .arg(out)
         .args(extra)
-        .env("SECKILL_ADMIN_TOKEN", &stack.token)
         .status()
         .context("run seckill-loadgen")?;
     if !status.success() {

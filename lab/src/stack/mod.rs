@@ -97,6 +97,17 @@ impl Stack {
         self.bin_dir.join("seckill-loadgen")
     }
 
+    /// `seckill-loadgen compare` over the replicas with the admin token,
+    /// for the caller's other flags.
+    pub fn compare(&self, strategies: &str) -> std::process::Command {
+        let mut command = std::process::Command::new(self.loadgen_bin());
+        command
+            .args(["compare", "--url", &self.replica_urls().join(",")])
+            .args(["--strategies", strategies])
+            .env("SECKILL_ADMIN_TOKEN", &self.token);
+        command
+    }
+
     /// The binaries: kept with `SECKILL_SKIP_BUILD=1` or `SECKILL_BIN_DIR`
     /// (they must exist), else a release build.
     pub fn build(&self) -> anyhow::Result<()> {
