@@ -201,10 +201,7 @@ impl Bench {
             app: format!("http://127.0.0.1:{port}"),
             app_pid,
             idle_rss_mib,
-            runtime: tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .context("a runtime")?,
+            runtime: crate::runtime()?,
             // No connection kept between calls: a minute of load lies
             // between two of them, and the service closes an idle
             // keep-alive connection long before (a reused one fails).

@@ -1,16 +1,13 @@
-//! What the Docker check (`scripts/docker.sh`) asks of the compose stack
-//! beyond its panels: `seckill-lab judge-compare DIR`, the compose
-//! loadgen job's report read back through the load generator's own
-//! types; `seckill-lab prometheus-up URL`, its Prometheus scraping every
-//! replica with the alert rules loaded.
+//! `seckill-lab judge-compare DIR`, what the Docker check
+//! (`scripts/docker.sh`) asks of the compose loadgen job's report, read
+//! back through the load generator's own types. (Its Prometheus and
+//! panels: `seckill-lab prometheus-up` and `panels`, [`crate::panels`].)
 
 use std::path::Path;
-use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _};
 use seckill_loadgen::judge::RunVerdict;
 use seckill_loadgen::report::{Report, Run};
-use serde_json::Value;
 
 /// What is wrong with one run: inconclusive, an acknowledged order
 /// missing, a breach of a strategy classed safe, `none` without its race,
@@ -85,82 +82,4 @@ pub fn judge(dir: &Path) -> anyhow::Result<()> {
     }
     println!("ok   {summary}");
     Ok(())
-}
-
-/// `seckill-lab prometheus-up URL REPLICAS`: job `seckill` has that many
-/// targets, all up (within 60 s), and alert rules are loaded.
-pub fn prometheus_up(url: &str, replicas: usize) -> anyhow::Result<()> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    runtime.block_on(async {
-        let client = reqwest::Client::builder()
-            .timeout(Duration::from_secs(5))
-            .build()?;
-        let get = |path: &str| {
-            let request = client.get(format!("{url}{path}"));
-            async move {
-                request
-                    .send()
-                    .await?
-                    .error_for_status()?
-                    .json::<Value>()
-                    .await
-            }
-        };
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            let targets = get("/api/v1/targets").await.unwrap_or_default();
-            let ours: Vec<&Value> = targets["data"]["activeTargets"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter(|t| t["labels"]["job"] == "seckill")
-                .collect();
-            let mut up: Vec<&str> = ours
-                .iter()
-                .filter(|t| t["health"] == "up")
-                .filter_map(|t| t["labels"]["instance"].as_str())
-                .collect();
-            up.sort_unstable();
-            if ours.len() == replicas && up.len() == replicas {
-                println!(
-                    "ok   Prometheus: job seckill has {replicas} targets, all up: {}",
-                    up.join(", ")
-                );
-                break;
-            }
-            if Instant::now() > deadline {
-                bail!(
-                    "Prometheus targets of job seckill: {} of {replicas} up ({})",
-                    up.len(),
-                    up.join(", ")
-                );
-            }
-            tokio::time::sleep(Duration::from_secs(1)).await;
-        }
-        let rules = get("/api/v1/rules").await?;
-        let alerts: Vec<&str> = rules["data"]["groups"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .flat_map(|g| g["rules"].as_array().into_iter().flatten())
-            .filter(|r| r["type"] == "alerting")
-            .filter_map(|r| r["name"].as_str())
-            .collect();
-        if alerts.is_empty() {
-            bail!("Prometheus loaded no alert rule (prometheus/alerts.yml)");
-        }
-        println!(
-            "ok   Prometheus: {} alert rules loaded ({}, ...)",
-            alerts.len(),
-            alerts
-                .iter()
-                .take(4)
-                .copied()
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-        Ok(())
-    })
 }

@@ -66,9 +66,7 @@ fn env_or(name: &str, default: &str) -> String {
 
 pub fn run(action: Option<Action>) -> anyhow::Result<()> {
     let stack = Stack::new(Path::new(".demo"), 3)?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
+    let runtime = crate::runtime()?;
     match action.unwrap_or(Action::Up) {
         Action::Up => runtime.block_on(up(&stack)),
         Action::Stop => {

@@ -368,11 +368,8 @@ pub fn between(state: &Path) -> anyhow::Result<()> {
     };
     let url = format!("http://127.0.0.1:{}/admin/faults", port.trim());
     let token =
-        std::env::var("SECKILL_ADMIN_TOKEN").unwrap_or_else(|_| "seckill-demo-admin".into());
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("a runtime")?;
+        std::env::var("SECKILL_ADMIN_TOKEN").unwrap_or_else(|_| crate::stack::DEMO_TOKEN.into());
+    let runtime = crate::runtime()?;
     let client = reqwest::Client::new();
     let fetch = |method: reqwest::Method| {
         let request = client.request(method, &url).bearer_auth(&token);

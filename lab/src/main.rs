@@ -15,6 +15,7 @@ mod bench;
 mod cheatsheet;
 mod check_stack;
 mod compose_report;
+mod dashboards;
 mod demo;
 mod docs;
 mod imports;
@@ -174,6 +175,15 @@ pub(crate) fn number_after(text: &str, key: &str) -> Option<f64> {
         .and_then(|v| v.parse().ok())
 }
 
+/// The current-thread tokio runtime a subcommand's async work runs on.
+pub(crate) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    use anyhow::Context as _;
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("a tokio runtime")
+}
+
 /// A line of the lab's own, in bold: `[seckill] …`.
 fn say(message: &str) {
     println!("\x1b[1m[seckill]\x1b[0m {message}");
@@ -201,7 +211,7 @@ fn main() -> ExitCode {
         Command::Panels(args) => panels::run_check(&args),
         Command::OwnPostgres => stack::own_postgres(),
         Command::JudgeCompare { dir } => compose_report::judge(&dir),
-        Command::PrometheusUp { url, replicas } => compose_report::prometheus_up(&url, replicas),
+        Command::PrometheusUp { url, replicas } => panels::prometheus_up(&url, replicas),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

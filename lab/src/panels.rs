@@ -74,6 +74,17 @@ struct Api {
 }
 
 impl Api {
+    /// The API of the Prometheus at `url`, each request within 15 s.
+    fn new(url: &str) -> anyhow::Result<Self> {
+        let client = reqwest::Client::builder()
+            .timeout(Duration::from_secs(15))
+            .build()?;
+        Ok(Self {
+            base: url.trim_end_matches('/').to_owned(),
+            client,
+        })
+    }
+
     async fn get(&self, path: &str, params: &[(&str, String)]) -> Value {
         let answer = self
             .client
@@ -176,13 +187,6 @@ fn substitute(expr: &str, values: &[(&str, String)]) -> String {
     .into_owned()
 }
 
-fn walk<'a>(panels: &'a Value, out: &mut Vec<&'a Value>) {
-    for panel in panels.as_array().into_iter().flatten() {
-        out.push(panel);
-        walk(&panel["panels"], out);
-    }
-}
-
 /// The tally of one check.
 #[derive(Default)]
 struct Tally {
@@ -210,8 +214,7 @@ impl Tally {
 
 /// The panel queries of one dashboard: (where, expr).
 fn queries(dashboard: &Value, file: &str, tally: &mut Tally) -> Vec<(String, String)> {
-    let mut panels = Vec::new();
-    walk(&dashboard["panels"], &mut panels);
+    let panels = crate::dashboards::panels(dashboard);
     let mut out = Vec::new();
     for panel in panels {
         for target in panel["targets"].as_array().into_iter().flatten() {
@@ -328,18 +331,8 @@ async fn check_annotations(
     tally: &mut Tally,
 ) {
     println!("-- annotations, over the load");
-    for annotation in dashboard["annotations"]["list"]
-        .as_array()
-        .into_iter()
-        .flatten()
-    {
-        if annotation["builtIn"].as_i64().unwrap_or(0) != 0 || annotation["builtIn"] == true {
-            continue;
-        }
-        let Some(expr) = annotation["target"]["expr"]
-            .as_str()
-            .or(annotation["expr"].as_str())
-        else {
+    for annotation in crate::dashboards::annotations(dashboard) {
+        let Some(expr) = crate::dashboards::annotation_expr(annotation) else {
             continue;
         };
         let where_ = format!(
@@ -455,12 +448,7 @@ async fn check_variables(
 
 /// Every query of the dashboards against the Prometheus of `args`.
 pub async fn check(args: &Check) -> anyhow::Result<()> {
-    let api = Api {
-        base: args.prometheus.trim_end_matches('/').to_owned(),
-        client: reqwest::Client::builder()
-            .timeout(Duration::from_secs(15))
-            .build()?,
-    };
+    let api = Api::new(&args.prometheus)?;
     let since = args.since.unwrap_or_else(|| now() - 60.0);
     let mut tally = Tally::default();
     if args.replicas > 0 {
@@ -506,7 +494,7 @@ pub async fn check(args: &Check) -> anyhow::Result<()> {
         ),
     ];
     let files = if args.dashboards.is_empty() {
-        dashboards()?
+        crate::dashboards::files(Path::new("."))?
     } else {
         args.dashboards.clone()
     };
@@ -544,23 +532,71 @@ pub async fn check(args: &Check) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn dashboards() -> anyhow::Result<Vec<PathBuf>> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir("dashboards")
-        .context("read dashboards/")?
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "json"))
-        .collect();
-    files.sort();
-    Ok(files)
+/// `seckill-lab prometheus-up URL REPLICAS` (the Docker check): job
+/// `seckill` has that many targets, all up (within 60 s), and alert rules
+/// are loaded.
+pub fn prometheus_up(url: &str, replicas: usize) -> anyhow::Result<()> {
+    let api = Api::new(url)?;
+    crate::runtime()?.block_on(async {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let targets = api.get("/api/v1/targets", &[]).await;
+            let ours: Vec<&Value> = targets["data"]["activeTargets"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|t| t["labels"]["job"] == "seckill")
+                .collect();
+            let mut up: Vec<&str> = ours
+                .iter()
+                .filter(|t| t["health"] == "up")
+                .filter_map(|t| t["labels"]["instance"].as_str())
+                .collect();
+            up.sort_unstable();
+            if ours.len() == replicas && up.len() == replicas {
+                println!(
+                    "ok   Prometheus: job seckill has {replicas} targets, all up: {}",
+                    up.join(", ")
+                );
+                break;
+            }
+            if Instant::now() > deadline {
+                bail!(
+                    "Prometheus targets of job seckill: {} of {replicas} up ({})",
+                    up.len(),
+                    up.join(", ")
+                );
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+        let rules = api.get("/api/v1/rules", &[]).await;
+        if rules["status"] != "success" {
+            bail!("Prometheus' rules: {}", rules["error"]);
+        }
+        let alerts: Vec<&str> = rules["data"]["groups"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .flat_map(|g| g["rules"].as_array().into_iter().flatten())
+            .filter(|r| r["type"] == "alerting")
+            .filter_map(|r| r["name"].as_str())
+            .collect();
+        if alerts.is_empty() {
+            bail!("Prometheus loaded no alert rule (prometheus/alerts.yml)");
+        }
+        let first: Vec<&str> = alerts.iter().take(4).copied().collect();
+        println!(
+            "ok   Prometheus: {} alert rules loaded ({}, ...)",
+            alerts.len(),
+            first.join(", ")
+        );
+        Ok(())
+    })
 }
 
 /// `seckill-lab panels`: [`check`] alone.
 pub fn run_check(args: &Check) -> anyhow::Result<()> {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?
-        .block_on(check(args))
+    crate::runtime()?.block_on(check(args))
 }
 
 /// `seckill-loadgen compare` over the stack's replicas; fails unless it exits 0.
@@ -610,9 +646,7 @@ async fn faults(stack: &Stack, body: Value) -> anyhow::Result<()> {
 /// `make check-panels`: see the module doc.
 pub fn check_panels() -> anyhow::Result<()> {
     let started = Instant::now();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
+    let runtime = crate::runtime()?;
     let demo = Stack::new(Path::new(".demo"), 3)?;
     let own = !demo.healthy();
     let stack = if own {
@@ -671,10 +705,7 @@ async fn panels_on(stack: &Stack, own: bool) -> anyhow::Result<()> {
             .filter(|l| l.starts_with("seckill_"))
             .count()
     );
-    let api = Api {
-        base: prometheus.clone(),
-        client: reqwest::Client::new(),
-    };
+    let api = Api::new(&prometheus)?;
     // A first scrape of every replica before the load, so that rate() sees
     // each counter's first increase.
     api.wait_scrapes(now(), 1, stack.replicas).await?;

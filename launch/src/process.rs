@@ -327,9 +327,10 @@ impl Running {
     /// Wait for the leader to end on its own (a one-shot program, such as
     /// an installer), then reap the group; returns its exit status.
     pub fn wait(mut self) -> ExitStatus {
-        while !self.has_exited() {
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        // Blocks until the leader ends; WNOWAIT leaves the zombie (and so
+        // the group id) for `reap`, as everywhere in this file.
+        let exited = WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT;
+        while matches!(waitid(Id::Pid(self.group), exited), Err(Errno::EINTR)) {}
         self.reap()
     }
 
@@ -448,7 +449,9 @@ pub fn runs(pid: u32, program: &str) -> bool {
     let zombie = stat
         .rsplit_once(')')
         .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'));
-    !comm.is_empty() && !zombie && comm.trim_end() == &name[..name.len().min(15)]
+    // comm is cut at 15 bytes, not at a character.
+    let name = name.as_bytes();
+    !comm.is_empty() && !zombie && comm.trim_end().as_bytes() == &name[..name.len().min(15)]
 }
 
 /// Stop detached groups (see [`Running::detach`]) by their leaders' pids:
@@ -456,26 +459,18 @@ pub fn runs(pid: u32, program: &str) -> bool {
 /// whole group at once, up to `grace` for every leader to end, then
 /// `SIGKILL` to the groups left. Returns the pids that were running.
 pub fn stop_detached(groups: &[(u32, &str)], grace: Duration) -> Vec<u32> {
-    let live: Vec<u32> = groups
-        .iter()
-        .filter(|(pid, program)| runs(*pid, program))
-        .map(|(pid, _)| *pid)
-        .collect();
-    for &pid in &live {
-        let _ = killpg(pid_of(pid), Signal::SIGTERM);
-        let _ = killpg(pid_of(pid), Signal::SIGCONT);
+    let alive = |(pid, program): &&(u32, &str)| runs(*pid, program);
+    let live: Vec<&(u32, &str)> = groups.iter().filter(alive).collect();
+    for (pid, _) in &live {
+        let _ = killpg(pid_of(*pid), Signal::SIGTERM);
+        let _ = killpg(pid_of(*pid), Signal::SIGCONT);
     }
     let deadline = Instant::now() + grace;
-    let alive = |pid: &u32| {
-        groups
-            .iter()
-            .any(|(p, program)| p == pid && runs(*pid, program))
-    };
     while live.iter().any(alive) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));
     }
-    for pid in live.iter().filter(|pid| alive(pid)) {
+    for (pid, _) in live.iter().copied().filter(alive) {
         let _ = killpg(pid_of(*pid), Signal::SIGKILL);
     }
-    live
+    live.into_iter().map(|(pid, _)| *pid).collect()
 }

@@ -9,7 +9,8 @@ use std::process::Command;
 use regex::Regex;
 use serde_json::Value;
 
-use super::found::{dashboard_files, walk_panels, yaml, yaml_text, Findings};
+use super::found::{yaml, yaml_text, Findings};
+use crate::dashboards;
 
 const APP_DOCKERFILE: &str = "docker/Dockerfile";
 const APP_TARGET: &str = "app";
@@ -669,9 +670,10 @@ fn check_dashboard(
             ));
         }
     };
-    let mut panels = Vec::new();
-    walk_panels(&dash["panels"], &mut panels);
-    for panel in panels.into_iter().filter(|p| p["type"] != "row") {
+    for panel in dashboards::panels(dash)
+        .into_iter()
+        .filter(|p| p["type"] != "row")
+    {
         let what = format!("panel {} {}", panel["id"], panel["title"]);
         check_ds(found, &what, &panel["datasource"]);
         let targets = panel["targets"].as_array().cloned().unwrap_or_default();
@@ -710,20 +712,13 @@ fn check_dashboard(
             &var["datasource"],
         );
     }
-    for anno in dash["annotations"]["list"].as_array().into_iter().flatten() {
-        if anno["builtIn"].as_i64().unwrap_or(0) != 0 || anno["builtIn"] == true {
-            continue;
-        }
+    for anno in dashboards::annotations(dash) {
         check_ds(
             found,
             &format!("annotation {}", anno["name"]),
             &anno["datasource"],
         );
-        if let Some(expr) = anno["target"]["expr"]
-            .as_str()
-            .or(anno["expr"].as_str())
-            .filter(|e| !e.trim().is_empty())
-        {
+        if let Some(expr) = dashboards::annotation_expr(anno).filter(|e| !e.trim().is_empty()) {
             exprs.push(expr.trim().to_owned());
         }
     }
@@ -754,7 +749,7 @@ fn check_grafana(
     }
     let mut exprs = Vec::new();
     let mut seen: BTreeMap<String, String> = BTreeMap::new();
-    let files = dashboard_files(root)?;
+    let files = dashboards::files(root)?;
     if files.is_empty() {
         found.fail("dashboards/: no dashboard JSON");
     }

@@ -1,7 +1,7 @@
 //! What the checks of [`super`] share: their findings, YAML read as JSON
-//! values, the dashboards and their panels.
+//! values.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::Value;
 
@@ -31,24 +31,6 @@ pub fn yaml(path: &Path) -> anyhow::Result<Value> {
 
 pub fn yaml_text(text: &str) -> anyhow::Result<Value> {
     Ok(serde_saphyr::from_str::<Option<Value>>(text)?.unwrap_or(Value::Null))
-}
-
-/// Every panel of a dashboard, rows' nested panels included.
-pub fn walk_panels<'a>(panels: &'a Value, out: &mut Vec<&'a Value>) {
-    for panel in panels.as_array().into_iter().flatten() {
-        out.push(panel);
-        walk_panels(&panel["panels"], out);
-    }
-}
-
-/// Every dashboard JSON under dashboards/, sorted.
-pub fn dashboard_files(root: &Path) -> anyhow::Result<Vec<PathBuf>> {
-    let mut files: Vec<PathBuf> = crate::files_under(&root.join("dashboards"))?
-        .into_iter()
-        .filter(|p| p.extension().is_some_and(|e| e == "json"))
-        .collect();
-    files.sort();
-    Ok(files)
 }
 
 #[cfg(test)]

@@ -7,7 +7,8 @@ use std::process::Command;
 use anyhow::Context as _;
 use serde_json::{json, Value};
 
-use super::found::{dashboard_files, walk_panels, Findings};
+use super::found::Findings;
+use crate::dashboards;
 
 /// `@grafana/schema`'s version: the Grafana image's of docker-compose.yml.
 const GRAFANA_SCHEMA: &str = "11.4.0";
@@ -84,9 +85,7 @@ fn query_rules(files: &[PathBuf]) -> anyhow::Result<(Value, usize)> {
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
         let mut exprs = Vec::new();
-        let mut panels = Vec::new();
-        walk_panels(&dash["panels"], &mut panels);
-        for panel in panels {
+        for panel in dashboards::panels(&dash) {
             for target in panel["targets"].as_array().into_iter().flatten() {
                 let expr = target["expr"].as_str().unwrap_or_default();
                 exprs.push((
@@ -95,17 +94,12 @@ fn query_rules(files: &[PathBuf]) -> anyhow::Result<(Value, usize)> {
                 ));
             }
         }
-        for anno in dash["annotations"]["list"].as_array().into_iter().flatten() {
-            if anno["builtIn"].as_i64().unwrap_or(0) == 0 && anno["builtIn"] != true {
-                let expr = anno["target"]["expr"]
-                    .as_str()
-                    .or(anno["expr"].as_str())
-                    .unwrap_or_default();
-                exprs.push((
-                    format!("{file} annotation {}", anno["name"]),
-                    expr.to_owned(),
-                ));
-            }
+        for anno in dashboards::annotations(&dash) {
+            let expr = dashboards::annotation_expr(anno).unwrap_or_default();
+            exprs.push((
+                format!("{file} annotation {}", anno["name"]),
+                expr.to_owned(),
+            ));
         }
         for (i, (place, expr)) in exprs.into_iter().enumerate() {
             let expr = expr.replace("$strategy", ".*").replace("$instance", ".*");
@@ -140,9 +134,10 @@ fn typescript(files: &[PathBuf]) -> anyhow::Result<String> {
             "\n// {name}\nexport const dashboard{i} = {} satisfies PromDashboard;\n",
             serde_json::to_string_pretty(&dash)?
         );
-        let mut panels = Vec::new();
-        walk_panels(&dash["panels"], &mut panels);
-        for panel in panels.into_iter().filter(|p| p["type"] != "row") {
+        for panel in dashboards::panels(&dash)
+            .into_iter()
+            .filter(|p| p["type"] != "row")
+        {
             let id = &panel["id"];
             for (k, target) in panel["targets"]
                 .as_array()
@@ -278,7 +273,7 @@ pub fn check(root: &Path, found: &mut Findings) -> anyhow::Result<()> {
         "alert unit tests",
         &["test", "rules", "prometheus/alerts_test.yml"],
     );
-    let files = dashboard_files(root)?;
+    let files = dashboards::files(root)?;
     let (rules, count) = query_rules(&files)?;
     let state = root.join(".state");
     std::fs::create_dir_all(&state)?;

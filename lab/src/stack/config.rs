@@ -16,9 +16,8 @@ const PROMETHEUS: &str = include_str!("../../../prometheus/prometheus.yml");
 /// Written beside the local Prometheus config, which names it relatively.
 pub const ALERTS: &str = include_str!("../../../prometheus/alerts.yml");
 
-/// Every line of `text` matching `pattern` becomes `with(line)`; at least
-/// one must match. A `with` that returns several lines replaces one run of
-/// matching lines (the first) and drops the others.
+/// Every line of `text` matching `pattern` becomes `with(line)` (which
+/// may hold several lines); at least one must match.
 fn rewrite(text: &str, pattern: &str, with: impl Fn(&str) -> String) -> anyhow::Result<String> {
     let re = Regex::new(pattern)?;
     let mut out = Vec::new();

@@ -299,7 +299,8 @@ impl Stack {
         }
         let port = self.state.claim("mariadb", "mariadbd")?;
         let dir = self.state.sub("mariadb")?;
-        let user = crate::first_line("id", &["-un"], "root");
+        let me = nix::unistd::User::from_uid(nix::unistd::geteuid())?;
+        let user = me.map_or_else(|| "root".to_owned(), |u| u.name);
         if !dir.join("data/mysql").is_dir() {
             let status = servers::mariadb_install(&dir, &user).spawn()?.wait();
             if !status.success() {
@@ -560,9 +561,7 @@ pub fn command(
     stack.lb = false;
     stack.console = false;
     stack.settings = settings;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
+    let runtime = crate::runtime()?;
     if action == "down" {
         return runtime.block_on(stack.down());
     }
@@ -574,9 +573,7 @@ pub fn command(
 /// `seckill-lab own-postgres`: see [`postgres::up`].
 pub fn own_postgres() -> anyhow::Result<()> {
     let root = std::env::current_dir()?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
+    let runtime = crate::runtime()?;
     let url = runtime.block_on(postgres::up(&root))?;
     println!("{url}");
     Ok(())

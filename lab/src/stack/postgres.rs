@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{bail, Context as _};
+use nix::unistd::User;
 use sqlx::{Connection as _, PgConnection};
 
 /// Where the server programs are (Debian keeps them off PATH).
@@ -62,12 +63,7 @@ pub fn folder(checkout: &Path) -> anyhow::Result<PathBuf> {
     if !root() {
         return Ok(dir);
     }
-    let has_user = Command::new("id")
-        .arg("postgres")
-        .output()?
-        .status
-        .success();
-    if !has_user {
+    if User::from_name("postgres")?.is_none() {
         run(Command::new("useradd")
             .args(["--system", "--create-home", "--home-dir"])
             .args(["/var/lib/postgresql", "postgres"]))?;
@@ -81,14 +77,10 @@ pub fn folder(checkout: &Path) -> anyhow::Result<PathBuf> {
     if reachable {
         return Ok(dir);
     }
-    let home = crate::first_line(
-        "sh",
-        &["-c", "getent passwd postgres | cut -d: -f6"],
-        "/var/lib/postgresql",
-    );
+    let home = User::from_name("postgres")?.map_or_else(|| "/var/lib/postgresql".into(), |u| u.dir);
     let mut hasher = DefaultHasher::new();
     checkout.hash(&mut hasher);
-    Ok(Path::new(&home).join(format!("seckill-lab-{:x}/pg", hasher.finish())))
+    Ok(home.join(format!("seckill-lab-{:x}/pg", hasher.finish())))
 }
 
 fn run(command: &mut Command) -> anyhow::Result<()> {
