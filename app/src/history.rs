@@ -205,43 +205,73 @@ fn parse_inside(value: &str) -> (i64, &str) {
     (since.parse().unwrap_or(0), strategy)
 }
 
-/// The per-strategy counters of a run's stats hash, `<strategy>|entries`,
-/// `|overlaps` and `|max_holders` (written by `history_enter.lua`). A
-/// counter this build does not know is an error, never a 0: a counter
-/// renamed in the Lua must fail the report, not read as no overlaps.
-fn strategy_counters(fields: &[(String, u64)]) -> Result<Vec<StrategyHistory>, String> {
-    let mut strategies: Vec<StrategyHistory> = Vec::new();
-    for (field, value) in fields {
-        // The run's own fields (`stale`, `sections_dropped`) have no `|`.
-        let Some((strategy, counter)) = field.rsplit_once('|') else {
-            continue;
-        };
-        let entry = match strategies.iter().position(|s| s.strategy == strategy) {
-            Some(i) => &mut strategies[i],
+/// A run's stats hash, read whole and typed: the fields
+/// `history_enter.lua` and `history_exit.lua` write. A field this build
+/// does not know is an error, never a 0: a counter renamed in the Lua
+/// must fail the read (and the run's verdict with it), not read as no
+/// overlaps.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct RunStats {
+    /// `stale`: sections found older than the stale bound and dropped.
+    stale: u64,
+    /// `sections_dropped`: finished sections the arbiter no longer keeps.
+    sections_dropped: u64,
+    /// `<strategy>|entries`, `|overlaps` and `|max_holders`, by strategy in
+    /// the order first seen.
+    strategies: Vec<StrategyHistory>,
+}
+
+impl RunStats {
+    /// Every field of the hash, each into its place.
+    fn parse(fields: &[(String, u64)]) -> Result<Self, String> {
+        let mut stats = Self::default();
+        for (field, value) in fields {
+            let slot = match field.rsplit_once('|') {
+                None => match field.as_str() {
+                    "stale" => &mut stats.stale,
+                    "sections_dropped" => &mut stats.sections_dropped,
+                    other => return Err(format!("history: unknown run field {other:?}")),
+                },
+                Some((strategy, counter)) => {
+                    let entry = stats.strategy(strategy);
+                    match counter {
+                        "entries" => &mut entry.entries,
+                        "overlaps" => &mut entry.overlaps,
+                        "max_holders" => &mut entry.max_holders,
+                        other => {
+                            return Err(format!("history: unknown counter {other:?} in {field:?}"))
+                        }
+                    }
+                }
+            };
+            *slot = *value;
+        }
+        Ok(stats)
+    }
+
+    /// The figures of `strategy`, added when first seen.
+    fn strategy(&mut self, strategy: &str) -> &mut StrategyHistory {
+        let at = match self.strategies.iter().position(|s| s.strategy == strategy) {
+            Some(at) => at,
             None => {
-                strategies.push(StrategyHistory {
+                self.strategies.push(StrategyHistory {
                     strategy: strategy.to_owned(),
                     ..StrategyHistory::default()
                 });
-                strategies.last_mut().expect("just pushed")
+                self.strategies.len() - 1
             }
         };
-        let slot = match counter {
-            "entries" => &mut entry.entries,
-            "overlaps" => &mut entry.overlaps,
-            "max_holders" => &mut entry.max_holders,
-            other => return Err(format!("history: unknown counter {other:?} in {field:?}")),
-        };
-        *slot = *value;
+        &mut self.strategies[at]
     }
-    Ok(strategies)
-}
 
-fn stats_field(stats: &[(String, u64)], field: &str) -> u64 {
-    stats
-        .iter()
-        .find(|(f, _)| f == field)
-        .map_or(0, |(_, value)| *value)
+    /// The stats hash of `run`, one `HGETALL`.
+    async fn read(conn: &mut ConnectionManager, run: &str) -> Result<Self, GrabError> {
+        let fields: Vec<(String, u64)> = redis::cmd("HGETALL")
+            .arg(RunKeys::of(run).stats)
+            .query_async(conn)
+            .await?;
+        Self::parse(&fields).map_err(GrabError::Internal)
+    }
 }
 
 impl History {
@@ -532,15 +562,8 @@ impl History {
     /// one `HGETALL`, cheap enough for every status event.
     pub async fn overlaps(&self, run: &str) -> Result<u64, GrabError> {
         let mut conn = self.inner.conn.clone();
-        let fields: Vec<(String, u64)> = redis::cmd("HGETALL")
-            .arg(RunKeys::of(run).stats)
-            .query_async(&mut conn)
-            .await?;
-        Ok(fields
-            .iter()
-            .filter(|(field, _)| field.ends_with("|overlaps"))
-            .map(|(_, n)| n)
-            .sum())
+        let stats = RunStats::read(&mut conn, run).await?;
+        Ok(stats.strategies.iter().map(|s| s.overlaps).sum())
     }
 
     /// The current run's figures, read from the arbiter.
@@ -566,12 +589,9 @@ impl History {
         let Some(run) = run else { return Ok(report) };
         let keys = RunKeys::of(&run);
         let mut conn = self.inner.conn.clone();
-        let fields: Vec<(String, u64)> = redis::cmd("HGETALL")
-            .arg(&keys.stats)
-            .query_async(&mut conn)
-            .await?;
-        report.stale = stats_field(&fields, "stale");
-        report.strategies = strategy_counters(&fields).map_err(GrabError::Internal)?;
+        let stats = RunStats::read(&mut conn, &run).await?;
+        report.stale = stats.stale;
+        report.strategies = stats.strategies;
         for (product, member, since_us, _) in
             Self::inside_now(&mut conn, &run, &keys.products).await?
         {
@@ -629,21 +649,17 @@ impl History {
             .arg(-1)
             .query_async(&mut conn)
             .await?;
-        let dropped: Option<u64> = redis::cmd("HGET")
-            .arg(&keys.stats)
-            .arg("sections_dropped")
-            .query_async(&mut conn)
-            .await?;
-        let mut finished: Vec<Section> = records
+        let dropped = RunStats::read(&mut conn, &run).await?.sections_dropped;
+        // A record this build cannot read fails the read (and the run's
+        // verdict with it): it is never a section that did not happen.
+        let mut finished = records
             .iter()
-            .filter_map(|record| match serde_json::from_str::<Section>(record) {
-                Ok(section) => Some(section),
-                Err(e) => {
-                    tracing::warn!(%record, error = %e, "history: unreadable section record");
-                    None
-                }
+            .map(|record| {
+                serde_json::from_str::<Section>(record).map_err(|e| {
+                    GrabError::Internal(format!("history: unreadable section record {record}: {e}"))
+                })
             })
-            .collect();
+            .collect::<Result<Vec<Section>, GrabError>>()?;
         finished.sort_by(|a, b| (a.entered_us, &a.member).cmp(&(b.entered_us, &b.member)));
         let done: HashSet<&str> = finished.iter().map(|s| s.member.as_str()).collect();
         let mut open: Vec<Section> = inside
@@ -664,7 +680,7 @@ impl History {
         Ok(SectionsBody {
             run: Some(run),
             sections: finished,
-            dropped: dropped.unwrap_or(0),
+            dropped,
         })
     }
 }
@@ -682,17 +698,19 @@ mod tests {
     }
 
     #[test]
-    fn each_strategy_counter_is_read_into_its_field() {
-        let read = strategy_counters(&fields(&[
+    fn each_field_is_read_into_its_place() {
+        let read = RunStats::parse(&fields(&[
             ("stale", 2),
+            ("sections_dropped", 7),
             ("redlock|entries", 9),
             ("redlock|overlaps", 3),
             ("redlock|max_holders", 2),
             ("set-nx-px-token|entries", 4),
         ]))
         .expect("known counters");
+        assert_eq!((read.stale, read.sections_dropped), (2, 7));
         assert_eq!(
-            read,
+            read.strategies,
             [
                 StrategyHistory {
                     strategy: "redlock".into(),
@@ -711,8 +729,11 @@ mod tests {
 
     #[test]
     fn a_renamed_counter_fails_instead_of_reading_zero() {
-        let err = strategy_counters(&fields(&[("redlock|entries", 9), ("redlock|overlap", 3)]))
+        let err = RunStats::parse(&fields(&[("redlock|entries", 9), ("redlock|overlap", 3)]))
             .expect_err("an unknown counter");
         assert!(err.contains("\"overlap\""), "{err}");
+        let err = RunStats::parse(&fields(&[("stale", 1), ("sections_kept_out", 3)]))
+            .expect_err("an unknown run field");
+        assert!(err.contains("\"sections_kept_out\""), "{err}");
     }
 }

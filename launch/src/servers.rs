@@ -14,13 +14,33 @@ use crate::process::Launch;
 /// Debian's ZooKeeper jar (its manifest names every dependency).
 pub const ZK_JAR: &str = "/usr/share/java/zookeeper.jar";
 
+/// What the servers below share with `docker-compose.yml`, where the same
+/// servers run from their images: written once here, used by every launch
+/// below, and held against the compose file by `make check-stack`
+/// (`seckill-lab check-stack`).
+pub mod shared {
+    /// Every Redis of the lab keeps nothing on disk (the Redlock nodes,
+    /// the shared Redis).
+    pub const REDIS_FLAGS: [&str; 4] = ["--save", "", "--appendonly", "no"];
+    /// ZooKeeper's tick, ms: sessions may be as short as 2 ticks, and the
+    /// lock's TTL is the session timeout.
+    pub const ZK_TICK_MS: u32 = 100;
+    /// The four-letter commands ZooKeeper answers (its health checks).
+    pub const ZK_4LW: &str = "ruok,srvr";
+    /// etcd's log level.
+    pub const ETCD_LOG_LEVEL: &str = "warn";
+    /// Prometheus' flags beyond its addresses and paths.
+    pub const PROMETHEUS_FLAGS: [&str; 2] =
+        ["--storage.tsdb.retention.time=2d", "--web.enable-lifecycle"];
+}
+
 /// `redis-server` on `127.0.0.1:port` without persistence, working in
 /// `dir` (which must exist), its log in `dir/redis.log`. Ready with
 /// [`crate::Ready::redis`].
 pub fn redis(port: u16, dir: &Path) -> Launch {
     Launch::new("redis-server", "redis-server")
         .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-        .args(["--save", "", "--appendonly", "no"])
+        .args(shared::REDIS_FLAGS)
         .arg("--dir")
         .arg(dir)
         .log(dir.join("redis.log"))
@@ -46,7 +66,7 @@ pub fn etcd(client_port: u16, peer_port: u16, dir: &Path) -> Launch {
         .args(["--listen-peer-urls", &peer])
         .args(["--initial-advertise-peer-urls", &peer])
         .args(["--initial-cluster", &format!("seckill={peer}")])
-        .args(["--log-level", "warn"])
+        .args(["--log-level", shared::ETCD_LOG_LEVEL])
         .log(dir.join("etcd.log"))
         .hint("install Debian's etcd-server (`make test` does)")
 }
@@ -66,14 +86,17 @@ pub fn zookeeper(port: u16, dir: &Path) -> Result<Launch, LaunchError> {
         });
     }
     let config = format!(
-        "tickTime=100\n\
+        "tickTime={tick}\n\
          dataDir={data}\n\
          clientPort={port}\n\
          clientPortAddress=127.0.0.1\n\
-         minSessionTimeout=200\n\
+         minSessionTimeout={min}\n\
          maxSessionTimeout=60000\n\
          admin.enableServer=false\n\
-         4lw.commands.whitelist=ruok,srvr\n",
+         4lw.commands.whitelist={four}\n",
+        tick = shared::ZK_TICK_MS,
+        min = 2 * shared::ZK_TICK_MS,
+        four = shared::ZK_4LW,
         data = dir.join("data").display()
     );
     let config_path = dir.join("zoo.cfg");
@@ -140,7 +163,7 @@ pub fn prometheus(config: &Path, data: &Path, bind: &str, port: u16, log: &Path)
     Launch::new("Prometheus", "prometheus")
         .arg(format!("--config.file={}", config.display()))
         .arg(format!("--storage.tsdb.path={}", data.display()))
-        .args(["--storage.tsdb.retention.time=2d", "--web.enable-lifecycle"])
+        .args(shared::PROMETHEUS_FLAGS)
         .arg(format!("--web.listen-address={bind}:{port}"))
         .log(log)
         .hint("install Debian's prometheus")

@@ -19,7 +19,10 @@
 //!   every command alike.
 //! - [`expect`] — what a strategy should do under the faults in force,
 //!   from its kind and class as the service states them.
-//! - [`load`] — the workload, the goose attack, the live counters, the
+//! - [`load`] — every grab built and counted one way ([`load::Grab`] into
+//!   one [`load::Live`] tally), sent by goose's attack (`run`, `compare`) or
+//!   by the [`load::Driver`] (the scenarios' buyers, the console's load:
+//!   closed loop or paced, adjustable while it runs); the workload, the
 //!   [`load::Outcome`] of each grab, and `probe`.
 //! - [`api`] — the service client: every answer decoded into its typed
 //!   shape; `/metrics` parsed.

@@ -445,6 +445,36 @@ async fn exercise(room: &Room) {
     assert_eq!(room.text("overlaps").await, "0");
     assert_eq!(room.text("oversold").await, "0");
     eprintln!("set-nx-px-token: {drawn} bars drawn, none red");
+
+    // 3b. The room turns the running load down, without a restart: the same
+    // load (its clock and counts go on) at the new rate and buyers.
+    let before = room.console_state().await["load"].clone();
+    room.set_input("rate", "4").await;
+    room.set_input("buyers", "2").await;
+    room.click("adjust-load").await;
+    let after = eventually("the console reports the new rate and buyers", || async {
+        let load = room.console_state().await["load"].clone();
+        (load["settings"]["rate"] == json!(4.0) && load["settings"]["buyers"] == json!(2))
+            .then_some(load)
+    })
+    .await;
+    let secs = |l: &Value| l["seconds"].as_f64().expect("seconds");
+    let sent = |l: &Value| l["counts"]["sent"].as_u64().expect("sent");
+    assert!(
+        secs(&after) >= secs(&before) && sent(&after) >= sent(&before),
+        "the same load went on: {before} then {after}"
+    );
+    let rate_before = sent(&before) as f64 / secs(&before);
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let later = room.console_state().await["load"].clone();
+    let rate_after = (sent(&later) - sent(&after)) as f64 / (secs(&later) - secs(&after));
+    eprintln!(
+        "adjusted: {rate_before:.1} grabs/s before, {rate_after:.1} after (asked 60, then 4)"
+    );
+    assert!(
+        rate_after < rate_before / 3.0,
+        "the rate went down: {rate_before:.1} grabs/s before, {rate_after:.1} after"
+    );
     room.stop_load().await;
 
     // 4. Reset everything: default strategy, no fault, history off.

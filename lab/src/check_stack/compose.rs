@@ -824,6 +824,7 @@ pub fn check(root: &Path, found: &mut Findings) -> anyhow::Result<()> {
     let compose = load(root, found).unwrap_or(Value::Null);
     if !compose.is_null() {
         let apps = check_services(root, &compose, &fields, found);
+        super::servers::check(&compose, found);
         check_prometheus_and_lb(root, &apps, found)?;
         check_standins(root, &compose, found);
     }

@@ -17,6 +17,11 @@
 //! unique uid and uses the provisioned datasource; every `seckill_*`
 //! metric of a dashboard or an alert is one app/src/metrics.rs registers.
 //!
+//! [`servers`]: every compose service that runs one of the lab's servers
+//! (redis, etcd, ZooKeeper, Prometheus) runs it as `seckill_launch::servers`
+//! starts it for the tests and `make demo`: the flags they share are
+//! written once, in `servers::shared`.
+//!
 //! [`monitoring`]: promtool checks the Prometheus config, the rules and
 //! their unit tests, and parses every dashboard query; every dashboard is
 //! type-checked against Grafana's published schema (npm `@grafana/schema`
@@ -25,6 +30,7 @@
 mod compose;
 mod found;
 mod monitoring;
+mod servers;
 
 use found::Findings;
 

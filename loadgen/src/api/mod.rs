@@ -430,28 +430,10 @@ impl Service {
         decode("GET status", base, &text)
     }
 
-    /// One grab of `quantity` units of `product` by `user` at `base`: the
-    /// status and body, or the transport error (no answer). Not an error
-    /// for a 4xx/5xx: the caller classifies it ([`crate::load::Outcome::of`]).
-    pub async fn grab(
-        &self,
-        base: &str,
-        product: u64,
-        user: i64,
-        quantity: i64,
-    ) -> Result<(u16, Vec<u8>), reqwest::Error> {
-        let response = self
-            .http
-            .post(format!("{base}/api/v1/products/{product}/grab"))
-            .json(&GrabBody {
-                user_id: user,
-                quantity,
-            })
-            .send()
-            .await?;
-        let status = response.status().as_u16();
-        let body = response.bytes().await?;
-        Ok((status, body.to_vec()))
+    /// The HTTP client every call of this service goes through (timeouts
+    /// set): loads send their grabs on it too.
+    pub fn http(&self) -> &reqwest::Client {
+        &self.http
     }
 
     /// `/metrics` of every replica, summed.

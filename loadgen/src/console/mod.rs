@@ -41,7 +41,7 @@ use std::sync::Mutex;
 use crate::api::Service;
 use state::Console;
 
-pub use pacer::{LoadSettings, Pacer};
+pub use pacer::{LoadAdjust, LoadSettings, Pacer};
 pub use runner::{Runner, RunnerOptions};
 
 /// What `seckill-loadgen console` was asked for.

@@ -1,28 +1,18 @@
-//! The console's paced load: grabs at a set average rate, long enough to watch,
-//! spread round-robin over the replicas, with a share of buyers who come
-//! back (so `already_purchased` — and under a broken lock, duplicate
-//! orders — can appear). Every answer is classed by [`Outcome::of`]; busy
-//! and rejected grabs are counted, not retried: the room sees them.
-//!
-//! A dispatcher hands out tickets at the rate, in random (exponential)
-//! gaps as a crowd arrives, each to one of `buyers`
-//! tasks (the concurrency cap); when every buyer is waiting for an answer,
-//! the ticket waits too, so a slow lock lowers the rate rather than piling
-//! up requests. Stopping lets the grabs in flight finish, so a reset right
-//! after a stop is never followed by a late order.
+//! The console's paced load: the crate's one [`Driver`], paced — grabs at
+//! a set average rate (a Poisson process), long enough to watch, spread
+//! round-robin over the replicas, with a share of buyers who come back (so
+//! `already_purchased` — and under a broken lock, duplicate orders — can
+//! appear). Busy and rejected grabs are counted, not retried: the room
+//! sees them. The room turns the rate and the buyers up and down while it
+//! runs ([`Pacer::adjust`], `POST /api/load/adjust`).
 
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
-use std::time::Duration;
 
-use rand::Rng;
 use serde::{Deserialize, Serialize};
-use tokio::sync::{mpsc, Mutex};
-use tokio::task::JoinHandle;
-use tokio::time::Instant;
 
 use crate::api::Service;
-use crate::load::{lock, Outcome};
+use crate::load::{targets, Driver, Live, Outcome, Pace, Plan, Users};
 
 /// What the room asked for (`POST /api/load/start`).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -57,15 +47,50 @@ impl Default for LoadSettings {
     }
 }
 
+/// A change of a running load (`POST /api/load/adjust`): either or both.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoadAdjust {
+    /// Grabs started per second (0.1 to 5000).
+    #[serde(default)]
+    pub rate: Option<f64>,
+    /// Grabs in flight at most (1 to 1000).
+    #[serde(default)]
+    pub buyers: Option<usize>,
+}
+
+impl LoadAdjust {
+    /// The change, or what is wrong with it (a 400 for the page).
+    pub fn check(&self) -> Result<(), String> {
+        if self.rate.is_none() && self.buyers.is_none() {
+            return Err("give rate, buyers or both".into());
+        }
+        self.rate.map_or(Ok(()), check_rate)?;
+        self.buyers.map_or(Ok(()), check_buyers)
+    }
+}
+
+fn check_rate(rate: f64) -> Result<(), String> {
+    if (0.1..=5000.0).contains(&rate) {
+        Ok(())
+    } else {
+        Err("rate must be between 0.1 and 5000 grabs per second".into())
+    }
+}
+
+fn check_buyers(buyers: usize) -> Result<(), String> {
+    if (1..=1000).contains(&buyers) {
+        Ok(())
+    } else {
+        Err("buyers must be between 1 and 1000".into())
+    }
+}
+
 impl LoadSettings {
     /// The settings, or what is wrong with them (a 400 for the page).
     pub fn check(&self) -> Result<(), String> {
-        if !(0.1..=5000.0).contains(&self.rate) {
-            return Err("rate must be between 0.1 and 5000 grabs per second".into());
-        }
-        if !(1..=1000).contains(&self.buyers) {
-            return Err("buyers must be between 1 and 1000".into());
-        }
+        check_rate(self.rate)?;
+        check_buyers(self.buyers)?;
         if !(1..=1_000_000_000).contains(&self.stock) {
             return Err("stock must be between 1 and 1000000000".into());
         }
@@ -79,14 +104,7 @@ impl LoadSettings {
     }
 }
 
-/// Answers counted so far, by outcome ([`Outcome::ALL`] order).
-#[derive(Debug, Default)]
-pub struct Counts {
-    sent: AtomicU64,
-    by_outcome: [AtomicU64; 6],
-}
-
-/// A snapshot of [`Counts`] for the page.
+/// A snapshot of a load's answers for the page.
 #[derive(Debug, Clone, Serialize)]
 pub struct CountsView {
     /// Grabs sent.
@@ -95,168 +113,78 @@ pub struct CountsView {
     pub outcomes: std::collections::BTreeMap<&'static str, u64>,
 }
 
-impl Counts {
-    fn count(&self, outcome: Outcome) {
-        self.by_outcome[outcome.index()].fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// What was counted until now.
-    pub fn view(&self) -> CountsView {
-        CountsView {
-            sent: self.sent.load(Ordering::Relaxed),
-            outcomes: Outcome::ALL
-                .iter()
-                .map(|o| {
-                    (
-                        o.as_str(),
-                        self.by_outcome[o.index()].load(Ordering::Relaxed),
-                    )
-                })
-                .collect(),
-        }
-    }
-}
-
 /// A load that runs until stopped (or dropped).
 #[derive(Debug)]
 pub struct Pacer {
-    /// What it was started with.
-    pub settings: LoadSettings,
-    /// Its answers.
-    pub counts: Arc<Counts>,
-    started: Instant,
-    dispatcher: std::sync::Mutex<Option<JoinHandle<()>>>,
-    buyers: std::sync::Mutex<Vec<JoinHandle<()>>>,
-    stopping: AtomicBool,
+    /// What it was started with (its rate and buyers may have changed
+    /// since: [`Pacer::settings`]).
+    started_with: LoadSettings,
+    driver: Driver,
 }
 
 impl Pacer {
     /// Start grabbing `product` through `service` at `settings`' pace.
     pub fn start(service: &Service, product: u64, settings: LoadSettings) -> Self {
-        let counts = Arc::new(Counts::default());
-        let next_user = Arc::new(AtomicI64::new(1));
-        let (tickets, inbox) = mpsc::channel::<()>(1);
-        let inbox = Arc::new(Mutex::new(inbox));
-        let dispatcher = tokio::spawn(dispatch(tickets, settings.rate));
-        let mut buyers = Vec::with_capacity(settings.buyers);
-        for buyer in 0..settings.buyers {
-            let (service, counts, next_user, inbox) = (
-                service.clone(),
-                Arc::clone(&counts),
-                Arc::clone(&next_user),
-                Arc::clone(&inbox),
-            );
-            buyers.push(tokio::spawn(async move {
-                let mut turn = buyer;
-                loop {
-                    if inbox.lock().await.recv().await.is_none() {
-                        return;
-                    }
-                    let user = pick_user(&next_user, settings.repeat_ratio);
-                    let base = &service.urls[turn % service.urls.len()];
-                    turn += settings.buyers;
-                    counts.sent.fetch_add(1, Ordering::Relaxed);
-                    let outcome = match service.grab(base, product, user, 1).await {
-                        Ok((status, body)) => Outcome::of(status, &body),
-                        Err(_) => Outcome::Error,
-                    };
-                    counts.count(outcome);
-                }
-            }));
-        }
+        let plan = Plan {
+            http: service.http().clone(),
+            targets: targets(service.urls.clone()),
+            product,
+            users: Users {
+                next: Arc::new(AtomicU64::new(1)),
+                repeat_ratio: settings.repeat_ratio,
+            },
+            pace: Pace::Rate {
+                per_sec: settings.rate,
+            },
+            buyers: settings.buyers,
+        };
         Self {
-            settings,
-            counts,
-            started: Instant::now(),
-            dispatcher: std::sync::Mutex::new(Some(dispatcher)),
-            buyers: std::sync::Mutex::new(buyers),
-            stopping: AtomicBool::new(false),
+            started_with: settings,
+            driver: Driver::start(plan, &Arc::new(Live::default())),
+        }
+    }
+
+    /// Its settings now: the rate and buyers as last adjusted.
+    pub fn settings(&self) -> LoadSettings {
+        LoadSettings {
+            rate: self.driver.rate().unwrap_or(self.started_with.rate),
+            buyers: self.driver.buyers(),
+            ..self.started_with
+        }
+    }
+
+    /// Change its rate and buyers while it runs (checked first).
+    pub fn adjust(&self, change: LoadAdjust) {
+        self.driver.adjust(change.rate, change.buyers);
+    }
+
+    /// What was counted until now.
+    pub fn counts(&self) -> CountsView {
+        let live = self.driver.live();
+        CountsView {
+            sent: live.sent(),
+            outcomes: Outcome::ALL
+                .iter()
+                .map(|o| (o.as_str(), live.outcome(*o)))
+                .collect(),
         }
     }
 
     /// Seconds since it started.
     pub fn seconds(&self) -> f64 {
-        self.started.elapsed().as_secs_f64()
+        self.driver.seconds()
     }
 
     /// Whether a stop was asked for (its grabs in flight may still be
     /// answered).
     pub fn stopping(&self) -> bool {
-        self.stopping.load(Ordering::Relaxed)
+        self.driver.stopping()
     }
 
-    /// Stop: no new grab starts; the grabs in flight are answered and
-    /// counted (each buyer ends after its answer), so once this returns
-    /// nothing of this load reaches the service any more. A grab still
-    /// unanswered after [`STOP_WAIT`] is abandoned.
+    /// Stop: the grabs in flight are answered and counted first
+    /// ([`Driver::stop`]).
     pub async fn stop(&self) {
-        self.stopping.store(true, Ordering::Relaxed);
-        if let Some(dispatcher) = lock(&self.dispatcher).take() {
-            dispatcher.abort();
-        }
-        let buyers = std::mem::take(&mut *lock(&self.buyers));
-        let deadline = Instant::now() + STOP_WAIT;
-        for buyer in buyers {
-            let abort = buyer.abort_handle();
-            if tokio::time::timeout_at(deadline, buyer).await.is_err() {
-                abort.abort();
-            }
-        }
-    }
-}
-
-/// How long [`Pacer::stop`] waits for the grabs in flight (the client's
-/// own request timeout is 15 s).
-pub const STOP_WAIT: Duration = Duration::from_secs(20);
-
-impl Drop for Pacer {
-    fn drop(&mut self) {
-        if let Some(dispatcher) = lock(&self.dispatcher).take() {
-            dispatcher.abort();
-        }
-        for buyer in lock(&self.buyers).drain(..) {
-            buyer.abort();
-        }
-    }
-}
-
-/// Tickets at `rate` per second on average, arriving as a crowd does: a
-/// Poisson process (exponential gaps), not a metronome. Evenly spaced
-/// grabs never meet when a section is shorter than the gap — a console
-/// dry run at 30 grabs/s with 20 ms of work saw `none` hold with 0
-/// overlaps; random gaps bring two grabs together as often as the rate
-/// and the section length say. A ticket nobody takes waits; a schedule
-/// more than a second behind starts again from now (no catch-up burst).
-async fn dispatch(tickets: mpsc::Sender<()>, rate: f64) {
-    let mut next = Instant::now();
-    loop {
-        next += exponential_gap(rate);
-        let now = Instant::now();
-        if next > now {
-            tokio::time::sleep_until(next).await;
-        } else if now - next > Duration::from_secs(1) {
-            next = now;
-        }
-        if tickets.send(()).await.is_err() {
-            return;
-        }
-    }
-}
-
-/// One gap of a Poisson process of `rate` events per second.
-fn exponential_gap(rate: f64) -> Duration {
-    let u: f64 = rand::rng().random_range(f64::MIN_POSITIVE..1.0);
-    Duration::from_secs_f64(-u.ln() / rate)
-}
-
-/// A new buyer, or — one grab in `repeat_ratio` — one who already tried.
-fn pick_user(next_user: &AtomicI64, repeat_ratio: f64) -> i64 {
-    let mut rng = rand::rng();
-    let seen = next_user.load(Ordering::Relaxed);
-    if seen > 1 && rng.random_bool(repeat_ratio) {
-        rng.random_range(1..seen)
-    } else {
-        next_user.fetch_add(1, Ordering::Relaxed)
+        self.driver.stop().await;
     }
 }
 
@@ -293,29 +221,37 @@ mod tests {
     }
 
     #[test]
-    fn gaps_average_one_over_the_rate_and_vary() {
-        let gaps: Vec<f64> = (0..20_000)
-            .map(|_| exponential_gap(50.0).as_secs_f64())
-            .collect();
-        let mean = gaps.iter().sum::<f64>() / gaps.len() as f64;
-        assert!((mean - 0.02).abs() < 0.002, "mean gap {mean} s at 50/s");
-        // Exponential: about e^-1 of the gaps are longer than the mean.
-        let longer = gaps.iter().filter(|g| **g > 0.02).count() as f64 / gaps.len() as f64;
-        assert!(
-            (longer - (-1.0f64).exp()).abs() < 0.03,
-            "{longer} longer than the mean"
-        );
-    }
-
-    #[test]
-    fn repeat_ratio_zero_always_takes_a_new_buyer_and_one_never_does() {
-        let next = AtomicI64::new(1);
-        let fresh: Vec<i64> = (0..5).map(|_| pick_user(&next, 0.0)).collect();
-        assert_eq!(fresh, vec![1, 2, 3, 4, 5]);
-        for _ in 0..50 {
-            let user = pick_user(&next, 1.0);
-            assert!((1..=5).contains(&user), "{user} is a buyer seen before");
+    fn an_adjustment_out_of_range_or_empty_is_refused() {
+        let ok = LoadAdjust {
+            rate: Some(50.0),
+            buyers: None,
+        };
+        assert_eq!(ok.check(), Ok(()));
+        for (bad, start) in [
+            (
+                LoadAdjust {
+                    rate: Some(0.0),
+                    buyers: None,
+                },
+                "rate",
+            ),
+            (
+                LoadAdjust {
+                    rate: None,
+                    buyers: Some(0),
+                },
+                "buyers",
+            ),
+            (
+                LoadAdjust {
+                    rate: None,
+                    buyers: None,
+                },
+                "give",
+            ),
+        ] {
+            let message = bad.check().expect_err("refused");
+            assert!(message.starts_with(start), "{message}");
         }
-        assert_eq!(next.load(Ordering::Relaxed), 6);
     }
 }

@@ -13,7 +13,7 @@ use actix_web::{delete, get, post, put, web, App, HttpResponse, HttpServer, Resp
 use clap::ValueEnum;
 use serde::{Deserialize, Serialize};
 
-use super::pacer::{CountsView, LoadSettings, Pacer};
+use super::pacer::{CountsView, LoadAdjust, LoadSettings, Pacer};
 use super::runner::RunView;
 use super::state::Console;
 use crate::api::{FaultInForce, Faults, FaultsPatch, Section, ServiceError, StrategyEntry};
@@ -85,6 +85,7 @@ pub async fn serve(console: Console, bind: SocketAddr) -> std::io::Result<()> {
                 .service(sections)
                 .service(switch)
                 .service(load_start)
+                .service(load_adjust)
                 .service(load_stop)
                 .service(faults_set)
                 .service(faults_clear)
@@ -292,9 +293,9 @@ async fn state(console: web::Data<Console>) -> HttpResponse {
             Some(pacer) => LoadView {
                 running: true,
                 stopping: pacer.stopping(),
-                settings: pacer.settings,
+                settings: pacer.settings(),
                 seconds: Some(pacer.seconds()),
-                counts: Some(pacer.counts.view()),
+                counts: Some(pacer.counts()),
             },
             None => LoadView {
                 running: false,
@@ -461,6 +462,22 @@ async fn load_start(console: web::Data<Console>, body: web::Json<LoadSettings>) 
     let pacer = Pacer::start(service, console.product, settings);
     *lock(&console.load) = Some(Arc::new(pacer));
     Ok(HttpResponse::NoContent().finish())
+}
+
+/// Change the rate and/or the buyers of the running load, without
+/// restarting it (no reset, the same history run, its counts go on).
+#[post("/api/load/adjust")]
+async fn load_adjust(console: web::Data<Console>, body: web::Json<LoadAdjust>) -> Answer {
+    let change = body.into_inner();
+    change.check().map_err(ConsoleError::BadRequest)?;
+    let pacer = lock(&console.load).clone();
+    match pacer {
+        Some(pacer) if !pacer.stopping() => {
+            pacer.adjust(change);
+            Ok(HttpResponse::NoContent().finish())
+        }
+        _ => Err(ConsoleError::Conflict("no load is running".into())),
+    }
 }
 
 #[post("/api/load/stop")]

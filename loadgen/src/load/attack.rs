@@ -10,9 +10,8 @@ use goose::config::GooseConfiguration;
 use goose::metrics::GooseMetrics;
 use goose::prelude::*;
 use rand::Rng;
-use serde_json::json;
 
-use super::ledger::Answer;
+use super::grab::{Answered, Grab};
 use super::live::{lock, Live};
 use super::outcome::Outcome;
 use super::workload::{Shape, Workload};
@@ -176,40 +175,20 @@ async fn buyer(user: &mut GooseUser, plan: &Plan) -> TransactionResult {
         let quantity = rng.random_range(w.quantity_min..=w.quantity_max);
         (product, user_id, quantity)
     };
-    let path = format!("/api/v1/products/{product}/grab");
-    let body = json!({ "user_id": user_id, "quantity": quantity });
+    let grab = Grab {
+        product,
+        user: user_id,
+        quantity,
+    };
+    let (path, body) = (grab.path(), grab.body());
     let first_try = Instant::now();
     let mut first_sent = None;
     loop {
         let sent = scheduled.take().unwrap_or_else(Instant::now);
         first_sent.get_or_insert(sent);
+        live.record_sent();
         let mut response = user.post_json(&path, &body).await?;
-        let (outcome, status) = match response.response {
-            Ok(r) => {
-                let status = r.status().as_u16();
-                if let Some(waited) = server_timing(r.headers(), "lock") {
-                    live.lock_wait.record(waited);
-                }
-                if let Some(waited) = server_timing(r.headers(), "batch") {
-                    live.batch_wait.record(waited);
-                }
-                let body = r.bytes().await.unwrap_or_default();
-                let answer = Answer::Http(status, &body);
-                live.ledger
-                    .record(product, user_id as i64, i64::from(quantity), answer);
-                (Outcome::of(status, &body), status)
-            }
-            Err(e) => {
-                live.ledger.record(
-                    product,
-                    user_id as i64,
-                    i64::from(quantity),
-                    Answer::lost(&e),
-                );
-                (Outcome::Error, 0)
-            }
-        };
-        live.record(outcome, u64::from(quantity), sent.elapsed());
+        let Answered { outcome, status } = grab.settle(live, response.response, sent).await;
         // Expected business answers are goose successes; only transport
         // failures and 5xx stay failures in goose's own report.
         if (200..500).contains(&status) {
@@ -252,22 +231,4 @@ async fn burst_gate(plan: &Plan) {
         }
         let _ = tokio::time::timeout(Duration::from_millis(50), notified).await;
     }
-}
-
-/// The duration of metric `name` of a `Server-Timing` header
-/// (`lock;dur=<ms>, batch;dur=<ms>`).
-fn server_timing(headers: &reqwest::header::HeaderMap, name: &str) -> Option<Duration> {
-    headers
-        .get_all("server-timing")
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .find_map(|metric| {
-            let mut parts = metric.split(';').map(str::trim);
-            if parts.next()? != name {
-                return None;
-            }
-            let ms: f64 = parts.find_map(|p| p.strip_prefix("dur="))?.parse().ok()?;
-            Some(Duration::from_secs_f64(ms.max(0.0) / 1000.0))
-        })
 }

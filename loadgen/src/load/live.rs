@@ -1,6 +1,8 @@
-//! The live counters of one run, shared by every goose user: outcomes,
-//! latency histograms (hdrhistogram), the burst gate and the run's clock.
-//! Read by the progress line while the run goes, and by the report after.
+//! The one outcome tally of every load: outcomes, latency histograms
+//! (hdrhistogram), the ledger, when orders happened, the burst gate and
+//! the run's clock. Shared by a load's buyers (goose's users, or a
+//! [`super::Driver`]'s), read live by the progress line, the scenarios'
+//! observers and the console, and by the report after.
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -16,7 +18,13 @@ use super::outcome::Outcome;
 /// progress bar and at the end by the report.
 #[derive(Debug)]
 pub struct Live {
+    /// Grabs sent (answered or not yet).
+    sent: AtomicU64,
     outcomes: [AtomicU64; 6],
+    /// The `error` answers that were a `503` (a dependency down).
+    unavailable: AtomicU64,
+    /// When each order was acknowledged.
+    order_times: Mutex<Vec<Instant>>,
     ordered_units: AtomicU64,
     /// Every grab request.
     latency: Latencies,
@@ -43,7 +51,10 @@ pub struct Live {
 impl Default for Live {
     fn default() -> Self {
         Self {
+            sent: AtomicU64::new(0),
             outcomes: Default::default(),
+            unavailable: AtomicU64::new(0),
+            order_times: Mutex::new(Vec::new()),
             ordered_units: AtomicU64::new(0),
             latency: Latencies::default(),
             buyer: Latencies::default(),
@@ -74,6 +85,28 @@ impl Live {
     /// Count of one outcome.
     pub fn outcome(&self, outcome: Outcome) -> u64 {
         self.outcomes[outcome.index()].load(Ordering::Relaxed)
+    }
+
+    /// Grabs sent, answered or not yet.
+    pub fn sent(&self) -> u64 {
+        self.sent.load(Ordering::Relaxed)
+    }
+
+    /// The `error` answers that were a `503` (a dependency down).
+    pub fn unavailable(&self) -> u64 {
+        self.unavailable.load(Ordering::Relaxed)
+    }
+
+    /// The first order acknowledged after `since` (on tokio's clock, the
+    /// scenarios').
+    pub fn first_order_after(&self, since: tokio::time::Instant) -> Option<tokio::time::Instant> {
+        let since = since.into_std();
+        lock(&self.order_times)
+            .iter()
+            .copied()
+            .filter(|t| *t > since)
+            .min()
+            .map(tokio::time::Instant::from_std)
     }
 
     /// Units the service said it sold.
@@ -126,10 +159,21 @@ impl Live {
         self.latency.max_ms()
     }
 
-    pub(super) fn record(&self, outcome: Outcome, units: u64, took: Duration) {
+    /// One grab sent.
+    pub(crate) fn record_sent(&self) {
+        self.sent.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// One answer: its outcome and HTTP status (0: none), the units it
+    /// asked for and how long it took.
+    pub(super) fn record(&self, outcome: Outcome, status: u16, units: u64, took: Duration) {
         self.outcomes[outcome.index()].fetch_add(1, Ordering::Relaxed);
         if outcome == Outcome::Ordered {
             self.ordered_units.fetch_add(units, Ordering::Relaxed);
+            lock(&self.order_times).push(Instant::now());
+        }
+        if outcome == Outcome::Error && status == 503 {
+            self.unavailable.fetch_add(1, Ordering::Relaxed);
         }
         self.latency.record(took);
         *lock(&self.finished) = Some(Instant::now());

@@ -1,7 +1,12 @@
-//! One strategy's load: a goose attack whose users grab, spread over the
-//! replicas, with outcomes and latencies recorded as they happen.
+//! The loads: every grab built and counted one way ([`Grab`], into one
+//! [`Live`] tally), sent by one of two drivers —
+//! - goose's attack ([`run`]), one strategy's measured load of `run` and
+//!   `compare`;
+//! - [`Driver`], a load that runs until stopped, closed loop or paced, whose
+//!   rate and buyers change while it runs: the scenarios' buyers and the
+//!   console's load.
 //!
-//! Three shapes:
+//! The attack has three shapes:
 //! - **closed loop** — `--users` buyers, started at `--increase-rate` per
 //!   second, each grabbing again as soon as it has an answer, for
 //!   `--run-time` or until every product is sold out;
@@ -23,6 +28,8 @@
 //! run's [`Ledger`], checked against the database's orders afterwards.
 
 mod attack;
+pub mod driver;
+pub mod grab;
 pub mod ledger;
 pub mod live;
 pub mod outcome;
@@ -30,6 +37,8 @@ pub mod probe;
 mod workload;
 
 pub use attack::run;
+pub use driver::{retarget, targets, Driver, Pace, Plan, Targets, Users};
+pub use grab::{Answered, Grab};
 pub use ledger::{Accounting, Answer, Ledger};
 pub use live::{lock, Live};
 pub use outcome::Outcome;

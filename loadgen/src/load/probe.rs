@@ -104,7 +104,7 @@ async fn load(
                 let _ = r.bytes().await;
             }
             let outcome = if ok { Outcome::Ordered } else { Outcome::Error };
-            live.record(outcome, 0, sent.elapsed());
+            live.record(outcome, 0, 0, sent.elapsed());
             Ok(())
         })
     }))

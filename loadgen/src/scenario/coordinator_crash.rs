@@ -34,7 +34,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use tokio::time::Instant;
 
-use super::buyers::{self, Tally};
+use super::buyers;
 use super::case::Expectation;
 use super::inject::{self, Window};
 use super::lab::Setup;
@@ -42,6 +42,7 @@ use super::params::{self, Spec, Unit};
 use super::world::{arm, pause, start_replicas, work, CaseRun};
 use crate::api::{FaultsPatch, PauseAt, StrategyEntry, StrategyName};
 use crate::judge::Expected::{Breaks, Holds};
+use crate::load::Outcome;
 use crate::procs::{self, RedisNode};
 
 /// The variants: where the coordinator dies, and whether it logs.
@@ -214,12 +215,12 @@ impl Coordinator<'_> {
         let b_service = crate::api::Service::new(vec![b_url.clone()], super::lab::TOKEN.into());
         b_service.set_faults(work(self.work_ms)).await?;
         buyers::retarget(&targets, vec![b_url]);
-        let busy_before = Tally::get(&case.tally.busy);
-        let ordered_before = Tally::get(&case.tally.ordered);
+        let busy_before = case.tally.outcome(Outcome::Busy);
+        let ordered_before = case.tally.outcome(Outcome::Ordered);
         pause(self.crash_ms).await;
         let still = in_doubt(self.dbs, "a").await?;
-        let busy = Tally::get(&case.tally.busy) - busy_before;
-        let sold = Tally::get(&case.tally.ordered) - ordered_before;
+        let busy = case.tally.outcome(Outcome::Busy) - busy_before;
+        let sold = case.tally.outcome(Outcome::Ordered) - ordered_before;
         // One grab's sides, all still in doubt: a kill that also caught
         // another grab halfway through its commits is not this fault.
         let one_grab = prepared

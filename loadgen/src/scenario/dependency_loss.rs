@@ -14,7 +14,6 @@
 
 use serde_json::{json, Value};
 
-use super::buyers::Tally;
 use super::case::Expectation;
 use super::inject::{self, Window};
 use super::lab::Setup;
@@ -22,6 +21,7 @@ use super::params::{self, Spec, Unit};
 use super::world::{arm, link_state, pause, start_replicas, work, Case, CaseRun, LinkState, World};
 use crate::api::{StrategyEntry, StrategyName};
 use crate::judge::Expected::Holds;
+use crate::load::Outcome;
 use crate::procs::{self, RedisNode};
 use seckill_proxy::Proxy;
 
@@ -158,7 +158,7 @@ async fn outage_once(
     pg_index: usize,
     outage: u64,
 ) -> anyhow::Result<Window> {
-    let failed = |case: &Case| Tally::get(&case.tally.unavailable) + Tally::get(&case.tally.error);
+    let failed = |case: &Case| case.tally.outcome(Outcome::Error);
     let failed_before = failed(case);
     let mut window = Window::starting(case, "Redis, then PostgreSQL", None);
     world.nodes[0].kill();

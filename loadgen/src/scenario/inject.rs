@@ -22,13 +22,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::buyers::{self, Buyers, Tally};
+use super::buyers::{self, Buyers};
 use super::observe::observe_round;
 use super::record::Observed;
 pub use super::record::{Injection, Window};
 use super::world::{pause, Case, World};
 use crate::api::HistoryReport;
 use crate::judge::{self, Guarantee};
+use crate::load::Live;
 
 impl Window {
     /// A window beginning now on the case's clock, not proven yet.
@@ -170,11 +171,11 @@ pub async fn begin_aimed(
     let service = world.service();
     service.reset(1, 1000).await?;
     service.history_start().await?;
-    case.tally = Arc::new(Tally::default());
+    case.tally = Arc::new(Live::default());
     let loads = loads
         .iter()
         .map(|(targets, users, think)| {
-            Buyers::start(http, targets, *users, *think, &case.next_user, &case.tally)
+            buyers::start(http, targets, *users, *think, &case.next_user, &case.tally)
         })
         .collect();
     pause(warm_ms).await;

@@ -5,10 +5,10 @@ use std::collections::BTreeMap;
 
 use anyhow::Context as _;
 
-use super::buyers::Tally;
 use super::record::Observed;
 use super::world::{Case, World};
 use crate::api::HistoryReport;
+use crate::load::Outcome;
 
 /// Read the audit, the history, the orders and the lock metrics after the
 /// load; the history as read is returned too (its first overlaps and its
@@ -82,11 +82,11 @@ async fn observe_with(
         duplicates: row.duplicates,
         undersold: row.undersold,
         negative_stock: row.negative_stock,
-        rejected: Tally::get(&t.rejected),
-        busy: Tally::get(&t.busy),
+        rejected: t.outcome(Outcome::Rejected),
+        busy: t.outcome(Outcome::Busy),
         orders: row.orders,
-        unavailable: Tally::get(&t.unavailable),
-        errors: Tally::get(&t.error),
+        unavailable: t.unavailable(),
+        errors: t.outcome(Outcome::Error) - t.unavailable(),
         entries: mine.entries,
         history_errors: history.errors,
         stale: history.stale,

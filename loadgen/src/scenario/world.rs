@@ -16,9 +16,10 @@ use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
-use super::buyers::{Buyers, Tally, Targets};
+use super::buyers::{self, Buyers, Targets};
 use super::lab::{Lab, Setup, TOKEN};
 use crate::api::{Faults, FaultsPatch, Service};
+use crate::load::Live;
 use crate::procs::{self, RedisNode, Replica};
 use seckill_proxy::Proxy;
 
@@ -28,7 +29,7 @@ pub struct Case {
     pub started: Instant,
     pub steps: Vec<String>,
     pub quiet: bool,
-    pub tally: Arc<Tally>,
+    pub tally: Arc<Live>,
     pub next_user: Arc<AtomicU64>,
     /// Whether the fault was *proven* to land: `false` until the scenario
     /// has seen it (a stopped process, a clock ahead, a delay measured, a
@@ -341,7 +342,7 @@ pub async fn wait_inside(
 }
 
 pub fn start_buyers(lab: &Lab, case: &Case, targets: &Targets, users: usize) -> Buyers {
-    Buyers::start(
+    buyers::start(
         &lab.http,
         targets,
         users,
