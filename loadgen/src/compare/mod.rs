@@ -20,7 +20,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use settings::Conditions;
 
-use crate::api::{FaultsPatch, Service, ServiceError, StrategyEntry};
+use crate::api::{FaultsPatch, Service, ServiceError, StrategiesBody, StrategyEntry};
 use crate::judge;
 use crate::report::{Report, Run, Skipped};
 
@@ -129,15 +129,64 @@ async fn execute(strategies: Vec<String>, settings: &Settings) -> anyhow::Result
         .with_context(|| format!("create {}", goose_dir.display()))?;
     let service = Service::new(settings.urls.clone(), settings.admin_token.clone());
     let listed = service.check().await?;
-    let names: Vec<String> = if strategies.is_empty() {
+    let (chosen, skipped) = choose(&listed, strategies)?;
+    for product in 1..=workload.products {
+        service.product(&service.urls[0], product).await?;
+    }
+    let restore_faults = match settings.work_delay_ms {
+        Some(ms) => Some(set_work_delay(&service, ms).await?),
+        None => None,
+    };
+    // The faults the runs ran under (a workshop may have set some).
+    let faults_read = service.faults().await.map_err(|e| format!("{e:#}"));
+    if let Err(e) = &faults_read {
+        eprintln!("seckill-loadgen: the faults in force could not be read ({e}): every run is inconclusive");
+    }
+    let conditions = Conditions {
+        faults: faults_read.clone(),
+        ttl_ms: listed.lock_ttl_ms,
+        replicas: service.urls.len(),
+    };
+    let done = run_each(&service, &chosen, settings, &conditions).await;
+    if let Some(faults) = restore_faults {
+        if let Err(e) = service.set_faults(faults).await {
+            eprintln!("seckill-loadgen: could not restore work_delay_ms: {e}");
+        }
+    }
+
+    let synchronous_commit = service.audit().await.ok().map(|a| a.synchronous_commit);
+    let report = Report {
+        tool: "seckill-loadgen".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        replicas: service.urls.clone(),
+        synchronous_commit,
+        faults: faults_read.ok(),
+        workload,
+        runs: done.runs,
+        skipped,
+        failed: done.failed,
+        interrupted: done.interrupted,
+    };
+    write_reports(&report, &settings.out, &settings.report_files)?;
+    Ok(report)
+}
+
+/// The strategies to run, in order (`names` empty: every one the service
+/// lists), and those it lists as unavailable, skipped with its reason. A
+/// name it does not know is an error.
+fn choose(
+    listed: &StrategiesBody,
+    names: Vec<String>,
+) -> Result<(Vec<StrategyEntry>, Vec<Skipped>), ServiceError> {
+    let names: Vec<String> = if names.is_empty() {
         listed.strategies.iter().map(|s| s.name.clone()).collect()
     } else {
-        strategies
+        names
     };
-    let mut chosen: Vec<StrategyEntry> = Vec::new();
+    let mut chosen = Vec::new();
     let mut skipped = Vec::new();
     for name in &names {
-        let entry = crate::api::entry(&listed, name)?;
+        let entry = crate::api::entry(listed, name)?;
         if entry.available {
             chosen.push(entry.clone());
         } else {
@@ -153,26 +202,43 @@ async fn execute(strategies: Vec<String>, settings: &Settings) -> anyhow::Result
             });
         }
     }
-    for product in 1..=workload.products {
-        service.product(&service.urls[0], product).await?;
-    }
-    // A fault set for this run is put back as it was afterwards.
-    let restore_faults = match settings.work_delay_ms {
-        Some(ms) => {
-            let before = service.faults().await?;
-            service
-                .set_faults(FaultsPatch {
-                    work_delay_ms: Some(ms),
-                    ..FaultsPatch::default()
-                })
-                .await?;
-            Some(FaultsPatch {
-                work_delay_ms: Some(before.work_delay_ms),
-                ..FaultsPatch::default()
-            })
-        }
-        None => None,
-    };
+    Ok((chosen, skipped))
+}
+
+/// Set the work inside the critical section for this run; the patch that
+/// puts it back as it was afterwards.
+async fn set_work_delay(service: &Service, ms: u64) -> Result<FaultsPatch, ServiceError> {
+    let before = service.faults().await?;
+    service
+        .set_faults(FaultsPatch {
+            work_delay_ms: Some(ms),
+            ..FaultsPatch::default()
+        })
+        .await?;
+    Ok(FaultsPatch {
+        work_delay_ms: Some(before.work_delay_ms),
+        ..FaultsPatch::default()
+    })
+}
+
+/// What the runs left: each strategy's run, the strategies that failed,
+/// and whether Ctrl-C stopped them.
+struct Done {
+    runs: Vec<Run>,
+    failed: Vec<Skipped>,
+    interrupted: bool,
+}
+
+/// Each chosen strategy's run, one after another, a line each as it
+/// finishes. One strategy failing (a replica that would not switch, a
+/// 5xx) does not throw the others' results away; Ctrl-C stops after the
+/// run it interrupted.
+async fn run_each(
+    service: &Service,
+    chosen: &[StrategyEntry],
+    settings: &Settings,
+    conditions: &Conditions,
+) -> Done {
     let bar = if settings.quiet {
         ProgressBar::hidden()
     } else {
@@ -183,85 +249,60 @@ async fn execute(strategies: Vec<String>, settings: &Settings) -> anyhow::Result
             .unwrap_or_else(|_| ProgressStyle::default_bar())
             .progress_chars("=> "),
     );
-    // The faults the runs ran under (a workshop may have set some).
-    let faults_read = service.faults().await.map_err(|e| format!("{e:#}"));
-    if let Err(e) = &faults_read {
-        eprintln!("seckill-loadgen: the faults in force could not be read ({e}): every run is inconclusive");
-    }
-    let faults_in_force = faults_read.as_ref().ok().copied();
-    let ttl_ms = listed.lock_ttl_ms;
-    let mut runs = Vec::new();
-    let mut failed = Vec::new();
-    let mut interrupted = false;
-    for entry in &chosen {
+    let mut done = Done {
+        runs: Vec::new(),
+        failed: Vec::new(),
+        interrupted: false,
+    };
+    for entry in chosen {
         bar.set_prefix(entry.name.clone());
-        let conditions = Conditions {
-            faults: faults_read.clone(),
-            ttl_ms,
-            replicas: service.urls.len(),
-        };
-        let run = match run::strategy(&service, entry, &workload, settings, &bar, &conditions).await
+        match run::strategy(
+            service,
+            entry,
+            &settings.workload,
+            settings,
+            &bar,
+            conditions,
+        )
+        .await
         {
             Ok((run, stopped)) => {
-                interrupted = stopped;
-                run
+                say(&bar, finished_line(&run));
+                done.runs.push(run);
+                done.interrupted = stopped;
             }
             Err(e) => {
-                // One strategy failing (a replica that would not switch, a
-                // 5xx) does not throw the others' results away.
                 say(&bar, format!("{:>18}  failed: {e:#}", entry.name));
-                failed.push(Skipped {
+                done.failed.push(Skipped {
                     strategy: entry.name.clone(),
                     reason: format!("{e:#}"),
                 });
-                bar.inc(1);
-                continue;
             }
-        };
-        say(
-            &bar,
-            format!(
-                "{:>18}  {:>7.0} grabs/s  {:>5} orders  p99 {:>7.1} ms  {}  {}",
-                run.strategy,
-                run.grabs_per_sec,
-                run.orders,
-                run.p99_ms,
-                if run.breaches.is_empty() {
-                    "exact".to_owned()
-                } else {
-                    run.breaches.join(", ")
-                },
-                run.verdict.as_str()
-            ),
-        );
-        runs.push(run);
+        }
         bar.inc(1);
-        if interrupted {
+        if done.interrupted {
             break;
         }
     }
     bar.finish_and_clear();
-    if let Some(faults) = restore_faults {
-        if let Err(e) = service.set_faults(faults).await {
-            eprintln!("seckill-loadgen: could not restore work_delay_ms: {e}");
-        }
-    }
+    done
+}
 
-    let synchronous_commit = service.audit().await.ok().map(|a| a.synchronous_commit);
-    let report = Report {
-        tool: "seckill-loadgen".into(),
-        version: env!("CARGO_PKG_VERSION").into(),
-        replicas: service.urls.clone(),
-        synchronous_commit,
-        faults: faults_in_force,
-        workload,
-        runs,
-        skipped,
-        failed,
-        interrupted,
-    };
-    write_reports(&report, &settings.out, &settings.report_files)?;
-    Ok(report)
+/// A strategy's line once its run finished.
+fn finished_line(run: &Run) -> String {
+    format!(
+        "{:>18}  {:>7.0} grabs/s  {:>5} orders  p99 {:>7.1} ms  {}  {}",
+        run.strategy,
+        run.grabs_per_sec,
+        run.orders,
+        run.p99_ms,
+        if run.breaches.is_empty() {
+            "exact".to_owned()
+        } else {
+            run.breaches.join(", ")
+        },
+        run.verdict.as_str()
+    )
 }
 
 pub(crate) fn write_reports(report: &Report, out: &Path, extra: &[PathBuf]) -> anyhow::Result<()> {

@@ -418,7 +418,10 @@ mod tests {
         dispatcher.abort();
         eprintln!("{fast} tickets in 0.5 s at 400/s, {slow} in 2 s at 10/s");
         // Poisson counts: 200 ± 14 and 20 ± 4.5 (one standard deviation).
-        assert!((120..=280).contains(&fast), "{fast} tickets in 0.5 s at 400/s");
+        assert!(
+            (120..=280).contains(&fast),
+            "{fast} tickets in 0.5 s at 400/s"
+        );
         assert!((5..=45).contains(&slow), "{slow} tickets in 2 s at 10/s");
     }
 
