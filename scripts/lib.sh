@@ -67,7 +67,8 @@ require_packages() {
   fi
   say "installing them now (SECKILL_NO_INSTALL=1 only explains)"
   "${sudo[@]}" apt-get update -qq || true
-  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null \
+  # Waits for another install holding the dpkg lock (CI runs two checks at once).
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends "${missing[@]}" >/dev/null \
     || die "apt-get could not install ${missing[*]}: install them by hand, then run this again"
 }
 

@@ -366,6 +366,8 @@ struct Steps<'g> {
     check: Option<StillHeld<'g>>,
 }
 
+/// Over 80 lines on purpose: the critical section's steps in the order they run
+/// (read, check, work, write, order, commit), each fault hook where it strikes.
 async fn run_steps(
     conn: &mut PgConnection,
     cx: GrabContext<'_>,

@@ -366,6 +366,9 @@ impl Bench {
     }
 
     /// Every figure but the history's, as rows of the table.
+    ///
+    /// Over 80 lines on purpose: the table's rows in the order they print, each
+    /// beside the floor it is compared with.
     fn figures(&self) -> anyhow::Result<(Vec<String>, String)> {
         let k = &self.knobs;
         let (c, t) = (k.clients, k.seconds);

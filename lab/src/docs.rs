@@ -32,7 +32,9 @@
 //! checked before anything runs.
 //!
 //! The demo of `.demo/` is used (a running one is restarted by the first
-//! block) and stopped at the end, as `make demo-stop` does.
+//! block) and stopped at the end, as `make demo-stop` does — unless every
+//! block ran and `CHECK_DOCS_KEEP_DEMO=1` (CI: `make check-panels` reuses
+//! it, then `make demo-stop`).
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -345,10 +347,15 @@ pub fn check(print: bool) -> anyhow::Result<()> {
     let status = bash.status().context("run bash")?;
     let failed_in =
         std::fs::read_to_string(&current).unwrap_or_else(|_| "(before the first block)".into());
-    let _ = Command::new("scripts/demo.sh")
-        .arg("stop")
-        .current_dir(&root)
-        .output();
+    // CHECK_DOCS_KEEP_DEMO=1 (CI): a demo that ran every block is left
+    // running for `make check-panels`, which reuses it.
+    let keep = status.success() && std::env::var("CHECK_DOCS_KEEP_DEMO").is_ok_and(|v| v == "1");
+    if !keep {
+        let _ = Command::new("scripts/demo.sh")
+            .arg("stop")
+            .current_dir(&root)
+            .output();
+    }
     let _ = std::fs::remove_dir_all(&state);
     let took = started.elapsed().as_secs();
     if !status.success() {

@@ -241,6 +241,8 @@ fn queries(dashboard: &Value, file: &str, tally: &mut Tally) -> Vec<(String, Str
     out
 }
 
+/// Over 80 lines on purpose: each query's checks in the order a reader of the
+/// failure wants them.
 async fn check_queries(
     api: &Api,
     args: &Check,
@@ -447,6 +449,9 @@ async fn check_variables(
 }
 
 /// Every query of the dashboards against the Prometheus of `args`.
+///
+/// Over 80 lines on purpose: the check's steps in order — Prometheus up, the
+/// scrapes, every query, the summary.
 pub async fn check(args: &Check) -> anyhow::Result<()> {
     let api = Api::new(&args.prometheus)?;
     let since = args.since.unwrap_or_else(|| now() - 60.0);
@@ -677,6 +682,8 @@ pub fn check_panels() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Over 80 lines on purpose: the steps on a stack in order — Prometheus, the
+/// load, the queries, the stop.
 async fn panels_on(stack: &Stack, own: bool) -> anyhow::Result<()> {
     let prometheus = stack.prometheus("prometheus-check", "1s")?;
     say(&format!("Prometheus: {prometheus} (scrape every 1 s)"));

@@ -382,6 +382,8 @@ impl Pg2pc {
         });
     }
 
+    /// Over 80 lines on purpose: the two phases, the logged decision and every
+    /// way out of them read in one place, as the protocol is taught.
     async fn coordinate(&self, cx: GrabContext<'_>, req: GrabRequest) -> Result<Order, GrabError> {
         let stock = self.stock.as_ref().ok_or_else(|| GrabError::Unavailable {
             dependency: Dependency::Postgres,

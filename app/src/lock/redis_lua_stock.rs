@@ -389,6 +389,9 @@ impl RedisLuaStock {
 /// call that fails leaves its reservations to the sweep, which finds the
 /// orders and only forgets them. Public so a test can play a confirm that
 /// comes after the sweep.
+///
+/// Over 80 lines on purpose: the confirm, its conflicts and its failures in one
+/// place, where the sweep's side of the same race can be checked against it.
 pub async fn confirm_committed(deps: Deps, orders: Vec<Order>) -> Vec<Result<Order, GrabError>> {
     let mut by_product: HashMap<i64, Vec<usize>> = HashMap::new();
     for (i, order) in orders.iter().enumerate() {

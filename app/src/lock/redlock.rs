@@ -207,6 +207,9 @@ impl DistributedLock for Redlock {
             .then_some("no Redlock nodes configured: set SECKILL_REDLOCK_URLS")
     }
 
+    /// Over 80 lines on purpose: the algorithm's steps as the Redis
+    /// documentation numbers them (time, votes, quorum, validity, undo), in
+    /// order, in one place.
     async fn try_acquire(
         &self,
         cx: GrabContext<'_>,

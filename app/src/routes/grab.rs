@@ -49,6 +49,10 @@ fn validate(body: &GrabBody, product_id: i64, max_quantity: u32) -> Result<GrabR
 }
 
 /// Place one order, or say why not.
+///
+/// Over 80 lines on purpose: a grab's whole path through the route — the
+/// checks, the task of its own, the answer and its headers — read top to
+/// bottom.
 #[utoipa::path(
     tag = "grab",
     params(("id" = i64, Path, minimum = 1, description = "Product id")),

@@ -229,6 +229,8 @@ struct StateView<'a> {
     scenarios: Vec<ScenarioItem>,
 }
 
+/// Over 80 lines on purpose: the page's one state document, every field filled
+/// in the order the page draws it.
 #[get("/api/state")]
 async fn state(console: web::Data<Console>) -> HttpResponse {
     let service = &console.service;

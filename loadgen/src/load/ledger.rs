@@ -170,6 +170,9 @@ impl Ledger {
 
     /// Match the acknowledgements against `orders` (every row of each
     /// product since its reset) and the stock against `audit`.
+    ///
+    /// Over 80 lines on purpose: the acknowledged-order check's matching, each
+    /// rule beside the case it decides.
     pub fn account(&self, orders: &BTreeMap<u64, Vec<OrderRow>>, audit: &[AuditRow]) -> Accounting {
         let entries = lock(&self.entries);
         let mut out = Accounting {

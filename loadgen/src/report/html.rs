@@ -15,6 +15,9 @@ impl Report {
     /// orders per strategy), product 1's stock over each run, throughput
     /// and p99 latency bars, the table; violations in red. No scripts, no
     /// fetches.
+    ///
+    /// Over 80 lines on purpose: one page's markup (maud), in the order it
+    /// reads.
     pub fn html(&self) -> String {
         let violations = self.violations();
         let (head, rows) = self.rows();

@@ -137,6 +137,9 @@ pub fn expect(strategy: &StrategyEntry, _variant: &str, params: &Params) -> Expe
 
 /// Run `injections` rounds while every Redlock node's clock runs
 /// `slew_pct` fast. The faults, as reported.
+///
+/// Over 80 lines on purpose: the scenario's steps read top to bottom, each one
+/// logged as it happens.
 pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     let params = cx.params;
     let (lab, world, case, strategy, _) = cx.parts();

@@ -173,6 +173,9 @@ impl Coordinator<'_> {
     /// grab in doubt; watch b blocked; start a again and wait for its
     /// recovery; judge the round (its proof, when the crash landed as
     /// meant).
+    ///
+    /// Over 80 lines on purpose: the crash's steps read top to bottom, each one
+    /// logged as it happens.
     async fn crash_once(
         &self,
         lab: &super::lab::Lab,

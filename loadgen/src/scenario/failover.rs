@@ -106,6 +106,9 @@ pub const QUICK: &[(&str, &str)] = &[];
 /// replica a is inside, then rush replica b; a fresh lagging replica of
 /// the new primary replaces the old one, so the next round fails over
 /// again. The faults, as reported.
+///
+/// Over 80 lines on purpose: the scenario's steps read top to bottom, each one
+/// logged as it happens.
 pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     let params = cx.params;
     let (lab, world, case, strategy, variant) = cx.parts();

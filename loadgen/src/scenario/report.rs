@@ -197,6 +197,9 @@ impl ScenarioReport {
 
     /// `scenarios.html`: the table, and a timeline of each case's first
     /// overlaps.
+    ///
+    /// Over 80 lines on purpose: one page's markup (maud), in the order it
+    /// reads.
     pub fn html(&self) -> String {
         let report = self;
         let colour = |verdict| match verdict {

@@ -211,6 +211,9 @@ const B_THINK_PG_MS: u64 = 100;
 
 /// Delay replica a's link (`link`: its replies from Redis, or its
 /// requests to PostgreSQL), `injections` windows. The faults, as reported.
+///
+/// Over 80 lines on purpose: the scenario's steps read top to bottom, each one
+/// logged as it happens.
 pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     let params = cx.params;
     let (lab, world, case, strategy, _) = cx.parts();
