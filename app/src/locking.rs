@@ -89,28 +89,41 @@ pub struct LockGuard {
     pub key: String,
     /// Unique per acquisition — never a thread id, tasks migrate.
     pub token: String,
-    /// Monotonic fencing token, for strategies that hand one out.
-    pub fencing_token: Option<i64>,
     /// When the lock was acquired (monotonic).
     pub acquired_at: Instant,
+    /// What else holding it consists of, by the strategy's shape.
+    pub held: Held,
+}
+
+/// What holding a lock consists of beyond its key and token: the few real
+/// shapes, one per family of strategies.
+#[derive(Debug)]
+pub enum Held {
+    /// A key in a store (the Redis locks, the lock table): nothing else.
+    Key,
     /// An in-process guard (`local-mutex`); dropping it unlocks.
-    pub local: Option<tokio::sync::OwnedMutexGuard<()>>,
+    Local(tokio::sync::OwnedMutexGuard<()>),
+    /// A monotonic fencing token the database checks (`fenced`).
+    Fenced(i64),
     /// The instant after which the lock must not be relied on (`redlock`'s
-    /// validity time). Checked before the commit.
-    pub valid_until: Option<Instant>,
-    /// The watchdog's lease: tells the holder when renewal lost the lock or
-    /// its deadline passed; shared by the guards of one owner (re-entries).
-    /// Also the etcd lease and the ZooKeeper session of their locks.
-    pub lease: Option<Lease>,
-    /// A revision the lock service handed out with the lock (etcd's create
-    /// revision, ZooKeeper's sequence number + 1), growing with every holder:
-    /// a fencing token the database checks only when the `check_revision`
-    /// switch is on — off by default, so the pause failure stays visible.
-    pub revision: Option<i64>,
+    /// validity time), checked before the commit.
+    Validity(Instant),
+    /// A lease kept alive: the watchdog's (shared by the guards of one
+    /// owner's re-entries), the etcd lease, the ZooKeeper session. It
+    /// tells the holder when renewal lost the lock or its deadline passed.
+    Lease {
+        lease: Lease,
+        /// A revision the lock service handed out with the lock (etcd's
+        /// create revision, ZooKeeper's sequence number + 1), growing with
+        /// every holder: a fencing token the database checks only when the
+        /// `check_revision` switch is on — off by default, so the pause
+        /// failure stays visible.
+        revision: Option<i64>,
+    },
     /// The session the lock lives on, kept until the explicit release (the
     /// MariaDB session that holds `GET_LOCK`). Dropping it does no I/O of
     /// ours.
-    pub session: Option<HeldSession>,
+    Session(HeldSession),
 }
 
 /// The database session a lock lives on (`mysql-get-lock`: the MariaDB
@@ -403,28 +416,62 @@ impl LockGuard {
     /// key may have expired in Redis although nobody said so), or the
     /// validity time has passed.
     pub fn check_still_held(&self) -> Result<(), LockLost> {
-        if let Some(lease) = &self.lease {
-            if lease.status().is_lost() {
-                return Err(LockLost::LeaseLost);
+        match &self.held {
+            Held::Lease { lease, .. } if lease.status().is_lost() => Err(LockLost::LeaseLost),
+            Held::Lease { lease, .. } if Instant::now() >= lease.status().deadline() => {
+                Err(LockLost::LeaseExpired)
             }
-            if Instant::now() >= lease.status().deadline() {
-                return Err(LockLost::LeaseExpired);
+            Held::Validity(until) if Instant::now() >= *until => Err(LockLost::ValidityExpired),
+            _ => Ok(()),
+        }
+    }
+
+    /// Its lease, when it is kept alive by one.
+    pub fn lease(&self) -> Option<&Lease> {
+        match &self.held {
+            Held::Lease { lease, .. } => Some(lease),
+            _ => None,
+        }
+    }
+
+    /// The revision the lock service handed out with it (etcd, ZooKeeper).
+    pub fn revision(&self) -> Option<i64> {
+        match self.held {
+            Held::Lease { revision, .. } => revision,
+            _ => None,
+        }
+    }
+
+    /// Its lease taken out of it (the guard keeps only its key and token).
+    pub fn take_lease(&mut self) -> Option<Lease> {
+        match std::mem::replace(&mut self.held, Held::Key) {
+            Held::Lease { lease, .. } => Some(lease),
+            other => {
+                self.held = other;
+                None
             }
         }
-        if self
-            .valid_until
-            .is_some_and(|until| Instant::now() >= until)
-        {
-            return Err(LockLost::ValidityExpired);
+    }
+
+    /// The database session it lives on, when it does.
+    pub fn session(&self) -> Option<&HeldSession> {
+        match &self.held {
+            Held::Session(session) => Some(session),
+            _ => None,
         }
-        Ok(())
     }
 
     /// The token the database must check: the strategy's own fencing token
     /// (`fenced`), or the lock service's revision when `check_revision` is on.
     pub fn fence(&self, faults: Faults) -> Option<i64> {
-        self.fencing_token
-            .or(self.revision.filter(|_| faults.check_revision))
+        match self.held {
+            Held::Fenced(token) => Some(token),
+            Held::Lease {
+                revision: Some(revision),
+                ..
+            } if faults.check_revision => Some(revision),
+            _ => None,
+        }
     }
 
     /// The value the database compares when the `check_token` switch is on
@@ -449,13 +496,8 @@ impl LockGuard {
         Self {
             key,
             token,
-            fencing_token: None,
             acquired_at: Instant::now(),
-            local: None,
-            valid_until: None,
-            lease: None,
-            revision: None,
-            session: None,
+            held: Held::Key,
         }
     }
 }

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::api::Variant;
 use crate::compare::{self, Settings};
 use crate::console;
 use crate::debate;
@@ -111,8 +112,8 @@ enum Command {
         params: bool,
         /// Comma-separated variants to run (e.g. `check` of acquire-pause)
         /// instead of every variant of each scenario.
-        #[arg(long, value_delimiter = ',')]
-        variants: Vec<String>,
+        #[arg(long, value_delimiter = ',', value_parser = scenario::variant_parser())]
+        variants: Vec<Variant>,
     },
     /// Every scenario report kept under a folder in one table, the newest
     /// run of each case (scenario, strategy, variant): each

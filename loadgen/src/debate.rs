@@ -29,6 +29,7 @@ use std::process::ExitCode;
 use serde::Serialize;
 
 use crate::api::StrategyName;
+use crate::api::Variant;
 use crate::judge::Expected;
 use crate::scenario::predictions;
 use crate::scenario::{
@@ -127,7 +128,7 @@ pub struct Run {
     /// The strategy.
     pub strategy: StrategyName,
     /// The variant (`None`: the scenario has one).
-    pub variant: Option<&'static str>,
+    pub variant: Option<Variant>,
     /// Dials held fixed.
     pub sets: &'static [(&'static str, &'static str)],
     /// The dial swept and its values, on both sides of the boundary.
@@ -238,13 +239,13 @@ const ACQ_CHECK: Run = Run {
     id: "acquire-redlock-check",
     scenario: "acquire-pause",
     strategy: StrategyName::Redlock,
-    variant: Some("check"),
+    variant: Some(Variant::Check),
     sets: &[("ttl_ms", "400"), ("work_ms", "100"), ("users", "6")],
     sweep: ("pause", ACQUIRE_PAUSES),
 };
 const ACQ_NO_CHECK: Run = Run {
     id: "acquire-redlock-no-check",
-    variant: Some("no-check"),
+    variant: Some(Variant::NoCheck),
     ..ACQ_CHECK
 };
 
@@ -252,7 +253,7 @@ const JUMP: Run = Run {
     id: "clock-jump-redlock",
     scenario: "clock-jump",
     strategy: StrategyName::Redlock,
-    variant: Some("partition+jump"),
+    variant: Some(Variant::PartitionJump),
     sets: &[("ttl_ms", "1000"), ("work_ms", "300")],
     // The boundary: jump = TTL − work (0.7 TTL).
     sweep: ("jump", &["0.3ttl", "0.5ttl", "0.9ttl", "1.5ttl"]),
@@ -261,7 +262,7 @@ const RESTART_DELAY: Run = Run {
     id: "restart-delay-redlock",
     scenario: "redlock-restart",
     strategy: StrategyName::Redlock,
-    variant: Some("restart"),
+    variant: Some(Variant::Restart),
     sets: &[("ttl_ms", "2000"), ("work_ms", "1000")],
     // The boundary: the delay = the work (0.5 TTL); the docs' remedy is 1 TTL.
     sweep: ("restart_delay", &["0", "0.25ttl", "0.75ttl", "1.3ttl"]),
@@ -270,7 +271,7 @@ const FSYNC_POWER: Run = Run {
     id: "fsync-power-cut-redlock",
     scenario: "redlock-restart",
     strategy: StrategyName::Redlock,
-    variant: Some("restart"),
+    variant: Some(Variant::Restart),
     sets: &[("ttl_ms", "2000"), ("work_ms", "1000"), ("crash", "power")],
     sweep: ("persistence", &["none", "everysec", "always"]),
 };
@@ -342,18 +343,18 @@ const FAILOVER_NO_WAIT: Run = Run {
     id: "failover-no-wait",
     scenario: "failover",
     strategy: StrategyName::SetNxPxToken,
-    variant: Some("no-wait"),
+    variant: Some(Variant::NoWait),
     sets: &[("ttl_ms", "2000"), ("work_ms", "300")],
     sweep: ("lag_ms", LAGS),
 };
 const FAILOVER_WAIT: Run = Run {
     id: "failover-wait-1",
-    variant: Some("wait-1"),
+    variant: Some(Variant::Wait1),
     ..FAILOVER_NO_WAIT
 };
 const FAILOVER_WAIT_TWO: Run = Run {
     id: "failover-wait-1-two-replicas",
-    variant: Some("wait-1-two-replicas"),
+    variant: Some(Variant::Wait1TwoReplicas),
     ..FAILOVER_NO_WAIT
 };
 const FAILOVER_FENCED: Run = Run {
@@ -363,7 +364,7 @@ const FAILOVER_FENCED: Run = Run {
 };
 const JUMP_CONTROL: Run = Run {
     id: "clock-jump-control",
-    variant: Some("partition"),
+    variant: Some(Variant::Partition),
     sweep: ("work_ms", &["100", "300"]),
     ..JUMP
 };
@@ -872,7 +873,7 @@ struct RowJson {
     mechanism: &'static str,
     scenario: &'static str,
     strategy: StrategyName,
-    variant: Option<&'static str>,
+    variant: Option<Variant>,
     fixed: Vec<(String, String)>,
     outcome: Outcome,
     predicts: &'static str,
@@ -926,7 +927,7 @@ pub async fn main(settings: Settings) -> ExitCode {
         };
         let mut options = settings.scenario.clone();
         options.strategies = vec![run.strategy.as_str().to_owned()];
-        options.variants = run.variant.map(|v| vec![v.to_owned()]).unwrap_or_default();
+        options.variants = run.variant.map(|v| vec![v]).unwrap_or_default();
         options.sets = owned_sets(run.sets);
         options
             .sets

@@ -23,6 +23,8 @@
 //!   `outcome` label of `seckill_grab_requests_total`, read back from the
 //!   answer's status and error code.
 //! - [`status`] — `GET /api/v1/status` (and each event of its stream).
+//! - [`scenarios`] — the variants of the fault scenarios, as
+//!   `scenarios.json` names them.
 //! - [`error`] — the body of every error answer.
 //!
 //! Rules every type here keeps:
@@ -57,5 +59,6 @@ pub mod nullable;
 pub mod orders;
 pub mod outcome;
 pub mod products;
+pub mod scenarios;
 pub mod status;
 pub mod strategies;

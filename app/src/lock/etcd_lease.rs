@@ -47,8 +47,8 @@ use tokio::time::{timeout, Instant};
 
 use crate::error::{unavailable, Dependency, GrabError};
 use crate::locking::{
-    lease_deadline, lock_key, DistributedLock, Lease, LeaseStatus, LockGuard, Released, Renewal,
-    Renewer,
+    lease_deadline, lock_key, DistributedLock, Held, Lease, LeaseStatus, LockGuard, Released,
+    Renewal, Renewer,
 };
 use crate::strategy::{GrabContext, Kind, Safety, StrategyInfo};
 
@@ -182,9 +182,12 @@ impl EtcdLease {
             String::from_utf8_lossy(response.key()).into_owned(),
             format!("{lease_id:x}"),
         );
-        guard.revision = response.header().map(|h| h.revision());
-        guard.lease = Some(held);
-        tracing::debug!(key = %guard.key, revision = ?guard.revision, "etcd lock acquired");
+        let revision = response.header().map(|h| h.revision());
+        guard.held = Held::Lease {
+            lease: held,
+            revision,
+        };
+        tracing::debug!(key = %guard.key, ?revision, "etcd lock acquired");
         Ok(Some(guard))
     }
 }
@@ -262,7 +265,7 @@ impl DistributedLock for EtcdLease {
     }
 
     async fn release(&self, _cx: GrabContext<'_>, guard: LockGuard) -> Result<Released, GrabError> {
-        let lost = guard.lease.as_ref().is_some_and(|lease| {
+        let lost = guard.lease().is_some_and(|lease| {
             lease.stop_renewing();
             lease.status().is_lost()
         });

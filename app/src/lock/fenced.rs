@@ -39,7 +39,7 @@ use redis::Script;
 
 use super::set_nx_px_token::SetNxPxToken;
 use crate::error::GrabError;
-use crate::locking::{lock_key, new_token, DistributedLock, LockGuard, Released};
+use crate::locking::{lock_key, new_token, DistributedLock, Held, LockGuard, Released};
 use crate::strategy::{GrabContext, Kind, Safety, StrategyInfo};
 
 /// Name, seed and guarantee of `fenced`.
@@ -130,12 +130,12 @@ impl DistributedLock for Fenced {
         };
         let mut guard = LockGuard::remote(key, token);
         if fresh == 0 {
-            guard.fencing_token = Some(fencing_token);
+            guard.held = Held::Fenced(fencing_token);
             return Ok(Some(guard));
         }
         match self.seeded_token(cx, product_id).await {
             Ok(seeded) => {
-                guard.fencing_token = Some(seeded);
+                guard.held = Held::Fenced(seeded);
                 Ok(Some(guard))
             }
             Err(e) => {

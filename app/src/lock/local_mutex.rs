@@ -24,7 +24,7 @@ use async_trait::async_trait;
 use tokio::time::{timeout, Instant};
 
 use crate::error::GrabError;
-use crate::locking::{new_token, DistributedLock, LockGuard, Released};
+use crate::locking::{new_token, DistributedLock, Held, LockGuard, Released};
 use crate::strategy::{GrabContext, Kind, Safety, StrategyInfo};
 
 /// Name, seed and guarantee of `local-mutex`.
@@ -106,12 +106,7 @@ fn local_guard(product_id: i64, held: tokio::sync::OwnedMutexGuard<()>) -> LockG
     LockGuard {
         key: format!("local:product:{product_id}"),
         token: new_token(),
-        fencing_token: None,
         acquired_at: Instant::now(),
-        local: Some(held),
-        valid_until: None,
-        lease: None,
-        revision: None,
-        session: None,
+        held: Held::Local(held),
     }
 }

@@ -42,7 +42,9 @@ use sqlx::mysql::{MySqlPool, MySqlPoolOptions};
 use tokio::time::{timeout, Instant};
 
 use crate::error::{unavailable, Dependency, GrabError};
-use crate::locking::{lock_key, new_token, DistributedLock, HeldSession, LockGuard, Released};
+use crate::locking::{
+    lock_key, new_token, DistributedLock, Held, HeldSession, LockGuard, Released,
+};
 use crate::strategy::{GrabContext, Kind, Safety, StrategyInfo};
 
 /// Name, seed and guarantee of `mysql-get-lock`.
@@ -110,7 +112,7 @@ impl MysqlGetLock {
         match timeout(left + CLIENT_SLACK, query).await {
             Ok(Ok(Some(1))) => {
                 let mut guard = LockGuard::remote(key, new_token());
-                guard.session = Some(HeldSession::new(conn));
+                guard.held = Held::Session(HeldSession::new(conn));
                 Ok(Some(guard))
             }
             Ok(Ok(_)) => Ok(None),
@@ -161,7 +163,7 @@ impl DistributedLock for MysqlGetLock {
     }
 
     async fn release(&self, _cx: GrabContext<'_>, guard: LockGuard) -> Result<Released, GrabError> {
-        let Some(mut conn) = guard.session.as_ref().and_then(HeldSession::take) else {
+        let Some(mut conn) = guard.session().and_then(HeldSession::take) else {
             return Err(GrabError::Internal(
                 "mysql-get-lock guard without its session".into(),
             ));

@@ -62,7 +62,7 @@ use tokio::time::{timeout, Instant};
 
 use crate::error::{Dependency, GrabError};
 use crate::locking::{
-    lock_key, new_token, DistributedLock, LockGuard, Released, COMPARE_AND_DELETE,
+    lock_key, new_token, DistributedLock, Held, LockGuard, Released, COMPARE_AND_DELETE,
 };
 use crate::redis_client::connection as redis_connection;
 use crate::strategy::{GrabContext, Kind, Safety, StrategyInfo};
@@ -327,7 +327,7 @@ impl DistributedLock for Redlock {
                 // SETs were sent: the lock is trusted until TTL − drift
                 // after them, the earliest the keys can expire less the
                 // clocks' allowance.
-                guard.valid_until = Some(started + elapsed + validity);
+                guard.held = Held::Validity(started + elapsed + validity);
                 Ok(Some(guard))
             }
             _ => {

@@ -78,8 +78,8 @@ use tokio::time::{sleep, timeout, Instant};
 
 use crate::error::GrabError;
 use crate::locking::{
-    lease_deadline, lock_key, new_token, DistributedLock, Lease, LeaseStatus, LockGuard, Released,
-    Renewal, Renewer,
+    lease_deadline, lock_key, new_token, DistributedLock, Held, Lease, LeaseStatus, LockGuard,
+    Released, Renewal, Renewer,
 };
 use crate::strategy::{GrabContext, Kind, Safety, StrategyInfo};
 
@@ -226,11 +226,16 @@ impl Watchdog {
         Ok(match self.attempt(cx, &guard.key, &guard.token).await? {
             Attempt::Won(deadline) => {
                 // The script's PEXPIRE renewed the whole key.
-                if let Some(lease) = &guard.lease {
+                if let Some(lease) = guard.lease() {
                     lease.status().extend_to(deadline);
                 }
                 let mut entry = LockGuard::remote(guard.key.clone(), guard.token.clone());
-                entry.lease.clone_from(&guard.lease);
+                if let Some(lease) = guard.lease() {
+                    entry.held = Held::Lease {
+                        lease: lease.clone(),
+                        revision: None,
+                    };
+                }
                 Some(entry)
             }
             Attempt::Held(_) | Attempt::Late => None,
@@ -302,7 +307,10 @@ impl Watchdog {
             stop_rx,
         ));
         let mut guard = LockGuard::remote(key, owner);
-        guard.lease = Some(Lease::new(status, stop));
+        guard.held = Held::Lease {
+            lease: Lease::new(status, stop),
+            revision: None,
+        };
         guard
     }
 }
@@ -462,7 +470,7 @@ impl DistributedLock for Watchdog {
         cx: GrabContext<'_>,
         mut guard: LockGuard,
     ) -> Result<Released, GrabError> {
-        let lease = guard.lease.take();
+        let lease = guard.take_lease();
         let released = self.unlock_entry(cx, &guard.key, &guard.token).await;
         if let (Ok(Some(_)), Some(lease)) = (&released, &lease) {
             lease.stop_renewing();

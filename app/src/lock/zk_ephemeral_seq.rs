@@ -57,8 +57,8 @@ use zookeeper_client as zk;
 
 use crate::error::{unavailable, Dependency, GrabError};
 use crate::locking::{
-    lease_deadline, new_token, DistributedLock, Lease, LeaseStatus, LockGuard, Released, Renewal,
-    Renewer,
+    lease_deadline, new_token, DistributedLock, Held, Lease, LeaseStatus, LockGuard, Released,
+    Renewal, Renewer,
 };
 use crate::strategy::{GrabContext, Kind, Safety, StrategyInfo};
 
@@ -199,8 +199,10 @@ impl ZkEphemeralSeq {
                 ));
                 let mut guard = LockGuard::remote(ours, token);
                 // + 1: the first node's sequence is 0, the fence column's start.
-                guard.revision = Some(sequence.into_i64() + 1);
-                guard.lease = Some(Lease::new(status, stop));
+                guard.held = Held::Lease {
+                    lease: Lease::new(status, stop),
+                    revision: Some(sequence.into_i64() + 1),
+                };
                 Ok(Some(guard))
             }
             other => {
@@ -372,7 +374,7 @@ impl DistributedLock for ZkEphemeralSeq {
     }
 
     async fn release(&self, cx: GrabContext<'_>, guard: LockGuard) -> Result<Released, GrabError> {
-        let lost = guard.lease.as_ref().is_some_and(|lease| {
+        let lost = guard.lease().is_some_and(|lease| {
             lease.stop_renewing();
             lease.status().is_lost()
         });

@@ -11,7 +11,7 @@ use seckill_app::lock::{
     setnx_expire::SetnxExpire, setnx_expire_lua::SetnxExpireLua, setnx_getset::SetnxGetset,
     watchdog::Watchdog, zk_ephemeral_seq::ZkEphemeralSeq,
 };
-use seckill_app::locking::{DistributedLock, LockLost, Released};
+use seckill_app::locking::{DistributedLock, Held, LockLost, Released};
 use seckill_app::strategy::{Deps, GrabContext};
 use seckill_testkit::{eventually, signal_process};
 
@@ -729,7 +729,7 @@ async fn a_watchdog_holder_whose_renewal_is_stuck_fails_the_check_at_its_deadlin
     let pid = redis.pid();
     signal_process(pid, "-STOP");
     tokio::time::sleep(lease + MS(100)).await;
-    let lost = guard.lease.as_ref().expect("lease").status().is_lost();
+    let lost = guard.lease().expect("lease").status().is_lost();
     let check = guard.check_still_held();
     signal_process(pid, "-CONT");
     assert!(
@@ -761,7 +761,7 @@ async fn a_frozen_watchdog_holder_fails_the_check_after_its_deadline() {
     // SIGSTOP or a stop-the-world pause): the renewal task cannot run.
     std::thread::sleep(lease + MS(150));
     assert!(
-        !guard.lease.as_ref().expect("lease").status().is_lost(),
+        !guard.lease().expect("lease").status().is_lost(),
         "no renewal ran: nobody marked the lease lost"
     );
     assert_eq!(
@@ -959,14 +959,17 @@ async fn etcd_lease_excludes_under_contention_and_hands_out_growing_revisions() 
 
     let cx = coordination_cx(&d);
     let first = lock.acquire(cx, 1).await.expect("acquire");
-    let first_revision = first.revision.expect("a revision");
+    let first_revision = first.revision().expect("a revision");
     lock.release(cx, first).await.expect("release");
     let second = lock.acquire(cx, 1).await.expect("acquire");
     assert!(
-        second.revision.expect("a revision") > first_revision,
+        second.revision().expect("a revision") > first_revision,
         "the next holder's revision is larger: a fencing token"
     );
-    assert_eq!(second.fencing_token, None, "not used as the database fence");
+    assert!(
+        !matches!(second.held, Held::Fenced(_)),
+        "not used as the database fence"
+    );
     lock.release(cx, second).await.expect("release");
 }
 
@@ -1015,10 +1018,10 @@ async fn frozen_holder_is_overtaken(
     eprintln!(
         "{} after a pause: A (revision {:?}) still working, B (revision {:?}) holds",
         a_lock.name(),
-        a.revision,
-        b.revision
+        a.revision(),
+        b.revision()
     );
-    assert!(b.revision > a.revision, "B's revision fences A's");
+    assert!(b.revision() > a.revision(), "B's revision fences A's");
     let a_release = a_lock.release(cx, a).await;
     assert_eq!(
         b_lock.release(cx, b).await.expect("release"),
@@ -1053,7 +1056,7 @@ async fn zk_ephemeral_seq_excludes_under_contention_and_withdraws_on_timeout() {
     lock.release(cx, held).await.expect("release");
     // The waiter that gave up withdrew its node: the next one enters.
     let next = lock.acquire(cx, 1).await.expect("acquire");
-    assert!(next.revision.is_some());
+    assert!(next.revision().is_some());
     assert_eq!(
         lock.release(cx, next).await.expect("release"),
         Released::Released

@@ -13,6 +13,7 @@ pub use seckill_wire::history::{
 pub use seckill_wire::history::{Section, SectionsBody};
 pub use seckill_wire::orders::{OrderRow, OrdersPage};
 pub use seckill_wire::products::{ProductBody, ResetBody};
+pub use seckill_wire::scenarios::Variant;
 pub use seckill_wire::status::{FaultInForce, StatusBody};
 pub use seckill_wire::strategies::{
     Kind, Safety, StrategiesBody, StrategyEntry, StrategyName, SwitchBody,

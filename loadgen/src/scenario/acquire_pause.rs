@@ -30,11 +30,12 @@ use super::case::Expectation;
 use super::inject::{self, Window};
 use super::params::{self, Params, Spec, Unit};
 use super::world::{arm, faults_of_each, pause, two_replicas, work, CaseRun};
+use crate::api::Variant;
 use crate::api::{FaultsPatch, FreezeAt, Kind, StrategyEntry};
 use crate::judge::Expected::{Breaks, Holds};
 
 /// With Redlock's validity check, and with it switched off.
-pub const VARIANTS: &[&str] = &["check", "no-check"];
+pub const VARIANTS: &[Variant] = &[Variant::Check, Variant::NoCheck];
 
 /// Its dials.
 pub const PARAMS: &[Spec] = &[
@@ -70,7 +71,7 @@ pub fn drift_ms(ttl: u64) -> u64 {
 
 /// Redlock only: what it should do with and without its validity check,
 /// for the pause in force.
-pub fn expect(strategy: &StrategyEntry, variant: &str, params: &Params) -> Expectation {
+pub fn expect(strategy: &StrategyEntry, variant: Option<Variant>, params: &Params) -> Expectation {
     if strategy.kind != Kind::Validity {
         return Err(
             "this scenario pauses Redlock's acquisition (a Redlock fault); run it with redlock"
@@ -82,15 +83,15 @@ pub fn expect(strategy: &StrategyEntry, variant: &str, params: &Params) -> Expec
     let work = params.ms("work_ms");
     let validity = ttl.saturating_sub(pause + drift_ms(ttl));
     Ok(match variant {
-        "check" if validity == 0 => (
+        Some(Variant::Check) if validity == 0 => (
             Holds,
             "elapsed (the pause included) exceeds the TTL: the late quorum is refused".into(),
         ),
-        "check" if validity < work => (
+        Some(Variant::Check) if validity < work => (
             Breaks,
             "the validity left (TTL − pause − drift) is shorter than the work: the keys expire while the holder is inside".into(),
         ),
-        "check" => (
+        Some(Variant::Check) => (
             Holds,
             "the validity left covers the work: the keys outlive the section".into(),
         ),
@@ -116,7 +117,7 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     let pause_ms = params.ms("pause");
     let injections = params.injections();
     let users = usize::try_from(params.count("users")).unwrap_or(8).max(2);
-    let skip = variant == "no-check";
+    let skip = variant == Some(Variant::NoCheck);
     two_replicas(lab, world, strategy, ttl, Vec::new()).await?;
     let service = world.service();
     arm(&service, strategy, work(work_ms)).await?;

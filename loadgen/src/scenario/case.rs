@@ -6,9 +6,11 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::name::Scenario;
 use super::rate::{Rate, Standing};
 pub use super::record::Observed;
 use super::record::{Injection, Outcome, Outcomes};
+use crate::api::Variant;
 use crate::api::{OverlapEvent, Section, StrategyEntry};
 use crate::judge::{self, Breach, CaseVerdict, Expected, Guarantee};
 
@@ -19,12 +21,12 @@ pub type Expectation = Result<(Expected, String), String>;
 /// One case: a strategy under one variant of a scenario's fault.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CaseResult {
-    /// Scenario name.
-    pub name: String,
+    /// The scenario.
+    pub name: Scenario,
     /// Strategy.
     pub strategy: String,
     /// Variant of the fault, when the scenario has several.
-    pub variant: Option<String>,
+    pub variant: Option<Variant>,
     /// The faults in force (what was broken, how long, the TTL).
     pub faults: Value,
     /// `holds` or `breaks`.
@@ -143,18 +145,18 @@ impl CaseResult {
     /// A case that could not run here: `reason` says why and the remedy.
     #[allow(clippy::too_many_arguments)]
     pub fn not_run(
-        scenario: &str,
+        scenario: Scenario,
         entry: &StrategyEntry,
-        variant: &str,
+        variant: Option<Variant>,
         params: &super::params::Params,
         expected: Expected,
         why: String,
         reason: String,
     ) -> Self {
         Self {
-            name: scenario.to_owned(),
+            name: scenario,
             strategy: entry.name.clone(),
-            variant: (!variant.is_empty()).then(|| variant.to_owned()),
+            variant,
             faults: Value::Null,
             expected,
             why,
@@ -247,9 +249,9 @@ impl CaseResult {
     pub fn cells(&self) -> Vec<String> {
         let o = &self.observed;
         vec![
-            self.name.clone(),
+            self.name.name().to_owned(),
             self.strategy.clone(),
-            self.variant.clone().unwrap_or_else(|| "-".into()),
+            self.variant.map_or("-", Variant::as_str).to_owned(),
             self.expected.as_str().to_owned(),
             o.overlaps.to_string(),
             o.max_holders.to_string(),

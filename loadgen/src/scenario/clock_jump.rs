@@ -28,12 +28,13 @@ use super::params::{self, Params, Spec, Unit};
 use super::world::{
     arm, clock_ahead_ms, partition_in_force, partitioned_redlock, pause, wait_inside, work, CaseRun,
 };
+use crate::api::Variant;
 use crate::api::{Kind, StrategyEntry};
 use crate::judge::Expected::{self, Breaks, Holds};
 use crate::procs;
 
 /// The runs of each strategy: the control, then the jumps.
-pub const VARIANTS: &[&str] = &["partition", "partition+jump"];
+pub const VARIANTS: &[Variant] = &[Variant::Partition, Variant::PartitionJump];
 
 /// Its dials.
 pub const PARAMS: &[Spec] = &[
@@ -64,13 +65,13 @@ pub fn predicts(params: &Params) -> Expected {
 }
 
 /// Redlock only: what it should do with and without node 3's jump.
-pub fn expect(strategy: &StrategyEntry, variant: &str, params: &Params) -> Expectation {
+pub fn expect(strategy: &StrategyEntry, variant: Option<Variant>, params: &Params) -> Expectation {
     if strategy.kind != Kind::Validity {
         return Err("this scenario breaks Redlock's nodes; run it with redlock".into());
     }
     let (ttl, work, jump) = (params.ttl_ms(), params.ms("work_ms"), params.ms("jump"));
     Ok(match variant {
-        "partition" => (
+        Some(Variant::Partition) => (
             Holds,
             "node 3 is shared by both majorities: one holder at a time".into(),
         ),
@@ -93,7 +94,7 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     let (lab, world, case, strategy, variant) = cx.parts();
     let ttl = params.ttl_ms();
     let work_ms = params.ms("work_ms");
-    let jump = if variant == "partition" {
+    let jump = if variant == Some(Variant::Partition) {
         0
     } else {
         params.ms("jump")

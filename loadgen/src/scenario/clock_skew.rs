@@ -24,6 +24,7 @@ use super::case::Expectation;
 use super::inject::{self, Window};
 use super::params::{self, Params, Spec, Unit};
 use super::world::{arm, http_date, pause, two_replicas, work, CaseRun};
+use crate::api::Variant;
 use crate::api::{StrategyEntry, StrategyName};
 use crate::judge::Expected::{Breaks, Holds};
 use crate::procs;
@@ -49,7 +50,7 @@ pub const QUICK: &[(&str, &str)] = &[("window_ms", "400")];
 
 /// What `strategy` should do when one replica's clock runs ahead by the
 /// skew in force.
-pub fn expect(strategy: &StrategyEntry, _variant: &str, params: &Params) -> Expectation {
+pub fn expect(strategy: &StrategyEntry, _variant: Option<Variant>, params: &Params) -> Expectation {
     let (ttl, work, skew) = (params.ttl_ms(), params.ms("work_ms"), params.ms("skew"));
     // Survey scheme 2 (value = expiry time, GETSET) is the one design
     // that trusts the client's clock.

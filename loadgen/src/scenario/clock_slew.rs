@@ -37,6 +37,7 @@ use super::inject::{self, Window};
 use super::lab::Setup;
 use super::params::{self, Params, Spec, Unit};
 use super::world::{arm, clock_ahead_ms, pause, start_replicas, work, CaseRun};
+use crate::api::Variant;
 use crate::api::{Kind, StrategyEntry};
 use crate::judge::Expected::{self, Breaks, Holds};
 use crate::procs::{self, RedisNode};
@@ -106,7 +107,7 @@ pub fn predicts(params: &Params) -> Expected {
 }
 
 /// Redlock only: holds while the keys outlive the holder's last check.
-pub fn expect(strategy: &StrategyEntry, _variant: &str, params: &Params) -> Expectation {
+pub fn expect(strategy: &StrategyEntry, _variant: Option<Variant>, params: &Params) -> Expectation {
     if strategy.kind != Kind::Validity {
         return Err("this scenario slews Redlock's nodes' clocks; run it with redlock".into());
     }

@@ -40,17 +40,18 @@ use super::inject::{self, Window};
 use super::lab::Setup;
 use super::params::{self, Spec, Unit};
 use super::world::{arm, pause, start_replicas, work, CaseRun};
+use crate::api::Variant;
 use crate::api::{FaultsPatch, PauseAt, StrategyEntry, StrategyName};
 use crate::judge::Expected::{Breaks, Holds};
 use crate::load::Outcome;
 use crate::procs::{self, RedisNode};
 
 /// The variants: where the coordinator dies, and whether it logs.
-pub const VARIANTS: &[&str] = &[
-    "decision-log",
-    "decision-log-mid-commit",
-    "no-decision-log",
-    "no-decision-log-mid-commit",
+pub const VARIANTS: &[Variant] = &[
+    Variant::DecisionLog,
+    Variant::DecisionLogMidCommit,
+    Variant::NoDecisionLog,
+    Variant::NoDecisionLogMidCommit,
 ];
 
 /// Its dials.
@@ -71,17 +72,17 @@ pub const PARAMS: &[Spec] = &[
 pub const QUICK: &[(&str, &str)] = &[("down_ms", "450")];
 
 /// What `strategy` should do when its coordinator dies in `variant`.
-pub fn expect(strategy: &StrategyEntry, variant: &str) -> Expectation {
+pub fn expect(strategy: &StrategyEntry, variant: Option<Variant>) -> Expectation {
     if !strategy.is(StrategyName::Pg2pc) {
         return Err("only pg-2pc has a coordinator".into());
     }
     Ok(match variant {
-        "no-decision-log-mid-commit" => (
+        Some(Variant::NoDecisionLogMidCommit) => (
             Breaks,
             "no decision logged: recovery rolls back the stock side of an order that committed"
                 .into(),
         ),
-        "no-decision-log" => (
+        Some(Variant::NoDecisionLog) => (
             Holds,
             "no decision logged: recovery rolls both sides back, and nothing had committed".into(),
         ),
@@ -98,8 +99,14 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     let params = cx.params;
     let (lab, world, case, strategy, variant) = cx.parts();
     let work_ms = params.ms("work_ms");
-    let logged = !variant.starts_with("no-");
-    let mid_commit = variant.ends_with("mid-commit");
+    let logged = !matches!(
+        variant,
+        Some(Variant::NoDecisionLog | Variant::NoDecisionLogMidCommit)
+    );
+    let mid_commit = matches!(
+        variant,
+        Some(Variant::DecisionLogMidCommit | Variant::NoDecisionLogMidCommit)
+    );
     let (pause_at, in_doubt_sides) = if mid_commit {
         (PauseAt::BetweenCommits, 1)
     } else {

@@ -25,6 +25,7 @@ use super::inject::{self, Window};
 use super::lab::TOKEN;
 use super::params::{self, Spec, Unit};
 use super::world::{arm, pause, two_replicas, wait_inside, work, Case, CaseRun, World};
+use crate::api::Variant;
 use crate::api::{FaultsPatch, Kind, Service, StrategyEntry, StrategyName};
 use crate::judge::Expected::{Breaks, Holds};
 use crate::procs;
@@ -56,7 +57,7 @@ pub const PARAMS: &[Spec] = &[
 pub const QUICK: &[(&str, &str)] = &[("ttl_ms", "400"), ("gap", "600"), ("watch_ms", "2ttl")];
 
 /// What `strategy` should do when its holder dies.
-pub fn expect(strategy: &StrategyEntry, _variant: &str) -> Expectation {
+pub fn expect(strategy: &StrategyEntry, _variant: Option<Variant>) -> Expectation {
     let (expected, why) = match strategy.kind {
         Kind::NoExpiry => (Breaks, "nothing ever deletes the dead holder's key"),
         // Seed 004 v2: the crash window between two commands.

@@ -19,6 +19,7 @@ use super::inject::{self, Window};
 use super::lab::Setup;
 use super::params::{self, Spec, Unit};
 use super::world::{arm, link_state, pause, start_replicas, work, Case, CaseRun, LinkState, World};
+use crate::api::Variant;
 use crate::api::{StrategyEntry, StrategyName};
 use crate::judge::Expected::Holds;
 use crate::load::Outcome;
@@ -54,7 +55,7 @@ fn between_ms(outage: u64) -> u64 {
 }
 
 /// Every strategy holds, but one whose stock lives in Redis alone.
-pub fn expect(strategy: &StrategyEntry, _variant: &str) -> Expectation {
+pub fn expect(strategy: &StrategyEntry, _variant: Option<Variant>) -> Expectation {
     match strategy.strategy() {
         Some(StrategyName::RedisLuaStock) => Err("its stock lives in Redis: a Redis without persistence loses it (documented in its header)".into()),
         _ => Ok((Holds, "a dead dependency answers 503 and rolls back; nothing half-written".into())),

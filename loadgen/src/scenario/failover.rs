@@ -34,6 +34,7 @@ use super::inject::{self, Window};
 use super::lab::{Lab, Setup};
 use super::params::{self, Spec, Unit};
 use super::world::{arm, pause, start_buyers, start_replicas, wait_inside, work, CaseRun, World};
+use crate::api::Variant;
 use crate::api::{Kind, StrategyEntry, StrategyName};
 use crate::judge::Expected::{Breaks, Holds};
 use crate::procs::{self, RedisNode};
@@ -41,11 +42,16 @@ use seckill_proxy::Proxy;
 
 /// Without and with `WAIT 1` after each lock write; and `WAIT 1`
 /// acknowledged by one replica while the other is promoted.
-pub const VARIANTS: &[&str] = &["no-wait", "wait-1", "wait-1-two-replicas"];
+pub const VARIANTS: &[Variant] = &[Variant::NoWait, Variant::Wait1, Variant::Wait1TwoReplicas];
+
+/// Whether the lock write waits for a replica (`WAIT 1`).
+fn waits(variant: Option<Variant>) -> bool {
+    matches!(variant, Some(Variant::Wait1 | Variant::Wait1TwoReplicas))
+}
 
 /// The single-instance Redis locks only: what each does when the replica
 /// is promoted.
-pub fn expect(strategy: &StrategyEntry, variant: &str) -> Expectation {
+pub fn expect(strategy: &StrategyEntry, variant: Option<Variant>) -> Expectation {
     if matches!(
         strategy.strategy(),
         Some(StrategyName::EtcdLease | StrategyName::ZkEphemeralSeq)
@@ -56,12 +62,12 @@ pub fn expect(strategy: &StrategyEntry, variant: &str) -> Expectation {
         (Kind::Validity | Kind::LockTable | Kind::InTransaction | Kind::NotALock | Kind::Session, _) => {
             return Err("this scenario fails over the service's one Redis; it applies to the single-instance Redis locks".into())
         }
-        (Kind::Fenced, v) if v.starts_with("wait-1") => {
+        (Kind::Fenced, v) if waits(v) => {
             return Err("fenced does not WAIT for the replica: its wait-1 variants are its no-wait case".into())
         }
         (Kind::Fenced, _) => (Holds, "the promoted replica's older counter yields stale tokens the database refuses"),
-        (_, "no-wait") => (Breaks, "the lock key had not reached the replica when it was promoted"),
-        (_, "wait-1-two-replicas") => (Breaks, "WAIT 1 was acknowledged by the fast replica; the lagging one, promoted, lacks the key"),
+        (_, Some(Variant::NoWait)) => (Breaks, "the lock key had not reached the replica when it was promoted"),
+        (_, Some(Variant::Wait1TwoReplicas)) => (Breaks, "WAIT 1 was acknowledged by the fast replica; the lagging one, promoted, lacks the key"),
         // Only the SET NX PX family waits for the replica (WAIT 1).
         (_, _)
             if matches!(
@@ -115,7 +121,7 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     let ttl = params.ttl_ms();
     let lag = params.count("lag_ms");
     let promotions = params.injections();
-    let two = variant == "wait-1-two-replicas";
+    let two = variant == Some(Variant::Wait1TwoReplicas);
     // With two replicas the rush's own WAIT 1 needs the fast replica to
     // follow the promoted one first: the holder stays inside longer.
     let work_ms = if two {
@@ -150,7 +156,7 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     };
     let front = Proxy::start(procs::local(primary.port)).await?;
     let front_url = format!("redis://127.0.0.1:{}", front.port);
-    let extra = if variant.starts_with("wait-1") {
+    let extra = if waits(variant) {
         vec![
             ("SECKILL_REDIS_WAIT_REPLICAS".to_owned(), "1".to_owned()),
             (
@@ -183,7 +189,7 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     case.step(format!(
         "a primary and a replica whose copy arrives {lag} ms late (a proxy){}; both app replicas use the primary through a proxy; TTL {ttl} ms, work {work_ms} ms{}; {promotions} promotions, each while a holder is inside, the old primary then following the new one",
         if two { ", and a second replica on a direct link" } else { "" },
-        if variant.starts_with("wait-1") { ", WAIT 1 after each lock write" } else { "" }
+        if waits(variant) { ", WAIT 1 after each lock write" } else { "" }
     ));
     let rush_targets = buyers::retargeted(world.replica("b")?.url());
     let (mut up, mut down) = (0usize, 1usize);
@@ -240,7 +246,7 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     });
     Ok(json!({
         "replication_lag_ms": lag,
-        "wait_replicas": u8::from(variant.starts_with("wait-1")),
+        "wait_replicas": u8::from(waits(variant)),
         "replicas": if two { 2 } else { 1 },
         "promoted": "the lagging replica",
         "promotions": promotions,

@@ -38,6 +38,7 @@ use super::inject::{self, Window};
 use super::lab::TOKEN;
 use super::params::{self, Params, Spec, Unit};
 use super::world::{arm, two_replicas, wait_inside, work, CaseRun};
+use crate::api::Variant;
 use crate::api::{FreezeAt, Kind, Service, StrategyEntry, StrategyName};
 use crate::judge::Expected::{Breaks, Holds};
 
@@ -98,7 +99,7 @@ fn outlived(params: &Params) -> bool {
 }
 
 /// What `strategy` should do when its holder is frozen for `pause`.
-pub fn expect(strategy: &StrategyEntry, _variant: &str, params: &Params) -> Expectation {
+pub fn expect(strategy: &StrategyEntry, _variant: Option<Variant>, params: &Params) -> Expectation {
     let outlived = outlived(params);
     if checks_token(params) {
         if !RANDOM_VALUE.into_iter().any(|s| strategy.is(s)) {

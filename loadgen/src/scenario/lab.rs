@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 
-use crate::api::{Service, StrategiesBody, StrategyEntry, StrategyName};
+use crate::api::{Service, StrategiesBody, StrategyEntry, StrategyName, Variant};
 use crate::procs::{self, Clockshift, Powerloss, RedisNode, Replica};
 
 /// Settings of a scenario run (from the command line).
@@ -36,7 +36,7 @@ pub struct Options {
     /// `--sweep NAME=v1,v2,…`: each case at each value.
     pub sweep: Option<(String, Vec<String>)>,
     /// `--variants`: only these variants of each scenario (empty: all).
-    pub variants: Vec<String>,
+    pub variants: Vec<Variant>,
     /// `--jobs`: cases run at once, each in a lane of its own (a database,
     /// an arbiter, coordination servers and a folder per lane).
     pub jobs: usize,

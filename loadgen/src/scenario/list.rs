@@ -14,25 +14,11 @@ use super::{
     acquire_pause, clock_jump, clock_skew, clock_slew, coordinator_crash, crash_holder,
     dependency_loss, failover, gc_pause, redlock_restart, slow_network, unlock_before_commit,
 };
+use crate::api::Variant;
 use crate::api::{Kind, StrategyEntry, StrategyName};
 use crate::judge::{Expected, Guarantee};
 
-/// One scenario (`seckill-loadgen scenario NAME`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Scenario {
-    GcPause,
-    SlowNetwork,
-    ClockJump,
-    RedlockRestart,
-    Failover,
-    CrashHolder,
-    ClockSkew,
-    UnlockBeforeCommit,
-    DependencyLoss,
-    AcquirePause,
-    ClockSlew,
-    CoordinatorCrash,
-}
+pub use super::name::Scenario;
 
 /// What the command line named: every scenario, or one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,25 +45,18 @@ pub fn selection_parser() -> impl TypedValueParser<Value = Selection> {
     })
 }
 
-impl Scenario {
-    /// Stable name (reports, `--list`).
-    pub fn name(self) -> &'static str {
-        match self {
-            Scenario::GcPause => "gc-pause",
-            Scenario::SlowNetwork => "slow-network",
-            Scenario::ClockJump => "clock-jump",
-            Scenario::RedlockRestart => "redlock-restart",
-            Scenario::Failover => "failover",
-            Scenario::CrashHolder => "crash-holder",
-            Scenario::ClockSkew => "clock-skew",
-            Scenario::UnlockBeforeCommit => "unlock-before-commit",
-            Scenario::DependencyLoss => "dependency-loss",
-            Scenario::AcquirePause => "acquire-pause",
-            Scenario::ClockSlew => "clock-slew",
-            Scenario::CoordinatorCrash => "coordinator-crash",
-        }
-    }
+/// The parser of a variant name (`--variants`): an unknown one is refused
+/// by clap with the list of known ones (exit 2).
+pub fn variant_parser() -> impl TypedValueParser<Value = Variant> {
+    PossibleValuesParser::new(Variant::ALL.map(|v| PossibleValue::new(v.as_str()))).map(|name| {
+        Variant::ALL
+            .into_iter()
+            .find(|v| v.as_str() == name)
+            .expect("a possible value is a variant")
+    })
+}
 
+impl Scenario {
     /// What it does, in one line.
     pub fn summary(self) -> &'static str {
         match self {
@@ -158,14 +137,23 @@ impl Scenario {
     }
 
     /// The variants it runs for each strategy (`""`: just one).
-    pub fn variants(self) -> &'static [&'static str] {
+    pub fn variants(self) -> &'static [Variant] {
         match self {
             Scenario::ClockJump => clock_jump::VARIANTS,
             Scenario::RedlockRestart => redlock_restart::VARIANTS,
             Scenario::Failover => failover::VARIANTS,
             Scenario::AcquirePause => acquire_pause::VARIANTS,
             Scenario::CoordinatorCrash => coordinator_crash::VARIANTS,
-            _ => &[""],
+            _ => &[],
+        }
+    }
+
+    /// Its cases' variants: each of [`Scenario::variants`], or one case
+    /// with none.
+    pub fn variants_or_none(self) -> Vec<Option<Variant>> {
+        match self.variants() {
+            [] => vec![None],
+            some => some.iter().copied().map(Some).collect(),
         }
     }
 
@@ -208,7 +196,7 @@ impl Scenario {
 
     /// The dials a variant sets, after `--quick`'s and before the user's
     /// `--set`s: a variant is a preset of dials where it has any.
-    pub fn variant_sets(self, variant: &str) -> &'static [(&'static str, &'static str)] {
+    pub fn variant_sets(self, variant: Option<Variant>) -> &'static [(&'static str, &'static str)] {
         match self {
             Scenario::RedlockRestart => redlock_restart::variant_sets(variant),
             _ => &[],
@@ -259,7 +247,12 @@ impl Scenario {
     /// What `strategy` should do under this scenario's `variant`, with the
     /// dials in force. A strategy whose lock no two replicas share breaks
     /// under any of them.
-    pub fn expect(self, strategy: &StrategyEntry, variant: &str, params: &Params) -> Expectation {
+    pub fn expect(
+        self,
+        strategy: &StrategyEntry,
+        variant: Option<Variant>,
+        params: &Params,
+    ) -> Expectation {
         if matches!(strategy.kind, Kind::NoLock | Kind::ProcessLocal) {
             return Ok((
                 Expected::Breaks,

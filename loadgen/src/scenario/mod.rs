@@ -50,6 +50,7 @@ mod gc_pause;
 mod inject;
 mod lab;
 mod list;
+mod name;
 mod observe;
 mod params;
 mod rate;
@@ -81,7 +82,7 @@ pub mod predictions {
 }
 pub use curve::svg as curve_svg;
 pub use lab::Options;
-pub use list::{selection_parser, Scenario, Selection};
+pub use list::{selection_parser, variant_parser, Scenario, Selection};
 pub use params::{owned as owned_sets, parse_set, parse_sweep, Params};
 pub use params::{Spec as ParamSpec, Unit as ParamUnit};
 pub use rate::{Rate, Standing, DECISION_RATE};
@@ -168,8 +169,8 @@ pub fn describe_params(names: &[Selection]) -> ExitCode {
                     .collect();
                 println!("  with --quick: {} (before any --set)\n", quick.join(" "));
             }
-            for variant in s.variants() {
-                let preset = s.variant_sets(variant);
+            for &variant in s.variants() {
+                let preset = s.variant_sets(Some(variant));
                 if !preset.is_empty() {
                     let preset: Vec<String> =
                         preset.iter().map(|(k, v)| format!("{k}={v}")).collect();
@@ -288,11 +289,7 @@ pub async fn main(names: &[Selection], list: bool, options: Options) -> ExitCode
                 .iter()
                 .filter(|c| c.verdict != judge::CaseVerdict::AsExpected)
             {
-                let variant = c
-                    .variant
-                    .as_deref()
-                    .map(|v| format!(" [{v}]"))
-                    .unwrap_or_default();
+                let variant = c.variant.map(|v| format!(" [{v}]")).unwrap_or_default();
                 let (word, why) = match c.verdict {
                     judge::CaseVerdict::NotRun => ("NOT RUN", c.reason.as_deref().unwrap_or("?")),
                     v => (v.as_str(), c.verdict_reason.as_str()),

@@ -49,12 +49,17 @@ use super::case::Expectation;
 use super::inject::{self, Window};
 use super::params::{self, Params, Spec, Unit};
 use super::world::{arm, partitioned_redlock, pause, wait_inside, work, CaseRun};
+use crate::api::Variant;
 use crate::api::{Kind, StrategyEntry};
 use crate::judge::Expected::{self, Breaks, Holds};
 use crate::procs::{Powerloss, RedisNode};
 
 /// Presets of the dials (see [`variant_sets`]).
-pub const VARIANTS: &[&str] = &["restart", "delayed-restart", "fsync-always"];
+pub const VARIANTS: &[Variant] = &[
+    Variant::Restart,
+    Variant::DelayedRestart,
+    Variant::FsyncAlways,
+];
 
 /// Its dials.
 pub const PARAMS: &[Spec] = &[
@@ -89,10 +94,10 @@ pub const PARAMS: &[Spec] = &[
 pub const QUICK: &[(&str, &str)] = &[];
 
 /// The dials each variant sets before the user's `--set`s.
-pub fn variant_sets(variant: &str) -> &'static [(&'static str, &'static str)] {
+pub fn variant_sets(variant: Option<Variant>) -> &'static [(&'static str, &'static str)] {
     match variant {
-        "delayed-restart" => &[("restart_delay", "1.3ttl")],
-        "fsync-always" => &[("persistence", "always"), ("crash", "power")],
+        Some(Variant::DelayedRestart) => &[("restart_delay", "1.3ttl")],
+        Some(Variant::FsyncAlways) => &[("persistence", "always"), ("crash", "power")],
         _ => &[],
     }
 }
@@ -118,7 +123,7 @@ pub fn predicts(params: &Params) -> Expected {
 }
 
 /// Redlock only: what it should do when node 3 crashes and comes back.
-pub fn expect(strategy: &StrategyEntry, _variant: &str, params: &Params) -> Expectation {
+pub fn expect(strategy: &StrategyEntry, _variant: Option<Variant>, params: &Params) -> Expectation {
     if strategy.kind != Kind::Validity {
         return Err("this scenario breaks Redlock's nodes; run it with redlock".into());
     }

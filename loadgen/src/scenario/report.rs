@@ -253,7 +253,7 @@ impl ScenarioReport {
                         @for c in report.scenarios.iter().filter(|c| c.sweep.is_some()).collect::<Vec<_>>().chunk_by(|a, b| a.name == b.name && a.strategy == b.strategy && a.variant == b.variant).filter_map(|g| g.last()) {
                             @if let Some(sweep) = &c.sweep {
                                 h3 {
-                                    (c.name) " · " (c.strategy)
+                                    (c.name.name()) " · " (c.strategy)
                                     @if let Some(variant) = &c.variant { " · " (variant) }
                                     " · " (sweep.key)
                                 }
@@ -280,7 +280,7 @@ impl ScenarioReport {
                     }
                     @for c in report.scenarios.iter().filter(|c| !c.injections.is_empty()) {
                         h3 {
-                            (c.name) " · " (c.strategy)
+                            (c.name.name()) " · " (c.strategy)
                             @if let Some(variant) = &c.variant { " · " (variant) }
                         }
                         (injection_timeline(c))
@@ -292,7 +292,7 @@ impl ScenarioReport {
                     }
                     @for c in report.scenarios.iter().filter(|c| !c.sections.is_empty()) {
                         h3 {
-                            (c.name) " · " (c.strategy)
+                            (c.name.name()) " · " (c.strategy)
                             @if let Some(variant) = &c.variant { " · " (variant) }
                         }
                         (section_timeline(&c.sections))
@@ -304,7 +304,7 @@ impl ScenarioReport {
                     }
                     @for c in report.scenarios.iter().filter(|c| !c.first_overlaps.is_empty()) {
                         h3 {
-                            (c.name) " · " (c.strategy)
+                            (c.name.name()) " · " (c.strategy)
                             @if let Some(variant) = &c.variant { " · " (variant) }
                         }
                         ol { (overlap_timeline(&c.first_overlaps)) }
@@ -351,18 +351,21 @@ mod tests {
 
     use super::*;
     use crate::api::OverlapEvent;
+    use crate::api::Variant;
     use crate::judge::{Expected, Guarantee};
     use crate::load::ledger::Accounting;
     use crate::report::fixtures::{ESCAPED, HOSTILE};
     use crate::scenario::case::Observed;
+    use crate::scenario::name::Scenario;
 
     /// A case of `name` under `strategy`, with an overlap and the
-    /// acknowledgement check, as the runner writes one.
-    fn case(name: &str, strategy: &str) -> CaseResult {
+    /// acknowledgement check, as the runner writes one; `text` is every
+    /// free text of it (the reason, the member who entered, the sections).
+    fn case_with(name: Scenario, strategy: &str, text: &str) -> CaseResult {
         CaseResult {
-            name: name.into(),
+            name,
             strategy: strategy.into(),
-            variant: Some(name.into()),
+            variant: Some(Variant::Restart),
             faults: json!({}),
             expected: Expected::Breaks,
             why: String::new(),
@@ -375,16 +378,16 @@ mod tests {
                 ..Observed::default()
             },
             verdict: CaseVerdict::Unexpected,
-            verdict_reason: format!("because {name}"),
+            verdict_reason: format!("because {text}"),
             steps: Vec::new(),
             first_overlaps: vec![OverlapEvent {
                 at_us: 1500,
                 strategy: "redlock".into(),
-                entered: name.into(),
+                entered: text.into(),
                 inside: Vec::new(),
                 product: 1,
             }],
-            sections: crate::report::fixtures::run(name, crate::judge::RunVerdict::Safe, 0)
+            sections: crate::report::fixtures::run(text, crate::judge::RunVerdict::Safe, 0)
                 .sections,
             duration_s: 1.0,
             trials: None,
@@ -395,6 +398,10 @@ mod tests {
             sweep: None,
             reason: None,
         }
+    }
+
+    fn case(name: Scenario, strategy: &str) -> CaseResult {
+        case_with(name, strategy, name.name())
     }
 
     fn report(cases: Vec<CaseResult>) -> ScenarioReport {
@@ -410,7 +417,7 @@ mod tests {
 
     #[test]
     fn scenarios_json_reads_back_as_it_was_written() {
-        let mut written = case("gc-pause", "redlock");
+        let mut written = case(Scenario::GcPause, "redlock");
         written.observed.overlaps = 4;
         let json = serde_json::to_value(report(vec![written])).expect("serialises");
         let read: ScenarioReport = serde_json::from_value(json.clone()).expect("reads back");
@@ -445,9 +452,12 @@ mod tests {
         };
         write(
             "all",
-            vec![case("gc-pause", "redlock"), case("failover", "fenced")],
+            vec![
+                case(Scenario::GcPause, "redlock"),
+                case(Scenario::Failover, "fenced"),
+            ],
         );
-        let mut newer = case("gc-pause", "redlock");
+        let mut newer = case(Scenario::GcPause, "redlock");
         newer.verdict = CaseVerdict::AsExpected;
         write("gc-pause", vec![newer]);
         std::fs::create_dir_all(root.join("empty")).expect("a folder without a report");
@@ -457,7 +467,7 @@ mod tests {
         let rows: Vec<(&str, CaseVerdict)> = merged
             .scenarios
             .iter()
-            .map(|c| (c.name.as_str(), c.verdict))
+            .map(|c| (c.name.name(), c.verdict))
             .collect();
         assert_eq!(
             rows,
@@ -470,17 +480,17 @@ mod tests {
 
     #[test]
     fn scenarios_html_escapes_every_interpolated_string() {
-        let case = case(HOSTILE, &format!("redlock{HOSTILE}"));
+        let case = case_with(Scenario::GcPause, &format!("redlock{HOSTILE}"), HOSTILE);
         let page = report(vec![case]).html();
         assert!(!page.contains("<script"), "no raw <script> tag: {page}");
         assert!(!page.contains(HOSTILE), "{page}");
         for escaped in [
-            format!("<tr><td>{ESCAPED}</td><td>redlock{ESCAPED}</td><td>{ESCAPED}</td>"),
+            format!("<tr><td>gc-pause</td><td>redlock{ESCAPED}</td><td>restart</td>"),
             format!(
                 "<td style=\"color:#c62828;font-weight:bold\">UNEXPECTED</td>\
                  <td>because {ESCAPED}</td></tr>\n"
             ),
-            format!("<h3>{ESCAPED} · redlock{ESCAPED} · {ESCAPED}</h3>"),
+            format!("<h3>gc-pause · redlock{ESCAPED} · restart</h3>"),
             format!("<li><code>+0.0 ms</code> <b>{ESCAPED}</b> entered while inside: </li>"),
             "<p>1 cases in 2 s (--quick).".to_owned(),
         ] {

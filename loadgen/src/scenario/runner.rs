@@ -24,6 +24,7 @@ use super::params::{self, Params};
 use super::record::Outcomes;
 use super::report::{ScenarioReport, Skipped};
 use super::world::{Case, CaseRun, World};
+use crate::api::Variant;
 use crate::api::{StrategyEntry, StrategyName};
 use crate::judge::{CaseVerdict, Expected};
 
@@ -122,7 +123,7 @@ struct Planned {
     sweep: Option<String>,
     scenario: Scenario,
     entry: StrategyEntry,
-    variant: &'static str,
+    variant: Option<Variant>,
     params: Params,
     expected: Expected,
     why: String,
@@ -158,10 +159,11 @@ async fn plan_batch(
             // Asked once per strategy, at its first case (for MariaDB, a
             // connection attempt).
             let mut not_run: Option<Option<String>> = None;
-            let wanted = |v: &&&str| {
-                options.variants.is_empty() || options.variants.iter().any(|w| w == **v)
+            let wanted = |v: &Option<Variant>| {
+                options.variants.is_empty() || v.is_some_and(|v| options.variants.contains(&v))
             };
-            for &variant in scenario.variants().iter().filter(wanted) {
+            let variants = scenario.variants_or_none();
+            for variant in variants.iter().copied().filter(wanted) {
                 group += 1;
                 for point in &points {
                     let mut sets: Vec<(String, String)> = if options.quick {
@@ -178,7 +180,7 @@ async fn plan_batch(
                     let (expected, why) = match scenario.expect(&entry, variant, &params) {
                         Ok(e) => e,
                         Err(reason) => {
-                            if variant == scenario.variants()[0] && point == &points[0] {
+                            if Some(&variant) == variants.first() && point == &points[0] {
                                 skipped.push(Skipped {
                                     name: scenario.name().to_owned(),
                                     strategy: strategy.clone(),
@@ -277,9 +279,9 @@ async fn run_planned(lab: &mut Lab, planned: &Planned, tag: &str) -> anyhow::Res
     if let Some(reason) = not_run {
         println!("{label}: NOT RUN — {reason}");
         return Ok(CaseResult::not_run(
-            scenario.name(),
+            *scenario,
             entry,
-            variant,
+            *variant,
             params,
             *expected,
             why.clone(),
@@ -299,7 +301,7 @@ async fn run_planned(lab: &mut Lab, planned: &Planned, tag: &str) -> anyhow::Res
         let one = Trial {
             scenario: *scenario,
             entry,
-            variant,
+            variant: *variant,
             expected: *expected,
             why: why.clone(),
             label: prefix,
@@ -326,7 +328,7 @@ async fn run_planned(lab: &mut Lab, planned: &Planned, tag: &str) -> anyhow::Res
         "{:>20} {:<16} {:<20} {:<12} {}{}",
         result.name,
         result.strategy,
-        result.variant.as_deref().unwrap_or("-"),
+        result.variant.map_or("-", Variant::as_str),
         result.verdict.as_str(),
         result.verdict_reason,
         counted
@@ -375,11 +377,11 @@ async fn cannot_run(lab: &Lab, entry: &StrategyEntry) -> Option<String> {
 fn case_label(
     scenario: Scenario,
     strategy: &str,
-    variant: &str,
+    variant: Option<Variant>,
     point: Option<&(String, String)>,
 ) -> String {
     let mut label = format!("{} · {strategy}", scenario.name());
-    if !variant.is_empty() {
+    if let Some(variant) = variant {
         label.push_str(&format!(" · {variant}"));
     }
     if let Some((key, value)) = point {
@@ -414,7 +416,7 @@ fn strategies_of(lab: &Lab, scenario: Scenario, options: &Options) -> Vec<String
 struct Trial<'a> {
     scenario: Scenario,
     entry: &'a StrategyEntry,
-    variant: &'a str,
+    variant: Option<Variant>,
     expected: Expected,
     why: String,
     /// Put before each of its steps (`[trial k/N] `, or nothing).
@@ -518,9 +520,9 @@ async fn run_case(lab: &mut Lab, trial: Trial<'_>) -> anyhow::Result<CaseResult>
     let (verdict, verdict_reason) = judge(checks, guarantee, expected, &observed);
     let measured = !case.injections.is_empty();
     let mut result = CaseResult {
-        name: scenario.name().to_owned(),
+        name: scenario,
         strategy: strategy.to_owned(),
-        variant: (!variant.is_empty()).then(|| variant.to_owned()),
+        variant,
         faults,
         expected,
         why,

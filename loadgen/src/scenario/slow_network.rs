@@ -61,6 +61,7 @@ use super::inject::{self, Window};
 use super::lab::{Lab, Setup};
 use super::params::{self, Params, Spec, Unit};
 use super::world::{arm, pause, redis_and_nodes, start_replicas, timed_ping, work, CaseRun, World};
+use crate::api::Variant;
 use crate::api::{FreezeAt, Kind, StrategyEntry};
 use crate::judge::Expected::{Breaks, Holds};
 use crate::procs::{self, RedisNode};
@@ -102,7 +103,7 @@ pub const PARAMS: &[Spec] = &[
 pub const QUICK: &[(&str, &str)] = &[("ttl_ms", "250"), ("work_ms", "100")];
 
 /// What `strategy` should do when its grants arrive `delay` late.
-pub fn expect(strategy: &StrategyEntry, _variant: &str, params: &Params) -> Expectation {
+pub fn expect(strategy: &StrategyEntry, _variant: Option<Variant>, params: &Params) -> Expectation {
     let ttl = params.ttl_ms();
     let delay = params.ms("delay");
     let work = params.ms("work_ms");

@@ -20,6 +20,7 @@ use super::case::Expectation;
 use super::inject::{self, Window};
 use super::params::{self, Params, Spec, Unit};
 use super::world::{arm, faults_of_each, pause, two_replicas, work, CaseRun};
+use crate::api::Variant;
 use crate::api::{FaultsPatch, Kind, StrategyEntry};
 use crate::judge::Expected::{Breaks, Holds};
 
@@ -47,7 +48,7 @@ pub const PARAMS: &[Spec] = &[
 pub const QUICK: &[(&str, &str)] = &[("window_ms", "150"), ("users", "6")];
 
 /// What `strategy` should do when it unlocks before it commits.
-pub fn expect(strategy: &StrategyEntry, _variant: &str, params: &Params) -> Expectation {
+pub fn expect(strategy: &StrategyEntry, _variant: Option<Variant>, params: &Params) -> Expectation {
     let delay = params.ms("commit_delay");
     let (expected, why) = match strategy.kind {
         Kind::Fenced => (

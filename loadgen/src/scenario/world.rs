@@ -18,6 +18,7 @@ use tokio::time::Instant;
 
 use super::buyers::{self, Buyers, Targets};
 use super::lab::{Lab, Setup, TOKEN};
+use crate::api::Variant;
 use crate::api::{Faults, FaultsPatch, Service};
 use crate::load::Live;
 use crate::procs::{self, RedisNode, Replica};
@@ -113,15 +114,23 @@ pub struct CaseRun<'a> {
     pub case: &'a mut Case,
     /// The strategy under test.
     pub strategy: &'a str,
-    /// The variant of the fault (`""`: the scenario has one).
-    pub variant: &'a str,
+    /// The variant of the fault (`None`: the scenario has one).
+    pub variant: Option<Variant>,
     /// The dials in force.
     pub params: &'a super::params::Params,
 }
 
 impl<'a> CaseRun<'a> {
     /// Its parts, to be named at the top of a scenario's `run`.
-    pub fn parts(self) -> (&'a mut Lab, &'a mut World, &'a mut Case, &'a str, &'a str) {
+    pub fn parts(
+        self,
+    ) -> (
+        &'a mut Lab,
+        &'a mut World,
+        &'a mut Case,
+        &'a str,
+        Option<Variant>,
+    ) {
         (self.lab, self.world, self.case, self.strategy, self.variant)
     }
 }
