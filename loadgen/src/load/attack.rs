@@ -11,6 +11,7 @@ use goose::metrics::GooseMetrics;
 use goose::prelude::*;
 use rand::Rng;
 
+use super::driver::pick_user;
 use super::grab::{Answered, Grab};
 use super::live::{lock, Live};
 use super::outcome::Outcome;
@@ -166,12 +167,7 @@ async fn buyer(user: &mut GooseUser, plan: &Plan) -> TransactionResult {
         } else {
             rng.random_range(2..=w.products)
         };
-        let issued = live.next_user.load(Ordering::Relaxed);
-        let user_id = if issued > 1 && rng.random_bool(w.repeat_ratio.clamp(0.0, 1.0)) {
-            rng.random_range(1..issued)
-        } else {
-            live.next_user.fetch_add(1, Ordering::Relaxed)
-        };
+        let user_id = pick_user(&live.next_user, w.repeat_ratio);
         let quantity = rng.random_range(w.quantity_min..=w.quantity_max);
         (product, user_id, quantity)
     };

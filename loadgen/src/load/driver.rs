@@ -84,13 +84,19 @@ impl Users {
 
     /// A new buyer, or one who already tried.
     pub fn pick(&self) -> u64 {
-        let mut rng = rand::rng();
-        let seen = self.next.load(Ordering::Relaxed);
-        if seen > 1 && self.repeat_ratio > 0.0 && rng.random_bool(self.repeat_ratio.min(1.0)) {
-            rng.random_range(1..seen)
-        } else {
-            self.next.fetch_add(1, Ordering::Relaxed)
-        }
+        pick_user(&self.next, self.repeat_ratio)
+    }
+}
+
+/// A fresh user id from `next`, or — one grab in `repeat_ratio` — one it
+/// handed out before: the buyers of every load, goose's attack included.
+pub fn pick_user(next: &AtomicU64, repeat_ratio: f64) -> u64 {
+    let mut rng = rand::rng();
+    let seen = next.load(Ordering::Relaxed);
+    if seen > 1 && repeat_ratio > 0.0 && rng.random_bool(repeat_ratio.min(1.0)) {
+        rng.random_range(1..seen)
+    } else {
+        next.fetch_add(1, Ordering::Relaxed)
     }
 }
 
