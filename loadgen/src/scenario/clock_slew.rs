@@ -24,7 +24,8 @@
 //! history run, buyers for about two holds, the round judged. The slew
 //! runs from the first round to the last. The proof it landed: at each
 //! round's end every node's own `TIME` reads ahead of ours by the slew ×
-//! the time it has run (within a fifth of it, plus 10 ms for the reading).
+//! the time it has run (within a fifth of it, plus 10 ms, plus half the
+//! round trip of the best of three readings).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -36,7 +37,7 @@ use super::case::Expectation;
 use super::inject::{self, Window};
 use super::lab::Setup;
 use super::params::{self, Params, Spec, Unit};
-use super::world::{arm, clock_ahead_ms, pause, start_replicas, work, CaseRun};
+use super::world::{arm, clock_reading, pause, start_replicas, work, CaseRun};
 use crate::api::Variant;
 use crate::api::{Kind, StrategyEntry};
 use crate::judge::Expected::{self, Breaks, Holds};
@@ -209,21 +210,24 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
             // About two holds of the lock, each nearly the whole TTL.
             pause(ttl + work_ms + 400).await;
             let expected = (slewed.elapsed().as_secs_f64() * 1000.0 * slew) as i64;
-            let mut ahead = Vec::new();
+            let mut readings = Vec::new();
             for node in &world.nodes[1..] {
-                ahead.push(clock_ahead_ms(node).await?);
+                readings.push(clock_reading(node).await?);
             }
             window.end_ms = case.clock_ms();
             let text = format!(
                 "after {} ms of slew the nodes' TIME reads {} ms ahead of ours (slew × elapsed = {expected} ms)",
                 slewed.elapsed().as_millis(),
-                ahead
+                readings
                     .iter()
-                    .map(|a| format!("{a:+}"))
+                    .map(|r| format!("{:+} ± {}", r.ahead_ms, r.within_ms))
                     .collect::<Vec<_>>()
                     .join(", ")
             );
-            if ahead.iter().all(|a| (*a - expected).abs() <= expected / 5 + 10) {
+            if readings
+                .iter()
+                .all(|r| (r.ahead_ms - expected).abs() <= expected / 5 + 10 + r.within_ms)
+            {
                 window.proof = Some(text);
             } else {
                 case.step(format!("not proven: {text}"));

@@ -369,9 +369,38 @@ pub async fn pause(ms: u64) {
 /// How far `node`'s wall clock (its `TIME`, the clock it expires keys by)
 /// runs ahead of this machine's, in milliseconds.
 pub async fn clock_ahead_ms(node: &RedisNode) -> anyhow::Result<i64> {
+    Ok(clock_reading(node).await?.ahead_ms)
+}
+
+/// One reading of a node's clock against ours, as NTP takes one: the
+/// node read its clock at some moment between our request and its answer,
+/// so its lead is known to within half that round trip.
+#[derive(Debug, Clone, Copy)]
+pub struct ClockReading {
+    /// The node's `TIME` less our clock at the middle of the round trip.
+    pub ahead_ms: i64,
+    /// Half the round trip, rounded up: how far the lead may be off.
+    pub within_ms: i64,
+}
+
+/// The best of three readings of `node`'s clock (the shortest round trip):
+/// a busy machine that delays one answer does not move the lead it reads.
+pub async fn clock_reading(node: &RedisNode) -> anyhow::Result<ClockReading> {
     let mut conn = node.conn().await?;
-    let (secs, micros): (i64, i64) = redis::cmd("TIME").query_async(&mut conn).await?;
-    Ok(secs * 1000 + micros / 1000 - procs::now_ms())
+    let mut best: Option<ClockReading> = None;
+    for _ in 0..3 {
+        let before = procs::now_ms();
+        let (secs, micros): (i64, i64) = redis::cmd("TIME").query_async(&mut conn).await?;
+        let after = procs::now_ms();
+        let reading = ClockReading {
+            ahead_ms: secs * 1000 + micros / 1000 - (before + after) / 2,
+            within_ms: (after - before + 1) / 2 + 1,
+        };
+        if best.is_none_or(|b| reading.within_ms < b.within_ms) {
+            best = Some(reading);
+        }
+    }
+    Ok(best.expect("three readings"))
 }
 
 /// A Redis `PING` on a new connection to `127.0.0.1:port` (a node, or a
