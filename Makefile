@@ -39,17 +39,18 @@ check-scripts:
 	@. scripts/lib.sh && require_packages shellcheck:shellcheck
 	@cargo run --quiet --locked -p seckill-lab -- check-scripts
 
-## docs/cheatsheet.md printed on one A4 page: HTML with print CSS, headless
-## Chromium's --print-to-pdf into docs/cheatsheet.pdf (commit it), pdfinfo
-## checks it is exactly one A4 page, pdftoppm draws .state/cheatsheet/cheatsheet.png
+## docs/cheatsheet.md and docs/zh/cheatsheet.md each printed on one A4 page:
+## HTML with print CSS, headless Chromium's --print-to-pdf into
+## docs/{,zh/}cheatsheet.pdf (commit them), pdfinfo checks each is exactly one
+## A4 page, pdftoppm draws their pictures under .state/cheatsheet/
 ## (seckill-lab cheatsheet, lab/src/cheatsheet.rs).
 cheatsheet:
-	@. scripts/lib.sh && require_packages pdfinfo:poppler-utils pdftoppm:poppler-utils /usr/bin/chromium:chromium
+	@. scripts/lib.sh && require_packages pdfinfo:poppler-utils pdftoppm:poppler-utils /usr/bin/chromium:chromium deb:fonts-wqy-microhei:fonts-wqy-microhei
 	@cargo run --quiet --locked -p seckill-lab -- cheatsheet
 
 ## The one-page check alone (CI): docs/ left untouched.
 check-cheatsheet:
-	@. scripts/lib.sh && require_packages pdfinfo:poppler-utils pdftoppm:poppler-utils /usr/bin/chromium:chromium
+	@. scripts/lib.sh && require_packages pdfinfo:poppler-utils pdftoppm:poppler-utils /usr/bin/chromium:chromium deb:fonts-wqy-microhei:fonts-wqy-microhei
 	@cargo run --quiet --locked -p seckill-lab -- cheatsheet --check
 
 ## schemathesis (PyPI, in .state/venv) against one live replica, driven by

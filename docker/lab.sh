@@ -11,14 +11,15 @@ seckill-lab/lab:local — the whole seckill lab in one container: the service,
 the load generator, and the servers they use (PostgreSQL, Redis and five
 Redlock nodes, etcd, ZooKeeper, MariaDB, nginx, Prometheus), all inside.
 
-  docker run --rm -p 8080:8080 -p 8089:8089 -p 9090:9090 seckill-lab/lab:local demo
+  docker run --rm -p 127.0.0.1:8080:8080 -p 127.0.0.1:8089:8089 -p 127.0.0.1:9090:9090 seckill-lab/lab:local demo
       `make demo` inside the container: three replicas behind nginx, a
       side-by-side flash sale over thirteen strategies, its results table.
       Then the stack stays up until Ctrl-C:
         http://127.0.0.1:8080/          live status page (through nginx)
         http://127.0.0.1:9090/classic/  Prometheus, alert rules loaded
       Knobs (-e NAME=value): DEMO_STRATEGIES (comma list), DEMO_STOCK (100),
-      DEMO_USERS (50), DEMO_WORK_DELAY_MS (5), SECKILL_ADMIN_TOKEN.
+      DEMO_USERS (50), DEMO_WORK_DELAY_MS (5), SECKILL_ADMIN_TOKEN (default:
+      one made for the stack, printed once).
 
   docker run --rm -v "$PWD/out:/out" seckill-lab/lab:local scenario all
   docker run --rm -v "$PWD/out:/out" seckill-lab/lab:local scenario gc-pause --strategies watchdog,fenced
@@ -77,13 +78,20 @@ case "${1:---help}" in
     echo 8080 > "$STACK_DIR/lb.port"
     echo 9090 > "$STACK_DIR/prometheus.port"
     echo 8089 > "$STACK_DIR/console.port"
+    # A token of this stack's own unless one is given: the demo's documented
+    # token is for `make demo` on loopback, not a container others may reach.
+    if [[ -z ${SECKILL_ADMIN_TOKEN:-} ]]; then
+      SECKILL_ADMIN_TOKEN=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+      export SECKILL_ADMIN_TOKEN
+      echo "[lab] this stack's admin token (made for it; -e SECKILL_ADMIN_TOKEN=… sets one): $SECKILL_ADMIN_TOKEN"
+    fi
     cleanup() { scripts/demo.sh stop >/dev/null 2>&1 || true; }
     status=0
     run_child scripts/demo.sh up || status=$?
     if [[ $status -ge 2 ]]; then cleanup; exit "$status"; fi
     cat <<'URLS'
 
-[lab] From the host (published with -p 8080:8080 -p 8089:8089 -p 9090:9090):
+[lab] From the host (published with -p 127.0.0.1:8080:8080 -p 127.0.0.1:8089:8089 -p 127.0.0.1:9090:9090):
         http://127.0.0.1:8080/            live status page, through nginx over the three replicas
         http://127.0.0.1:8089/            the console: strategy, paced load, faults, who holds the lock
         http://127.0.0.1:9090/classic/    Prometheus (alerts, graphs)

@@ -162,16 +162,36 @@ pub fn html(markdown: &str, source: &str) -> anyhow::Result<String> {
     ))
 }
 
-/// `make cheatsheet` (`check`: only print and check, keep nothing).
+/// The sheets: the Markdown, the PDF kept beside it, its `<html lang>`.
+const SHEETS: [(&str, &str, &str); 2] = [
+    ("docs/cheatsheet.md", "docs/cheatsheet.pdf", "en"),
+    ("docs/zh/cheatsheet.md", "docs/zh/cheatsheet.pdf", "zh-CN"),
+];
+
+/// `make cheatsheet` (`check`: only print and check, keep nothing): every
+/// sheet of [`SHEETS`].
 pub fn make(check: bool) -> anyhow::Result<()> {
-    let source = "docs/cheatsheet.md";
+    for (source, kept, lang) in SHEETS {
+        print_one(source, kept, lang, check)?;
+    }
+    Ok(())
+}
+
+/// Print `source` to PDF, check it is one A4 page, and (unless `check`)
+/// keep it as `kept` with a picture of it.
+fn print_one(source: &str, kept: &str, lang: &str, check: bool) -> anyhow::Result<()> {
     let markdown = std::fs::read_to_string(source)
         .with_context(|| format!("read {source} (run from the checkout's root)"))?;
-    let work = Path::new(".state/cheatsheet");
-    std::fs::create_dir_all(work).context("create .state/cheatsheet")?;
+    let work = Path::new(".state/cheatsheet").join(lang);
+    std::fs::create_dir_all(&work).with_context(|| format!("create {}", work.display()))?;
     let page = work.join("cheatsheet.html");
     let pdf = work.join("cheatsheet.pdf");
-    std::fs::write(&page, html(&markdown, source)?).context("write the page")?;
+    let html = html(&markdown, source)?.replacen(
+        "<html lang=\"en\">",
+        &format!("<html lang=\"{lang}\">"),
+        1,
+    );
+    std::fs::write(&page, html).context("write the page")?;
     let profile = work.join("chromium-profile");
     let page_url = format!("file://{}", std::fs::canonicalize(&page)?.display());
     let printed = Command::new("/usr/bin/chromium")
@@ -206,19 +226,19 @@ pub fn make(check: bool) -> anyhow::Result<()> {
     if pages != "1" || !size.contains("(A4)") {
         bail!("{source} prints on {pages} page(s) of {size}: it must fit one A4 page (shorten it, or tighten lab/src/cheatsheet.rs's CSS)");
     }
-    crate::say(&format!("cheat sheet: {pages} page, {size}"));
+    crate::say(&format!("cheat sheet {source}: {pages} page, {size}"));
     if !check {
-        std::fs::copy(&pdf, "docs/cheatsheet.pdf").context("copy to docs/cheatsheet.pdf")?;
+        std::fs::copy(&pdf, kept).with_context(|| format!("copy to {kept}"))?;
         let drawn = Command::new("pdftoppm")
-            .args(["-png", "-r", "110", "-singlefile", "docs/cheatsheet.pdf"])
+            .args(["-png", "-r", "110", "-singlefile", kept])
             .arg(work.join("cheatsheet"))
             .status()
             .context("run pdftoppm")?;
         if !drawn.success() {
-            bail!("pdftoppm could not draw docs/cheatsheet.pdf");
+            bail!("pdftoppm could not draw {kept}");
         }
         crate::say(&format!(
-            "wrote docs/cheatsheet.pdf; its picture: {}",
+            "wrote {kept}; its picture: {}",
             work.join("cheatsheet.png").display()
         ));
     }

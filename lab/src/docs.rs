@@ -31,6 +31,12 @@
 //! session must add up to 90 minutes (the "(N min)" of its headings),
 //! checked before anything runs.
 //!
+//! The Chinese workshop (docs/zh/workshop.md) is checked against the
+//! English one before anything runs: the same ```sh blocks, line for line,
+//! in the same order, and the same minutes per exercise
+//! ([`translations_match`]). Its commands are then the ones this check
+//! runs; running them a second time would test nothing new.
+//!
 //! The demo of `.demo/` is used (a running one is restarted by the first
 //! block) and stopped at the end, as `make demo-stop` does — unless every
 //! block ran and `CHECK_DOCS_KEEP_DEMO=1` (CI: `make check-panels` reuses
@@ -164,10 +170,56 @@ pub fn blocks(path: &'static str, text: &str) -> Vec<Block> {
 
 /// The "(N min)" of each heading of the workshop.
 pub fn session_minutes(text: &str) -> Vec<u32> {
-    let re = Regex::new(r"(?m)^#+ .*\((\d+) min\)").expect("a valid regex");
+    let re = Regex::new(r"(?m)^#+ .*(?:\((\d+) min\)|（(\d+) 分钟）)").expect("a valid regex");
     re.captures_iter(text)
-        .filter_map(|c| c[1].parse().ok())
+        .filter_map(|c| c.get(1).or(c.get(2))?.as_str().parse().ok())
         .collect()
+}
+
+/// The translations whose commands must be the original's, block for
+/// block: (original, translation).
+const TRANSLATIONS: [(&str, &str); 1] = [("docs/workshop.md", "docs/zh/workshop.md")];
+
+/// Each translation holds the original's ```sh blocks, the same lines in
+/// the same order, and the same minutes per exercise: then running the
+/// original's blocks runs the translation's too, and a command changed in
+/// one language only fails here, naming the block.
+pub fn translations_match(root: &Path) -> anyhow::Result<()> {
+    for (original, translated) in TRANSLATIONS {
+        let read = |path: &str| {
+            std::fs::read_to_string(root.join(path)).with_context(|| format!("read {path}"))
+        };
+        let (a, b) = (read(original)?, read(translated)?);
+        let (ours, theirs) = (blocks(original, &a), blocks(translated, &b));
+        for (i, (x, y)) in ours.iter().zip(&theirs).enumerate() {
+            if x.lines != y.lines {
+                bail!(
+                    "{}: block {} differs from {} ({:?} vs {:?}): commands are never translated",
+                    y.label(),
+                    i + 1,
+                    x.label(),
+                    y.lines,
+                    x.lines
+                );
+            }
+        }
+        if ours.len() != theirs.len() {
+            bail!(
+                "{translated} has {} command blocks, {original} {}: every block, in order",
+                theirs.len(),
+                ours.len()
+            );
+        }
+        let (m, n) = (session_minutes(&a), session_minutes(&b));
+        if m != n {
+            bail!("{translated}: the exercises' minutes {n:?} are not {original}'s {m:?}");
+        }
+        crate::say(&format!(
+            "{translated}: the same {} command blocks as {original}, the same minutes",
+            ours.len()
+        ));
+    }
+    Ok(())
 }
 
 /// `line` scaled down: `--run-time Ns` to N/10 s (at least 2), `sleep N`
@@ -308,6 +360,7 @@ pub fn check(print: bool) -> anyhow::Result<()> {
         }
         all.extend(blocks(path, &text));
     }
+    translations_match(&root)?;
     let tested = std::env::var("CHECK_DOCS_SCENARIOS_TESTED").is_ok_and(|v| v == "1");
     let script = driver(&all, tested);
     if print {
@@ -430,6 +483,12 @@ mod tests {
     const DOC: &str = "# Title\n\n### Before the session\n\n```sh\nmake demo\nmake scenarios S=gc-pause\n```\n\n\
 ### 1. First (10 min)\n\n```sh\n$L run --run-time 30s\nsleep 5\nmake scenarios S=slow-network\n\
 make scenarios S=gc-pause OUT=x ARGS=\"--set a=1\"\nmake demo\n```\n\n### Wrap-up (80 min)\n\n```sh\necho done\n```\n";
+
+    #[test]
+    fn minutes_are_read_in_either_language() {
+        let text = "### 1. Why (10 min)\n### 2. 暂停（15 分钟）\n### 3. none\n";
+        assert_eq!(session_minutes(text), [10, 15]);
+    }
 
     #[test]
     fn blocks_carry_their_heading_and_first_line() {

@@ -12,6 +12,7 @@ use crate::compare::{self, Settings};
 use crate::console;
 use crate::debate;
 use crate::load::{self, Shape, Workload};
+use crate::report::threshold::Threshold;
 use crate::scenario::{self, Selection};
 
 /// Load generator for seckill-lab: hammer the flash-sale service under each
@@ -296,6 +297,13 @@ struct Common {
     /// is a violation. Costs two arbiter round trips per grab.
     #[arg(help_heading = "Reports and verdicts", long)]
     history: bool,
+    /// Fail the run (exit 5) when a run's figure passes this limit:
+    /// `[STRATEGY:]METRIC OP NUMBER[UNIT]`, e.g. `p99<400ms`,
+    /// `error_rate<1%`, `grabs_per_s>100`, `redlock:p99<400ms`. Metrics:
+    /// p50 p95 p99 max buyer_p50 buyer_p99 (ms or s), error_rate busy_rate
+    /// (% or a fraction), grabs_per_s orders_per_s. Repeatable.
+    #[arg(help_heading = "Reports and verdicts", long, value_parser = Threshold::parse)]
+    threshold: Vec<Threshold>,
 }
 
 #[derive(Debug, Args)]
@@ -619,6 +627,7 @@ pub async fn run() -> ExitCode {
         expect_unsafe: common.expect_unsafe,
         quiet: common.quiet,
         history: common.history,
+        thresholds: common.threshold,
     };
     compare::main(strategies, &settings).await
 }

@@ -779,3 +779,56 @@ async fn a_run_whose_arbiter_dies_is_inconclusive() {
     assert_eq!(token["acknowledged_missing"], 0, "{token}");
     assert_eq!(token["oversold"], 0, "{token}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn thresholds_pass_or_fail_the_run_with_their_exit_codes() {
+    let stack = Stack::start(1).await;
+    let urls = stack.urls();
+    let load = ["--stock", "20", "--users", "4"];
+    // Every grab works 2 ms inside the lock (SECKILL_WORK_DELAY_MS): a p99
+    // under 1 ms cannot hold.
+    let dir = out_dir("threshold-breached");
+    let mut args = load.to_vec();
+    args.extend(["--threshold", "p99<1ms", "--threshold", "error_rate<1%"]);
+    let output = run_one(&urls, "set-nx-px-token", &args, &dir);
+    assert_eq!(output.status.code(), Some(5), "{}", text(&output));
+    let all = text(&output);
+    assert!(
+        all.contains("THRESHOLD: set-nx-px-token: p99<1ms measured"),
+        "{all}"
+    );
+    let checked = report(&dir)["thresholds"].clone();
+    let checked = checked.as_array().expect("thresholds in report.json");
+    assert_eq!(checked.len(), 2, "{checked:?}");
+    assert_eq!(checked[0]["threshold"], "p99<1ms");
+    assert_eq!(checked[0]["passed"], false);
+    assert!(checked[0]["measured"].as_f64().expect("measured") >= 1.0);
+    assert_eq!(checked[1]["threshold"], "error_rate<1%");
+    assert_eq!(checked[1]["passed"], true, "{checked:?}");
+
+    // Limits the run meets: exit 0, each printed with its value.
+    let dir = out_dir("threshold-met");
+    let mut args = load.to_vec();
+    args.extend([
+        "--threshold",
+        "set-nx-px-token:grabs_per_s>0",
+        "--threshold",
+        "p99<30s",
+    ]);
+    let output = run_one(&urls, "set-nx-px-token", &args, &dir);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert!(
+        text(&output).contains("threshold set-nx-px-token: p99<30s measured"),
+        "{}",
+        text(&output)
+    );
+
+    // A malformed limit, or one naming a strategy the run does not run, is
+    // refused before the first grab: exit 2.
+    for bad in ["p98<3ms", "redlock:p99<3ms"] {
+        let dir = out_dir("threshold-bad");
+        let output = run_one(&urls, "set-nx-px-token", &["--threshold", bad], &dir);
+        assert_eq!(output.status.code(), Some(2), "{bad}: {}", text(&output));
+        assert!(!dir.join("report.json").exists(), "{bad}: no run");
+    }
+}

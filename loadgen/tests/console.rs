@@ -196,6 +196,14 @@ impl Room {
             .expect("a count")
     }
 
+    /// What `script` returns in the page.
+    async fn js(&self, script: &str) -> Value {
+        self.browser
+            .execute(script, vec![])
+            .await
+            .unwrap_or_else(|e| panic!("run {script}: {e}"))
+    }
+
     async fn set_input(&self, id: &str, value: &str) {
         let input = self
             .browser
@@ -298,25 +306,8 @@ async fn the_console_runs_the_workshop_in_a_real_browser() {
             .expect("start chromedriver"),
     );
     wait_for_port(driver_port, "chromedriver").await;
-    let profile = std::env::temp_dir().join(format!("seckill-console-{}", uuid_like()));
-    let mut capabilities = serde_json::Map::new();
-    capabilities.insert(
-        "goog:chromeOptions".into(),
-        json!({
-            "binary": chromium,
-            "args": [
-                "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--no-first-run", "--window-size=1280,720", "--hide-scrollbars",
-                format!("--user-data-dir={}", profile.display()),
-            ],
-        }),
-    );
-    let browser = ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
-        .capabilities(capabilities)
-        .connect(&format!("http://127.0.0.1:{driver_port}"))
-        .await
-        .expect("a WebDriver session");
-    let room = Room {
+    let (browser, profile) = browser_session(chromium, driver_port, "en-US").await;
+    let mut room = Room {
         http: reqwest::Client::new(),
         replicas,
         console: format!("http://127.0.0.1:{console_port}"),
@@ -326,7 +317,42 @@ async fn the_console_runs_the_workshop_in_a_real_browser() {
     exercise(&room).await;
     let _ = room.browser.clone().close().await;
     let _ = std::fs::remove_dir_all(&profile);
+
+    // The room in Chinese: a browser whose Accept-Language prefers zh-CN
+    // gets the page in Chinese, and drives one fault and one load in it.
+    let (browser, profile) = browser_session(chromium, driver_port, "zh-CN").await;
+    room.browser = browser;
+    in_chinese(&room).await;
+    let _ = room.browser.clone().close().await;
+    let _ = std::fs::remove_dir_all(&profile);
     drop(redis);
+}
+
+/// A WebDriver session of headless Chromium at 1280×720 whose
+/// `Accept-Language` (and `navigator.language`) is `lang`, in a profile of
+/// its own (returned, to remove).
+async fn browser_session(chromium: &str, driver_port: u16, lang: &str) -> (Client, PathBuf) {
+    let profile = std::env::temp_dir().join(format!("seckill-console-{}", uuid_like()));
+    let mut capabilities = serde_json::Map::new();
+    capabilities.insert(
+        "goog:chromeOptions".into(),
+        json!({
+            "binary": chromium,
+            "args": [
+                "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                "--no-first-run", "--window-size=1280,720", "--hide-scrollbars",
+                format!("--lang={lang}"),
+                format!("--user-data-dir={}", profile.display()),
+            ],
+            "prefs": { "intl.accept_languages": lang },
+        }),
+    );
+    let browser = ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
+        .capabilities(capabilities)
+        .connect(&format!("http://127.0.0.1:{driver_port}"))
+        .await
+        .expect("a WebDriver session");
+    (browser, profile)
 }
 
 /// A name no other run of the test uses at the same time.
@@ -398,6 +424,30 @@ async fn exercise(room: &Room) {
     room.banner_starts_with("Faults in force: unlock_before_commit")
         .await;
     room.shot("fault-on").await;
+    // Another web page the teacher has open posts a form to the console:
+    // refused before it does anything, the fault stays on. (The page's own
+    // clicks, same-origin, go on working: the reset below.)
+    let forged = room
+        .http
+        .post(format!("{}/api/reset", room.console))
+        .header("Origin", "http://evil.example")
+        .header("Sec-Fetch-Site", "cross-site")
+        .header("Content-Type", "application/x-www-form-urlencoded")
+        .send()
+        .await
+        .expect("the console answers");
+    assert_eq!(forged.status(), reqwest::StatusCode::FORBIDDEN);
+    let body: Value = forged.json().await.expect("a JSON error");
+    assert_eq!(body["error"], "cross_site", "{body}");
+    // The console answers a control only after the replicas took it: a
+    // refused reset has changed nothing by now.
+    assert!(
+        room.faults_everywhere()
+            .await
+            .iter()
+            .all(|f| f["unlock_before_commit"] == json!(true)),
+        "the forged reset cleared nothing"
+    );
     room.click("reset-all").await;
     room.unlock_before_commit_everywhere(false).await;
     room.banner_starts_with("No fault in force").await;
@@ -413,7 +463,9 @@ async fn exercise(room: &Room) {
     .await;
     eprintln!("none: {n} red bars drawn");
     room.shot("none").await;
+    charts_shade_a_fault(room).await;
     room.stop_load().await;
+    download_has_a_row_per_grab(room).await;
     // Stopped means stopped: the grabs in flight were answered before the
     // stop returned, and no new one starts.
     let orders = room.console_state().await["live"]["orders"].clone();
@@ -505,4 +557,185 @@ async fn exercise(room: &Room) {
     })
     .await;
     room.shot("reset").await;
+}
+
+/// 2a. Under the running load, a fault ticked in the page is a shaded band
+/// on the charts, starting within 1 s of the moment every replica had it.
+async fn charts_shade_a_fault(room: &Room) {
+    // A few seconds of load first: the band has points before it.
+    eventually("the load has run 3 s", || async {
+        let seconds = room.console_state().await["load"]["seconds"].as_f64();
+        seconds.is_some_and(|s| s >= 3.0).then_some(())
+    })
+    .await;
+    room.click("fault-unlock_before_commit").await;
+    room.unlock_before_commit_everywhere(true).await;
+    let landed_s = room.console_state().await["load"]["seconds"]
+        .as_f64()
+        .expect("the load's seconds");
+    let from: f64 = eventually("the page lists the fault's band", || async {
+        let from = room
+            .browser
+            .execute(
+                "const b = document.querySelector('[data-testid=band][data-label=unlock_before_commit]'); \
+                 return b ? Number(b.dataset.from) : null;",
+                vec![],
+            )
+            .await
+            .expect("read the bands");
+        from.as_f64()
+    })
+    .await;
+    eprintln!("fault band from {from:.2} s; every replica had the fault at {landed_s:.2} s");
+    assert!(
+        (landed_s - 1.0..=landed_s + 1.0).contains(&from),
+        "the band starts within 1 s of the landing: {from} vs {landed_s}"
+    );
+    // Two more seconds of load, then the latency chart has points on both
+    // sides of the band's start and the band painted on its canvas.
+    let pixels = eventually("the latency chart paints the band", || async {
+        let seen = room
+            .browser
+            .execute(
+                "const u = window.seckillCharts['chart-latency']; const from = arguments[0]; \
+                 if (!u || u.data[0].length === 0 || u.scales.x.max < from + 1.5) return null; \
+                 const points = u.data.slice(1).flat().filter((v) => v !== null).length; \
+                 const at = (s) => { const x = Math.round(u.valToPos(s, 'x', true)); \
+                   return [0.35, 0.5, 0.65, 0.8, 0.95].map((f) => Array.from( \
+                     u.ctx.getImageData(x, Math.round(u.bbox.top + f * u.bbox.height), 1, 1).data)); }; \
+                 return { points, inside: at(from + 0.5), before: from > 0.6 ? at(from - 0.5) : [] };",
+                vec![json!(from)],
+            )
+            .await
+            .expect("read the chart");
+        (!seen.is_null()).then_some(seen)
+    })
+    .await;
+    let red = |px: &Value| {
+        let c: Vec<u64> = px
+            .as_array()
+            .expect("rgba")
+            .iter()
+            .map(|v| v.as_u64().unwrap_or(0))
+            .collect();
+        c[3] > 0 && c[0] > c[2] + 60
+    };
+    let count = |side: &str| {
+        pixels[side]
+            .as_array()
+            .expect(side)
+            .iter()
+            .filter(|p| red(p))
+            .count()
+    };
+    assert!(
+        pixels["points"].as_u64().expect("points") > 0,
+        "a load draws points: {pixels}"
+    );
+    assert!(count("inside") >= 4, "the band is painted inside: {pixels}");
+    assert!(count("before") <= 1, "and not before the fault: {pixels}");
+    room.shot("charts-band").await;
+    room.click("fault-unlock_before_commit").await;
+    room.unlock_before_commit_everywhere(false).await;
+}
+
+/// 2b. "Download this run": one CSV row per grab the load sent.
+async fn download_has_a_row_per_grab(room: &Room) {
+    let series: Value = room
+        .http
+        .get(format!("{}/api/run", room.console))
+        .send()
+        .await
+        .expect("GET /api/run")
+        .json()
+        .await
+        .expect("JSON");
+    let grabs: u64 = series["grabs_per_s"]
+        .as_array()
+        .expect("grabs_per_s")
+        .iter()
+        .map(|n| n.as_u64().expect("a count"))
+        .sum();
+    let csv = room
+        .http
+        .get(format!("{}/api/run/download?format=csv", room.console))
+        .send()
+        .await
+        .expect("GET the download")
+        .text()
+        .await
+        .expect("CSV");
+    let mut lines = csv.lines();
+    assert_eq!(lines.next(), Some("t_s,replica,outcome,latency_ms,faults"));
+    let rows: Vec<&str> = lines.collect();
+    assert!(grabs > 0);
+    assert_eq!(rows.len() as u64, grabs, "one row per grab");
+    assert!(
+        rows.iter().any(|r| r.ends_with("unlock_before_commit")),
+        "the rows sent under the fault name it"
+    );
+    eprintln!("download: {} rows, one per grab", rows.len());
+}
+
+/// Step 5, the console in Chinese, chosen by the browser's Accept-Language:
+/// the labels in the source posts' terms (超卖 for oversold), one fault and
+/// one load driven from the Chinese page, the choice kept across a reload,
+/// and the toggle back to English.
+async fn in_chinese(room: &Room) {
+    let served = room
+        .http
+        .get(format!("{}/", room.console))
+        .header("Accept-Language", "zh-CN,zh;q=0.9,en;q=0.8")
+        .send()
+        .await
+        .expect("GET /")
+        .text()
+        .await
+        .expect("the page");
+    assert!(
+        served.contains("<html lang=\"zh-CN\">"),
+        "the page is served in Chinese"
+    );
+    room.browser
+        .goto(&format!("{}/", room.console))
+        .await
+        .expect("open the console");
+    eventually("the page draws its first state", || async {
+        (room.js("return document.body.dataset.ready || null;").await == json!("1")).then_some(())
+    })
+    .await;
+    let label = "return document.querySelector('#oversold-card .label').textContent;";
+    assert_eq!(room.js(label).await, json!("超卖"), "oversold is 超卖");
+    assert_eq!(
+        room.text("lang").await,
+        "English",
+        "the toggle offers English"
+    );
+    room.banner_starts_with("无故障").await;
+    room.click("fault-unlock_before_commit").await;
+    room.unlock_before_commit_everywhere(true).await;
+    room.banner_starts_with("生效的故障：unlock_before_commit")
+        .await;
+    room.shot("zh-fault-on").await;
+    room.start_load("20", "5", "500").await;
+    eventually("the load runs, said in Chinese", || async {
+        room.text("load-state")
+            .await
+            .starts_with("运行中")
+            .then_some(())
+    })
+    .await;
+    room.shot("zh-load").await;
+    room.stop_load().await;
+    room.click("reset-all").await;
+    room.unlock_before_commit_everywhere(false).await;
+    room.banner_starts_with("无故障").await;
+    // The choice is the browser's to keep: English now, after a reload too.
+    room.click("lang").await;
+    assert_eq!(room.js(label).await, json!("oversold"));
+    room.browser.refresh().await.expect("reload");
+    eventually("the reloaded page stays in English", || async {
+        (room.js(label).await == json!("oversold")).then_some(())
+    })
+    .await;
 }

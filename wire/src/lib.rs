@@ -55,6 +55,7 @@ pub mod error;
 pub mod faults;
 pub mod grab;
 pub mod history;
+pub mod i18n;
 pub mod nullable;
 pub mod orders;
 pub mod outcome;

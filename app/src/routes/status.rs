@@ -284,13 +284,21 @@ pub async fn read(
 /// The page.
 #[utoipa::path(tag = "status", responses((status = 200, description = "The status page (self-contained HTML)", body = String, content_type = "text/html")))]
 #[get("/")]
-pub async fn page() -> HttpResponse {
+pub async fn page(request: actix_web::HttpRequest) -> HttpResponse {
+    // English or Chinese: what `Accept-Language` prefers, until the viewer
+    // picks one with the page's toggle (kept in the browser).
+    let accept = request
+        .headers()
+        .get(header::ACCEPT_LANGUAGE)
+        .and_then(|v| v.to_str().ok());
+    let lang = seckill_wire::i18n::Lang::from_accept_language(accept);
     HttpResponse::Ok()
         .content_type("text/html; charset=utf-8")
         .insert_header((header::CONTENT_SECURITY_POLICY, PAGE_CSP))
         .insert_header((header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
         .insert_header((header::CACHE_CONTROL, "no-cache"))
-        .body(PAGE)
+        .insert_header((header::VARY, "Accept-Language"))
+        .body(seckill_wire::i18n::page(PAGE, lang))
 }
 
 /// The status once.

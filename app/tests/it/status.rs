@@ -676,3 +676,40 @@ async fn status_page_shows_the_faults_in_force_undersold_and_the_historys_overla
     }
     app.stop().await;
 }
+
+/// The page in the language the browser asks for (`Accept-Language`):
+/// Chinese labels in the source posts' terms (超卖 for oversold), the
+/// strategy's name untouched; English without the ask.
+#[tokio::test]
+async fn status_page_speaks_chinese_to_a_browser_that_asks_for_it() {
+    if !chromium_available() {
+        return;
+    }
+    let (_redis, app) = app_with("set-nx-px-token", 10).await;
+    let chinese = chromium(
+        vec![
+            "--lang=zh-CN".into(),
+            "--accept-lang=zh-CN".into(),
+            format!("--virtual-time-budget={BUDGET_MS}"),
+            "--dump-dom".into(),
+        ],
+        page_url(&app, 1),
+    )
+    .await;
+    assert!(chinese.contains("<html lang=\"zh-CN\""), "{chinese}");
+    assert!(
+        chinese.contains(">超卖件数<"),
+        "oversold is 超卖: {chinese}"
+    );
+    assert!(
+        chinese.contains(">无故障<"),
+        "no fault is 无故障: {chinese}"
+    );
+    let page = Page { dom: chinese };
+    assert_eq!(page.text("strategy"), "set-nx-px-token", "names stay");
+    let english = dump_dom(&app, 1).await;
+    assert!(english.dom.contains(">Oversold units<"), "{}", english.dom);
+    assert!(!english.dom.contains(">超卖件数<"));
+    assert!(english.dom.contains("<html lang=\"en\""));
+    app.stop().await;
+}

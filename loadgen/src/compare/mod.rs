@@ -7,6 +7,7 @@
 //! run the goose attack, read `/admin/audit` (and the history), scrape
 //! again.
 
+mod limits;
 mod run;
 mod settings;
 
@@ -22,6 +23,7 @@ use settings::Conditions;
 
 use crate::api::{FaultsPatch, Service, ServiceError, StrategiesBody, StrategyEntry};
 use crate::judge;
+use crate::report::threshold::Threshold;
 use crate::report::{Report, Run, Skipped};
 
 /// `run`/`compare`: run, print, write, and map the result to an exit code.
@@ -48,7 +50,8 @@ pub async fn main(strategies: Vec<String>, settings: &Settings) -> ExitCode {
 /// acknowledged order lost under any) → 1, reported first and winning over
 /// a failing service (a violation is never hidden behind an error); a
 /// failed strategy or a service failing most grabs → 3; a run that could
-/// not be judged (history with gaps, orders unreadable) → 4.
+/// not be judged (history with gaps, orders unreadable) → 4; a breached
+/// `--threshold` → 5 (a correctness or service code wins over it).
 fn exit_code(report: &Report) -> ExitCode {
     let (code, lines) = outcome(report);
     for line in lines {
@@ -97,12 +100,18 @@ pub fn outcome(report: &Report) -> (u8, Vec<String>) {
             run.inconclusive_because.join("; ")
         ));
     }
+    let breached = report.breached();
+    for check in &breached {
+        lines.push(format!("THRESHOLD: {}", check.line()));
+    }
     let code = if !bad.is_empty() {
         1
     } else if !failing.is_empty() || !report.failed.is_empty() {
         3
     } else if !unsure.is_empty() {
         4
+    } else if !breached.is_empty() {
+        5
     } else {
         0
     };
@@ -130,6 +139,7 @@ async fn execute(strategies: Vec<String>, settings: &Settings) -> anyhow::Result
     let service = Service::new(settings.urls.clone(), settings.admin_token.clone());
     let listed = service.check().await?;
     let (chosen, skipped) = choose(&listed, strategies)?;
+    thresholds_name_runs(&settings.thresholds, &chosen)?;
     for product in 1..=workload.products {
         service.product(&service.urls[0], product).await?;
     }
@@ -155,6 +165,7 @@ async fn execute(strategies: Vec<String>, settings: &Settings) -> anyhow::Result
     }
 
     let synchronous_commit = service.audit().await.ok().map(|a| a.synchronous_commit);
+    let thresholds = limits::check(&settings.thresholds, &done.runs);
     let report = Report {
         tool: "seckill-loadgen".into(),
         version: env!("CARGO_PKG_VERSION").into(),
@@ -166,9 +177,28 @@ async fn execute(strategies: Vec<String>, settings: &Settings) -> anyhow::Result
         skipped,
         failed: done.failed,
         interrupted: done.interrupted,
+        thresholds,
     };
     write_reports(&report, &settings.out, &settings.report_files)?;
     Ok(report)
+}
+
+/// A threshold that names a strategy this comparison does not run is a
+/// mistake (a typo would otherwise pass unchecked): refused before the
+/// first grab, exit 2.
+fn thresholds_name_runs(thresholds: &[Threshold], chosen: &[StrategyEntry]) -> anyhow::Result<()> {
+    for t in thresholds {
+        if let Some(name) = &t.strategy {
+            if !chosen.iter().any(|s| &s.name == name) {
+                let running: Vec<&str> = chosen.iter().map(|s| s.name.as_str()).collect();
+                anyhow::bail!(
+                    "--threshold {t}: {name} is not among the strategies this run runs ({})",
+                    running.join(", ")
+                );
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The strategies to run, in order (`names` empty: every one the service
@@ -325,7 +355,7 @@ pub(crate) fn write_reports(report: &Report, out: &Path, extra: &[PathBuf]) -> a
 
 #[cfg(test)]
 mod tests {
-    use super::outcome;
+    use super::{limits, outcome, thresholds_name_runs, StrategyEntry, Threshold};
     use crate::judge::RunVerdict;
     use crate::report::fixtures::{report_of, run};
 
@@ -348,5 +378,53 @@ mod tests {
         assert_eq!(outcome(&report), (0, Vec::new()));
         report.interrupted = true;
         assert_eq!(outcome(&report).0, 130);
+    }
+
+    #[test]
+    fn a_breached_threshold_exits_5_below_every_correctness_code() {
+        let slow = run("redlock", RunVerdict::Safe, 0);
+        let limit = |text: &str| vec![Threshold::parse(text).expect("a threshold")];
+        let mut report = report_of(vec![slow]);
+        report.thresholds = limits::check(&limit("p99<400ms"), &report.runs);
+        assert_eq!(outcome(&report), (0, Vec::new()));
+        report.thresholds = limits::check(&limit("redlock:p99<1ms"), &report.runs);
+        let (code, lines) = outcome(&report);
+        assert_eq!(code, 5, "{lines:?}");
+        assert_eq!(
+            lines,
+            ["THRESHOLD: redlock: redlock:p99<1ms measured 3.0 ms: BREACHED"]
+        );
+        // A violation still wins, and is printed first.
+        report.runs.push(run("set-nx-px", RunVerdict::Violation, 2));
+        let (code, lines) = outcome(&report);
+        assert_eq!(code, 1);
+        assert!(lines[0].starts_with("VIOLATION: set-nx-px"), "{lines:?}");
+    }
+
+    #[test]
+    fn a_threshold_naming_a_strategy_not_run_is_refused() {
+        let entry = |name: &str| StrategyEntry {
+            name: name.into(),
+            guarantee: String::new(),
+            available: true,
+            unavailable_reason: None,
+            seed: String::new(),
+            safety: crate::api::Safety::Safe,
+            kind: crate::api::Kind::Ttl,
+        };
+        let chosen = [entry("redlock")];
+        let ok = [
+            Threshold::parse("redlock:p99<4ms").expect("a threshold"),
+            Threshold::parse("p99<4ms").expect("a threshold"),
+        ];
+        assert!(thresholds_name_runs(&ok, &chosen).is_ok());
+        let typo = [Threshold::parse("redlok:p99<4ms").expect("a threshold")];
+        let e = thresholds_name_runs(&typo, &chosen)
+            .expect_err("refused")
+            .to_string();
+        assert!(
+            e.contains("redlok is not among the strategies this run runs (redlock)"),
+            "{e}"
+        );
     }
 }

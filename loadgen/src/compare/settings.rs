@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use crate::api::Faults;
 use crate::load::Workload;
+use crate::report::threshold::Threshold;
 
 /// What `run`/`compare` were asked to do (from the command line).
 #[derive(Debug, Clone)]
@@ -29,6 +30,8 @@ pub struct Settings {
     pub quiet: bool,
     /// Count overlapping sections through the history arbiter.
     pub history: bool,
+    /// Limits on what each run measured (`--threshold`).
+    pub thresholds: Vec<Threshold>,
 }
 
 /// What every run of one comparison ran under.

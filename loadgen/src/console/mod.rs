@@ -29,7 +29,9 @@
 //! The page's stable hooks for outside checks are `data-testid` attributes
 //! (see `page.html` and docs/console.md).
 
+mod guard;
 pub mod pacer;
+pub mod recording;
 mod routes;
 pub mod runner;
 mod state;
@@ -87,6 +89,7 @@ pub async fn main(options: Options) -> ExitCode {
         default_strategy,
         strategies,
         load: Mutex::new(None),
+        recording: Mutex::new(None),
         stock: Mutex::new(LoadSettings::default().stock),
         runner: Runner::default(),
         runner_options: options.runner.clone(),

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::api::Service;
-use crate::load::{targets, Driver, Live, Outcome, Pace, Plan, Users};
+use crate::load::{targets, Driver, GrabLog, Live, Outcome, Pace, Plan, Users};
 
 /// What the room asked for (`POST /api/load/start`).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -124,7 +124,12 @@ pub struct Pacer {
 
 impl Pacer {
     /// Start grabbing `product` through `service` at `settings`' pace.
-    pub fn start(service: &Service, product: u64, settings: LoadSettings) -> Self {
+    pub fn start(
+        service: &Service,
+        product: u64,
+        settings: LoadSettings,
+        log: Arc<GrabLog>,
+    ) -> Self {
         let plan = Plan {
             http: service.http().clone(),
             targets: targets(service.urls.clone()),
@@ -137,6 +142,7 @@ impl Pacer {
                 per_sec: settings.rate,
             },
             buyers: settings.buyers,
+            log: Some(log),
         };
         Self {
             started_with: settings,

@@ -14,11 +14,13 @@ use clap::ValueEnum;
 use serde::{Deserialize, Serialize};
 
 use super::pacer::{CountsView, LoadAdjust, LoadSettings, Pacer};
+use super::recording::{faults_on, Recording};
 use super::runner::RunView;
 use super::state::Console;
-use crate::api::{FaultInForce, Faults, FaultsPatch, Section, ServiceError, StrategyEntry};
+use crate::api::{Faults, FaultsPatch, Section, ServiceError, StrategyEntry};
 use crate::load::lock;
 use crate::scenario::Scenario;
+use seckill_wire::i18n;
 
 const PAGE: &str = include_str!("page.html");
 
@@ -34,6 +36,9 @@ enum ConsoleError {
     /// A refused control (a scenario already running, none to stop).
     #[error("{0}")]
     Conflict(String),
+    /// Nothing there (no load recorded yet, no such asset).
+    #[error("{0}")]
+    NotFound(String),
     /// The service refused or could not be reached.
     #[error("{0}")]
     Service(#[from] ServiceError),
@@ -50,6 +55,7 @@ impl ResponseError for ConsoleError {
         match self {
             ConsoleError::BadRequest(_) => StatusCode::BAD_REQUEST,
             ConsoleError::Conflict(_) => StatusCode::CONFLICT,
+            ConsoleError::NotFound(_) => StatusCode::NOT_FOUND,
             ConsoleError::Service(_) => StatusCode::BAD_GATEWAY,
         }
     }
@@ -58,6 +64,7 @@ impl ResponseError for ConsoleError {
         let error = match self {
             ConsoleError::BadRequest(_) => "bad_request",
             ConsoleError::Conflict(_) => "conflict",
+            ConsoleError::NotFound(_) => "not_found",
             ConsoleError::Service(_) => "service",
         };
         HttpResponse::build(self.status_code()).json(ErrorJson {
@@ -76,6 +83,9 @@ pub async fn serve(console: Console, bind: SocketAddr) -> std::io::Result<()> {
         let console = console.clone();
         move || {
             App::new()
+                .wrap(actix_web::middleware::from_fn(
+                    super::guard::refuse_cross_site,
+                ))
                 .app_data(console.clone())
                 .app_data(web::JsonConfig::default().error_handler(|e, _| {
                     ConsoleError::BadRequest(format!("bad JSON body: {e}")).into()
@@ -93,6 +103,9 @@ pub async fn serve(console: Console, bind: SocketAddr) -> std::io::Result<()> {
                 .service(scenario_start)
                 .service(scenario_stop)
                 .service(scenario_curves)
+                .service(run_series)
+                .service(run_download)
+                .service(vendor_asset)
         }
     })
     .workers(2)
@@ -116,12 +129,19 @@ pub async fn serve(console: Console, bind: SocketAddr) -> std::io::Result<()> {
     result
 }
 
+/// The page, in the language `Accept-Language` prefers until the room
+/// picks one with the page's toggle (kept in the browser).
 #[get("/")]
-async fn page() -> HttpResponse {
+async fn page(request: actix_web::HttpRequest) -> HttpResponse {
+    let accept = request
+        .headers()
+        .get(actix_web::http::header::ACCEPT_LANGUAGE)
+        .and_then(|v| v.to_str().ok());
     HttpResponse::Ok()
         .content_type("text/html; charset=utf-8")
         .insert_header(("Cache-Control", "no-store"))
-        .body(PAGE)
+        .insert_header(("Vary", "Accept-Language"))
+        .body(i18n::page(PAGE, i18n::Lang::from_accept_language(accept)))
 }
 
 /// One replica as the console sees it.
@@ -317,7 +337,7 @@ async fn state(console: web::Data<Console>) -> HttpResponse {
             product: console.product,
             faults_in_force: first_status
                 .as_ref()
-                .map(|s| banner(&s.faults))
+                .map(|s| faults_on(&s.faults))
                 .unwrap_or_default(),
             strategy: first_status.map(|s| s.strategy),
             default_strategy: &console.default_strategy,
@@ -338,22 +358,6 @@ async fn state(console: web::Data<Console>) -> HttpResponse {
                 })
                 .collect(),
         })
-}
-
-/// The banner's entries from the faults the service itself lists as in
-/// force (`StatusBody::faults`: every field away from a fresh deployment's
-/// value — the status page's banner reads the same list): a switch by its
-/// name, any other value as `name=value`. The work delay is the section's
-/// simulated work, shown beside the banner, never listed as a fault.
-fn banner(in_force: &[FaultInForce]) -> Vec<String> {
-    in_force
-        .iter()
-        .filter(|fault| fault.name != "work_delay_ms")
-        .map(|fault| match fault.value.as_str() {
-            "true" => fault.name.clone(),
-            value => format!("{}={value}", fault.name),
-        })
-        .collect()
 }
 
 #[derive(Debug, Deserialize)]
@@ -461,7 +465,11 @@ async fn load_start(console: web::Data<Console>, body: web::Json<LoadSettings>) 
     service.reset(console.product, settings.stock).await?;
     *lock(&console.stock) = settings.stock;
     service.history_start().await?;
-    let pacer = Pacer::start(service, console.product, settings);
+    let recording = Recording::begin(service.clone(), console.product);
+    let pacer = Pacer::start(service, console.product, settings, recording.log.clone());
+    if let Some(old) = lock(&console.recording).replace(recording) {
+        old.finish();
+    }
     *lock(&console.load) = Some(Arc::new(pacer));
     Ok(HttpResponse::NoContent().finish())
 }
@@ -517,6 +525,77 @@ async fn reset_all(console: web::Data<Console>) -> Answer {
     Ok(HttpResponse::NoContent().finish())
 }
 
+/// `GET /api/run`: the charts' series of the last load's recording
+/// (`404 {"error": "not_found"}` before the first load).
+#[get("/api/run")]
+async fn run_series(console: web::Data<Console>) -> Answer {
+    let recording = lock(&console.recording).clone().ok_or_else(no_run)?;
+    Ok(HttpResponse::Ok()
+        .insert_header(("Cache-Control", "no-store"))
+        .json(recording.series()))
+}
+
+#[derive(Debug, Deserialize)]
+struct DownloadQuery {
+    /// `csv` (default) or `json`.
+    #[serde(default)]
+    format: Option<String>,
+}
+
+/// `GET /api/run/download?format=csv|json`: every grab of the last load
+/// (time, replica, outcome, latency, the faults in force), as a file.
+#[get("/api/run/download")]
+async fn run_download(console: web::Data<Console>, query: web::Query<DownloadQuery>) -> Answer {
+    let recording = lock(&console.recording).clone().ok_or_else(no_run)?;
+    let name = format!("seckill-run-{}", recording.began_unix_ms);
+    let (body, kind, extension) = match query.format.as_deref().unwrap_or("csv") {
+        "csv" => (recording.csv(), "text/csv; charset=utf-8", "csv"),
+        "json" => (
+            serde_json::to_string_pretty(&recording.json()).unwrap_or_default(),
+            "application/json",
+            "json",
+        ),
+        other => {
+            return Err(ConsoleError::BadRequest(format!(
+                "format {other:?}: use csv or json"
+            )))
+        }
+    };
+    Ok(HttpResponse::Ok()
+        .content_type(kind)
+        .insert_header((
+            "Content-Disposition",
+            format!("attachment; filename=\"{name}.{extension}\""),
+        ))
+        .body(body))
+}
+
+fn no_run() -> ConsoleError {
+    ConsoleError::NotFound(
+        "no load has run yet: start one, then its charts and download are here".into(),
+    )
+}
+
+/// The charting library, vendored (the room may be offline): uPlot.
+#[get("/assets/{name}")]
+async fn vendor_asset(name: web::Path<String>) -> Answer {
+    let (body, kind) = match name.as_str() {
+        "uPlot.iife.min.js" => (
+            include_str!("vendor/uplot/uPlot.iife.min.js"),
+            "text/javascript; charset=utf-8",
+        ),
+        "uPlot.min.css" => (
+            include_str!("vendor/uplot/uPlot.min.css"),
+            "text/css; charset=utf-8",
+        ),
+        other => return Err(ConsoleError::NotFound(format!("no asset {other:?}"))),
+    };
+    Ok(HttpResponse::Ok()
+        .content_type(kind)
+        .insert_header(("Cache-Control", "max-age=86400"))
+        .body(body))
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ScenarioRequest {
@@ -568,33 +647,4 @@ async fn scenario_curves(console: web::Data<Console>) -> HttpResponse {
 async fn scenario_stop(console: web::Data<Console>) -> Answer {
     console.runner.stop().map_err(ConsoleError::Conflict)?;
     Ok(HttpResponse::NoContent().finish())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_banner_names_switches_and_values_and_never_the_work_delay() {
-        assert!(banner(&[]).is_empty());
-        let fault = |name: &str, value: &str| FaultInForce {
-            name: name.into(),
-            value: value.into(),
-        };
-        assert_eq!(
-            banner(&[
-                fault("acquire_pause_ms", "300"),
-                fault("pause_at", "before-commit"),
-                fault("pause_ms", "2000"),
-                fault("unlock_before_commit", "true"),
-                fault("work_delay_ms", "20"),
-            ]),
-            vec![
-                "acquire_pause_ms=300".to_owned(),
-                "pause_at=before-commit".to_owned(),
-                "pause_ms=2000".to_owned(),
-                "unlock_before_commit".to_owned(),
-            ]
-        );
-    }
 }

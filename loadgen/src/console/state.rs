@@ -4,6 +4,7 @@
 use std::sync::{Arc, Mutex};
 
 use super::pacer::Pacer;
+use super::recording::Recording;
 use super::runner::{Runner, RunnerOptions};
 use crate::api::{Service, StrategiesBody};
 use crate::load::lock;
@@ -18,6 +19,9 @@ pub struct Console {
     /// The load running (or stopping: it leaves once its grabs in flight
     /// are answered).
     pub(super) load: Mutex<Option<Arc<Pacer>>>,
+    /// The last load's recording (the charts, the download): from its
+    /// start until the next load starts.
+    pub(super) recording: Mutex<Option<Arc<Recording>>>,
     /// The stock the last load (or reset) set: what "reset everything"
     /// puts back.
     pub(super) stock: Mutex<u64>,
@@ -41,6 +45,9 @@ impl Console {
             let mut slot = lock(&self.load);
             if slot.as_ref().is_some_and(|p| Arc::ptr_eq(p, &pacer)) {
                 *slot = None;
+                if let Some(recording) = lock(&self.recording).as_ref() {
+                    recording.finish();
+                }
             }
         }
     }

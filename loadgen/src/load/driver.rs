@@ -36,6 +36,7 @@ use tokio::time::Instant;
 
 use super::grab::Grab;
 use super::live::{lock, Live};
+use super::log::GrabLog;
 use super::outcome::Outcome;
 
 /// How the buyers' grabs are spaced.
@@ -109,6 +110,8 @@ pub struct Plan {
     pub users: Users,
     pub pace: Pace,
     pub buyers: usize,
+    /// Where each answered grab is written, one row (the console's charts).
+    pub log: Option<Arc<GrabLog>>,
 }
 
 /// A running load.
@@ -320,6 +323,9 @@ async fn buy(shared: Arc<Shared>, turn: usize, retired: Arc<AtomicBool>) {
         let sent = std::time::Instant::now();
         let answer = grab.send(&plan.http, &url).await;
         let answered = grab.settle(&shared.live, answer, sent).await;
+        if let Some(log) = &plan.log {
+            log.push(sent, &url, answered.outcome, sent.elapsed());
+        }
         if let Pace::Closed { think } = plan.pace {
             let rest = if answered.status == 0 {
                 Duration::from_millis(20)

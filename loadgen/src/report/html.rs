@@ -78,6 +78,14 @@ impl Report {
                     @for s in &self.skipped {
                         p { "Skipped " code { (s.strategy) } ": " (s.reason) }
                     }
+                    @if !self.thresholds.is_empty() {
+                        h2 { "Thresholds" }
+                        ul {
+                            @for c in &self.thresholds {
+                                li class=(if c.passed { "passed" } else { "breached" }) { (c.line()) }
+                            }
+                        }
+                    }
                     @if self.runs.iter().any(|r| !r.sections.is_empty()) {
                         h2 { "Critical sections (--history)" }
                         @for run in self.runs.iter().filter(|r| !r.sections.is_empty()) {

@@ -6,6 +6,7 @@
 mod charts;
 pub mod html;
 mod tables;
+pub mod threshold;
 
 use std::collections::BTreeMap;
 
@@ -173,6 +174,10 @@ pub struct Report {
     pub failed: Vec<Skipped>,
     /// Stopped by Ctrl-C: `runs` holds what finished.
     pub interrupted: bool,
+    /// Each `--threshold` against each run it applies to (empty without
+    /// one); any breached exits 5 unless a worse code wins.
+    #[serde(default)]
+    pub thresholds: Vec<threshold::Checked>,
 }
 
 /// A strategy the service cannot run.
@@ -214,6 +219,11 @@ impl Report {
         self.runs
             .iter()
             .filter_map(|r| Some((r.strategy.as_str(), r.batch.as_ref()?)))
+    }
+
+    /// The thresholds the runs breached.
+    pub fn breached(&self) -> Vec<&threshold::Checked> {
+        self.thresholds.iter().filter(|c| !c.passed).collect()
     }
 
     /// The JSON report.
@@ -346,6 +356,7 @@ pub(crate) mod fixtures {
             skipped: Vec::new(),
             failed: Vec::new(),
             interrupted: false,
+            thresholds: Vec::new(),
         }
     }
 }

@@ -148,6 +148,9 @@ impl Report {
                 r.inconclusive_because.join("; ")
             );
         }
+        for c in &self.thresholds {
+            let _ = writeln!(out, "threshold {}", c.line());
+        }
         if self.interrupted {
             out.push_str("interrupted (Ctrl-C): the strategies after the last row did not run\n");
         }
@@ -181,6 +184,12 @@ impl Report {
                 r.strategy,
                 r.inconclusive_because.join("; ")
             );
+        }
+        if !self.thresholds.is_empty() {
+            out.push_str("\n## Thresholds\n\n");
+            for c in &self.thresholds {
+                let _ = writeln!(out, "- {}", c.line());
+            }
         }
         out.push_str(
             "\nGrabs/s count every answered request (retries of `busy`/`rejected` included); \

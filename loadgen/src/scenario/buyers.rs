@@ -40,6 +40,7 @@ pub fn start(
             users: Users::fresh(next_user),
             pace: Pace::Closed { think },
             buyers: users,
+            log: None,
         },
         tally,
     )
