@@ -228,6 +228,18 @@ impl Room {
         .await;
     }
 
+    /// A screenshot with `#id` scrolled into view (then back to the top).
+    async fn shot_of(&self, id: &str, name: &str) {
+        if self.shots.is_some() {
+            self.js(&format!(
+                "window.scrollTo(0, document.getElementById('{id}').offsetTop - 250); return null;"
+            ))
+            .await;
+            self.shot(name).await;
+            self.js("window.scrollTo(0, 0); return null;").await;
+        }
+    }
+
     async fn shot(&self, name: &str) {
         if let Some(dir) = &self.shots {
             let png = self.browser.screenshot().await.expect("screenshot");
@@ -634,7 +646,7 @@ async fn charts_shade_a_fault(room: &Room) {
     );
     assert!(count("inside") >= 4, "the band is painted inside: {pixels}");
     assert!(count("before") <= 1, "and not before the fault: {pixels}");
-    room.shot("charts-band").await;
+    room.shot_of("charts-card", "charts-band").await;
     room.click("fault-unlock_before_commit").await;
     room.unlock_before_commit_everywhere(false).await;
 }
@@ -725,7 +737,16 @@ async fn in_chinese(room: &Room) {
             .then_some(())
     })
     .await;
-    room.shot("zh-load").await;
+    eventually("the charts draw the load, said in Chinese", || async {
+        let note = room
+            .js("return document.getElementById('charts-note').textContent;")
+            .await;
+        let secs = room.console_state().await["load"]["seconds"].as_f64();
+        (note.as_str().is_some_and(|n| n.contains("自压测开始")) && secs.is_some_and(|s| s >= 4.0))
+            .then_some(())
+    })
+    .await;
+    room.shot_of("charts-card", "zh-load").await;
     room.stop_load().await;
     room.click("reset-all").await;
     room.unlock_before_commit_everywhere(false).await;
