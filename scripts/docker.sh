@@ -171,20 +171,23 @@ check_shared_state() {
 # check_console: the console's page and state through its published port,
 # every replica seen, and a fault switched through it reaching each one.
 check_console() {
-  local console=http://127.0.0.1:8089 i got
-  curl -fsS "$console/" | grep 'data-testid="timeline"' >/dev/null || die "the console's page at $console/ has no timeline"
-  got=$(curl -fsS "$console/api/state" | json '[.replicas[] | select(.strategy and (.error | not))] | length')
+  local console=http://127.0.0.1:8089 i got auth=(-H "Authorization: Bearer $TOKEN")
+  # It listens on 0.0.0.0 in its container: without the token, nothing.
+  got=$(curl -sS -o /dev/null -w '%{http_code}' -X POST "$console/api/reset")
+  [[ $got == 401 ]] || die "the console answered $got to a reset without the admin token, not 401"
+  curl -fsS "${auth[@]}" "$console/" | grep 'data-testid="timeline"' >/dev/null || die "the console's page at $console/ has no timeline"
+  got=$(curl -fsS "${auth[@]}" "$console/api/state" | json '[.replicas[] | select(.strategy and (.error | not))] | length')
   [[ $got == 3 ]] || die "the console sees $got healthy replicas of 3 ($console/api/state)"
-  curl -fsS -X PUT -H 'Content-Type: application/json' -d '{"unlock_before_commit": true}' "$console/api/faults" >/dev/null \
+  curl -fsS "${auth[@]}" -X PUT -H 'Content-Type: application/json' -d '{"unlock_before_commit": true}' "$console/api/faults" >/dev/null \
     || die "PUT /api/faults through the console failed"
   for i in 1 2 3; do
     got=$(in_replica "$i" /admin/faults | json .unlock_before_commit)
     [[ $got == true ]] || die "app-$i's unlock_before_commit is $got after the console switched it on"
   done
-  curl -fsS -X POST "$console/api/reset" >/dev/null || die "POST /api/reset through the console failed"
-  got=$(curl -fsS "$console/api/state" | json '.faults_in_force | length')
+  curl -fsS "${auth[@]}" -X POST "$console/api/reset" >/dev/null || die "POST /api/reset through the console failed"
+  got=$(curl -fsS "${auth[@]}" "$console/api/state" | json '.faults_in_force | length')
   [[ $got == 0 ]] || die "after the console's reset $got faults are still in force"
-  echo "ok   the console (127.0.0.1:8089) sees app-1, app-2 and app-3; a fault switched in it reached each; its reset cleared it"
+  echo "ok   the console (127.0.0.1:8089) refuses a reset without the token (401); with it, sees app-1, app-2 and app-3; a fault switched in it reached each; its reset cleared it"
 }
 
 grabs_of() { # grabs_of N: grab requests replica N has counted

@@ -760,3 +760,120 @@ async fn in_chinese(room: &Room) {
     })
     .await;
 }
+
+/// Beyond loopback (`--bind 0.0.0.0`), only whoever has the admin token
+/// drives the room: every route but the login form and the charting
+/// library answers 401 until a login sets the session cookie (HttpOnly,
+/// SameSite=Strict), or the request carries the token. No browser needed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_console_beyond_loopback_asks_for_the_admin_token() {
+    let redis = RedisServer::start();
+    let database_url = fresh_database().await;
+    let env = vec![
+        ("SECKILL_DATABASE_URL", database_url),
+        ("SECKILL_REDIS_URL", redis.url()),
+        ("SECKILL_ADMIN_TOKEN", TOKEN.to_owned()),
+        ("SECKILL_SEED_PRODUCTS", "1:100".to_owned()),
+        ("SECKILL_DATABASE_MAX_CONNECTIONS", "4".to_owned()),
+    ];
+    let replica = AppProcess::start(&env);
+    let port = free_port();
+    let _console = Killed(
+        Command::new(env!("CARGO_BIN_EXE_seckill-loadgen"))
+            .args([
+                "console",
+                "--url",
+                &replica.address,
+                "--bind",
+                "0.0.0.0",
+                "--port",
+            ])
+            .arg(port.to_string())
+            .env("SECKILL_ADMIN_TOKEN", TOKEN)
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("start the console"),
+    );
+    wait_for_port(port, "the console").await;
+    let base = format!("http://127.0.0.1:{port}");
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("a client");
+    let status = |r: &reqwest::Response| r.status().as_u16();
+
+    let state = http
+        .get(format!("{base}/api/state"))
+        .send()
+        .await
+        .expect("state");
+    assert_eq!(status(&state), 401);
+    let body: Value = state.json().await.expect("a JSON error");
+    assert_eq!(body["error"], "unauthenticated", "{body}");
+    let reset = http
+        .post(format!("{base}/api/reset"))
+        .send()
+        .await
+        .expect("reset");
+    assert_eq!(
+        status(&reset),
+        401,
+        "a control without a login changes nothing"
+    );
+    let page = http.get(format!("{base}/")).send().await.expect("page");
+    assert_eq!(status(&page), 401);
+    assert!(page
+        .text()
+        .await
+        .expect("page")
+        .contains("data-testid=\"login-token\""));
+    let css = http
+        .get(format!("{base}/assets/uPlot.min.css"))
+        .send()
+        .await
+        .expect("css");
+    assert_eq!(status(&css), 200, "the login page's own assets are open");
+
+    let log_in = |token: &str| {
+        http.post(format!("{base}/login"))
+            .header("Content-Type", "application/x-www-form-urlencoded")
+            .body(format!("token={token}"))
+            .send()
+    };
+    let wrong = log_in("not-the-token").await.expect("login");
+    assert_eq!(status(&wrong), 401);
+    assert!(wrong.headers().get("set-cookie").is_none());
+    let right = log_in(TOKEN).await.expect("login");
+    assert_eq!(status(&right), 303);
+    let cookie = right
+        .headers()
+        .get("set-cookie")
+        .and_then(|v| v.to_str().ok())
+        .expect("a session cookie")
+        .to_owned();
+    assert!(
+        cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
+        "{cookie}"
+    );
+    assert!(
+        !cookie.contains(TOKEN),
+        "the cookie is a session id, not the token"
+    );
+    let session = cookie.split(';').next().expect("name=value");
+    let state = http
+        .get(format!("{base}/api/state"))
+        .header("Cookie", session)
+        .send()
+        .await
+        .expect("state");
+    assert_eq!(status(&state), 200, "logged in");
+    let scripted = http
+        .get(format!("{base}/api/state"))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .expect("state");
+    assert_eq!(status(&scripted), 200, "a script sends the token");
+    drop(replica);
+    drop(redis);
+}

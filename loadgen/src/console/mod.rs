@@ -94,7 +94,16 @@ pub async fn main(options: Options) -> ExitCode {
         runner: Runner::default(),
         runner_options: options.runner.clone(),
     };
-    match routes::serve(console, options.bind).await {
+    // Beyond loopback, only the teacher drives the room: a login with the
+    // admin token (on loopback it works as it always did).
+    let login = (!options.bind.ip().is_loopback()).then(|| {
+        println!(
+            "console: listening on {} (beyond loopback): the page asks for the admin token",
+            options.bind.ip()
+        );
+        guard::Login::new(&options.admin_token)
+    });
+    match routes::serve(console, options.bind, login).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!(

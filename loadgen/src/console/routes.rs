@@ -77,16 +77,25 @@ impl ResponseError for ConsoleError {
 type Answer = Result<HttpResponse, ConsoleError>;
 
 /// Serve the console on `bind` until Ctrl-C.
-pub async fn serve(console: Console, bind: SocketAddr) -> std::io::Result<()> {
+pub async fn serve(
+    console: Console,
+    bind: SocketAddr,
+    login: Option<super::guard::Login>,
+) -> std::io::Result<()> {
     let console = web::Data::new(console);
+    let login = login.map(web::Data::new);
     let server = HttpServer::new({
         let console = console.clone();
         move || {
-            App::new()
+            let mut app = App::new()
+                .wrap(actix_web::middleware::from_fn(super::guard::require_login))
                 .wrap(actix_web::middleware::from_fn(
                     super::guard::refuse_cross_site,
-                ))
-                .app_data(console.clone())
+                ));
+            if let Some(login) = &login {
+                app = app.app_data(login.clone());
+            }
+            app.app_data(console.clone())
                 .app_data(web::JsonConfig::default().error_handler(|e, _| {
                     ConsoleError::BadRequest(format!("bad JSON body: {e}")).into()
                 }))
@@ -106,6 +115,7 @@ pub async fn serve(console: Console, bind: SocketAddr) -> std::io::Result<()> {
                 .service(run_series)
                 .service(run_download)
                 .service(vendor_asset)
+                .route("/login", web::post().to(super::guard::log_in))
         }
     })
     .workers(2)
