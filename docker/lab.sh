@@ -94,6 +94,7 @@ case "${1:---help}" in
 [lab] From the host (published with -p 127.0.0.1:8080:8080 -p 127.0.0.1:8089:8089 -p 127.0.0.1:9090:9090):
         http://127.0.0.1:8080/            live status page, through nginx over the three replicas
         http://127.0.0.1:8089/            the console: strategy, paced load, faults, who holds the lock
+                                          (it asks for this stack's admin token, printed above)
         http://127.0.0.1:9090/classic/    Prometheus (alerts, graphs)
       The replicas' own ports above are inside the container.
 [lab] The stack stays up: Ctrl-C (or docker stop) stops it.
