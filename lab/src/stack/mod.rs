@@ -458,8 +458,14 @@ impl Stack {
             .env("SECKILL_DATABASE_URL", &w.database_url)
             .env("SECKILL_MYSQL_URL", &w.mysql_url)
             .log(self.state.file("console", "log"));
-        self.state
-            .start("console", launch, &Ready::http(port, "/api/state"))?;
+        // Ready once it serves a file that needs no login (beyond loopback,
+        // as in the lab container, /api/state asks for the token): it
+        // serves only after every replica answered its start-up check.
+        self.state.start(
+            "console",
+            launch,
+            &Ready::http(port, "/assets/uPlot.min.css"),
+        )?;
         crate::say(&format!(
             "console: http://127.0.0.1:{port}/ (the workshop's control room over {})",
             self.replica_urls().join(" ")
