@@ -370,13 +370,8 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
     if let Some(secs) = goose::util::parse_timespan(text) {
         return Ok(Duration::from_secs(secs as u64));
     }
-    let split = text
-        .find(|c: char| !c.is_ascii_digit() && c != '.')
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let n: f64 = number
-        .parse()
-        .map_err(|_| format!("{text:?} is not a duration like 30s, 1m30s, 500ms"))?;
+    let (n, unit) = crate::report::threshold::number_and_unit(text)
+        .ok_or_else(|| format!("{text:?} is not a duration like 30s, 1m30s, 500ms"))?;
     let secs = match unit {
         "" | "s" => n,
         "ms" => n / 1000.0,

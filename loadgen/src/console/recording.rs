@@ -141,14 +141,12 @@ impl Recording {
 
     /// The charts' series: one point a second.
     pub fn series(&self) -> Series {
-        Series::of(
-            &self.log.rows(),
-            &lock(&self.readings),
-            self.bands(),
-            // While the load runs, whole seconds only: the one under way
-            // would draw as a fall.
-            lock(&self.ended_s).unwrap_or_else(|| self.now_s().floor()),
-        )
+        // While the load runs, whole seconds only: the one under way
+        // would draw as a fall.
+        let until_s = lock(&self.ended_s).unwrap_or_else(|| self.now_s().floor());
+        let bands = self.bands();
+        self.log
+            .with_rows(|rows| Series::of(rows, &lock(&self.readings), bands, until_s))
     }
 
     /// Every grab as CSV, one row each: `t_s,replica,outcome,latency_ms,faults`

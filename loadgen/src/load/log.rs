@@ -75,6 +75,12 @@ impl GrabLog {
         lock(&self.rows).clone()
     }
 
+    /// `read` over the rows so far, without copying them (the charts
+    /// read the whole log every second).
+    pub fn with_rows<T>(&self, read: impl FnOnce(&[GrabRow]) -> T) -> T {
+        read(&lock(&self.rows))
+    }
+
     /// Rows not kept because the log was full.
     pub fn dropped(&self) -> u64 {
         *lock(&self.dropped)

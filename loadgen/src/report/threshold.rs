@@ -154,15 +154,20 @@ impl Threshold {
     }
 }
 
-/// The number and its unit, in the metric's base unit.
-fn parse_limit(text: &str, unit: Unit) -> Result<f64, String> {
+/// `1.5s` as its number and what follows it (`"s"`); `None` when it does
+/// not start with a number. The flags' durations and limits read it alike.
+pub(crate) fn number_and_unit(text: &str) -> Option<(f64, &str)> {
     let split = text
         .find(|c: char| !c.is_ascii_digit() && c != '.')
         .unwrap_or(text.len());
-    let (number, suffix) = text.split_at(split);
-    let n: f64 = number
-        .parse()
-        .map_err(|_| format!("{text:?} does not start with a number"))?;
+    let (number, unit) = text.split_at(split);
+    Some((number.parse().ok()?, unit))
+}
+
+/// The number and its unit, in the metric's base unit.
+fn parse_limit(text: &str, unit: Unit) -> Result<f64, String> {
+    let (n, suffix) =
+        number_and_unit(text).ok_or_else(|| format!("{text:?} does not start with a number"))?;
     let value = match (unit, suffix.trim()) {
         (Unit::Ms, "" | "ms") => n,
         (Unit::Ms, "s") => n * 1000.0,
