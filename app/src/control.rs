@@ -13,7 +13,7 @@
 //! strategies come from [`crate::registry`].
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use crate::error::GrabError;
@@ -30,6 +30,10 @@ pub struct Control {
     active: AtomicUsize,
     faults: RwLock<Faults>,
     grabs_seen: AtomicU64,
+    /// Bumped by every admin write applied here. A refresh that read Redis
+    /// before a write landed must not put the older values back: it applies
+    /// only if no write came in between (checked and applied under this lock).
+    writes: Mutex<u64>,
 }
 
 impl Control {
@@ -49,6 +53,7 @@ impl Control {
             active: AtomicUsize::new(active),
             faults: RwLock::new(faults),
             grabs_seen: AtomicU64::new(0),
+            writes: Mutex::new(0),
         })
     }
 
@@ -79,6 +84,20 @@ impl Control {
         n.is_multiple_of(faults.pause_every.max(1))
     }
 
+    fn writes(&self) -> std::sync::MutexGuard<'_, u64> {
+        self.writes
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Apply an admin write here, and mark it so that a refresh already
+    /// under way discards what it read.
+    fn apply_write(&self, strategy: Option<usize>, faults: Option<Faults>) {
+        let mut writes = self.writes();
+        *writes += 1;
+        self.set_local(strategy, faults);
+    }
+
     fn set_local(&self, strategy: Option<usize>, faults: Option<Faults>) {
         if let Some(index) = strategy {
             self.active.store(index, Ordering::Relaxed);
@@ -101,7 +120,7 @@ impl Control {
             .arg(strategy.info().name)
             .query_async::<()>(&mut conn)
             .await?;
-        self.set_local(Some(index), None);
+        self.apply_write(Some(index), None);
         Ok(())
     }
 
@@ -115,12 +134,15 @@ impl Control {
             .arg(json)
             .query_async::<()>(&mut conn)
             .await?;
-        self.set_local(None, Some(faults));
+        self.apply_write(None, Some(faults));
         Ok(())
     }
 
-    /// Re-read both keys from Redis. Missing keys keep the local values.
+    /// Re-read both keys from Redis. Missing keys keep the local values;
+    /// so do all values read while an admin write was applied here (that
+    /// read may predate the write: the next refresh brings them).
     pub async fn refresh(&self, deps: &Deps) -> Result<(), GrabError> {
+        let before = *self.writes();
         let mut conn = deps.redis.clone();
         let (strategy, faults): (Option<String>, Option<String>) = redis::cmd("MGET")
             .arg(STRATEGY_KEY)
@@ -141,7 +163,10 @@ impl Control {
                 None
             }
         });
-        self.set_local(index, faults);
+        let writes = self.writes();
+        if *writes == before {
+            self.set_local(index, faults);
+        }
         Ok(())
     }
 
