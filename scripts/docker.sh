@@ -30,7 +30,10 @@ ROOT=$(pwd)
 . scripts/lib.sh
 
 PROJECT=seckill-check
-TOKEN=${SECKILL_ADMIN_TOKEN:-seckill-demo-admin}
+# The check takes the stack's default path: a token made for it. (A .env
+# that sets SECKILL_ADMIN_TOKEN fails read_token, which says so.)
+unset SECKILL_ADMIN_TOKEN
+TOKEN= # the stack's own, read once it is up (read_token)
 LB=http://127.0.0.1:8080
 PROM=http://127.0.0.1:9090
 PROJECT_LABEL="label=com.docker.compose.project=$PROJECT"
@@ -124,13 +127,13 @@ take_down() {
 }
 
 # wait_healthy <seconds>: every container of the project running and, where
-# it has a health check, healthy.
+# it has a health check, healthy; a one-shot (admin-token) exited with 0.
 wait_healthy() {
   local deadline=$((SECONDS + $1)) states
   while ((SECONDS < deadline)); do
     states=$(docker ps -aq --filter "$PROJECT_LABEL" \
-      | xargs -r docker inspect -f '{{index .Config.Labels "com.docker.compose.service"}} {{.State.Status}} {{if .State.Health}}{{.State.Health.Status}}{{else}}none{{end}}')
-    if [[ -n "$states" ]] && ! grep -qv ' running \(healthy\|none\)$' <<<"$states"; then
+      | xargs -r docker inspect -f '{{index .Config.Labels "com.docker.compose.service"}} {{.State.Status}} {{if .State.Health}}{{.State.Health.Status}}{{else}}none{{end}} {{.State.ExitCode}}')
+    if [[ -n "$states" ]] && ! grep -qv ' \(running \(healthy\|none\)\|exited none\) 0$' <<<"$states"; then
       say "healthy: $(awk '{print $1}' <<<"$states" | sort | tr '\n' ' ')"
       return 0
     fi
@@ -149,6 +152,19 @@ in_replica() { # in_replica N PATH — GET from inside replica N's container
 }
 
 json() { jq -r "$1"; }
+
+# read_token: the stack's admin token, as its admin-token service made it
+# (no SECKILL_ADMIN_TOKEN here: a random one), printed in that service's
+# log; the README's demo token must be refused.
+read_token() {
+  local demo=seckill-demo-admin got
+  TOKEN=$("${COMPOSE[@]}" exec -T console cat /var/lib/seckill/admin-token) || die "no admin token in the stack's volume"
+  [[ ${#TOKEN} -ge 16 && $TOKEN != "$demo" ]] || die "the stack's admin token is '$TOKEN': not a made one (does .env set SECKILL_ADMIN_TOKEN?)"
+  "${COMPOSE[@]}" logs --no-color admin-token | grep -F "$TOKEN" >/dev/null || die "docker-compose logs admin-token does not print the token"
+  got=$(curl -sS -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $demo" "$LB/admin/strategies")
+  [[ $got == 401 ]] || die "the stack answered $got to the demo token, not 401"
+  echo "ok   this stack's own admin token (${#TOKEN} characters, printed by docker-compose logs admin-token); the demo token is refused (401)"
+}
 # seckill-lab (lab/src/) in the debug profile: the panels, the Prometheus
 # targets and the compare report are read back through their types there.
 lab() { SECKILL_BIN_DIR=target/debug scripts/lab.sh "$@"; }
@@ -264,6 +280,7 @@ check_stack() { # check_stack full|quick
   say "stack healthy in $((SECONDS - up_started)) s"
 
   lab prometheus-up "$PROM" 3 || die "Prometheus: see above"
+  read_token
   check_shared_state
   check_console
 
@@ -291,6 +308,9 @@ check_stack() { # check_stack full|quick
   "${COMPOSE[@]}" down --timeout 20 >/dev/null 2>&1
   "${COMPOSE[@]}" up -d --no-build "${services[@]}" >/dev/null 2>&1
   wait_healthy 300 || die "the stack did not come back healthy after down/up"
+  local kept=$TOKEN
+  read_token
+  [[ $TOKEN == "$kept" ]] || die "down/up without -v made a new admin token"
   run_loadgen "$OUT/again" compare "${REPLICA_URLS[@]}" \
     --strategies none,set-nx-px-token --stock 50 --users 50 --out /reports \
     || die "the loadgen job failed after down/up (report in $OUT/again)"

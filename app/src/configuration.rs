@@ -29,7 +29,7 @@ pub const STRATEGY_NAMES: &[&str] = &seckill_wire::strategies::StrategyName::NAM
 /// The admin token that loopback-only demos use when `SECKILL_ADMIN_TOKEN`
 /// is not set. It is printed in the README; it is never accepted when the
 /// service listens on a non-loopback address.
-pub const DEMO_ADMIN_TOKEN: &str = "seckill-demo-admin";
+pub const DEMO_ADMIN_TOKEN: &str = seckill_wire::admin::DEMO_TOKEN;
 
 /// The largest `fault_delay_max_ms`: ten minutes.
 pub const FAULT_DELAY_MAX_MS: u64 = 600_000;
@@ -84,6 +84,10 @@ pub struct Settings {
     /// Bearer token for `/admin/*`. Unset: loopback listeners accept
     /// [`DEMO_ADMIN_TOKEN`], any other listener refuses admin calls.
     pub admin_token: Option<String>,
+    /// A file whose first line is the admin token, read once at start
+    /// (docker-compose's per-stack token, in a shared volume). Not together
+    /// with `SECKILL_ADMIN_TOKEN`; a missing or blank file stops the start.
+    pub admin_token_file: Option<String>,
     /// Largest `quantity` a single grab may ask for.
     pub max_quantity: u32,
     /// Simulated work inside the critical section (between read and write),
@@ -178,6 +182,7 @@ impl Default for Settings {
             lock_retry_ms: 4,
             optimistic_max_retries: 200,
             admin_token: None,
+            admin_token_file: None,
             max_quantity: 5,
             work_delay_ms: 2,
             fault_delay_max_ms: FAULT_DELAY_MAX_MS,
@@ -333,8 +338,26 @@ impl Settings {
                     .unwrap_or_else(|| "config".into());
                 SettingsError::new(&field, text)
             })?;
+        let settings = settings.with_token_file_read()?;
         settings.validate()?;
         Ok(settings)
+    }
+
+    /// `admin_token` taken from `admin_token_file` when that is set.
+    fn with_token_file_read(mut self) -> Result<Self, SettingsError> {
+        let Some(path) = self.admin_token_file.as_deref() else {
+            return Ok(self);
+        };
+        if self.admin_token.is_some() {
+            return Err(SettingsError::new(
+                "admin_token_file",
+                "set SECKILL_ADMIN_TOKEN or SECKILL_ADMIN_TOKEN_FILE, not both",
+            ));
+        }
+        let token = seckill_wire::admin::read_token_file(std::path::Path::new(path))
+            .map_err(|e| SettingsError::new("admin_token_file", e.to_string()))?;
+        self.admin_token = Some(token);
+        Ok(self)
     }
 
     /// Range and shape checks that types alone cannot express. Over 80
@@ -675,5 +698,33 @@ mod tests {
     fn non_loopback_listener_has_no_default_admin_token() {
         let s = load(&[("SECKILL_LISTEN", "0.0.0.0:8080")]).expect("loads");
         assert_eq!(s.effective_admin_token(), None);
+    }
+
+    #[test]
+    fn the_token_file_sets_the_token_beyond_loopback() {
+        let path = std::env::temp_dir().join(format!("seckill-app-token-{}", std::process::id()));
+        std::fs::write(&path, "per-stack-token\n").expect("write");
+        let file = path.to_str().expect("utf-8 path");
+        let s = load(&[
+            ("SECKILL_LISTEN", "0.0.0.0:8080"),
+            ("SECKILL_ADMIN_TOKEN_FILE", file),
+        ])
+        .expect("loads");
+        assert_eq!(
+            s.effective_admin_token().as_deref(),
+            Some("per-stack-token")
+        );
+        let err = load(&[
+            ("SECKILL_ADMIN_TOKEN_FILE", file),
+            ("SECKILL_ADMIN_TOKEN", "another"),
+        ])
+        .expect_err("both");
+        assert_eq!(err.name, "SECKILL_ADMIN_TOKEN_FILE", "{err}");
+        std::fs::write(&path, "\n").expect("write");
+        let err = load(&[("SECKILL_ADMIN_TOKEN_FILE", file)]).expect_err("blank");
+        assert!(err.message.contains("holds no token"), "{err}");
+        std::fs::remove_file(&path).expect("remove");
+        let err = load(&[("SECKILL_ADMIN_TOKEN_FILE", file)]).expect_err("missing");
+        assert_eq!(err.name, "SECKILL_ADMIN_TOKEN_FILE", "{err}");
     }
 }

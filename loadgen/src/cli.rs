@@ -14,6 +14,7 @@ use crate::debate;
 use crate::load::{self, Shape, Workload};
 use crate::report::threshold::Threshold;
 use crate::scenario::{self, Selection};
+use crate::token;
 
 /// Load generator for seckill-lab: hammer the flash-sale service under each
 /// lock strategy and compare what holds and what breaks.
@@ -185,6 +186,16 @@ enum Command {
         #[arg(long)]
         database_url: Option<String>,
     },
+    /// This stack's admin token, for docker-compose: SECKILL_ADMIN_TOKEN
+    /// when set, else the token already in FILE, else a new random one
+    /// written there. Every replica, the console and the load
+    /// generator then read FILE (SECKILL_ADMIN_TOKEN_FILE). Prints where
+    /// the token came from, and a made one itself.
+    AdminToken {
+        /// The token file (in a volume the stack's services share).
+        #[arg(long)]
+        file: PathBuf,
+    },
     /// Read-only load: GET one path (default: product 1) with N users for a
     /// fixed time and print requests/s and latency as JSON. Used by
     /// `make bench` to check goose keeps up with `wrk`, and to load the
@@ -254,15 +265,25 @@ struct Target {
 struct ServiceArgs {
     #[command(flatten)]
     target: Target,
-    /// Bearer token of the admin endpoints (the service's SECKILL_ADMIN_TOKEN;
-    /// the default is the loopback demo token).
-    #[arg(
-        long,
-        env = "SECKILL_ADMIN_TOKEN",
-        default_value = "seckill-demo-admin",
-        hide_env_values = true
-    )]
-    admin_token: String,
+    /// Bearer token of the admin endpoints (the service's SECKILL_ADMIN_TOKEN)
+    /// [default: the loopback demo token, seckill-demo-admin].
+    #[arg(long, env = "SECKILL_ADMIN_TOKEN", hide_env_values = true)]
+    admin_token: Option<String>,
+    /// A file whose first line is the admin token (a docker-compose stack's
+    /// token, see `admin-token`); instead of --admin-token.
+    #[arg(long, env = "SECKILL_ADMIN_TOKEN_FILE", conflicts_with = "admin_token")]
+    admin_token_file: Option<PathBuf>,
+}
+
+impl ServiceArgs {
+    /// The token to send: from the file, else as given, else the demo's.
+    fn admin_token(&self) -> Result<String, seckill_wire::admin::TokenFileError> {
+        match (&self.admin_token_file, &self.admin_token) {
+            (Some(path), _) => seckill_wire::admin::read_token_file(path),
+            (None, Some(token)) => Ok(token.clone()),
+            (None, None) => Ok(seckill_wire::admin::DEMO_TOKEN.to_owned()),
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -498,12 +519,9 @@ pub async fn run() -> ExitCode {
             users,
             run_time,
         } => return load::probe::main(&urls, &path, users, run_time).await,
+        Command::AdminToken { file } => return token::main(&file),
         Command::Console {
-            service:
-                ServiceArgs {
-                    target: Target { urls },
-                    admin_token,
-                },
+            service,
             port,
             bind,
             product,
@@ -512,8 +530,15 @@ pub async fn run() -> ExitCode {
             app_bin,
             database_url,
         } => {
+            let admin_token = match service.admin_token() {
+                Ok(token) => token,
+                Err(e) => {
+                    eprintln!("seckill-loadgen: {e}");
+                    return ExitCode::from(2);
+                }
+            };
             return console::main(console::Options {
-                urls,
+                urls: service.target.urls,
                 admin_token,
                 bind: std::net::SocketAddr::new(bind, port),
                 product,
@@ -611,9 +636,16 @@ pub async fn run() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let admin_token = match common.service.admin_token() {
+        Ok(token) => token,
+        Err(e) => {
+            eprintln!("seckill-loadgen: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let settings = Settings {
         urls: common.service.target.urls,
-        admin_token: common.service.admin_token,
+        admin_token,
         workload,
         work_delay_ms: common.load.work_delay_ms,
         out: common.out,

@@ -26,6 +26,7 @@
 //!   [`load::Outcome`] of each grab, and `probe`.
 //! - [`api`] — the service client: every answer decoded into its typed
 //!   shape; `/metrics` parsed.
+//! - [`token`] — `admin-token`: one admin token per docker-compose stack.
 //! - [`procs`] — the processes a scenario owns (replicas, Redis nodes,
 //!   etcd, ZooKeeper), on the workspace's launcher.
 //!
@@ -47,5 +48,6 @@ pub mod load;
 pub mod procs;
 pub mod report;
 pub mod scenario;
+pub mod token;
 
 pub use cli::main;

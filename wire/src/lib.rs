@@ -5,6 +5,8 @@
 //!
 //! One module per subject, each naming the endpoints its types travel on:
 //!
+//! - [`admin`] — the admin token every `/admin/*` call sends: the demo
+//!   token, and the token file a docker-compose stack shares.
 //! - [`strategies`] — `GET /admin/strategies`, `PUT /admin/strategy`: every
 //!   strategy by its [`StrategyName`](strategies::StrategyName), with its
 //!   [`Safety`](strategies::Safety) and [`Kind`](strategies::Kind).
@@ -50,6 +52,7 @@ macro_rules! names_of {
     }};
 }
 
+pub mod admin;
 pub mod audit;
 pub mod error;
 pub mod faults;

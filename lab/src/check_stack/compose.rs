@@ -23,7 +23,7 @@ const REQUIRED_APP_ENV: [&str; 5] = [
     "SECKILL_DATABASE_URL",
     "SECKILL_REDIS_URL",
     "SECKILL_REDLOCK_URLS",
-    "SECKILL_ADMIN_TOKEN",
+    "SECKILL_ADMIN_TOKEN_FILE",
 ];
 /// Environment names the service reads that are not Settings fields.
 const EXTRA_APP_ENV: [&str; 1] = ["SECKILL_CONFIG"];
@@ -819,7 +819,22 @@ fn check_metric_names(
 }
 
 /// Every check of this module.
+/// No stack falls back to the README's demo token: each makes its own
+/// (the `admin-token` service) unless `SECKILL_ADMIN_TOKEN` is set.
+fn check_no_demo_token(root: &Path, found: &mut Findings) {
+    let compose = std::fs::read_to_string(root.join("docker-compose.yml")).unwrap_or_default();
+    if compose.contains(crate::stack::DEMO_TOKEN) {
+        found.fail(format!(
+            "docker-compose.yml names the demo token {}: a stack makes its own",
+            crate::stack::DEMO_TOKEN
+        ));
+    } else {
+        found.ok("docker-compose.yml has no default admin token: each stack makes its own");
+    }
+}
+
 pub fn check(root: &Path, found: &mut Findings) -> anyhow::Result<()> {
+    check_no_demo_token(root, found);
     let fields = settings_fields(root, found);
     let compose = load(root, found).unwrap_or(Value::Null);
     if !compose.is_null() {
