@@ -1,6 +1,6 @@
 # seckill-lab — the commands a person types. Each target says what it does.
 SHELL := /bin/bash
-.PHONY: docker-images check-docker doc import-graph check-lengths check-scripts check-docs fuzz-api cheatsheet check-cheatsheet demo demo-stop scenarios scenarios-table results debate test check check-stack check-panels fmt clippy build bench bench-locks bench-audit
+.PHONY: check-k8s docker-images check-docker doc import-graph check-lengths check-scripts check-docs fuzz-api cheatsheet check-cheatsheet demo demo-stop scenarios scenarios-table results debate test check check-stack check-panels fmt clippy build bench bench-locks bench-audit
 
 ## Run the demo without Docker: own PostgreSQL, Redis, five Redlock nodes,
 ## three replicas, nginx, Prometheus (state in .demo/), then a short
@@ -35,6 +35,11 @@ check-stack:
 ## The shell scripts parse (bash -n), pass shellcheck (installed where
 ## missing), share one library (no helper function written in two
 ## scripts) and pipe into no early-exiting reader (lab/src/scripts.rs).
+## deploy/k8s/ without a cluster: rendered, schema-validated, held to the compose
+## file (seckill-lab check-k8s, lab/src/check_stack/k8s.rs; docs/kubernetes.md)
+check-k8s:
+	@. scripts/lib.sh && require_packages kubectl:kubectl docker-compose:docker-compose && cargo run --quiet --locked -p seckill-lab -- check-k8s
+
 check-scripts:
 	@. scripts/lib.sh && require_packages shellcheck:shellcheck
 	@cargo run --quiet --locked -p seckill-lab -- check-scripts

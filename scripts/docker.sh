@@ -295,10 +295,13 @@ check_stack() { # check_stack full|quick
   load_start=$(date +%s)
   say "docker-compose --profile load run loadgen ${strategies[*]:-(its own command: compare over app-1, app-2, app-3)}"
   run_loadgen "$OUT/compare" "${strategies[@]}" || die "the loadgen job failed (exit $?): report in $OUT/compare"
+  local load_end
+  load_end=$(date +%s)
   lab judge-compare "$OUT/compare" || die "the compare report breaks a promise ($OUT/compare/report.json)"
 
-  # seckill-lab panels (lab/src/panels.rs) waits for two scrapes of each replica first.
-  lab panels --prometheus "$PROM" --since "$load_start" \
+  # seckill-lab panels (lab/src/panels.rs) waits for two scrapes of each
+  # replica first, and evaluates the panels as the load ended.
+  lab panels --prometheus "$PROM" --since "$load_start" --at "$load_end" \
     --instance app-1:8080 --strategy redlock --replicas 3 \
     || die "a dashboard query returned nothing from the compose stack's Prometheus"
 

@@ -112,6 +112,10 @@ enum Command {
     /// the dashboards checked offline (docker-compose config, promtool,
     /// Grafana's published schema through tsc).
     CheckStack,
+    /// `make check-k8s`: deploy/k8s/ rendered (kubectl kustomize), every
+    /// object validated against the Kubernetes schemas (kubernetes-validate)
+    /// and held to docker-compose.yml and the service, offline.
+    CheckK8s,
     /// `make check-panels`: every dashboard query against a real
     /// Prometheus after a short load (a running demo is reused).
     CheckPanels,
@@ -216,6 +220,7 @@ fn main() -> ExitCode {
         } => stack::command(&action, &dir, replicas, settings),
         Command::CheckPanels => panels::check_panels(),
         Command::CheckStack => check_stack::run(),
+        Command::CheckK8s => check_stack::run_k8s(),
         Command::Panels(args) => panels::run_check(&args),
         Command::OwnPostgres => stack::own_postgres(),
         Command::JudgeCompare { dir } => compose_report::judge(&dir),

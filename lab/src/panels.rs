@@ -44,6 +44,12 @@ pub struct Check {
     /// Start of the load (Unix seconds); now minus a minute by default.
     #[arg(long)]
     pub since: Option<f64>,
+    /// When the panel queries are evaluated (Unix seconds; default: now):
+    /// the load's end, so that a slow step after it cannot leave the
+    /// queries' one-minute rate windows empty (seen in CI on a busy
+    /// machine: every latency panel "only NaN").
+    #[arg(long)]
+    pub at: Option<f64>,
     /// The concrete `$strategy` of the second pass.
     #[arg(long, default_value = "redlock")]
     pub strategy: String,
@@ -103,11 +109,16 @@ impl Api {
     }
 
     async fn query(&self, query: &str) -> Value {
+        self.query_at(query, None).await
+    }
+
+    /// An instant query at `at` (Unix seconds), now when `None`.
+    async fn query_at(&self, query: &str, at: Option<f64>) -> Value {
         self.get(
             "/api/v1/query",
             &[
                 ("query", query.to_owned()),
-                ("time", format!("{:.3}", now())),
+                ("time", format!("{:.3}", at.unwrap_or_else(now))),
             ],
         )
         .await
@@ -265,7 +276,7 @@ async fn check_queries(
                 );
                 continue;
             }
-            let answer = api.query(&query).await;
+            let answer = api.query_at(&query, args.at).await;
             if answer["status"] != "success" {
                 tally.report(
                     false,
@@ -770,6 +781,7 @@ async fn panels_on(stack: &Stack, own: bool) -> anyhow::Result<()> {
     let args = Check {
         prometheus,
         since: Some(since),
+        at: None,
         strategy: std::env::var("CHECK_PANELS_STRATEGY").unwrap_or_else(|_| "redlock".into()),
         instance: Some(instance),
         replicas: 0,

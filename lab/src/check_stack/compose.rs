@@ -42,7 +42,7 @@ fn rel(root: &Path, path: &Path) -> String {
 
 /// `docker-compose config`'s view of the file (variables substituted,
 /// short forms kept as written), or None with the failure noted.
-fn load(root: &Path, found: &mut Findings) -> Option<Value> {
+pub(super) fn load(root: &Path, found: &mut Findings) -> Option<Value> {
     let base = |args: &[&str]| {
         Command::new("docker-compose")
             .arg("-f")

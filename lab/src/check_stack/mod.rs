@@ -22,6 +22,9 @@
 //! starts it for the tests and `make demo`: the flags they share are
 //! written once, in `servers::shared`.
 //!
+//! [`k8s`] (`make check-k8s`): deploy/k8s/ rendered, validated against
+//! the Kubernetes schemas and held to the compose file, without a cluster.
+//!
 //! [`monitoring`]: promtool checks the Prometheus config, the rules and
 //! their unit tests, and parses every dashboard query; every dashboard is
 //! type-checked against Grafana's published schema (npm `@grafana/schema`
@@ -29,6 +32,7 @@
 
 mod compose;
 mod found;
+mod k8s;
 mod monitoring;
 mod servers;
 
@@ -40,6 +44,19 @@ pub fn run() -> anyhow::Result<()> {
     let mut found = Findings::default();
     compose::check(&root, &mut found)?;
     monitoring::check(&root, &mut found)?;
+    report("check-stack", &found)
+}
+
+/// `make check-k8s`, from the checkout's root.
+pub fn run_k8s() -> anyhow::Result<()> {
+    let root = std::env::current_dir()?;
+    let mut found = Findings::default();
+    k8s::check(&root, &mut found)?;
+    report("check-k8s", &found)
+}
+
+/// Print every finding; an error when any failed.
+fn report(what: &str, found: &Findings) -> anyhow::Result<()> {
     for line in &found.passes {
         println!("ok   {line}");
     }
@@ -47,7 +64,7 @@ pub fn run() -> anyhow::Result<()> {
         eprintln!("FAIL {line}");
     }
     let summary = format!(
-        "check-stack: {} passed, {} failed",
+        "{what}: {} passed, {} failed",
         found.passes.len(),
         found.failures.len()
     );
