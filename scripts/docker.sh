@@ -300,7 +300,7 @@ check_stack() { # check_stack full|quick
   lab judge-compare "$OUT/compare" || die "the compare report breaks a promise ($OUT/compare/report.json)"
 
   # seckill-lab panels (lab/src/panels.rs) waits for two scrapes of each
-  # replica first, and evaluates the panels as the load ended.
+  # replica first, and evaluates the panels 10 s after the load ended.
   lab panels --prometheus "$PROM" --since "$load_start" --at "$load_end" \
     --instance app-1:8080 --strategy redlock --replicas 3 \
     || die "a dashboard query returned nothing from the compose stack's Prometheus"

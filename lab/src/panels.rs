@@ -44,10 +44,11 @@ pub struct Check {
     /// Start of the load (Unix seconds); now minus a minute by default.
     #[arg(long)]
     pub since: Option<f64>,
-    /// When the panel queries are evaluated (Unix seconds; default: now):
-    /// the load's end, so that a slow step after it cannot leave the
-    /// queries' one-minute rate windows empty (seen in CI on a busy
-    /// machine: every latency panel "only NaN").
+    /// The load's end (Unix seconds). The panel queries are evaluated ten
+    /// seconds after it (two scrapes at 5 s) or now, whichever is sooner:
+    /// a slow step after the load must not slide the one-minute rate
+    /// windows past it (seen in CI on a busy machine: every latency panel
+    /// "only NaN"). Default: now.
     #[arg(long)]
     pub at: Option<f64>,
     /// The concrete `$strategy` of the second pass.
@@ -276,7 +277,9 @@ async fn check_queries(
                 );
                 continue;
             }
-            let answer = api.query_at(&query, args.at).await;
+            let answer = api
+                .query_at(&query, args.at.map(|end| (end + 10.0).min(now())))
+                .await;
             if answer["status"] != "success" {
                 tally.report(
                     false,
