@@ -263,6 +263,8 @@ async fn check_queries(
     tally: &mut Tally,
 ) {
     let leftover_re = Regex::new(r"\$\{?\w+|\[\[\w+\]\]").expect("a valid regex");
+    // One evaluation time for every query (see `Check::at`).
+    let at = args.at.map(|end| (end + 10.0).min(now()));
     for (label, values) in passes {
         println!("-- panels, variables: {label}");
         for (where_, expr) in list {
@@ -277,9 +279,7 @@ async fn check_queries(
                 );
                 continue;
             }
-            let answer = api
-                .query_at(&query, args.at.map(|end| (end + 10.0).min(now())))
-                .await;
+            let answer = api.query_at(&query, at).await;
             if answer["status"] != "success" {
                 tally.report(
                     false,

@@ -277,9 +277,13 @@ struct ServiceArgs {
 
 impl ServiceArgs {
     /// The token to send: from the file, else as given, else the demo's.
-    fn admin_token(&self) -> Result<String, seckill_wire::admin::TokenFileError> {
+    /// A file that gives none is said, and is exit 2 (bad usage).
+    fn admin_token(&self) -> Result<String, ExitCode> {
         match (&self.admin_token_file, &self.admin_token) {
-            (Some(path), _) => seckill_wire::admin::read_token_file(path),
+            (Some(path), _) => seckill_wire::admin::read_token_file(path).map_err(|e| {
+                eprintln!("seckill-loadgen: {e}");
+                ExitCode::from(2)
+            }),
             (None, Some(token)) => Ok(token.clone()),
             (None, None) => Ok(seckill_wire::admin::DEMO_TOKEN.to_owned()),
         }
@@ -532,10 +536,7 @@ pub async fn run() -> ExitCode {
         } => {
             let admin_token = match service.admin_token() {
                 Ok(token) => token,
-                Err(e) => {
-                    eprintln!("seckill-loadgen: {e}");
-                    return ExitCode::from(2);
-                }
+                Err(code) => return code,
             };
             return console::main(console::Options {
                 urls: service.target.urls,
@@ -638,10 +639,7 @@ pub async fn run() -> ExitCode {
     };
     let admin_token = match common.service.admin_token() {
         Ok(token) => token,
-        Err(e) => {
-            eprintln!("seckill-loadgen: {e}");
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     let settings = Settings {
         urls: common.service.target.urls,

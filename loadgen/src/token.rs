@@ -5,9 +5,10 @@
 //! the file (the stack was up before: the same token until `docker-compose
 //! down -v` removes the volume); otherwise 128 random bits. The file is
 //! 0644: only the stack's containers mount its volume, and the load
-//! generator may run there as the host's user (`run --user`). Every replica, the console and the load generator read the file
-//! (`SECKILL_ADMIN_TOKEN_FILE`), so no stack accepts the README's demo token
-//! unless someone set it on purpose.
+//! generator may run there as the host's user (`run --user`). Every
+//! replica, the console and the load generator read the file
+//! (`SECKILL_ADMIN_TOKEN_FILE`), so no stack accepts the README's demo
+//! token unless someone set it on purpose.
 
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
@@ -30,7 +31,7 @@ pub enum Source {
 /// The stack's token in `file`, made or taken as the module says.
 pub fn ensure(file: &Path, set: Option<&str>) -> std::io::Result<Source> {
     if let Some(token) = set.map(str::trim).filter(|t| !t.is_empty()) {
-        write_private(file, token)?;
+        write_token(file, token)?;
         return Ok(Source::Set);
     }
     if file.exists() {
@@ -42,11 +43,11 @@ pub fn ensure(file: &Path, set: Option<&str>) -> std::io::Result<Source> {
         .iter()
         .map(|byte| format!("{byte:02x}"))
         .collect();
-    write_private(file, &token)?;
+    write_token(file, &token)?;
     Ok(Source::Made(token))
 }
 
-fn write_private(file: &Path, token: &str) -> std::io::Result<()> {
+fn write_token(file: &Path, token: &str) -> std::io::Result<()> {
     let mut out = std::fs::OpenOptions::new()
         .write(true)
         .create(true)

@@ -818,7 +818,6 @@ fn check_metric_names(
     Ok(())
 }
 
-/// Every check of this module.
 /// No stack falls back to the README's demo token: each makes its own
 /// (the `admin-token` service) unless `SECKILL_ADMIN_TOKEN` is set.
 fn check_no_demo_token(root: &Path, found: &mut Findings) {
@@ -833,6 +832,7 @@ fn check_no_demo_token(root: &Path, found: &mut Findings) {
     }
 }
 
+/// Every check of this module.
 pub fn check(root: &Path, found: &mut Findings) -> anyhow::Result<()> {
     check_no_demo_token(root, found);
     let fields = settings_fields(root, found);

@@ -1,7 +1,7 @@
 //! What the checks of [`super`] share: their findings, YAML read as JSON
 //! values.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
@@ -20,6 +20,17 @@ impl Findings {
     pub fn fail(&mut self, message: impl Into<String>) {
         self.failures.push(message.into());
     }
+}
+
+/// This project's cache folder, kept between runs (the tools the checks
+/// install once): `$XDG_CACHE_HOME/seckill-lab`, else `~/.cache/seckill-lab`,
+/// else `.state/seckill-lab`.
+pub fn cache_dir() -> PathBuf {
+    std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache")))
+        .unwrap_or_else(|| ".state".into())
+        .join("seckill-lab")
 }
 
 /// A YAML file as JSON values (YAML 1.2 through serde-saphyr).

@@ -88,7 +88,7 @@ pub fn check_tree(root: &Path, k8s: &Path, out: &Path, found: &mut Findings) -> 
             renders.push(render);
         }
     }
-    let validator = validator(root)?;
+    let validator = validator()?;
     for render in &renders {
         validate(&validator, render, found);
         references(render, found);
@@ -172,15 +172,11 @@ fn render(
 
 /// `kubernetes-validate`: on PATH, else in a virtualenv under
 /// `~/.cache/seckill-lab/` made (and kept) on first use.
-fn validator(root: &Path) -> anyhow::Result<PathBuf> {
+fn validator() -> anyhow::Result<PathBuf> {
     if let Ok(path) = which("kubernetes-validate") {
         return Ok(path);
     }
-    let cache = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-        .unwrap_or_else(|| root.join(".state"));
-    let venv = cache.join("seckill-lab/k8s-venv");
+    let venv = super::found::cache_dir().join("k8s-venv");
     let bin = venv.join("bin/kubernetes-validate");
     if bin.is_file() {
         return Ok(bin);

@@ -175,11 +175,7 @@ fn schema_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os("SECKILL_SCHEMA_DIR") {
         return dir.into();
     }
-    let cache = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache")))
-        .unwrap_or_else(|| ".state".into());
-    cache.join(format!("seckill-lab/grafana-schema-{GRAFANA_SCHEMA}"))
+    super::found::cache_dir().join(format!("grafana-schema-{GRAFANA_SCHEMA}"))
 }
 
 /// The dashboards through `tsc` against `@grafana/schema` (installed from
