@@ -11,7 +11,7 @@ use crate::api::Variant;
 use crate::compare::{self, Settings};
 use crate::console;
 use crate::debate;
-use crate::load::{self, Shape, Workload};
+use crate::load::{self, Shape, Shard, Workload};
 use crate::report::threshold::Threshold;
 use crate::scenario::{self, Selection};
 use crate::token;
@@ -54,8 +54,55 @@ enum Command {
         /// The strategy to run (see GET /admin/strategies).
         #[arg(long, short = 's')]
         strategy: String,
+        /// Send only shard K of N of the load (--users, --burst and --rate
+        /// are then the whole load's), on a run `prepare` made ready; write
+        /// the shard's record (OUT/shard-K-of-N.json, and one line on
+        /// standard output) for `merge`, instead of a report.
+        #[arg(long, value_name = "K/N")]
+        shard: Option<Shard>,
         #[command(flatten)]
         common: Common,
+    },
+    /// Make one strategy's run ready for its shards: reset the products,
+    /// switch every replica, start the history, set --work-delay-ms, scrape
+    /// the metrics. Writes OUT/prepare.json (and one line on standard
+    /// output) for `merge`.
+    Prepare {
+        /// The strategy the shards will run.
+        #[arg(long, short = 's')]
+        strategy: String,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Join a prepared run and its shards (`run --shard K/N`) into one
+    /// report, as if one process had sent the whole load: counts summed,
+    /// latency histograms added, the acknowledged-order check over every
+    /// shard's ledger, the audit read once. Exit codes as `run`'s.
+    Merge {
+        /// Record files, folders of them (their *.json), or logs with
+        /// record lines (`kubectl logs` of the Job's pods).
+        #[arg(required = true)]
+        inputs: Vec<PathBuf>,
+        #[command(flatten)]
+        service: ServiceArgs,
+        /// Report folder.
+        #[arg(long, default_value = "loadgen-report")]
+        out: PathBuf,
+        /// More report files (format by extension).
+        #[arg(long, value_parser = parse_report_file)]
+        report_file: Vec<PathBuf>,
+        /// Also class these strategies safe.
+        #[arg(long, value_delimiter = ',')]
+        treat_as_safe: Vec<String>,
+        /// Class these strategies expected-unsafe.
+        #[arg(long, value_delimiter = ',')]
+        expect_unsafe: Vec<String>,
+        /// Only the report, no progress.
+        #[arg(long, short)]
+        quiet: bool,
+        /// A limit on the merged run, as `run --threshold`.
+        #[arg(long, value_parser = Threshold::parse)]
+        threshold: Vec<Threshold>,
     },
     /// Run the same workload under several strategies, one after another,
     /// and write one side-by-side report (terminal, Markdown, JSON, HTML).
@@ -513,9 +560,45 @@ pub fn main() -> ExitCode {
 /// unpacking its arguments for the command's own `main`.
 pub async fn run() -> ExitCode {
     let cli = Cli::parse();
-    let (strategies, common) = match cli.command {
-        Command::Run { strategy, common } => (vec![strategy], common),
-        Command::Compare { strategies, common } => (strategies, common),
+    let (strategies, common, step) = match cli.command {
+        Command::Run {
+            strategy,
+            shard: Some(shard),
+            common,
+        } => (vec![strategy], common, Step::Shard(shard)),
+        Command::Run {
+            strategy,
+            shard: None,
+            common,
+        } => (vec![strategy], common, Step::Whole),
+        Command::Prepare { strategy, common } => (vec![strategy], common, Step::Prepare),
+        Command::Compare { strategies, common } => (strategies, common, Step::Whole),
+        Command::Merge {
+            inputs,
+            service,
+            out,
+            report_file,
+            treat_as_safe,
+            expect_unsafe,
+            quiet,
+            threshold,
+        } => {
+            let admin_token = match service.admin_token() {
+                Ok(token) => token,
+                Err(code) => return code,
+            };
+            let merge = compare::MergeSettings {
+                urls: service.target.urls,
+                admin_token,
+                out,
+                report_files: report_file,
+                treat_as_safe,
+                expect_unsafe,
+                quiet,
+                thresholds: threshold,
+            };
+            return compare::merge_main(&inputs, merge).await;
+        }
         Command::ScenarioTable { reports } => return scenario::table(&reports),
         Command::Probe {
             target: Target { urls },
@@ -654,12 +737,63 @@ pub async fn run() -> ExitCode {
         history: common.history,
         thresholds: common.threshold,
     };
-    compare::main(strategies, &settings).await
+    match step {
+        Step::Whole => compare::main(strategies, &settings).await,
+        Step::Prepare => compare::prepare_main(&strategies[0], &settings).await,
+        Step::Shard(shard) => compare::shard_main(&strategies[0], shard, &settings).await,
+    }
+}
+
+/// What `run`, `compare` and `prepare` do with their load.
+#[derive(Debug, Clone, Copy)]
+enum Step {
+    /// Run each strategy from this process, whole, and report it.
+    Whole,
+    /// Make one strategy's run ready for its shards.
+    Prepare,
+    /// Send one shard of a prepared run.
+    Shard(Shard),
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The `args:` list of a Job of deploy/k8s/jobs/ (one container each).
+    fn job_args(job: &str) -> Vec<String> {
+        let path = format!(
+            "{}/../deploy/k8s/jobs/{job}/job.yaml",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let text = std::fs::read_to_string(&path).expect("the Job's file");
+        text.lines()
+            .skip_while(|l| l.trim() != "args:")
+            .skip(1)
+            .map_while(|l| l.trim().strip_prefix("- "))
+            .map(str::to_owned)
+            .collect()
+    }
+
+    #[test]
+    fn the_kubernetes_jobs_arguments_are_this_command_lines() {
+        let prepare = job_args("prepare");
+        assert_eq!(prepare.first().map(String::as_str), Some("prepare"));
+        let parsed =
+            Cli::try_parse_from(std::iter::once("seckill-loadgen".to_owned()).chain(prepare));
+        assert!(matches!(
+            parsed.map(|c| c.command),
+            Ok(Command::Prepare { .. })
+        ));
+        // The shards' pod puts `run --shard K/N` before its args.
+        let shard = ["seckill-loadgen", "run", "--shard", "1/4"]
+            .map(str::to_owned)
+            .into_iter()
+            .chain(job_args("shards"));
+        match Cli::try_parse_from(shard).map(|c| c.command) {
+            Ok(Command::Run { shard, .. }) => assert_eq!(shard, Some(Shard { index: 1, of: 4 })),
+            other => panic!("the shards' args do not parse: {other:?}"),
+        }
+    }
 
     #[test]
     fn parses_durations_and_ranges() {

@@ -832,3 +832,156 @@ async fn thresholds_pass_or_fail_the_run_with_their_exit_codes() {
         assert!(!dir.join("report.json").exists(), "{bad}: no run");
     }
 }
+
+/// `seckill-loadgen ARGS… --url URLS --out DIR --quiet`, started in the
+/// background.
+fn loadgen_in_background(args: &[&str], urls: &str, dir: &Path) -> std::thread::JoinHandle<Output> {
+    let mut all: Vec<String> = args.iter().map(|s| (*s).to_owned()).collect();
+    all.extend([
+        "--url".to_owned(),
+        urls.to_owned(),
+        "--out".to_owned(),
+        dir.display().to_string(),
+        "--quiet".to_owned(),
+    ]);
+    run_in_background(&all)
+}
+
+/// The check of a load sent from many processes: one process with
+/// all the buyers, then the same load prepared once, sent as two shards
+/// side by side and merged — the same verdict and order count on the same
+/// stock; the acknowledged-order check over both shards' ledgers; the
+/// merged p99 (from the shards' histograms added) between the shards' own.
+/// Also: a shard refuses a run nobody prepared, and merge refuses a shard
+/// missing.
+#[tokio::test(flavor = "multi_thread")]
+async fn two_shards_merged_match_one_process_with_all_the_buyers() {
+    let stack = Stack::start(2).await;
+    let urls = stack.urls();
+    let strategy = "set-nx-px-token";
+    let load = ["--strategy", strategy, "--users", "40", "--stock", "150"];
+
+    // Nobody prepared pg-atomic: the replicas run another strategy, and a
+    // shard never switches them.
+    let early = out_dir("shard-early");
+    let refused = loadgen_in_background(
+        &["run", "--shard", "1/2", "--strategy", "pg-atomic"],
+        &urls,
+        &early,
+    )
+    .join()
+    .expect("ran");
+    assert_eq!(refused.status.code(), Some(2), "{}", text(&refused));
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("not pg-atomic: prepare the run first"),
+        "{}",
+        text(&refused)
+    );
+
+    let whole_dir = out_dir("shard-whole");
+    let whole = run_one(&urls, strategy, &load[2..], &whole_dir);
+    assert_eq!(whole.status.code(), Some(0), "{}", text(&whole));
+    let whole = report(&whole_dir);
+    let whole = run_of(&whole, strategy);
+
+    let split = out_dir("shard-split");
+    let prepared = loadgen_in_background(&[&["prepare"], &load[..]].concat(), &urls, &split)
+        .join()
+        .expect("ran");
+    assert_eq!(prepared.status.code(), Some(0), "{}", text(&prepared));
+    let shards: Vec<_> = ["1/2", "2/2"]
+        .iter()
+        .map(|k| {
+            loadgen_in_background(&[&["run", "--shard", k], &load[..]].concat(), &urls, &split)
+        })
+        .collect();
+    for shard in shards {
+        let output = shard.join().expect("ran");
+        assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+        // The record is also one line on standard output, for a pod's log.
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            stdout.starts_with("{\"record\":\"shard\""),
+            "{}",
+            text(&output)
+        );
+    }
+
+    // One shard short: refused, naming it.
+    let alone = out_dir("shard-alone");
+    std::fs::create_dir_all(&alone).expect("mkdir");
+    for file in ["prepare.json", "shard-1-of-2.json"] {
+        std::fs::copy(split.join(file), alone.join(file)).expect("copy");
+    }
+    let short = loadgen(&[
+        "merge",
+        alone.to_str().expect("utf-8"),
+        "--url",
+        &urls,
+        "--out",
+        alone.to_str().expect("utf-8"),
+        "--quiet",
+    ]);
+    assert_eq!(short.status.code(), Some(2), "{}", text(&short));
+    assert!(
+        String::from_utf8_lossy(&short.stderr).contains("shard(s) 2/2 missing"),
+        "{}",
+        text(&short)
+    );
+
+    let merged_dir = out_dir("shard-merged");
+    let merge = loadgen(&[
+        "merge",
+        split.to_str().expect("utf-8"),
+        "--url",
+        &urls,
+        "--out",
+        merged_dir.to_str().expect("utf-8"),
+        "--quiet",
+    ]);
+    assert_eq!(merge.status.code(), Some(0), "{}", text(&merge));
+    let merged = report(&merged_dir);
+    let run = run_of(&merged, strategy);
+
+    // The same verdict and order count as one process, on the same stock.
+    for key in ["verdict", "orders", "stock_left", "oversold", "duplicates"] {
+        assert_eq!(run[key], whole[key], "{key}: merged {run}\nwhole {whole}");
+    }
+    assert_eq!(run["verdict"], "safe", "{run}");
+    assert_eq!(run["orders"], 150, "{run}");
+    // Every acknowledgement of either shard matched a row, and every row an
+    // acknowledgement: the check ran over the union of the ledgers.
+    assert_eq!(run["acknowledged"], 150, "{run}");
+    assert_eq!(run["acknowledged_missing"], 0, "{run}");
+    assert_eq!(run["unacknowledged_present"], 0, "{run}");
+    // Disjoint user ids: no shard's buyer was another's.
+    assert_eq!(run["outcomes"]["already_purchased"], 0, "{run}");
+    assert_eq!(
+        sql_audit(&stack.database_url).await.3,
+        0,
+        "duplicate orders"
+    );
+
+    // Both shards sent grabs; the merged p99 lies within their range.
+    let lines = merged["shards"].as_array().expect("shards");
+    assert_eq!(lines.len(), 2, "{merged}");
+    let p99s: Vec<f64> = lines
+        .iter()
+        .map(|l| l["p99_ms"].as_f64().expect("p99"))
+        .collect();
+    let grabs: u64 = lines
+        .iter()
+        .map(|l| l["grabs"].as_u64().expect("grabs"))
+        .sum();
+    assert!(
+        lines.iter().all(|l| l["grabs"].as_u64() > Some(0)),
+        "{merged}"
+    );
+    assert_eq!(Some(grabs), run["grabs"].as_u64(), "{merged}");
+    let p99 = run["p99_ms"].as_f64().expect("p99");
+    let (lo, hi) = (p99s[0].min(p99s[1]), p99s[0].max(p99s[1]));
+    assert!(
+        lo <= p99 && p99 <= hi,
+        "merged p99 {p99} outside the shards' {p99s:?}"
+    );
+}

@@ -32,6 +32,7 @@ use anyhow::Context as _;
 use serde_json::{json, Value};
 
 use super::found::{yaml_text, Findings};
+use super::manifests::{containers, find, kind_name, pod_spec, strings, Render};
 
 /// The Kubernetes versions every object must validate against: the oldest
 /// still maintained when this was written, and the newest the validator
@@ -43,13 +44,6 @@ const VALIDATOR: &str = "kubernetes-validate==1.37.0";
 pub const USER_SECRETS: [&str; 1] = ["seckill-admin-token"];
 /// Our images: built by `make docker-images`, named as in the compose file.
 const OURS: &str = "seckill-lab/";
-
-/// A render: its name and the objects `kubectl kustomize` printed.
-struct Render {
-    name: String,
-    file: PathBuf,
-    objects: Vec<Value>,
-}
 
 /// `make check-k8s` from the checkout's root, its findings in `found`.
 pub fn check(root: &Path, found: &mut Findings) -> anyhow::Result<()> {
@@ -81,6 +75,8 @@ pub fn check_tree(root: &Path, k8s: &Path, out: &Path, found: &mut Findings) -> 
         ("workshop", workshop),
         ("loadtest", k8s.join("overlays/loadtest")),
         ("student ann", student),
+        ("load prepare", k8s.join("jobs/prepare")),
+        ("load shards", k8s.join("jobs/shards")),
     ];
     let mut renders = Vec::new();
     for (name, dir) in targets {
@@ -96,12 +92,24 @@ pub fn check_tree(root: &Path, k8s: &Path, out: &Path, found: &mut Findings) -> 
             namespaced(render, "seckill-ann", found);
         }
     }
+    let compose = super::compose::load(root, found);
     if let Some(workshop) = renders.iter().find(|r| r.name == "workshop") {
-        agrees_with_compose(root, workshop, found)?;
+        if let Some(compose) = &compose {
+            agrees_with_compose(root, compose, workshop, found)?;
+        }
         dashboards(root, workshop, found);
     }
     if let Some(loadtest) = renders.iter().find(|r| r.name == "loadtest") {
         service_monitor(loadtest, found);
+    }
+    let named = |name: &str| renders.iter().find(|r| r.name == name);
+    if let (Some(prepare), Some(shards), Some(workshop), Some(compose)) = (
+        named("load prepare"),
+        named("load shards"),
+        named("workshop"),
+        &compose,
+    ) {
+        super::load_jobs::check(compose, prepare, shards, workshop, found);
     }
     Ok(())
 }
@@ -244,38 +252,6 @@ fn validate(validator: &Path, render: &Render, found: &mut Findings) {
             ));
         }
     }
-}
-
-fn kind_name(object: &Value) -> (String, String) {
-    (
-        object["kind"].as_str().unwrap_or_default().to_owned(),
-        object["metadata"]["name"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned(),
-    )
-}
-
-/// The pod template of a workload (Deployment, StatefulSet, Job).
-fn pod_spec(object: &Value) -> Option<&Value> {
-    let spec = &object["spec"]["template"]["spec"];
-    spec.is_object().then_some(spec)
-}
-
-fn containers(object: &Value) -> impl Iterator<Item = &Value> {
-    pod_spec(object)
-        .and_then(|s| s["containers"].as_array())
-        .into_iter()
-        .flatten()
-}
-
-fn strings(value: &Value) -> Vec<String> {
-    value
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
-        .collect()
 }
 
 /// Services select pods and name their ports; ConfigMaps and Secrets
@@ -428,19 +404,14 @@ fn app_settings(render: &Render) -> BTreeMap<String, String> {
     names
 }
 
-fn find<'a>(render: &'a Render, kind: &str, name: &str) -> Option<&'a Value> {
-    render
-        .objects
-        .iter()
-        .find(|o| o["kind"] == kind && o["metadata"]["name"] == name)
-}
-
 /// The workshop render (base and every component) against the compose
 /// file and the service.
-fn agrees_with_compose(root: &Path, render: &Render, found: &mut Findings) -> anyhow::Result<()> {
-    let Some(compose) = super::compose::load(root, found) else {
-        return Ok(());
-    };
+fn agrees_with_compose(
+    root: &Path,
+    compose: &Value,
+    render: &Render,
+    found: &mut Findings,
+) -> anyhow::Result<()> {
     let services = compose["services"].as_object().cloned().unwrap_or_default();
     // Images.
     let compose_images: BTreeSet<String> = services
@@ -770,6 +741,15 @@ mod tests {
             text.replace("secretName: seckill-admin-token", "secretName: nobodys"),
         )
         .expect("write");
+        // Five shard pods told they are four, and a shard given another load.
+        let shards = broken.join("k8s/jobs/shards/job.yaml");
+        let text = std::fs::read_to_string(&shards).expect("job.yaml");
+        std::fs::write(
+            &shards,
+            text.replace("parallelism: 4", "parallelism: 5")
+                .replace("--stock=20000", "--stock=100"),
+        )
+        .expect("write");
         let mut found = Findings::default();
         check_tree(&root, &broken.join("k8s"), &broken.join("out"), &mut found)
             .expect("the check runs");
@@ -780,6 +760,14 @@ mod tests {
         );
         assert!(
             failures.contains("Deployment/seckill-console needs Secret/nobodys"),
+            "{failures}"
+        );
+        assert!(
+            failures.contains("completions Some(4), parallelism Some(5) and the N of --shard Some(4) must be one number"),
+            "{failures}"
+        );
+        assert!(
+            failures.contains("prepare is given") && failures.contains("\"--stock=100\""),
             "{failures}"
         );
         let _ = std::fs::remove_dir_all(out);

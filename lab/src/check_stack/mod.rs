@@ -33,6 +33,8 @@
 mod compose;
 mod found;
 mod k8s;
+mod load_jobs;
+mod manifests;
 mod monitoring;
 mod servers;
 

@@ -13,10 +13,47 @@
 
 use std::collections::BTreeMap;
 
-/// One scrape (or the sum of several): `name{labels}` → value.
-#[derive(Debug, Clone, Default)]
+use serde::{Deserialize, Serialize};
+
+/// One scrape (or the sum of several): `name{labels}` → value. In JSON (a
+/// prepared run's record keeps the scrape its run is measured from) a list
+/// of samples.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(from = "Vec<Sample>", into = "Vec<Sample>")]
 pub struct Scrape {
     samples: BTreeMap<(String, Vec<(String, String)>), f64>,
+}
+
+/// One sample of a [`Scrape`] in JSON.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Sample {
+    name: String,
+    labels: Vec<(String, String)>,
+    value: f64,
+}
+
+impl From<Vec<Sample>> for Scrape {
+    fn from(samples: Vec<Sample>) -> Self {
+        let mut scrape = Scrape::default();
+        for s in samples {
+            *scrape.samples.entry((s.name, s.labels)).or_insert(0.0) += s.value;
+        }
+        scrape
+    }
+}
+
+impl From<Scrape> for Vec<Sample> {
+    fn from(scrape: Scrape) -> Self {
+        scrape
+            .samples
+            .into_iter()
+            .map(|((name, labels), value)| Sample {
+                name,
+                labels,
+                value,
+            })
+            .collect()
+    }
 }
 
 impl Scrape {

@@ -7,13 +7,19 @@
 //! run the goose attack, read `/admin/audit` (and the history), scrape
 //! again.
 
+mod finish;
 mod limits;
 mod run;
 mod settings;
+mod shard;
 
+pub use finish::outcome;
 pub use settings::Settings;
+pub use shard::{
+    merge_main, prepare_main, read_records, shard_main, MergeSettings, Prepared, Record,
+    ShardRecord,
+};
 
-use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context as _;
@@ -21,9 +27,10 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use settings::Conditions;
 
-use crate::api::{FaultsPatch, Service, ServiceError, StrategiesBody, StrategyEntry};
-use crate::judge;
-use crate::report::threshold::Threshold;
+use finish::{error_code, exit_code, thresholds_name_runs, write_reports};
+use run::set_work_delay;
+
+use crate::api::{Service, ServiceError, StrategiesBody, StrategyEntry};
 use crate::report::{Report, Run, Skipped};
 
 /// `run`/`compare`: run, print, write, and map the result to an exit code.
@@ -36,86 +43,9 @@ pub async fn main(strategies: Vec<String>, settings: &Settings) -> ExitCode {
         }
         Err(error) => {
             eprintln!("seckill-loadgen: {error:#}");
-            let code = match error.downcast_ref::<ServiceError>() {
-                Some(ServiceError::Unreachable { .. } | ServiceError::NotSwitched { .. }) => 3,
-                Some(ServiceError::Unexpected { status, .. }) if *status >= 500 => 3,
-                _ => 2,
-            };
-            ExitCode::from(code)
+            error_code(&error)
         }
     }
-}
-
-/// Interrupted → 130; a violation (of a strategy classed safe, or an
-/// acknowledged order lost under any) → 1, reported first and winning over
-/// a failing service (a violation is never hidden behind an error); a
-/// failed strategy or a service failing most grabs → 3; a run that could
-/// not be judged (history with gaps, orders unreadable) → 4; a breached
-/// `--threshold` → 5 (a correctness or service code wins over it).
-fn exit_code(report: &Report) -> ExitCode {
-    let (code, lines) = outcome(report);
-    for line in lines {
-        eprintln!("{line}");
-    }
-    ExitCode::from(code)
-}
-
-/// The exit status and the lines that explain it, in the order printed.
-pub fn outcome(report: &Report) -> (u8, Vec<String>) {
-    if report.interrupted {
-        return (
-            130,
-            vec!["seckill-loadgen: interrupted; the reports hold the runs finished so far".into()],
-        );
-    }
-    let mut lines = Vec::new();
-    let bad = report.violations();
-    for run in &bad {
-        lines.push(judge::violation_line(&run.strategy, &run.breaches));
-    }
-    let failing: Vec<&Run> = report
-        .runs
-        .iter()
-        .filter(|r| r.grabs > 0 && r.errors() * 2 >= r.grabs)
-        .collect();
-    for run in &failing {
-        lines.push(format!(
-            "seckill-loadgen: the service failed {} of {} grabs under {} (503/5xx or transport errors): see its log",
-            run.errors(),
-            run.grabs,
-            run.strategy
-        ));
-    }
-    for failed in &report.failed {
-        lines.push(format!(
-            "seckill-loadgen: {} failed: {}",
-            failed.strategy, failed.reason
-        ));
-    }
-    let unsure = report.inconclusive();
-    for run in &unsure {
-        lines.push(format!(
-            "INCONCLUSIVE: {} could not be judged: {}",
-            run.strategy,
-            run.inconclusive_because.join("; ")
-        ));
-    }
-    let breached = report.breached();
-    for check in &breached {
-        lines.push(format!("THRESHOLD: {}", check.line()));
-    }
-    let code = if !bad.is_empty() {
-        1
-    } else if !failing.is_empty() || !report.failed.is_empty() {
-        3
-    } else if !unsure.is_empty() {
-        4
-    } else if !breached.is_empty() {
-        5
-    } else {
-        0
-    };
-    (code, lines)
 }
 
 /// One line per strategy as it finishes: above the progress bar on a
@@ -178,27 +108,10 @@ async fn execute(strategies: Vec<String>, settings: &Settings) -> anyhow::Result
         failed: done.failed,
         interrupted: done.interrupted,
         thresholds,
+        shards: Vec::new(),
     };
     write_reports(&report, &settings.out, &settings.report_files)?;
     Ok(report)
-}
-
-/// A threshold that names a strategy this comparison does not run is a
-/// mistake (a typo would otherwise pass unchecked): refused before the
-/// first grab, exit 2.
-fn thresholds_name_runs(thresholds: &[Threshold], chosen: &[StrategyEntry]) -> anyhow::Result<()> {
-    for t in thresholds {
-        if let Some(name) = &t.strategy {
-            if !chosen.iter().any(|s| &s.name == name) {
-                let running: Vec<&str> = chosen.iter().map(|s| s.name.as_str()).collect();
-                anyhow::bail!(
-                    "--threshold {t}: {name} is not among the strategies this run runs ({})",
-                    running.join(", ")
-                );
-            }
-        }
-    }
-    Ok(())
 }
 
 /// The strategies to run, in order (`names` empty: every one the service
@@ -233,22 +146,6 @@ fn choose(
         }
     }
     Ok((chosen, skipped))
-}
-
-/// Set the work inside the critical section for this run; the patch that
-/// puts it back as it was afterwards.
-async fn set_work_delay(service: &Service, ms: u64) -> Result<FaultsPatch, ServiceError> {
-    let before = service.faults().await?;
-    service
-        .set_faults(FaultsPatch {
-            work_delay_ms: Some(ms),
-            ..FaultsPatch::default()
-        })
-        .await?;
-    Ok(FaultsPatch {
-        work_delay_ms: Some(before.work_delay_ms),
-        ..FaultsPatch::default()
-    })
 }
 
 /// What the runs left: each strategy's run, the strategies that failed,
@@ -335,29 +232,12 @@ fn finished_line(run: &Run) -> String {
     )
 }
 
-pub(crate) fn write_reports(report: &Report, out: &Path, extra: &[PathBuf]) -> anyhow::Result<()> {
-    let mut files: Vec<PathBuf> = ["report.json", "report.md", "report.html"]
-        .iter()
-        .map(|name| out.join(name))
-        .collect();
-    files.extend(extra.iter().cloned());
-    for path in files {
-        let text = match path.extension().and_then(|e| e.to_str()) {
-            Some("json") => report.json(),
-            Some("md") => report.markdown(),
-            Some("html" | "htm") => report.html(),
-            _ => anyhow::bail!("--report-file {}: use .html, .json or .md", path.display()),
-        };
-        std::fs::write(&path, text).with_context(|| format!("write {}", path.display()))?;
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
-    use super::{limits, outcome, thresholds_name_runs, StrategyEntry, Threshold};
+    use super::{limits, outcome, thresholds_name_runs, StrategyEntry};
     use crate::judge::RunVerdict;
     use crate::report::fixtures::{report_of, run};
+    use crate::report::threshold::Threshold;
 
     #[test]
     fn a_violation_is_reported_first_and_wins_over_a_failing_service() {

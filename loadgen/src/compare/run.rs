@@ -11,12 +11,12 @@ use indicatif::ProgressBar;
 
 use super::settings::{Conditions, Settings};
 use crate::api::{
-    AuditBody, AuditRow, HistoryReport, OrderRow, Scrape, Section, SectionsBody, Service,
-    ServiceError, StrategyEntry, StrategyName,
+    AuditBody, AuditRow, FaultsPatch, HistoryReport, OrderRow, Scrape, Section, SectionsBody,
+    Service, ServiceError, StrategyEntry, StrategyName,
 };
 use crate::expect::{self, breaks_under};
 use crate::judge::{Evidence, Guarantee, RunVerdict};
-use crate::load::{self, Accounting, Ledger, Live, Outcome, Workload};
+use crate::load::{self, Accounting, Ledger, Live, Outcome, Shard, Workload};
 use crate::report::{BatchFigures, LockFigures, Run};
 
 /// One strategy's run under `conditions`; also whether it was
@@ -30,36 +30,101 @@ pub(super) async fn strategy(
     bar: &ProgressBar,
     conditions: &Conditions,
 ) -> anyhow::Result<(Run, bool)> {
-    let name = entry.name.as_str();
+    let before = prepare(service, entry, workload, settings.history).await?;
+    let (attacked, interrupted) =
+        attack(service, entry, workload, Shard::WHOLE, &settings.out, bar).await?;
+    let run = conclude(service, entry, settings, conditions, &before, attacked).await?;
+    Ok((run, interrupted))
+}
+
+/// A strategy's run made ready: every product reset to the workload's
+/// stock, the strategy in force on every replica, the history started;
+/// the metrics the run's figures are measured from.
+pub(super) async fn prepare(
+    service: &Service,
+    entry: &StrategyEntry,
+    workload: &Workload,
+    history: bool,
+) -> Result<Scrape, ServiceError> {
     for product in 1..=workload.products {
         service.reset(product, workload.stock).await?;
     }
-    service.switch(name, 1).await?;
-    if settings.history {
+    service.switch(entry.name.as_str(), 1).await?;
+    if history {
         service.history_start().await?;
     }
-    let before = service.scrape().await?;
+    service.scrape().await
+}
 
+/// What a load left in this process: its tally, product 1's stock over its
+/// time, and where goose wrote its own report (relative to the report
+/// folder).
+pub(super) struct Attacked {
+    pub live: Arc<Live>,
+    pub stock_samples: Vec<(f64, i64)>,
+    pub goose_file: String,
+}
+
+/// `shard`'s part of the goose attack on a prepared run, product 1's stock
+/// sampled meanwhile; also whether Ctrl-C interrupted it.
+pub(super) async fn attack(
+    service: &Service,
+    entry: &StrategyEntry,
+    workload: &Workload,
+    shard: Shard,
+    out: &std::path::Path,
+    bar: &ProgressBar,
+) -> anyhow::Result<(Attacked, bool)> {
+    let name = entry.name.as_str();
     let live = Arc::new(Live::default());
     let ticker = StockTicker::start(service, &live, bar, workload.stock);
-    let goose_file = format!("goose/{name}.html");
+    let goose_file = if shard == Shard::WHOLE {
+        format!("goose/{name}.html")
+    } else {
+        format!("goose/{name}-{}.html", shard.file_stem())
+    };
     let result = load::run(
         workload,
+        shard,
         &service.urls,
         live.clone(),
-        &settings.out.join(&goose_file),
+        &out.join(&goose_file),
     )
     .await;
     let stock_samples = ticker.stop();
     let (_, interrupted) = result.with_context(|| format!("goose run of {name}"))?;
+    let attacked = Attacked {
+        live,
+        stock_samples,
+        goose_file,
+    };
+    Ok((attacked, interrupted))
+}
 
+/// A run after its load (one process's, or every shard's merged): read
+/// back, judged against what it promises under `conditions`, measured from
+/// `before`, assembled into the report's row.
+pub(super) async fn conclude(
+    service: &Service,
+    entry: &StrategyEntry,
+    settings: &Settings,
+    conditions: &Conditions,
+    before: &Scrape,
+    attacked: Attacked,
+) -> anyhow::Result<Run> {
+    let Attacked {
+        live,
+        stock_samples,
+        goose_file,
+    } = attacked;
+    let workload = &settings.workload;
     let mut after = settle(
         read_back(service, settings, &live, workload).await,
         &live.ledger,
         workload.products,
     );
-    let delta = service.scrape().await?.since(&before);
-    let mine = after.history.as_ref().map(|h| h.of(name));
+    let delta = service.scrape().await?.since(before);
+    let mine = after.history.as_ref().map(|h| h.of(entry.name.as_str()));
     let evidence = Evidence::new(&after.rows, mine.as_ref(), after.accounting);
     let breaches = evidence.breaches(Guarantee::of(entry.kind));
     let (expected_to_break, safe) = class_under(
@@ -76,7 +141,7 @@ pub(super) async fn strategy(
         evidence,
         expected_to_break,
     };
-    let run = assemble(
+    Ok(assemble(
         entry,
         &live,
         &delta,
@@ -84,8 +149,26 @@ pub(super) async fn strategy(
         judged,
         stock_samples,
         goose_file,
-    );
-    Ok((run, interrupted))
+    ))
+}
+
+/// Set the work inside the critical section for this run; the patch that
+/// puts it back as it was afterwards.
+pub(super) async fn set_work_delay(
+    service: &Service,
+    ms: u64,
+) -> Result<FaultsPatch, ServiceError> {
+    let before = service.faults().await?;
+    service
+        .set_faults(FaultsPatch {
+            work_delay_ms: Some(ms),
+            ..FaultsPatch::default()
+        })
+        .await?;
+    Ok(FaultsPatch {
+        work_delay_ms: Some(before.work_delay_ms),
+        ..FaultsPatch::default()
+    })
 }
 
 /// Product 1's stock every 250 ms while the attack runs: the progress

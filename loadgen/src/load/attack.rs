@@ -15,12 +15,15 @@ use super::driver::pick_user;
 use super::grab::{Answered, Grab};
 use super::live::{lock, Live};
 use super::outcome::Outcome;
+use super::shard::Shard;
 use super::workload::{Shape, Workload};
 
 /// Everything a goose user needs, shared.
 #[derive(Debug)]
 struct Plan {
+    /// This process's part of the load (the whole, unsharded).
     workload: Workload,
+    shard: Shard,
     live: Arc<Live>,
 }
 
@@ -49,13 +52,13 @@ pub(super) fn base_config(urls: &[String], users: usize, increase_rate: f64) -> 
 }
 
 /// The on-start transaction that points each goose user at one replica,
-/// round-robin by the user's index.
-pub(super) fn pick_replica(urls: &[String]) -> Transaction {
+/// round-robin by the user's index, starting `offset` places round.
+pub(super) fn pick_replica(urls: &[String], offset: usize) -> Transaction {
     let urls: Arc<[String]> = Arc::from(urls);
     Transaction::new(Arc::new(move |user: &mut GooseUser| {
         let urls = urls.clone();
         Box::pin(async move {
-            let base = &urls[user.weighted_users_index % urls.len()];
+            let base = &urls[(user.weighted_users_index + offset) % urls.len()];
             user.set_base_url(base)?;
             Ok(())
         })
@@ -64,17 +67,21 @@ pub(super) fn pick_replica(urls: &[String]) -> Transaction {
     .set_on_start()
 }
 
-/// Run one goose attack against `urls`; returns goose's own metrics and
-/// whether it was interrupted (Ctrl-C) rather than finished.
-/// `goose_report` is where goose writes its HTML report.
+/// Run `shard`'s part of one goose attack against `urls` ([`Shard::WHOLE`]:
+/// all of it); returns goose's own metrics and whether it was interrupted
+/// (Ctrl-C) rather than finished. `goose_report` is where goose writes its
+/// HTML report.
 pub async fn run(
-    workload: &Workload,
+    whole: &Workload,
+    shard: Shard,
     urls: &[String],
     live: Arc<Live>,
     goose_report: &std::path::Path,
 ) -> anyhow::Result<(GooseMetrics, bool)> {
+    let workload = &shard.workload(whole);
     let plan = Arc::new(Plan {
         workload: workload.clone(),
+        shard,
         live,
     });
 
@@ -87,7 +94,7 @@ pub async fn run(
         config.run_time = Some(format!("{}", run_time.as_secs().max(1)));
     }
 
-    let on_start = pick_replica(urls);
+    let on_start = pick_replica(urls, shard.replica_offset());
     let grab = {
         let plan = plan.clone();
         Transaction::new(Arc::new(move |user: &mut GooseUser| {
@@ -167,7 +174,9 @@ async fn buyer(user: &mut GooseUser, plan: &Plan) -> TransactionResult {
         } else {
             rng.random_range(2..=w.products)
         };
-        let user_id = pick_user(&live.next_user, w.repeat_ratio);
+        let user_id = plan
+            .shard
+            .user_id(pick_user(&live.next_user, w.repeat_ratio));
         let quantity = rng.random_range(w.quantity_min..=w.quantity_max);
         (product, user_id, quantity)
     };

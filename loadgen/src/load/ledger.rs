@@ -48,7 +48,7 @@ impl Answer<'_> {
 }
 
 /// A grab whose outcome is known only to the database.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 struct Unsure {
     product: u64,
     user_id: i64,
@@ -56,7 +56,7 @@ struct Unsure {
 }
 
 /// An acknowledged order, as its `201` said.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 struct Ack {
     product: u64,
     /// `None`: a `201` whose body was no order (matched by user instead).
@@ -65,10 +65,18 @@ struct Ack {
     quantity: i64,
 }
 
-#[derive(Debug, Default)]
-struct Entries {
+/// A ledger's entries, as a shard's record carries them to `merge`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Entries {
     acked: Vec<Ack>,
     unsure: Vec<Unsure>,
+}
+
+impl Entries {
+    /// Orders acknowledged (`201`).
+    pub fn acknowledged(&self) -> u64 {
+        self.acked.len() as u64
+    }
 }
 
 /// Every acknowledged and every indeterminate grab of one run.
@@ -152,6 +160,19 @@ impl Ledger {
             }),
             Answer::Http(..) | Answer::Lost { connect: true } => {}
         }
+    }
+
+    /// A copy of every entry so far.
+    pub fn entries(&self) -> Entries {
+        lock(&self.entries).clone()
+    }
+
+    /// Add another ledger's entries (another shard's): the check then runs
+    /// over the union.
+    pub fn absorb(&self, other: &Entries) {
+        let mut entries = lock(&self.entries);
+        entries.acked.extend_from_slice(&other.acked);
+        entries.unsure.extend_from_slice(&other.unsure);
     }
 
     /// The products the run touched with an acknowledged or unsure grab.

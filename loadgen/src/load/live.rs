@@ -9,10 +9,33 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use base64::Engine as _;
+use hdrhistogram::serialization::{Deserializer, Serializer as _, V2DeflateSerializer};
 use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
 use tokio::sync::Notify;
 
+use super::ledger::Entries;
 use super::outcome::Outcome;
+
+/// What one load counted, in a form that travels (a shard's record) and
+/// adds up (`merge`): the counts, the four latency histograms whole (so a
+/// merged quantile is the quantile of every grab, not an average of
+/// quantiles) and the ledger.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Tally {
+    pub sent: u64,
+    pub outcomes: Vec<(Outcome, u64)>,
+    pub unavailable: u64,
+    pub ordered_units: u64,
+    /// Every grab request's latency, µs: an HdrHistogram in its V2 format,
+    /// deflated, base64 (as HdrHistogram's own logs write them).
+    pub latency: String,
+    pub buyer: String,
+    pub lock_wait: String,
+    pub batch_wait: String,
+    pub ledger: Entries,
+}
 
 /// Counters shared by every goose user of one run, read live by the
 /// progress bar and at the end by the report.
@@ -182,6 +205,66 @@ impl Live {
     pub(super) fn mark_started(&self) {
         lock(&self.started).get_or_insert_with(Instant::now);
     }
+
+    /// When the first grab was sent and the last answer came, if any.
+    pub fn span(&self) -> (Option<Instant>, Option<Instant>) {
+        (*lock(&self.started), *lock(&self.finished))
+    }
+
+    /// Make [`Self::elapsed`] read `length` (a merged load's wall-clock span).
+    pub fn set_span(&self, length: Duration) {
+        let start = Instant::now();
+        *lock(&self.started) = Some(start);
+        *lock(&self.finished) = Some(start + length);
+    }
+
+    /// Everything counted so far, to travel.
+    pub fn tally(&self) -> Tally {
+        Tally {
+            sent: self.sent(),
+            outcomes: Outcome::ALL
+                .iter()
+                .map(|o| (*o, self.outcome(*o)))
+                .collect(),
+            unavailable: self.unavailable(),
+            ordered_units: self.ordered_units(),
+            latency: self.latency.export(),
+            buyer: self.buyer.export(),
+            lock_wait: self.lock_wait.export(),
+            batch_wait: self.batch_wait.export(),
+            ledger: self.ledger.entries(),
+        }
+    }
+
+    /// Add another load's tally (another shard's) to this one: all of it,
+    /// or — when a histogram does not read — nothing.
+    pub fn absorb(&self, other: &Tally) -> Result<(), String> {
+        let mut histograms = Vec::new();
+        for (mine, theirs, name) in [
+            (&self.latency, &other.latency, "latency"),
+            (&self.buyer, &other.buyer, "buyer"),
+            (&self.lock_wait, &other.lock_wait, "lock_wait"),
+            (&self.batch_wait, &other.batch_wait, "batch_wait"),
+        ] {
+            let decoded = decode(theirs).map_err(|e| format!("the {name} histogram: {e}"))?;
+            histograms.push((mine, decoded, name));
+        }
+        for (mine, theirs, name) in histograms {
+            lock(&mine.0)
+                .add(&theirs)
+                .map_err(|e| format!("the {name} histogram does not add up ({e:?})"))?;
+        }
+        self.sent.fetch_add(other.sent, Ordering::Relaxed);
+        for (outcome, n) in &other.outcomes {
+            self.outcomes[outcome.index()].fetch_add(*n, Ordering::Relaxed);
+        }
+        self.unavailable
+            .fetch_add(other.unavailable, Ordering::Relaxed);
+        self.ordered_units
+            .fetch_add(other.ordered_units, Ordering::Relaxed);
+        self.ledger.absorb(&other.ledger);
+        Ok(())
+    }
 }
 
 /// A latency histogram in µs (1 µs .. 120 s, 3 significant digits),
@@ -220,10 +303,74 @@ impl Latencies {
     fn max_ms(&self) -> f64 {
         lock(&self.0).max() as f64 / 1000.0
     }
+
+    /// The histogram as HdrHistogram's V2 format, deflated, in base64.
+    fn export(&self) -> String {
+        let mut bytes = Vec::new();
+        V2DeflateSerializer::new()
+            .serialize(&lock(&self.0), &mut bytes)
+            .expect("a histogram serialises into memory");
+        base64::engine::general_purpose::STANDARD.encode(bytes)
+    }
+}
+
+/// A histogram [`Latencies::export`] wrote.
+fn decode(text: &str) -> Result<Histogram<u64>, String> {
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(text)
+        .map_err(|e| format!("not base64 ({e})"))?;
+    Deserializer::new()
+        .deserialize(&mut bytes.as_slice())
+        .map_err(|e| format!("not an HdrHistogram ({e:?})"))
 }
 
 /// A mutex, poisoned or not (a panicked task loses nothing): the runs'
 /// counters here, the console's load and scenario state.
 pub fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load_of(latencies_ms: &[u64]) -> Live {
+        let live = Live::default();
+        for ms in latencies_ms {
+            live.record(Outcome::Ordered, 201, 1, Duration::from_millis(*ms));
+        }
+        live
+    }
+
+    #[test]
+    fn a_tally_travels_whole_and_adds_up_as_every_grab_would() {
+        let fast = load_of(&[1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+        let slow = load_of(&[100, 200, 300]);
+        let tally = fast.tally();
+        let text = serde_json::to_string(&tally).expect("encodes");
+        let back: Tally = serde_json::from_str(&text).expect("decodes");
+        assert_eq!(back, tally);
+
+        let merged = Live::default();
+        merged.absorb(&back).expect("adds");
+        merged.absorb(&slow.tally()).expect("adds");
+        let all = load_of(&[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 100, 200, 300]);
+        assert_eq!(merged.grabs(), 13);
+        assert_eq!(merged.outcome(Outcome::Ordered), 13);
+        for q in [0.5, 0.75, 0.99] {
+            assert_eq!(merged.latency_ms(q), all.latency_ms(q), "q {q}");
+        }
+        // Not an average of the two p50s (5 and 200 ms): the 7th of 13 grabs.
+        assert!(
+            (merged.latency_ms(0.5) - 7.0).abs() < 0.01,
+            "{}",
+            merged.latency_ms(0.5)
+        );
+        assert!(merged
+            .absorb(&Tally {
+                latency: "not base64!".into(),
+                ..slow.tally()
+            })
+            .is_err());
+    }
 }

@@ -35,13 +35,15 @@ pub mod live;
 pub mod log;
 pub mod outcome;
 pub mod probe;
+pub mod shard;
 mod workload;
 
 pub use attack::run;
 pub use driver::{retarget, targets, Driver, Pace, Plan, Targets, Users};
 pub use grab::{Answered, Grab};
 pub use ledger::{Accounting, Answer, Ledger};
-pub use live::{lock, Live};
+pub use live::{lock, Live, Tally};
 pub use log::{GrabLog, GrabRow};
 pub use outcome::Outcome;
+pub use shard::Shard;
 pub use workload::{Shape, Workload};

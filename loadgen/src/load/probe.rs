@@ -87,7 +87,7 @@ async fn load(
     config.no_transaction_metrics = true;
     config.no_scenario_metrics = true;
     config.no_status_codes = true;
-    let on_start = pick_replica(urls);
+    let on_start = pick_replica(urls, 0);
     let path: Arc<str> = Arc::from(path);
     let get = Transaction::new(Arc::new(move |user: &mut GooseUser| {
         let live = live.clone();

@@ -178,6 +178,22 @@ pub struct Report {
     /// one); any breached exits 5 unless a worse code wins.
     #[serde(default)]
     pub thresholds: Vec<threshold::Checked>,
+    /// The shards a merged run was sent from (`merge`), each with its own
+    /// figures; empty for a run from one process.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shards: Vec<ShardSummary>,
+}
+
+/// One shard's line in the merged report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ShardSummary {
+    pub shard: crate::load::Shard,
+    pub grabs: u64,
+    pub acknowledged: u64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub duration_s: f64,
+    pub started_unix_ms: Option<u64>,
 }
 
 /// A strategy the service cannot run.
@@ -357,6 +373,7 @@ pub(crate) mod fixtures {
             failed: Vec::new(),
             interrupted: false,
             thresholds: Vec::new(),
+            shards: Vec::new(),
         }
     }
 }
