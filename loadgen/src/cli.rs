@@ -1,4 +1,5 @@
-//! The command line (clap): the flags of `run`, `compare`, `scenario`,
+//! The command line (clap): the flags of `run` (whole or `--shard K/N`),
+//! `prepare`, `merge`, `compare`, `scenario`,
 //! `scenario-table`, `console`, `debate` and `probe`, checked and handed to the module that does the work.
 
 use std::path::PathBuf;

@@ -7,7 +7,8 @@
 //! # A tour, top-down (every import points down this list)
 //! - [`cli`] — the command line (clap only): flags checked, handed on.
 //! - [`compare`] — `run`/`compare`: each strategy's run ([`compare`]'s
-//!   `run.rs`), the loop, the exit status.
+//!   `run.rs`), the loop, the exit status; one run sent from many
+//!   processes (`prepare`, `run --shard K/N`, `merge`: `shard.rs`).
 //! - [`scenario`] — `scenario`: the fault scenarios, one file each, the
 //!   lab that owns their processes, their report.
 //! - [`console`] — `console`: the room's control room, a web page over
