@@ -84,8 +84,19 @@ enum Command {
         /// record lines (`kubectl logs` of the Job's pods).
         #[arg(required = true)]
         inputs: Vec<PathBuf>,
+        /// The replicas to read back from [default: those the prepared run
+        /// names]. Others (a port-forward to a cluster's Service) give the
+        /// same audit and verdict; the lock figures, differences of two
+        /// scrapes, then compare different replicas (merge says so).
+        #[arg(
+            long = "url",
+            short = 'H',
+            value_delimiter = ',',
+            help_heading = "Service"
+        )]
+        urls: Vec<String>,
         #[command(flatten)]
-        service: ServiceArgs,
+        token: TokenArgs,
         /// Report folder.
         #[arg(long, default_value = "loadgen-report")]
         out: PathBuf,
@@ -313,6 +324,20 @@ struct Target {
 struct ServiceArgs {
     #[command(flatten)]
     target: Target,
+    #[command(flatten)]
+    token: TokenArgs,
+}
+
+impl ServiceArgs {
+    fn admin_token(&self) -> Result<String, ExitCode> {
+        self.token.admin_token()
+    }
+}
+
+/// The token of the admin endpoints.
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Service")]
+struct TokenArgs {
     /// Bearer token of the admin endpoints (the service's SECKILL_ADMIN_TOKEN)
     /// [default: the loopback demo token, seckill-demo-admin].
     #[arg(long, env = "SECKILL_ADMIN_TOKEN", hide_env_values = true)]
@@ -323,7 +348,7 @@ struct ServiceArgs {
     admin_token_file: Option<PathBuf>,
 }
 
-impl ServiceArgs {
+impl TokenArgs {
     /// The token to send: from the file, else as given, else the demo's.
     /// A file that gives none is said, and is exit 2 (bad usage).
     fn admin_token(&self) -> Result<String, ExitCode> {
@@ -576,7 +601,8 @@ pub async fn run() -> ExitCode {
         Command::Compare { strategies, common } => (strategies, common, Step::Whole),
         Command::Merge {
             inputs,
-            service,
+            urls,
+            token,
             out,
             report_file,
             treat_as_safe,
@@ -584,12 +610,12 @@ pub async fn run() -> ExitCode {
             quiet,
             threshold,
         } => {
-            let admin_token = match service.admin_token() {
+            let admin_token = match token.admin_token() {
                 Ok(token) => token,
                 Err(code) => return code,
             };
             let merge = compare::MergeSettings {
-                urls: service.target.urls,
+                urls,
                 admin_token,
                 out,
                 report_files: report_file,

@@ -272,6 +272,7 @@ async fn send_share(
 /// What `merge` is asked to do besides the records.
 #[derive(Debug, Clone)]
 pub struct MergeSettings {
+    /// Empty: the replicas the prepared run names.
     pub urls: Vec<String>,
     pub admin_token: String,
     pub out: PathBuf,
@@ -321,8 +322,22 @@ async fn merged(
     shards: &[ShardRecord],
     merge: MergeSettings,
 ) -> anyhow::Result<(Report, Settings)> {
+    let urls = if merge.urls.is_empty() {
+        prepared.replicas.clone()
+    } else {
+        merge.urls
+    };
+    if urls != prepared.replicas {
+        eprintln!(
+            "seckill-loadgen: merge reads back from {} while the run was prepared on {}: the verdict \
+             holds (the database's audit and the shards' ledgers), but the lock figures are \
+             differences of scrapes of other replicas — read those in Prometheus",
+            urls.join(","),
+            prepared.replicas.join(",")
+        );
+    }
     let settings = Settings {
-        urls: merge.urls,
+        urls,
         admin_token: merge.admin_token,
         workload: prepared.workload.clone(),
         work_delay_ms: None,
