@@ -97,24 +97,8 @@ enum Command {
         urls: Vec<String>,
         #[command(flatten)]
         token: TokenArgs,
-        /// Report folder.
-        #[arg(long, default_value = "loadgen-report")]
-        out: PathBuf,
-        /// More report files (format by extension).
-        #[arg(long, value_parser = parse_report_file)]
-        report_file: Vec<PathBuf>,
-        /// Also class these strategies safe.
-        #[arg(long, value_delimiter = ',')]
-        treat_as_safe: Vec<String>,
-        /// Class these strategies expected-unsafe.
-        #[arg(long, value_delimiter = ',')]
-        expect_unsafe: Vec<String>,
-        /// Only the report, no progress.
-        #[arg(long, short)]
-        quiet: bool,
-        /// A limit on the merged run, as `run --threshold`.
-        #[arg(long, value_parser = Threshold::parse)]
-        threshold: Vec<Threshold>,
+        #[command(flatten)]
+        verdicts: Verdicts,
     },
     /// Run the same workload under several strategies, one after another,
     /// and write one side-by-side report (terminal, Markdown, JSON, HTML).
@@ -369,38 +353,43 @@ struct Common {
     service: ServiceArgs,
     #[command(flatten)]
     load: LoadArgs,
-    /// Folder for report.{json,md,html} and goose's reports (goose/<strategy>.html).
-    #[arg(
-        help_heading = "Reports and verdicts",
-        long,
-        default_value = "loadgen-report"
-    )]
-    out: PathBuf,
-    /// Also write the side-by-side report here (goose's flag name; the
-    /// format follows the extension: .html, .json or .md). Repeatable.
-    #[arg(help_heading = "Reports and verdicts", long, value_parser = parse_report_file)]
-    report_file: Vec<PathBuf>,
-    /// Also class these strategies safe: their violations fail the run (exit 1).
-    #[arg(help_heading = "Reports and verdicts", long, value_delimiter = ',')]
-    treat_as_safe: Vec<String>,
-    /// Class these strategies expected-unsafe (e.g. after a fault you set).
-    #[arg(help_heading = "Reports and verdicts", long, value_delimiter = ',')]
-    expect_unsafe: Vec<String>,
-    /// No progress bar.
-    #[arg(help_heading = "Reports and verdicts", long, short)]
-    quiet: bool,
+    #[command(flatten)]
+    verdicts: Verdicts,
     /// Count overlapping critical sections across every replica (the
     /// service's history arbiter): each run gets `overlaps` and
     /// `max_holders`, and an overlap under a lock that promises exclusion
     /// is a violation. Costs two arbiter round trips per grab.
     #[arg(help_heading = "Reports and verdicts", long)]
     history: bool,
+}
+
+/// Where the report goes and how runs are classed and held to limits
+/// (`run`, `compare`, `prepare` and `merge` alike).
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Reports and verdicts")]
+struct Verdicts {
+    /// Folder for report.{json,md,html} and goose's reports (goose/<strategy>.html).
+    #[arg(long, default_value = "loadgen-report")]
+    out: PathBuf,
+    /// Also write the side-by-side report here (goose's flag name; the
+    /// format follows the extension: .html, .json or .md). Repeatable.
+    #[arg(long, value_parser = parse_report_file)]
+    report_file: Vec<PathBuf>,
+    /// Also class these strategies safe: their violations fail the run (exit 1).
+    #[arg(long, value_delimiter = ',')]
+    treat_as_safe: Vec<String>,
+    /// Class these strategies expected-unsafe (e.g. after a fault you set).
+    #[arg(long, value_delimiter = ',')]
+    expect_unsafe: Vec<String>,
+    /// No progress bar.
+    #[arg(long, short)]
+    quiet: bool,
     /// Fail the run (exit 5) when a run's figure passes this limit:
     /// `[STRATEGY:]METRIC OP NUMBER[UNIT]`, e.g. `p99<400ms`,
     /// `error_rate<1%`, `grabs_per_s>100`, `redlock:p99<400ms`. Metrics:
     /// p50 p95 p99 max buyer_p50 buyer_p99 (ms or s), error_rate busy_rate
     /// (% or a fraction), grabs_per_s orders_per_s. Repeatable.
-    #[arg(help_heading = "Reports and verdicts", long, value_parser = Threshold::parse)]
+    #[arg(long, value_parser = Threshold::parse)]
     threshold: Vec<Threshold>,
 }
 
@@ -603,12 +592,7 @@ pub async fn run() -> ExitCode {
             inputs,
             urls,
             token,
-            out,
-            report_file,
-            treat_as_safe,
-            expect_unsafe,
-            quiet,
-            threshold,
+            verdicts,
         } => {
             let admin_token = match token.admin_token() {
                 Ok(token) => token,
@@ -617,12 +601,12 @@ pub async fn run() -> ExitCode {
             let merge = compare::MergeSettings {
                 urls,
                 admin_token,
-                out,
-                report_files: report_file,
-                treat_as_safe,
-                expect_unsafe,
-                quiet,
-                thresholds: threshold,
+                out: verdicts.out,
+                report_files: verdicts.report_file,
+                treat_as_safe: verdicts.treat_as_safe,
+                expect_unsafe: verdicts.expect_unsafe,
+                quiet: verdicts.quiet,
+                thresholds: verdicts.threshold,
             };
             return compare::merge_main(&inputs, merge).await;
         }
@@ -756,13 +740,13 @@ pub async fn run() -> ExitCode {
         admin_token,
         workload,
         work_delay_ms: common.load.work_delay_ms,
-        out: common.out,
-        report_files: common.report_file,
-        treat_as_safe: common.treat_as_safe,
-        expect_unsafe: common.expect_unsafe,
-        quiet: common.quiet,
+        out: common.verdicts.out,
+        report_files: common.verdicts.report_file,
+        treat_as_safe: common.verdicts.treat_as_safe,
+        expect_unsafe: common.verdicts.expect_unsafe,
+        quiet: common.verdicts.quiet,
         history: common.history,
-        thresholds: common.threshold,
+        thresholds: common.verdicts.threshold,
     };
     match step {
         Step::Whole => compare::main(strategies, &settings).await,

@@ -706,6 +706,16 @@ mod tests {
         }
     }
 
+    /// Replace each `from` of the file with its `to` (each must be there).
+    fn edit(path: &Path, changes: &[(&str, &str)]) {
+        let mut text = std::fs::read_to_string(path).expect("a file of the copy");
+        for (from, to) in changes {
+            assert!(text.contains(from), "{} has no {from:?}", path.display());
+            text = text.replace(from, to);
+        }
+        std::fs::write(path, text).expect("write");
+    }
+
     fn scratch(name: &str) -> PathBuf {
         let dir =
             std::env::temp_dir().join(format!("seckill-check-k8s-{}-{name}", std::process::id()));
@@ -727,29 +737,23 @@ mod tests {
         // A port as text (a schema error) and a Secret nobody makes.
         let broken = scratch("broken");
         copy_tree(&root.join("deploy/k8s"), &broken.join("k8s"));
-        let app = broken.join("k8s/base/app.yaml");
-        let text = std::fs::read_to_string(&app).expect("app.yaml");
-        std::fs::write(
-            &app,
-            text.replace("containerPort: 8080", "containerPort: eighty"),
-        )
-        .expect("write");
-        let console = broken.join("k8s/base/console.yaml");
-        let text = std::fs::read_to_string(&console).expect("console.yaml");
-        std::fs::write(
-            &console,
-            text.replace("secretName: seckill-admin-token", "secretName: nobodys"),
-        )
-        .expect("write");
+        let k8s = broken.join("k8s");
+        edit(
+            &k8s.join("base/app.yaml"),
+            &[("containerPort: 8080", "containerPort: eighty")],
+        );
+        edit(
+            &k8s.join("base/console.yaml"),
+            &[("secretName: seckill-admin-token", "secretName: nobodys")],
+        );
         // Five shard pods told they are four, and a shard given another load.
-        let shards = broken.join("k8s/jobs/shards/job.yaml");
-        let text = std::fs::read_to_string(&shards).expect("job.yaml");
-        std::fs::write(
-            &shards,
-            text.replace("parallelism: 4", "parallelism: 5")
-                .replace("--stock=20000", "--stock=100"),
-        )
-        .expect("write");
+        edit(
+            &k8s.join("jobs/shards/job.yaml"),
+            &[
+                ("parallelism: 4", "parallelism: 5"),
+                ("--stock=20000", "--stock=100"),
+            ],
+        );
         let mut found = Findings::default();
         check_tree(&root, &broken.join("k8s"), &broken.join("out"), &mut found)
             .expect("the check runs");

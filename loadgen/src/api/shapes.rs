@@ -38,3 +38,18 @@ pub fn entry<'a>(
                 .join(", "),
         })
 }
+
+/// Why the service cannot run `entry` ("not available on this service:
+/// …"), or `None` when it can: the words `compare` skips it with and a
+/// shard refuses it with.
+pub fn unavailable(entry: &StrategyEntry) -> Option<String> {
+    (!entry.available).then(|| {
+        format!(
+            "not available on this service: {}",
+            entry
+                .unavailable_reason
+                .as_deref()
+                .unwrap_or("the service did not say why")
+        )
+    })
+}

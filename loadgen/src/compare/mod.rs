@@ -28,7 +28,6 @@ use indicatif::{ProgressBar, ProgressStyle};
 use settings::Conditions;
 
 use finish::{error_code, exit_code, thresholds_name_runs, write_reports};
-use run::set_work_delay;
 
 use crate::api::{Service, ServiceError, StrategiesBody, StrategyEntry};
 use crate::report::{Report, Run, Skipped};
@@ -70,29 +69,14 @@ async fn execute(strategies: Vec<String>, settings: &Settings) -> anyhow::Result
     let listed = service.check().await?;
     let (chosen, skipped) = choose(&listed, strategies)?;
     thresholds_name_runs(&settings.thresholds, &chosen)?;
-    for product in 1..=workload.products {
-        service.product(&service.urls[0], product).await?;
-    }
-    let restore_faults = match settings.work_delay_ms {
-        Some(ms) => Some(set_work_delay(&service, ms).await?),
-        None => None,
-    };
-    // The faults the runs ran under (a workshop may have set some).
-    let faults_read = service.faults().await.map_err(|e| format!("{e:#}"));
-    if let Err(e) = &faults_read {
-        eprintln!("seckill-loadgen: the faults in force could not be read ({e}): every run is inconclusive");
-    }
+    let ready = run::ready(&service, settings).await?;
     let conditions = Conditions {
-        faults: faults_read.clone(),
+        faults: ready.faults.clone(),
         ttl_ms: listed.lock_ttl_ms,
         replicas: service.urls.len(),
     };
     let done = run_each(&service, &chosen, settings, &conditions).await;
-    if let Some(faults) = restore_faults {
-        if let Err(e) = service.set_faults(faults).await {
-            eprintln!("seckill-loadgen: could not restore work_delay_ms: {e}");
-        }
-    }
+    run::restore(&service, ready.restore).await;
 
     let synchronous_commit = service.audit().await.ok().map(|a| a.synchronous_commit);
     let thresholds = limits::check(&settings.thresholds, &done.runs);
@@ -101,7 +85,7 @@ async fn execute(strategies: Vec<String>, settings: &Settings) -> anyhow::Result
         version: env!("CARGO_PKG_VERSION").into(),
         replicas: service.urls.clone(),
         synchronous_commit,
-        faults: faults_read.ok(),
+        faults: ready.faults.ok(),
         workload,
         runs: done.runs,
         skipped,
@@ -130,19 +114,12 @@ fn choose(
     let mut skipped = Vec::new();
     for name in &names {
         let entry = crate::api::entry(listed, name)?;
-        if entry.available {
-            chosen.push(entry.clone());
-        } else {
-            skipped.push(Skipped {
+        match crate::api::unavailable(entry) {
+            None => chosen.push(entry.clone()),
+            Some(reason) => skipped.push(Skipped {
                 strategy: name.clone(),
-                reason: format!(
-                    "not available on this service: {}",
-                    entry
-                        .unavailable_reason
-                        .as_deref()
-                        .unwrap_or("the service did not say why")
-                ),
-            });
+                reason,
+            }),
         }
     }
     Ok((chosen, skipped))

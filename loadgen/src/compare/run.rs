@@ -11,8 +11,8 @@ use indicatif::ProgressBar;
 
 use super::settings::{Conditions, Settings};
 use crate::api::{
-    AuditBody, AuditRow, FaultsPatch, HistoryReport, OrderRow, Scrape, Section, SectionsBody,
-    Service, ServiceError, StrategyEntry, StrategyName,
+    AuditBody, AuditRow, Faults, FaultsPatch, HistoryReport, OrderRow, Scrape, Section,
+    SectionsBody, Service, ServiceError, StrategyEntry, StrategyName,
 };
 use crate::expect::{self, breaks_under};
 use crate::judge::{Evidence, Guarantee, RunVerdict};
@@ -152,12 +152,44 @@ pub(super) async fn conclude(
     ))
 }
 
+/// What every run of one invocation runs under, set and read once before
+/// the first: `--work-delay-ms` in force (and the patch that puts it back),
+/// the faults in force — or why they could not be read, which makes every
+/// run inconclusive, never fault-free.
+pub(super) struct Ready {
+    pub restore: Option<FaultsPatch>,
+    pub faults: Result<Faults, String>,
+}
+
+/// Every product of the workload known to the service, the work delay set,
+/// the faults in force read (a workshop may have set some).
+pub(super) async fn ready(service: &Service, settings: &Settings) -> Result<Ready, ServiceError> {
+    for product in 1..=settings.workload.products {
+        service.product(&service.urls[0], product).await?;
+    }
+    let restore = match settings.work_delay_ms {
+        Some(ms) => Some(set_work_delay(service, ms).await?),
+        None => None,
+    };
+    let faults = service.faults().await.map_err(|e| format!("{e:#}"));
+    if let Err(e) = &faults {
+        eprintln!("seckill-loadgen: the faults in force could not be read ({e}): every run is inconclusive");
+    }
+    Ok(Ready { restore, faults })
+}
+
+/// Put `work_delay_ms` back as [`ready`] found it (a failure is said, not fatal).
+pub(super) async fn restore(service: &Service, patch: Option<FaultsPatch>) {
+    if let Some(patch) = patch {
+        if let Err(e) = service.set_faults(patch).await {
+            eprintln!("seckill-loadgen: could not restore work_delay_ms: {e}");
+        }
+    }
+}
+
 /// Set the work inside the critical section for this run; the patch that
 /// puts it back as it was afterwards.
-pub(super) async fn set_work_delay(
-    service: &Service,
-    ms: u64,
-) -> Result<FaultsPatch, ServiceError> {
+async fn set_work_delay(service: &Service, ms: u64) -> Result<FaultsPatch, ServiceError> {
     let before = service.faults().await?;
     service
         .set_faults(FaultsPatch {

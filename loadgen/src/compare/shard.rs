@@ -31,7 +31,7 @@ use indicatif::ProgressBar;
 use serde::{Deserialize, Serialize};
 
 use super::finish::{error_code, exit_code, thresholds_name_runs, write_reports};
-use super::run::{self, set_work_delay, Attacked};
+use super::run::{self, Attacked};
 use super::settings::{Conditions, Settings};
 use crate::api::{Faults, FaultsPatch, Scrape, Service, StrategiesBody, StrategyEntry};
 use crate::load::{Live, Shard, Tally, Workload};
@@ -123,14 +123,7 @@ async fn prepare(strategy: &str, settings: &Settings) -> anyhow::Result<Prepared
     let service = Service::new(settings.urls.clone(), settings.admin_token.clone());
     let listed = service.check().await?;
     let entry = available(&listed, strategy)?;
-    for product in 1..=settings.workload.products {
-        service.product(&service.urls[0], product).await?;
-    }
-    let restore = match settings.work_delay_ms {
-        Some(ms) => Some(set_work_delay(&service, ms).await?),
-        None => None,
-    };
-    let faults = service.faults().await.map_err(|e| format!("{e:#}"));
+    let run::Ready { restore, faults } = run::ready(&service, settings).await?;
     let metrics_before =
         run::prepare(&service, &entry, &settings.workload, settings.history).await?;
     Ok(Prepared {
@@ -150,14 +143,8 @@ async fn prepare(strategy: &str, settings: &Settings) -> anyhow::Result<Prepared
 /// The entry of `name`, if the service can run it.
 fn available(listed: &StrategiesBody, name: &str) -> anyhow::Result<StrategyEntry> {
     let entry = crate::api::entry(listed, name)?;
-    if !entry.available {
-        anyhow::bail!(
-            "{name} is not available on this service: {}",
-            entry
-                .unavailable_reason
-                .as_deref()
-                .unwrap_or("the service did not say why")
-        );
+    if let Some(reason) = crate::api::unavailable(entry) {
+        anyhow::bail!("{name}: {reason}");
     }
     Ok(entry.clone())
 }
@@ -374,11 +361,7 @@ async fn merged(
         attacked,
     )
     .await?;
-    if let Some(patch) = prepared.restore {
-        if let Err(e) = service.set_faults(patch).await {
-            eprintln!("seckill-loadgen: could not restore work_delay_ms: {e}");
-        }
-    }
+    run::restore(&service, prepared.restore).await;
     let thresholds = super::limits::check(&settings.thresholds, std::slice::from_ref(&run));
     let report = Report {
         tool: "seckill-loadgen".into(),
