@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# `make debate [INJECTIONS=20]`: the Redlock debate, claim by claim, on
-# measured curves. Build the release binaries, make sure PostgreSQL
-# answers, then `seckill-loadgen debate`: every claim's sweep across the
-# boundary it names (INJECTIONS at every point), written to
-# docs/redlock-debate.md and docs/redlock-debate.json; each sweep's report
-# under ${OUT:-loadgen-report/debate}/<run>/. Exit: the debate's (0 every
-# row agrees, 1 one contradicts, 4 one undecided, 3 a run failed).
+# `make debate [INJECTIONS=20]`: the Redlock debate, claim by claim, judged
+# against its sources. Build the release binaries, make sure PostgreSQL
+# answers, then `seckill-loadgen debate --write-docs`: every claim's sweep,
+# a bisection of every flip (INJECTIONS at every point and probe), each
+# row judged as its source states it and against our model; everything
+# under ${OUT:-loadgen-report/debate}/ and the pages, curves and
+# counterexamples in docs/ (redlock-debate.{md,json}, zh/redlock-debate.md,
+# redlock-debate/). Exit 3 when a run failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/services.sh
@@ -16,6 +17,5 @@ exec target/release/seckill-loadgen debate \
   --injections "${INJECTIONS:-20}" \
   --app-bin target/release/seckill-app \
   --database-url "$PG_ADMIN_URL" \
-  --report-dir "${OUT:-loadgen-report/debate}" \
-  --out "${DEBATE_OUT:-docs/redlock-debate.md}" \
-  --json "${DEBATE_JSON:-docs/redlock-debate.json}"
+  --out "${OUT:-loadgen-report/debate}" \
+  --write-docs

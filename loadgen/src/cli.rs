@@ -151,6 +151,14 @@ enum Command {
         /// report gives the curve (scenarios.json, scenarios.html).
         #[arg(long, value_name = "NAME=V1,V2,…", value_parser = scenario::parse_sweep)]
         sweep: Option<(String, Vec<String>)>,
+        /// Locate where one dial's outcome flips: both ends, then the
+        /// midpoint of the bracket, with the case's injections at every
+        /// probe, until the bracket is at most 5 % of the TTL wide (a
+        /// duration) or 1 (a number, e.g. slew_pct). One scenario only;
+        /// scenarios.json gains `located` (probes, bracket, the model's
+        /// predicted flip).
+        #[arg(long, value_name = "NAME=LO..HI", value_parser = scenario::parse_locate, conflicts_with = "sweep")]
+        locate: Option<scenario::Locate>,
         /// List the dials of the named scenarios (name, unit, default,
         /// meaning) and exit.
         #[arg(long)]
@@ -170,28 +178,31 @@ enum Command {
         #[arg(default_value = "loadgen-report/scenarios")]
         reports: PathBuf,
     },
-    /// The Redlock debate, claim by claim, on measured curves (Kleppmann
-    /// 2016, antirez's reply, the Redis docs): each claim's sweep across
-    /// the boundary it names, k of n injections with Wilson 95 % intervals
-    /// at every point, the row's standing and where the curve flips.
-    /// Writes the Markdown table and the JSON. Exit 1 when a row contradicts its
-    /// claim, 4 when one is undecided, 3 when a run failed.
+    /// The Redlock debate, claim by claim, judged against its sources
+    /// (Kleppmann 2016, antirez's reply, the Redis docs) on measured
+    /// curves: each claim's sweep, then a bisection of every flip; each row
+    /// judged as its source states it (supported, refuted, undecided) and,
+    /// separately, against our model. Writes under --out (and docs/ with
+    /// --write-docs). Exit 3 when a run failed, 2 when nothing could be
+    /// written, else 0: a refuted source is a finding, not a failure.
     Debate {
-        /// Injections at every point of every sweep.
+        /// Injections at every point of every sweep and every probe.
         #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=1000))]
         injections: u32,
         /// Only these rows (comma-separated ids; see the JSON).
         #[arg(long, value_delimiter = ',')]
         rows: Vec<String>,
-        /// Folder of each sweep's report.
+        /// Where everything goes: each run's reports, redlock-debate.{md,json},
+        /// zh/redlock-debate.md, the curves and the counterexamples.
         #[arg(long, default_value = "loadgen-report/debate")]
-        report_dir: PathBuf,
-        /// The Markdown table to write.
-        #[arg(long, default_value = "docs/redlock-debate.md")]
         out: PathBuf,
-        /// The JSON to write.
-        #[arg(long, default_value = "docs/redlock-debate.json")]
-        json: PathBuf,
+        /// Also write the pages, curves and counterexamples into docs/
+        /// (every row: not with --rows).
+        #[arg(long)]
+        write_docs: bool,
+        /// The sweep's fixed points only: no bisection between them.
+        #[arg(long)]
+        no_locate: bool,
         #[command(flatten)]
         lab: LabArgs,
     },
@@ -649,9 +660,9 @@ pub async fn run() -> ExitCode {
         Command::Debate {
             injections,
             rows,
-            report_dir,
             out,
-            json,
+            write_docs,
+            no_locate,
             lab:
                 LabArgs {
                     database_url,
@@ -662,7 +673,7 @@ pub async fn run() -> ExitCode {
         } => {
             let scenario = scenario::Options {
                 strategies: Vec::new(),
-                out: report_dir.clone(),
+                out: out.clone(),
                 database_url,
                 app_bin,
                 quick: false,
@@ -671,15 +682,16 @@ pub async fn run() -> ExitCode {
                 trials: 1,
                 sets: Vec::new(),
                 sweep: None,
+                locate: None,
                 variants: Vec::new(),
                 jobs: usize::from(jobs),
             };
             return debate::main(debate::Settings {
                 injections,
                 only: rows,
-                out: report_dir,
-                markdown: out,
-                json,
+                out,
+                write_docs,
+                no_locate,
                 scenario,
             })
             .await;
@@ -701,6 +713,7 @@ pub async fn run() -> ExitCode {
             trials,
             sets,
             sweep,
+            locate,
             params,
             variants,
         } => {
@@ -710,6 +723,7 @@ pub async fn run() -> ExitCode {
             let options = scenario::Options {
                 sets,
                 sweep,
+                locate,
                 variants,
                 strategies,
                 out,

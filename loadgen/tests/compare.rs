@@ -800,11 +800,13 @@ async fn thresholds_pass_or_fail_the_run_with_their_exit_codes() {
     let checked = report(&dir)["thresholds"].clone();
     let checked = checked.as_array().expect("thresholds in report.json");
     assert_eq!(checked.len(), 2, "{checked:?}");
-    assert_eq!(checked[0]["threshold"], "p99<1ms");
-    assert_eq!(checked[0]["passed"], false);
-    assert!(checked[0]["measured"].as_f64().expect("measured") >= 1.0);
-    assert_eq!(checked[1]["threshold"], "error_rate<1%");
-    assert_eq!(checked[1]["passed"], true, "{checked:?}");
+    // Only the contract's names (shared/DESIGN.md): expr, strategy, value, ok.
+    assert_eq!(checked[0]["expr"], "p99<1ms");
+    assert_eq!(checked[0]["strategy"], "set-nx-px-token");
+    assert_eq!(checked[0]["ok"], false);
+    assert!(checked[0]["value"].as_f64().expect("value") >= 1.0);
+    assert_eq!(checked[1]["expr"], "error_rate<1%");
+    assert_eq!(checked[1]["ok"], true, "{checked:?}");
 
     // Limits the run meets: exit 0, each printed with its value.
     let dir = out_dir("threshold-met");

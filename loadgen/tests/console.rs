@@ -582,27 +582,40 @@ async fn charts_shade_a_fault(room: &Room) {
     .await;
     room.click("fault-unlock_before_commit").await;
     room.unlock_before_commit_everywhere(true).await;
+    let landed_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after 1970")
+        .as_millis() as f64;
     let landed_s = room.console_state().await["load"]["seconds"]
         .as_f64()
         .expect("the load's seconds");
-    let from: f64 = eventually("the page lists the fault's band", || async {
-        let from = room
+    // Only the contract's hooks (shared/DESIGN.md): [data-testid=fault-band]
+    // with data-name and data-start-ms (epoch milliseconds), no
+    // data-end-ms while the fault is in force.
+    let band: Value = eventually("the page lists the fault's band", || async {
+        let band = room
             .browser
             .execute(
-                "const b = document.querySelector('[data-testid=band][data-label=unlock_before_commit]'); \
-                 return b ? Number(b.dataset.from) : null;",
+                "const b = document.querySelector('[data-testid=fault-band][data-name=unlock_before_commit]'); \
+                 return b ? { start: Number(b.dataset.startMs), end: b.hasAttribute('data-end-ms') } : null;",
                 vec![],
             )
             .await
             .expect("read the bands");
-        from.as_f64()
+        (!band.is_null()).then_some(band)
     })
     .await;
-    eprintln!("fault band from {from:.2} s; every replica had the fault at {landed_s:.2} s");
-    assert!(
-        (landed_s - 1.0..=landed_s + 1.0).contains(&from),
-        "the band starts within 1 s of the landing: {from} vs {landed_s}"
+    let start_ms = band["start"].as_f64().expect("data-start-ms");
+    assert_eq!(band["end"], json!(false), "no end while in force: {band}");
+    eprintln!(
+        "fault band from {start_ms:.0}; every replica had the fault at {landed_ms:.0} (epoch ms)"
     );
+    assert!(
+        (start_ms - landed_ms).abs() <= 1000.0,
+        "the band starts within 1 s of the landing: {start_ms} vs {landed_ms}"
+    );
+    // The band's start in the charts' seconds since the load began.
+    let from = landed_s + (start_ms - landed_ms) / 1000.0;
     // Two more seconds of load, then the latency chart has points on both
     // sides of the band's start and the band painted on its canvas.
     let pixels = eventually("the latency chart paints the band", || async {
@@ -668,12 +681,13 @@ async fn download_has_a_row_per_grab(room: &Room) {
         .iter()
         .map(|n| n.as_u64().expect("a count"))
         .sum();
+    // The contract's routes: GET /api/run.csv and GET /api/run.json.
     let csv = room
         .http
-        .get(format!("{}/api/run/download?format=csv", room.console))
+        .get(format!("{}/api/run.csv", room.console))
         .send()
         .await
-        .expect("GET the download")
+        .expect("GET /api/run.csv")
         .text()
         .await
         .expect("CSV");
@@ -686,6 +700,24 @@ async fn download_has_a_row_per_grab(room: &Room) {
         rows.iter().any(|r| r.ends_with("unlock_before_commit")),
         "the rows sent under the fault name it"
     );
+    let json: Value = room
+        .http
+        .get(format!("{}/api/run.json", room.console))
+        .send()
+        .await
+        .expect("GET /api/run.json")
+        .json()
+        .await
+        .expect("JSON");
+    let kept = json["grabs"].as_array().expect("grabs").len();
+    assert_eq!(kept, rows.len(), "the JSON has the CSV's grabs");
+    let band = json["bands"]
+        .as_array()
+        .expect("bands")
+        .iter()
+        .find(|b| b["name"] == "unlock_before_commit")
+        .expect("the fault's band in the JSON");
+    assert!(band["start_ms"].as_u64().is_some(), "{band}");
     eprintln!("download: {} rows, one per grab", rows.len());
 }
 

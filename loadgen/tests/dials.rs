@@ -251,3 +251,88 @@ fn a_case_that_cannot_run_here_is_not_run_and_exits_4_naming_the_setting() {
     assert!(cases.iter().all(|c| c["verdict"] == "not-run"), "{report}");
     let _ = std::fs::remove_dir_all(&out_dir);
 }
+
+/// A case that fails midway (here: every replica after the first refuses
+/// to start) is recorded `inconclusive` with its reason and the logs of
+/// its processes; the run goes on to the next case and writes its report
+/// (exit 4: inconclusive is not passed), never losing the finished cases.
+#[test]
+fn a_case_that_fails_is_inconclusive_with_its_reason_and_logs_and_the_run_goes_on() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = std::env::temp_dir().join(format!("seckill-failing-case-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("a folder");
+    // The probe that lists the strategies runs the real binary; every
+    // replica a case starts after it fails at once.
+    let count = dir.join("starts");
+    let wrapper = dir.join("seckill-app");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nn=$(cat '{count}' 2>/dev/null || echo 0)\necho $((n + 1)) > '{count}'\n\
+             if [ \"$n\" = 0 ]; then exec '{real}' \"$@\"; fi\n\
+             echo 'wrapper: this replica refuses to start (a failing case, on purpose)' >&2\nexit 1\n",
+            count = count.display(),
+            real = workspace_binary("seckill-app", "seckill-app").display()
+        ),
+    )
+    .expect("write the wrapper");
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let out_dir = dir.join("report");
+    let out = loadgen()
+        .args([
+            "scenario",
+            "gc-pause",
+            "--strategies",
+            "set-nx-px-token,fenced",
+            "--quick",
+            "--quiet",
+            "--jobs",
+            "1",
+            "--out",
+        ])
+        .arg(&out_dir)
+        .arg("--app-bin")
+        .arg(&wrapper)
+        .arg("--database-url")
+        .arg(admin_database_url())
+        .output()
+        .expect("run");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{stdout}\n{stderr}");
+    let report: Value = serde_json::from_str(
+        &std::fs::read_to_string(out_dir.join("scenarios.json")).expect("the report is written"),
+    )
+    .expect("json");
+    let cases = report["scenarios"].as_array().expect("cases");
+    let strategies: Vec<&str> = cases
+        .iter()
+        .filter_map(|c| c["strategy"].as_str())
+        .collect();
+    assert_eq!(
+        strategies,
+        ["set-nx-px-token", "fenced"],
+        "both cases ran: {report}"
+    );
+    for c in cases {
+        assert_eq!(c["verdict"], "inconclusive", "{c}");
+        let reason = c["verdict_reason"].as_str().expect("a reason");
+        assert!(reason.contains("the case failed"), "{reason}");
+        let logs = reason
+            .rsplit("the logs of its processes: ")
+            .next()
+            .expect("the logs' folder");
+        let replica = std::fs::read_to_string(std::path::Path::new(logs).join("replica-a.log"))
+            .expect("replica a's log kept");
+        assert!(replica.contains("refuses to start"), "{replica}");
+        assert!(
+            stderr.contains(&format!(
+                "inconclusive gc-pause · {}",
+                c["strategy"].as_str().unwrap_or("?")
+            )),
+            "{stderr}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

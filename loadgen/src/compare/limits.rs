@@ -34,13 +34,13 @@ pub fn check(thresholds: &[Threshold], runs: &[Run]) -> Vec<Checked> {
         for run in runs.iter().filter(|r| t.applies_to(&r.strategy)) {
             let measured = measure(t.metric, run);
             out.push(Checked {
-                threshold: t.expr.clone(),
+                expr: t.expr.clone(),
                 strategy: run.strategy.clone(),
                 metric: t.metric,
                 op: t.op,
                 limit: t.limit,
-                measured,
-                passed: measured.is_some_and(|v| t.op.holds(v, t.limit)),
+                value: measured,
+                ok: measured.is_some_and(|v| t.op.holds(v, t.limit)),
             });
         }
     }
@@ -68,7 +68,7 @@ mod tests {
         let checked = check(&[all, only], &runs);
         let verdicts: Vec<(&str, &str, bool)> = checked
             .iter()
-            .map(|c| (c.threshold.as_str(), c.strategy.as_str(), c.passed))
+            .map(|c| (c.expr.as_str(), c.strategy.as_str(), c.ok))
             .collect();
         assert_eq!(
             verdicts,
@@ -78,7 +78,7 @@ mod tests {
                 ("set-nx-px-token:error_rate<0.1%", "set-nx-px-token", false),
             ]
         );
-        assert_eq!(checked[2].measured, Some(0.005));
+        assert_eq!(checked[2].value, Some(0.005));
         assert!(checked[1].line().ends_with("measured 450.0 ms: BREACHED"));
     }
 
@@ -90,7 +90,7 @@ mod tests {
             &[Threshold::parse("p99<400ms").expect("a threshold")],
             &[idle],
         );
-        assert_eq!(checked[0].measured, None);
-        assert!(!checked[0].passed);
+        assert_eq!(checked[0].value, None);
+        assert!(!checked[0].ok);
     }
 }

@@ -33,6 +33,9 @@ pub enum BandKind {
 #[derive(Debug, Clone, Serialize)]
 pub struct Band {
     pub kind: BandKind,
+    /// The fault's key (`unlock_before_commit`, `pause_ms`), or
+    /// `strategy` (the contract's `data-name`).
+    pub name: String,
     /// `unlock_before_commit`, `pause_ms=2000` (as the banner names them;
     /// the work delay is not a fault), or the strategy's name.
     pub label: String,
@@ -40,6 +43,10 @@ pub struct Band {
     pub from_s: f64,
     /// `None` while it lasts.
     pub to_s: Option<f64>,
+    /// The same start and end as Unix milliseconds (the contract's
+    /// `data-start-ms` / `data-end-ms`).
+    pub start_ms: u64,
+    pub end_ms: Option<u64>,
 }
 
 /// One reading of the product's figures (`None`: could not be read).
@@ -113,10 +120,12 @@ impl Recording {
             .map(|label| (BandKind::Fault, label))
             .collect();
         on.push((BandKind::Strategy, status.strategy.clone()));
+        let unix_ms = |t_s: f64| self.began_unix_ms + (t_s * 1000.0).round() as u64;
         let mut bands = lock(&self.bands);
         for band in bands.iter_mut().filter(|b| b.to_s.is_none()) {
             if !on.iter().any(|(k, l)| *k == band.kind && *l == band.label) {
                 band.to_s = Some(t_s);
+                band.end_ms = Some(unix_ms(t_s));
             }
         }
         for (kind, label) in on {
@@ -124,11 +133,18 @@ impl Recording {
                 .iter()
                 .any(|b| b.to_s.is_none() && b.kind == kind && b.label == label)
             {
+                let name = match kind {
+                    BandKind::Fault => label.split('=').next().unwrap_or_default().to_owned(),
+                    BandKind::Strategy => "strategy".to_owned(),
+                };
                 bands.push(Band {
                     kind,
+                    name,
                     label,
                     from_s: t_s,
                     to_s: None,
+                    start_ms: unix_ms(t_s),
+                    end_ms: None,
                 });
             }
         }

@@ -113,6 +113,8 @@ pub async fn serve(
                 .service(scenario_stop)
                 .service(scenario_curves)
                 .service(run_series)
+                .service(run_csv)
+                .service(run_json)
                 .service(run_download)
                 .service(vendor_asset)
                 .route("/login", web::post().to(super::guard::log_in))
@@ -552,24 +554,53 @@ struct DownloadQuery {
     format: Option<String>,
 }
 
-/// `GET /api/run/download?format=csv|json`: every grab of the last load
-/// (time, replica, outcome, latency, the faults in force), as a file.
+/// The file formats of a run's download.
+#[derive(Debug, Clone, Copy)]
+enum Format {
+    Csv,
+    Json,
+}
+
+/// `GET /api/run.csv`: every grab of the last load (time, replica,
+/// outcome, latency, the faults in force), one row each, as a file.
+#[get("/api/run.csv")]
+async fn run_csv(console: web::Data<Console>) -> Answer {
+    download(&console, Format::Csv)
+}
+
+/// `GET /api/run.json`: the same run as JSON (rows, readings, bands).
+#[get("/api/run.json")]
+async fn run_json(console: web::Data<Console>) -> Answer {
+    download(&console, Format::Json)
+}
+
+/// `GET /api/run/download?format=csv|json`: the two above under one
+/// route (kept for the links earlier versions printed).
 #[get("/api/run/download")]
 async fn run_download(console: web::Data<Console>, query: web::Query<DownloadQuery>) -> Answer {
-    let recording = lock(&console.recording).clone().ok_or_else(no_run)?;
-    let name = format!("seckill-run-{}", recording.began_unix_ms);
-    let (body, kind, extension) = match query.format.as_deref().unwrap_or("csv") {
-        "csv" => (recording.csv(), "text/csv; charset=utf-8", "csv"),
-        "json" => (
-            serde_json::to_string_pretty(&recording.json()).unwrap_or_default(),
-            "application/json",
-            "json",
-        ),
+    let format = match query.format.as_deref().unwrap_or("csv") {
+        "csv" => Format::Csv,
+        "json" => Format::Json,
         other => {
             return Err(ConsoleError::BadRequest(format!(
                 "format {other:?}: use csv or json"
             )))
         }
+    };
+    download(&console, format)
+}
+
+/// The last load's recording as a file of `format`.
+fn download(console: &Console, format: Format) -> Answer {
+    let recording = lock(&console.recording).clone().ok_or_else(no_run)?;
+    let name = format!("seckill-run-{}", recording.began_unix_ms);
+    let (body, kind, extension) = match format {
+        Format::Csv => (recording.csv(), "text/csv; charset=utf-8", "csv"),
+        Format::Json => (
+            serde_json::to_string_pretty(&recording.json()).unwrap_or_default(),
+            "application/json",
+            "json",
+        ),
     };
     Ok(HttpResponse::Ok()
         .content_type(kind)

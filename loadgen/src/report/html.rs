@@ -82,7 +82,7 @@ impl Report {
                         h2 { "Thresholds" }
                         ul {
                             @for c in &self.thresholds {
-                                li class=(if c.passed { "passed" } else { "breached" }) { (c.line()) }
+                                li class=(if c.ok { "passed" } else { "breached" }) { (c.line()) }
                             }
                         }
                     }

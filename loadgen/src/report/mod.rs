@@ -239,7 +239,7 @@ impl Report {
 
     /// The thresholds the runs breached.
     pub fn breached(&self) -> Vec<&threshold::Checked> {
-        self.thresholds.iter().filter(|c| !c.passed).collect()
+        self.thresholds.iter().filter(|c| !c.ok).collect()
     }
 
     /// The JSON report.

@@ -188,32 +188,34 @@ fn parse_limit(text: &str, unit: Unit) -> Result<f64, String> {
 /// `"thresholds"`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Checked {
-    /// The threshold as written.
-    pub threshold: String,
+    /// The threshold as written (`redlock:p99<400ms`).
+    pub expr: String,
+    /// The run it was held to.
     pub strategy: String,
     pub metric: Metric,
     pub op: Op,
     /// The limit and the measured value, in the metric's base unit (ms, a
-    /// fraction, per second); `measured` is `null` when the run had no grab
+    /// fraction, per second); `value` is `null` when the run had no grab
     /// to measure (which fails the threshold: nothing shows it holds).
     pub limit: f64,
-    pub measured: Option<f64>,
-    pub passed: bool,
+    pub value: Option<f64>,
+    /// The run met it.
+    pub ok: bool,
 }
 
 impl Checked {
     /// `redlock: p99<400ms measured 512.3 ms: BREACHED`.
     pub fn line(&self) -> String {
-        let value = match (self.measured, self.metric.unit()) {
+        let value = match (self.value, self.metric.unit()) {
             (None, _) => "nothing to measure (no grab)".to_owned(),
             (Some(v), Unit::Ms) => format!("{v:.1} ms"),
             (Some(v), Unit::Ratio) => format!("{:.2} %", v * 100.0),
             (Some(v), Unit::PerSec) => format!("{v:.1}/s"),
         };
-        let verdict = if self.passed { "passed" } else { "BREACHED" };
+        let verdict = if self.ok { "passed" } else { "BREACHED" };
         format!(
             "{}: {} measured {value}: {verdict}",
-            self.strategy, self.threshold
+            self.strategy, self.expr
         )
     }
 }

@@ -69,6 +69,27 @@ pub fn drift_ms(ttl: u64) -> u64 {
     ttl / 100 + 2
 }
 
+/// The validity Redlock trusts when its quorum is read `late` ms after
+/// the SETs: TTL − late − drift (0 once that is negative: refused).
+pub fn validity_ms(params: &Params, late: u64) -> u64 {
+    let ttl = params.ttl_ms();
+    ttl.saturating_sub(late + drift_ms(ttl))
+}
+
+/// Whether a quorum read `late` ms after its SETs is trusted with a
+/// validity shorter than the work: the keys then expire inside the
+/// section (a validity of 0 is refused, nothing is entered).
+pub fn short_validity(params: &Params, late: u64) -> bool {
+    let validity = validity_ms(params, late);
+    validity > 0 && validity < params.ms("work_ms")
+}
+
+/// Without the validity check: whether the paused client's keys expire
+/// before it leaves (pause + work > TTL).
+pub fn unchecked_outlived(params: &Params) -> bool {
+    params.ms("pause") + params.ms("work_ms") > params.ttl_ms()
+}
+
 /// Redlock only: what it should do with and without its validity check,
 /// for the pause in force.
 pub fn expect(strategy: &StrategyEntry, variant: Option<Variant>, params: &Params) -> Expectation {
@@ -78,16 +99,14 @@ pub fn expect(strategy: &StrategyEntry, variant: Option<Variant>, params: &Param
                 .into(),
         );
     }
-    let ttl = params.ttl_ms();
     let pause = params.ms("pause");
-    let work = params.ms("work_ms");
-    let validity = ttl.saturating_sub(pause + drift_ms(ttl));
+    let validity = validity_ms(params, pause);
     Ok(match variant {
         Some(Variant::Check) if validity == 0 => (
             Holds,
             "elapsed (the pause included) exceeds the TTL: the late quorum is refused".into(),
         ),
-        Some(Variant::Check) if validity < work => (
+        Some(Variant::Check) if short_validity(params, pause) => (
             Breaks,
             "the validity left (TTL − pause − drift) is shorter than the work: the keys expire while the holder is inside".into(),
         ),
@@ -95,7 +114,7 @@ pub fn expect(strategy: &StrategyEntry, variant: Option<Variant>, params: &Param
             Holds,
             "the validity left covers the work: the keys outlive the section".into(),
         ),
-        _ if pause + work > ttl => (
+        _ if unchecked_outlived(params) => (
             Breaks,
             "without the check the paused client enters on keys that expire before it leaves, beside the next holder"
                 .into(),

@@ -70,6 +70,10 @@ pub struct CaseResult {
     /// Why a `not-run` case did not run, and the remedy.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// The strategy as the service listed it (its kind): what the model's
+    /// prediction reads (not written to `scenarios.json`).
+    #[serde(skip)]
+    pub entry: Option<StrategyEntry>,
 }
 
 /// `"sweep": {"key", "points": [{"value", "exclusion_broken", "data_damaged"}]}`.
@@ -175,7 +179,32 @@ impl CaseResult {
             standing: None,
             sweep: None,
             reason: Some(reason),
+            entry: Some(entry.clone()),
         }
+    }
+
+    /// A case that started and did not finish: it failed (`reason`: the
+    /// error) or ran past its time limit. It is `inconclusive`, with the
+    /// steps it logged and the injections it finished (their k of n is
+    /// kept, the interval as wide as those few allow); the run goes on.
+    #[allow(clippy::too_many_arguments)]
+    pub fn unfinished(
+        scenario: Scenario,
+        entry: &StrategyEntry,
+        variant: Option<Variant>,
+        params: &super::params::Params,
+        expected: Expected,
+        why: String,
+        reason: String,
+        case: super::world::Case,
+    ) -> Self {
+        let mut result = Self::not_run(scenario, entry, variant, params, expected, why, reason);
+        result.verdict = CaseVerdict::Inconclusive;
+        result.duration_s = (case.started.elapsed().as_secs_f64() * 100.0).round() / 100.0;
+        result.outcomes = (!case.injections.is_empty()).then(|| Outcomes::of(&case.injections));
+        result.injections = case.injections;
+        result.steps = case.steps;
+        result
     }
 
     /// The verdict of a measured case, from its rates: the judged

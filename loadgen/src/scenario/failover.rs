@@ -9,8 +9,13 @@
 //! link acknowledges the `WAIT 1`, and the lagging one is promoted — it
 //! lacks the key; the fast replica then follows it (as Sentinel would
 //! have it) and acknowledges the next holder's `WAIT 1` too: the lock is
-//! given twice. (Its holder works 1.5 s, so that it is still inside when
-//! the fast replica has resynchronised.)
+//! given twice. (Its holder works 1 s by default — the variant sets
+//! `work_ms=1000`, and the case records it — so that it is still inside
+//! when the fast replica has resynchronised.)
+//!
+//! `promote_after_ms` is the failover's own boundary: how long after the
+//! holder was seen inside the lagging replica is promoted. Below the
+//! replication lag the lock key has not reached it; above, it has.
 //!
 //! Each promotion is an injection, a round of its own (`promotions`, 12 by
 //! default: WAIT's "more likely (but not guaranteed)" is a rate): fresh
@@ -32,7 +37,7 @@ use super::buyers;
 use super::case::Expectation;
 use super::inject::{self, Window};
 use super::lab::{Lab, Setup};
-use super::params::{self, Spec, Unit};
+use super::params::{self, Params, Spec, Unit};
 use super::world::{arm, pause, start_buyers, start_replicas, wait_inside, work, CaseRun, World};
 use crate::api::Variant;
 use crate::api::{Kind, StrategyEntry, StrategyName};
@@ -49,9 +54,24 @@ fn waits(variant: Option<Variant>) -> bool {
     matches!(variant, Some(Variant::Wait1 | Variant::Wait1TwoReplicas))
 }
 
+/// The variants' own dials: with two replicas the holder works 1 s (it
+/// must still be inside once the fast replica follows the promoted one).
+pub fn variant_sets(variant: Option<Variant>) -> &'static [(&'static str, &'static str)] {
+    match variant {
+        Some(Variant::Wait1TwoReplicas) => &[("work_ms", "1000")],
+        _ => &[],
+    }
+}
+
+/// Whether the promoted replica lacks the lock key: it was promoted
+/// before the replication stream, `lag_ms` late, brought the key.
+pub fn key_missing(params: &Params) -> bool {
+    params.ms("promote_after_ms") < params.count("lag_ms")
+}
+
 /// The single-instance Redis locks only: what each does when the replica
 /// is promoted.
-pub fn expect(strategy: &StrategyEntry, variant: Option<Variant>) -> Expectation {
+pub fn expect(strategy: &StrategyEntry, variant: Option<Variant>, params: &Params) -> Expectation {
     if matches!(
         strategy.strategy(),
         Some(StrategyName::EtcdLease | StrategyName::ZkEphemeralSeq)
@@ -66,7 +86,8 @@ pub fn expect(strategy: &StrategyEntry, variant: Option<Variant>) -> Expectation
             return Err("fenced does not WAIT for the replica: its wait-1 variants are its no-wait case".into())
         }
         (Kind::Fenced, _) => (Holds, "the promoted replica's older counter yields stale tokens the database refuses"),
-        (_, Some(Variant::NoWait)) => (Breaks, "the lock key had not reached the replica when it was promoted"),
+        (_, Some(Variant::NoWait)) if key_missing(params) => (Breaks, "the lock key had not reached the replica when it was promoted"),
+        (_, Some(Variant::NoWait)) => (Holds, "the replica was promoted after the lock key reached it (promote_after_ms ≥ lag_ms)"),
         (_, Some(Variant::Wait1TwoReplicas)) => (Breaks, "WAIT 1 was acknowledged by the fast replica; the lagging one, promoted, lacks the key"),
         // Only the SET NX PX family waits for the replica (WAIT 1).
         (_, _)
@@ -81,7 +102,8 @@ pub fn expect(strategy: &StrategyEntry, variant: Option<Variant>) -> Expectation
         {
             (Holds, "WAIT 1: the holder enters only once the replica has the key")
         }
-        _ => (Breaks, "this lock's writes do not WAIT for the replica"),
+        _ if key_missing(params) => (Breaks, "this lock's writes do not WAIT for the replica"),
+        _ => (Holds, "the replica was promoted after the lock key reached it (promote_after_ms ≥ lag_ms)"),
     };
     Ok((expected, why.into()))
 }
@@ -101,6 +123,12 @@ pub const PARAMS: &[Spec] = &[
         unit: Unit::Count,
         default: "200",
         meaning: "how late the lagging replica's copy of the primary's writes arrives (a proxy on its link)",
+    },
+    Spec {
+        name: "promote_after_ms",
+        unit: Unit::Ms,
+        default: "0",
+        meaning: "how long after the holder is seen inside the lagging replica is promoted (below lag_ms the lock key has not reached it)",
     },
     params::lock_wait("500"),
 ];
@@ -122,13 +150,8 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     let lag = params.count("lag_ms");
     let promotions = params.injections();
     let two = variant == Some(Variant::Wait1TwoReplicas);
-    // With two replicas the rush's own WAIT 1 needs the fast replica to
-    // follow the promoted one first: the holder stays inside longer.
-    let work_ms = if two {
-        params.ms("work_ms").max(5 * lag)
-    } else {
-        params.ms("work_ms")
-    };
+    let work_ms = params.ms("work_ms");
+    let promote_after = params.ms("promote_after_ms");
     let primary = RedisNode::start(
         &lab.dir,
         "redis-x",
@@ -207,6 +230,8 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
         );
         let caught = wait_inside(&service, Some("a"), Duration::from_secs(3)).await?;
         let mut window = Window::starting(case, "the lagging replica", Some("a"));
+        pause(promote_after).await;
+        let still_inside = inside(&service, "a").await;
         let Promoted {
             had_key,
             on_fast,
@@ -214,14 +239,14 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
             port: promoted_port,
         } = promote(world, down, &front, two).await?;
         window.end_ms = case.clock_ms();
-        if caught && master {
+        if caught && still_inside && master {
             window.proof = Some(format!(
-                "a grab on a was inside when the replica was promoted; its ROLE answers master; it {} the lock key{on_fast}",
+                "a grab on a was inside when the replica was promoted ({promote_after} ms after it was seen inside); its ROLE answers master; it {} the lock key{on_fast}",
                 if had_key { "had" } else { "did NOT have" }
             ));
         } else {
             case.step(format!(
-                "not counted: holder inside {caught}, the replica's ROLE master {master}"
+                "not counted: holder seen inside {caught}, still inside at the promotion {still_inside}, the replica's ROLE master {master}"
             ));
         }
         round.add(start_buyers(lab, case, &rush_targets, 6));
@@ -249,10 +274,21 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
         "wait_replicas": u8::from(waits(variant)),
         "replicas": if two { 2 } else { 1 },
         "promoted": "the lagging replica",
+        "promote_after_ms": promote_after,
         "promotions": promotions,
         "lock_ttl_ms": ttl,
         "work_delay_ms": work_ms,
     }))
+}
+
+/// Whether a section of replica `name` is inside now, as the arbiter has
+/// it (an unreadable history counts as not inside: the injection is then
+/// not counted).
+async fn inside(service: &crate::api::Service, name: &str) -> bool {
+    service
+        .history()
+        .await
+        .is_ok_and(|history| history.inside.iter().any(|i| i.instance == name))
 }
 
 /// A new replica of whatever `link` leads to, through it (its copy late).

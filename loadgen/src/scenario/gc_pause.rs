@@ -87,7 +87,7 @@ pub const QUICK: &[(&str, &str)] = &[("ttl_ms", "250"), ("users", "6"), ("lock_w
 /// Whether the holder's lock outlives the freeze: the time spent inside
 /// before the stop (the work; half of it on average for `anywhere`) plus
 /// the pause, against the TTL.
-fn outlived(params: &Params) -> bool {
+pub fn outlived(params: &Params) -> bool {
     let ttl = params.ttl_ms();
     let work = params.ms("work_ms");
     let inside = if params.choice("where") == "anywhere" {

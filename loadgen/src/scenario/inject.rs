@@ -209,6 +209,11 @@ impl Round {
             .is_none_or(|holder| involves(&history, holder));
         let exclusion_broken = observed.overlaps > 0 && involved;
         let breaches = observed.evidence().breaches(Guarantee::Data);
+        let trace = if exclusion_broken || !breaches.is_empty() {
+            Some(trace(world, &history).await)
+        } else {
+            None
+        };
         let injection = Injection {
             target: window.target,
             start_ms: window.start_ms,
@@ -220,6 +225,7 @@ impl Round {
             overlaps: observed.overlaps,
             orders: observed.orders,
             stalled: window.stalled,
+            trace,
         };
         let line = format!(
             "injection {}: {}exclusion {}, data {}{}",
@@ -250,6 +256,37 @@ impl Round {
 }
 
 /// Whether an overlap of the history involves a section of `holder`.
+/// The counterexample of a round that broke something: its overlapping
+/// sections, first overlaps, audit row and orders, read now (the round's
+/// history run and orders are still the current ones).
+async fn trace(world: &World, history: &HistoryReport) -> super::record::Trace {
+    use super::record::Trace;
+    let service = world.service();
+    let mut sections: Vec<crate::api::Section> = service
+        .sections()
+        .await
+        .map(|body| body.sections.into_iter().filter(|s| s.overlap).collect())
+        .unwrap_or_default();
+    let left_out = sections.len().saturating_sub(Trace::KEPT);
+    sections.truncate(Trace::KEPT);
+    let audit = service
+        .audit()
+        .await
+        .ok()
+        .and_then(|a| a.products.into_iter().find(|r| r.product_id == 1));
+    let orders = service.orders(1).await.ok().map(|mut orders| {
+        orders.truncate(Trace::KEPT);
+        orders
+    });
+    Trace {
+        sections,
+        sections_left_out: left_out,
+        first_overlaps: history.first_overlaps.clone(),
+        audit,
+        orders,
+    }
+}
+
 fn involves(history: &HistoryReport, holder: &str) -> bool {
     let prefix = format!("{holder}:");
     history

@@ -40,6 +40,8 @@ pub struct Options {
     /// `--jobs`: cases run at once, each in a lane of its own (a database,
     /// an arbiter, coordination servers and a folder per lane).
     pub jobs: usize,
+    /// `--locate KEY=LO..HI`: bisect one dial instead of running one point.
+    pub locate: Option<super::locate::Locate>,
 }
 
 /// The admin token of every replica a scenario starts.

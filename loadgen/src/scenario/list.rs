@@ -199,6 +199,7 @@ impl Scenario {
     pub fn variant_sets(self, variant: Option<Variant>) -> &'static [(&'static str, &'static str)] {
         match self {
             Scenario::RedlockRestart => redlock_restart::variant_sets(variant),
+            Scenario::Failover => failover::variant_sets(variant),
             _ => &[],
         }
     }
@@ -264,7 +265,7 @@ impl Scenario {
             Scenario::SlowNetwork => slow_network::expect(strategy, variant, params),
             Scenario::ClockJump => clock_jump::expect(strategy, variant, params),
             Scenario::RedlockRestart => redlock_restart::expect(strategy, variant, params),
-            Scenario::Failover => failover::expect(strategy, variant),
+            Scenario::Failover => failover::expect(strategy, variant, params),
             Scenario::CrashHolder => crash_holder::expect(strategy, variant),
             Scenario::ClockSkew => clock_skew::expect(strategy, variant, params),
             Scenario::UnlockBeforeCommit => unlock_before_commit::expect(strategy, variant, params),

@@ -36,6 +36,7 @@
 //! its judgement (through [`crate::judge`]), `report.rs` the files.
 
 mod acquire_pause;
+mod bisect;
 mod buyers;
 mod case;
 mod clock_jump;
@@ -50,6 +51,7 @@ mod gc_pause;
 mod inject;
 mod lab;
 mod list;
+pub mod locate;
 mod name;
 mod observe;
 mod params;
@@ -71,22 +73,26 @@ use crate::judge;
 
 pub use case::{CaseResult, Sweep};
 
-/// What each measured Redlock scenario predicts at its dials (the debate's
-/// rows read the same rule the scenario's verdict does).
+/// What each measured scenario predicts at its dials: the one model, read
+/// by the scenario's verdict and by the debate's rows alike.
 pub mod predictions {
-    pub use super::acquire_pause::drift_ms as redlock_drift_ms;
+    pub use super::acquire_pause::{short_validity, unchecked_outlived};
     pub use super::clock_jump::predicts as clock_jump;
     pub use super::clock_slew::predicts as clock_slew;
+    pub use super::failover::key_missing;
+    pub use super::gc_pause::outlived;
     pub use super::redlock_restart::predicts as redlock_restart;
     pub use super::slow_network::postgres_damage;
+    pub use super::slow_network::{late_grant_breaks, votes_arrive};
 }
-pub use curve::svg as curve_svg;
+pub use curve::{curve_svg as draw_curve, svg as curve_svg, Curve};
 pub use lab::Options;
 pub use list::{selection_parser, variant_parser, Scenario, Selection};
+pub use locate::{parse_locate, Locate};
 pub use params::{owned as owned_sets, parse_set, parse_sweep, Params};
 pub use params::{Spec as ParamSpec, Unit as ParamUnit};
 pub use rate::{Rate, Standing, DECISION_RATE};
-pub use record::Outcomes;
+pub use record::{Injection, Outcome, Outcomes};
 pub use report::{merged as merged_reports, ScenarioReport};
 
 /// Run several batches of scenarios as one plan on one set of lanes
@@ -194,6 +200,22 @@ fn check_dials(chosen: &[Scenario], options: &Options) -> Result<(), String> {
     Ok(())
 }
 
+/// Refuse a `--locate` that cannot run: more than one scenario, a dial
+/// the scenario lacks, a word dial, or ends its unit refuses.
+fn check_locate(chosen: &[Scenario], options: &Options, locate: &Locate) -> Result<(), String> {
+    let [scenario] = chosen else {
+        return Err("--locate bisects one dial of one scenario: name exactly one".into());
+    };
+    let ends = (
+        locate.key.clone(),
+        vec![locate.lo.clone(), locate.hi.clone()],
+    );
+    check_dials_of(*scenario, &options.sets, Some(&ends))?;
+    let unit = locate::unit_of(*scenario, &locate.key)
+        .ok_or_else(|| format!("{} has no dial {:?}", scenario.name(), locate.key))?;
+    locate::check_locatable(&locate.key, unit)
+}
+
 /// Refuse `sets`, alone and with each value of `sweep`, that `scenario`
 /// cannot read (a dial it does not have, a value its unit refuses): the
 /// command line's check and the console's.
@@ -245,9 +267,18 @@ pub async fn main(names: &[Selection], list: bool, options: Options) -> ExitCode
         eprintln!("seckill-loadgen: {e}");
         return ExitCode::from(2);
     }
+    if let Some(locate) = &options.locate {
+        if let Err(e) = check_locate(&chosen, &options, locate) {
+            eprintln!("seckill-loadgen: {e}");
+            return ExitCode::from(2);
+        }
+    }
     let out = options.out.clone();
     let run = async {
-        let report = runner::run_all(&chosen, &options).await?;
+        let report = match (&options.locate, chosen.as_slice()) {
+            (Some(locate), [scenario]) => bisect::run(*scenario, &options, locate).await?,
+            _ => runner::run_all(&chosen, &options).await?,
+        };
         write(&report, &out)?;
         anyhow::Ok(report)
     };
@@ -273,6 +304,36 @@ pub async fn main(names: &[Selection], list: bool, options: Options) -> ExitCode
                     .join("; ")
             );
             ExitCode::from(4)
+        }
+        Ok(report) if !report.located.is_empty() => {
+            println!("{}", report.terminal());
+            for l in &report.located {
+                println!(
+                    "located {} · {}{}: {}",
+                    l.scenario,
+                    l.strategy,
+                    l.variant.map(|v| format!(" · {v}")).unwrap_or_default(),
+                    l.summary
+                );
+            }
+            println!(
+                "{} probes in {:.0} s; reports: {}",
+                report.scenarios.len(),
+                report.duration_s,
+                out.join("scenarios.json").display()
+            );
+            // A measurement, not a verdict: exit 0 once every line has its
+            // bracket or one side throughout, 4 where a probe could not
+            // tell (nothing landed) or a case did not finish.
+            let stuck = report
+                .scenarios
+                .iter()
+                .any(|c| c.outcomes.is_none_or(|o| o.exclusion_broken.n == 0));
+            if stuck {
+                eprintln!("seckill-loadgen: a probe could not tell (nothing landed, or the case did not finish): see its steps");
+                return ExitCode::from(4);
+            }
+            ExitCode::SUCCESS
         }
         Ok(report) => {
             println!("{}", report.terminal());

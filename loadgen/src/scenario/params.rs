@@ -315,6 +315,16 @@ impl Params {
         }
     }
 
+    /// The longest duration dial in force, ms (0 when none is).
+    pub fn max_ms(&self) -> u64 {
+        self.specs
+            .iter()
+            .filter(|s| matches!(s.unit, Unit::Ms | Unit::MsOrFill))
+            .map(|s| self.ms(s.name))
+            .max()
+            .unwrap_or(0)
+    }
+
     /// Whether the dial was declared by the scenario.
     pub fn has(&self, name: &str) -> bool {
         self.raw.contains_key(name)

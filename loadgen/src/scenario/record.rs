@@ -102,6 +102,36 @@ pub struct Injection {
     /// holder).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stalled: Option<bool>,
+    /// What an injection that broke exclusion or damaged the data left
+    /// behind, read as its round ended: a counterexample to any claim that
+    /// this never happens (absent where the injection broke nothing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<Trace>,
+}
+
+/// The evidence of one violation: the overlapping critical sections the
+/// arbiter recorded in the injection's round, the round's first overlaps
+/// (who entered while whom was inside), and the writes — the audit of the
+/// product and the orders the round wrote.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Trace {
+    /// The round's sections that overlapped another (at most
+    /// [`Trace::KEPT`]), entry and exit in microseconds since the epoch.
+    pub sections: Vec<crate::api::Section>,
+    /// Overlapping sections beyond those kept.
+    pub sections_left_out: usize,
+    /// The arbiter's first overlaps of the round.
+    pub first_overlaps: Vec<crate::api::OverlapEvent>,
+    /// The product's audit row as the round ended (`None`: unreadable).
+    pub audit: Option<crate::api::AuditRow>,
+    /// The orders the round wrote (at most [`Trace::KEPT`]; `None`:
+    /// unreadable).
+    pub orders: Option<Vec<crate::api::OrderRow>>,
+}
+
+impl Trace {
+    /// How many sections and orders a trace keeps.
+    pub const KEPT: usize = 40;
 }
 
 /// The window of one injection, as the scenario saw it.
@@ -162,7 +192,8 @@ impl Outcomes {
 }
 
 /// One of the outcomes an injection is judged for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Outcome {
     /// An overlap involving the faulted holder.
     ExclusionBroken,
@@ -179,6 +210,15 @@ impl Outcome {
             Outcome::ExclusionBroken => "exclusion broken",
             Outcome::DataDamaged => "data damaged",
             Outcome::Stalled => "stalled",
+        }
+    }
+
+    /// Its rate in `outcomes` (`None`: a stall where none was watched).
+    pub fn of(self, outcomes: &Outcomes) -> Option<Rate> {
+        match self {
+            Outcome::ExclusionBroken => Some(outcomes.exclusion_broken),
+            Outcome::DataDamaged => Some(outcomes.data_damaged),
+            Outcome::Stalled => outcomes.stalled,
         }
     }
 }
@@ -199,6 +239,7 @@ mod tests {
             overlaps: u64::from(broken),
             orders: 1,
             stalled,
+            trace: None,
         }
     }
 

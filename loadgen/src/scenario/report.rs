@@ -31,6 +31,9 @@ pub struct ScenarioReport {
     pub skipped: Vec<Skipped>,
     /// Wall time of the whole run, seconds.
     pub duration_s: f64,
+    /// With `--locate`: each line's probes and brackets.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub located: Vec<super::locate::Located>,
 }
 
 /// A strategy a scenario does not apply to.
@@ -397,6 +400,7 @@ mod tests {
             standing: None,
             sweep: None,
             reason: None,
+            entry: None,
         }
     }
 
@@ -412,6 +416,7 @@ mod tests {
             scenarios: cases,
             skipped: Vec::new(),
             duration_s: 2.4,
+            located: Vec::new(),
         }
     }
 

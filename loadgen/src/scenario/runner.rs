@@ -103,6 +103,7 @@ pub async fn run_batches(
             scenarios: Vec::new(),
             skipped,
             duration_s,
+            located: Vec::new(),
         })
         .collect();
     for (planned, result) in plan.iter().zip(results) {
@@ -304,13 +305,44 @@ async fn run_planned(lab: &mut Lab, planned: &Planned, tag: &str) -> anyhow::Res
             variant: *variant,
             expected: *expected,
             why: why.clone(),
-            label: prefix,
-            tag: tag.to_owned(),
             params,
         };
-        let result = run_case(lab, one)
-            .await
-            .with_context(|| format!("{label} (trial {trial})"))?;
+        let mut case = Case::new(quiet, prefix);
+        case.tag = tag.to_owned();
+        let logs = LogMarks::of(&lab.dir);
+        let limit = case_limit(params);
+        let result = match tokio::time::timeout(limit, run_case(lab, one, &mut case)).await {
+            Ok(Ok(result)) => result,
+            // The case's world (replicas, nodes, proxies) is dropped with
+            // its future: every process it started is stopped by now.
+            outcome => {
+                let reason = match outcome {
+                    Ok(Err(e)) => format!("the case failed: {e:#}"),
+                    _ => format!(
+                        "the case ran past its limit of {} s (its injections' length and dials allow for less; see the steps)",
+                        limit.as_secs()
+                    ),
+                };
+                let kept = logs.keep(&lab.options.out, &failed_folder(label, trial));
+                let reason = match kept {
+                    Ok(folder) => {
+                        format!("{reason}; the logs of its processes: {}", folder.display())
+                    }
+                    Err(e) => format!("{reason}; its logs could not be kept: {e:#}"),
+                };
+                eprintln!("seckill-loadgen: {label} (trial {trial}): {reason}");
+                CaseResult::unfinished(
+                    *scenario,
+                    entry,
+                    *variant,
+                    params,
+                    *expected,
+                    why.clone(),
+                    reason,
+                    case,
+                )
+            }
+        };
         if runs > 1 && !quiet {
             println!(
                 "    {tag}[trial {trial}/{runs}] {}: {}",
@@ -412,17 +444,15 @@ fn strategies_of(lab: &Lab, scenario: Scenario, options: &Options) -> Vec<String
         .collect()
 }
 
-/// One trial of a case: what it runs and what it expects.
+/// One trial of a case: what it runs and what it expects (its [`Case`]
+/// carries the labels its steps are printed with: `[trial k/N] `, and
+/// `[case k] ` with `--jobs` > 1).
 struct Trial<'a> {
     scenario: Scenario,
     entry: &'a StrategyEntry,
     variant: Option<Variant>,
     expected: Expected,
     why: String,
-    /// Put before each of its steps (`[trial k/N] `, or nothing).
-    label: String,
-    /// Put before each printed step (`[case k] ` with `--jobs` > 1).
-    tag: String,
     /// The dials in force.
     params: &'a Params,
 }
@@ -475,33 +505,117 @@ fn combine(mut trials: Vec<CaseResult>) -> CaseResult {
     result
 }
 
-async fn run_case(lab: &mut Lab, trial: Trial<'_>) -> anyhow::Result<CaseResult> {
+/// How long one trial of a case may run before it is stopped and recorded
+/// `inconclusive`: far beyond what its dials ask (each injection's round
+/// is bounded by the TTL, the work, the pauses and the lock wait, a few
+/// seconds apart from the start of the world), so only a hang reaches it.
+fn case_limit(params: &Params) -> std::time::Duration {
+    let per_injection_ms = params.ttl_ms().saturating_mul(4) + params.max_ms() + 10_000;
+    let injections = params.injections().max(1);
+    std::time::Duration::from_millis(120_000 + injections.saturating_mul(per_injection_ms))
+}
+
+/// `failed/<scenario-strategy-variant-point>-trial-N`: where a failed
+/// case's logs are kept, under the report's folder.
+fn failed_folder(label: &str, trial: u32) -> String {
+    let slug: String = label
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' || c == '=' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect::<String>()
+        .split('-')
+        .filter(|part| !part.is_empty())
+        .collect::<Vec<_>>()
+        .join("-");
+    format!("failed/{slug}-trial-{trial}")
+}
+
+/// The length of every log in a lane's folder when a case began (its
+/// processes append to the lane's logs), so a failed case keeps only what
+/// it wrote.
+struct LogMarks {
+    dir: std::path::PathBuf,
+    lengths: Vec<(std::path::PathBuf, u64)>,
+}
+
+impl LogMarks {
+    fn of(dir: &std::path::Path) -> Self {
+        Self {
+            dir: dir.to_owned(),
+            lengths: Self::logs(dir)
+                .into_iter()
+                .map(|p| {
+                    let len = std::fs::metadata(&p).map_or(0, |m| m.len());
+                    (p, len)
+                })
+                .collect(),
+        }
+    }
+
+    fn logs(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(dir)
+            .map(|entries| {
+                entries
+                    .filter_map(Result::ok)
+                    .map(|e| e.path())
+                    .filter(|p| p.extension().is_some_and(|x| x == "log"))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Copy what each log gained since [`LogMarks::of`] into
+    /// `out/folder/`; the folder.
+    fn keep(&self, out: &std::path::Path, folder: &str) -> anyhow::Result<std::path::PathBuf> {
+        use std::io::{Read as _, Seek as _};
+        let target = out.join(folder);
+        std::fs::create_dir_all(&target).with_context(|| format!("create {}", target.display()))?;
+        for path in Self::logs(&self.dir) {
+            let from = self
+                .lengths
+                .iter()
+                .find(|(p, _)| *p == path)
+                .map_or(0, |(_, len)| *len);
+            let mut file = std::fs::File::open(&path)?;
+            file.seek(std::io::SeekFrom::Start(from))?;
+            let mut gained = Vec::new();
+            file.read_to_end(&mut gained)?;
+            if let Some(name) = path.file_name().filter(|_| !gained.is_empty()) {
+                std::fs::write(target.join(name), gained)?;
+            }
+        }
+        Ok(target)
+    }
+}
+
+async fn run_case(lab: &mut Lab, trial: Trial<'_>, case: &mut Case) -> anyhow::Result<CaseResult> {
     let Trial {
         scenario,
         entry,
         variant,
         expected,
         why,
-        label,
-        tag,
         params,
     } = trial;
     let strategy = entry.name.as_str();
-    let mut case = Case::new(lab.options.quiet, label);
-    case.tag = tag;
     let mut world = World::default();
     lab.lock_wait_ms = params.ms("lock_wait_ms");
     let faults = scenario
         .run(CaseRun {
             lab,
             world: &mut world,
-            case: &mut case,
+            case,
             strategy,
             variant,
             params,
         })
         .await?;
-    let (mut observed, history) = observe(&world, &case, strategy).await?;
+    let (mut observed, history) = observe(&world, case, strategy).await?;
     if !case.rounds.is_empty() {
         // The case's figures are its rounds' (each reset the product); the
         // lock metrics, read once now, count every round.
@@ -530,7 +644,7 @@ async fn run_case(lab: &mut Lab, trial: Trial<'_>) -> anyhow::Result<CaseResult>
         observed,
         verdict,
         verdict_reason,
-        steps: case.steps,
+        steps: std::mem::take(&mut case.steps),
         first_overlaps: history.first_overlaps,
         sections: world
             .service()
@@ -542,10 +656,11 @@ async fn run_case(lab: &mut Lab, trial: Trial<'_>) -> anyhow::Result<CaseResult>
         trials: None,
         params: params.json(),
         outcomes: measured.then(|| Outcomes::of(&case.injections)),
-        injections: case.injections,
+        injections: std::mem::take(&mut case.injections),
         standing: None,
         sweep: None,
         reason: None,
+        entry: Some(entry.clone()),
     };
     if measured {
         result.judge_rates();

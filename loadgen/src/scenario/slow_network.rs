@@ -102,18 +102,28 @@ pub const PARAMS: &[Spec] = &[
 /// `--quick`: a shorter TTL and work (the delay, 1.5× the TTL, shrinks).
 pub const QUICK: &[(&str, &str)] = &[("ttl_ms", "250"), ("work_ms", "100")];
 
+/// A lock that does not check the time: whether a grant heard `delay`
+/// late leaves its holder inside after the key expired (delay + work >
+/// TTL).
+pub fn late_grant_breaks(params: &Params) -> bool {
+    params.ms("delay") + params.ms("work_ms") > params.ttl_ms()
+}
+
+/// Whether Redlock's votes `delay` late still make a quorum: only below
+/// the per-node timeout.
+pub fn votes_arrive(params: &Params) -> bool {
+    params.ms("delay") < params.count("node_timeout_ms")
+}
+
 /// What `strategy` should do when its grants arrive `delay` late.
 pub fn expect(strategy: &StrategyEntry, _variant: Option<Variant>, params: &Params) -> Expectation {
-    let ttl = params.ttl_ms();
     let delay = params.ms("delay");
-    let work = params.ms("work_ms");
-    let timeout = params.count("node_timeout_ms");
-    let validity = ttl.saturating_sub(delay + super::acquire_pause::drift_ms(ttl));
+    let validity = super::acquire_pause::validity_ms(params, delay);
     if params.choice("link") == "postgres" {
         return Ok(expect_postgres(strategy, params));
     }
     let (expected, why) = match strategy.kind {
-        Kind::Ttl if delay + work > ttl => (
+        Kind::Ttl if late_grant_breaks(params) => (
             Breaks,
             "the grant arrives so late that the key expires before the holder leaves; it enters anyway",
         ),
@@ -125,7 +135,7 @@ pub fn expect(strategy: &StrategyEntry, _variant: Option<Variant>, params: &Para
             Holds,
             "renewals reach Redis at once (only replies are late), and a grant that arrives after the lease deadline is given back",
         ),
-        Kind::Validity if delay >= timeout => (
+        Kind::Validity if !votes_arrive(params) => (
             Holds,
             "every vote is slower than the per-node timeout: no quorum, no lock",
         ),
@@ -133,7 +143,7 @@ pub fn expect(strategy: &StrategyEntry, _variant: Option<Variant>, params: &Para
             Holds,
             "the votes arrive, but elapsed exceeds the TTL: validity = TTL - elapsed refuses the quorum",
         ),
-        Kind::Validity if validity < work => (
+        Kind::Validity if super::acquire_pause::short_validity(params, delay) => (
             Breaks,
             "the votes arrive with a validity shorter than the work: the keys expire while the holder is inside",
         ),

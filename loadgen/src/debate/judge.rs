@@ -1,0 +1,521 @@
+//! A row judged twice from its probes (the sweep's points and the
+//! bisection's): the source's claim as the source states it
+//! ([`SourceStanding`]: a "never" claim stands only on 0 of n and falls to
+//! one violation; a "can happen" claim stands on k ≥ 1), and our model's
+//! prediction (its boundary inside the measured bracket, its side at every
+//! point of the sweep).
+
+use serde::Serialize;
+
+use super::rows::{Kind, Row};
+use crate::judge::Expected;
+use crate::scenario::locate::{self, Bracket, Probe};
+use crate::scenario::{Params, Rate, Standing};
+
+/// What the data say of the source's claim.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SourceStanding {
+    /// As the source states it, the data bear it out.
+    Supported,
+    /// The data contradict it (a "never" claim: one violation).
+    Refuted,
+    /// The data cannot tell.
+    Undecided,
+}
+
+impl SourceStanding {
+    /// As written in the page.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SourceStanding::Supported => "supported",
+            SourceStanding::Refuted => "refuted",
+            SourceStanding::Undecided => "undecided",
+        }
+    }
+
+    /// 中文。
+    pub fn zh(self) -> &'static str {
+        match self {
+            SourceStanding::Supported => "成立",
+            SourceStanding::Refuted => "被推翻",
+            SourceStanding::Undecided => "未定",
+        }
+    }
+}
+
+/// One measured point of a row: the value, its dials, both outcomes.
+#[derive(Debug, Clone)]
+pub struct Measured {
+    /// The dials in force there (the row's sets and the swept value).
+    pub params: Params,
+    /// Both outcomes, k of n.
+    pub probe: Probe,
+    /// One of the sweep's fixed points (not a bisection probe).
+    pub swept: bool,
+    /// The case's own verdict line.
+    pub case_verdict: String,
+}
+
+/// One point of the sweep with the model's prediction there.
+#[derive(Debug, Clone, Serialize)]
+pub struct Point {
+    /// The value as typed.
+    pub value: String,
+    /// Resolved (ms for a duration).
+    pub resolved: f64,
+    /// What the model predicts here.
+    pub predicts: Expected,
+    /// k of n.
+    pub exclusion_broken: Option<Rate>,
+    /// k of n.
+    pub data_damaged: Option<Rate>,
+    /// The row's outcome against the model's prediction (its interval
+    /// against the 25 % line).
+    pub standing: Standing,
+    /// Why, in words.
+    pub reason: String,
+    /// The scenario case's own verdict line.
+    pub case_verdict: String,
+}
+
+/// The model's side of a row.
+#[derive(Debug, Clone, Serialize)]
+pub struct Model {
+    /// What it predicts, in words.
+    pub predicts: &'static str,
+    /// Where it predicts the outcome to flip along the dial, in the dial's
+    /// unit (ms for a duration; `null`: no flip in the range probed).
+    pub boundary: Option<f64>,
+    /// Every predicted flip in the range probed.
+    pub boundaries: Vec<f64>,
+    /// Whether every predicted flip lies inside a measured bracket and
+    /// every bracket holds one (`null`: neither flips).
+    pub inside_bracket: Option<bool>,
+}
+
+/// A row, judged.
+#[derive(Debug, Clone, Serialize)]
+pub struct Judged {
+    /// The source's claim against the data.
+    pub source_standing: SourceStanding,
+    /// One sentence of evidence.
+    pub source_evidence: String,
+    /// 同上，中文。
+    pub source_evidence_zh: String,
+    /// The value whose violation refutes a "never" claim.
+    pub refuted_at: Option<String>,
+    /// The model's side.
+    pub model: Model,
+    /// Our model against the data.
+    pub model_standing: Standing,
+    /// The first measured flip of the row's outcome.
+    pub bracket: Option<Bracket>,
+    /// Every measured flip.
+    pub brackets: Vec<Bracket>,
+    /// Every probe (the sweep's points and the bisection's), by value.
+    pub probes: Vec<Probe>,
+    /// The sweep's points with the model's prediction at each.
+    pub points: Vec<Point>,
+}
+
+/// `k of n at key=value` for the probes in `of`.
+fn at_each(key: &str, row: &Row, of: &[&Measured]) -> String {
+    of.iter()
+        .map(|m| {
+            let rate = m.probe.rate(row.outcome);
+            format!(
+                "{} at {key}={}",
+                rate.map_or("nothing landed".into(), |r| format!("{} of {}", r.k, r.n)),
+                m.probe.value
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The 95 % upper bound on the rate after 0 of `n`, in %.
+fn upper(n: u64) -> f64 {
+    Rate::of(0, n).ci95[1] * 100.0
+}
+
+/// The source's claim against the probes where it applies.
+fn judge_source(
+    row: &Row,
+    measured: &[Measured],
+) -> (SourceStanding, String, String, Option<String>) {
+    let key = row.run.sweep.0;
+    let outcome = row.outcome.as_str();
+    let relevant: Vec<&Measured> = measured
+        .iter()
+        .filter(|m| (row.states.applies)(&m.params))
+        .collect();
+    let where_en = row.states.applies_text;
+    let where_zh = row.states.applies_zh;
+    if relevant.is_empty() {
+        return (
+            SourceStanding::Undecided,
+            format!("no probe lies where the claim applies ({where_en})"),
+            format!("没有任何探测点落在论断适用的范围内（{where_zh}）"),
+            None,
+        );
+    }
+    let seen: Vec<&Measured> = relevant
+        .iter()
+        .copied()
+        .filter(|m| m.probe.seen(row.outcome) == Some(true))
+        .collect();
+    let clean: Vec<&Measured> = relevant
+        .iter()
+        .copied()
+        .filter(|m| m.probe.seen(row.outcome) == Some(false))
+        .collect();
+    let clean_n: u64 = clean
+        .iter()
+        .filter_map(|m| m.probe.rate(row.outcome))
+        .map(|r| r.n)
+        .sum();
+    match (row.states.kind, seen.first()) {
+        (Kind::Never, Some(first)) => (
+            SourceStanding::Refuted,
+            format!(
+                "{outcome} {} — {where_en} the claim says never, and one violation refutes it (its trace is kept)",
+                at_each(key, row, &seen)
+            ),
+            format!(
+                "{}：{}——论断说{where_zh}永远不会发生，一次违例就足以推翻（轨迹已保存）",
+                zh_outcome(row),
+                at_each(key, row, &seen)
+            ),
+            Some(first.probe.value.clone()),
+        ),
+        (Kind::Never, None) if clean.is_empty() => (
+            SourceStanding::Undecided,
+            format!("no injection landed {where_en}: nothing to judge"),
+            format!("在{where_zh}没有任何注入生效：无从判断"),
+            None,
+        ),
+        (Kind::Never, None) => (
+            SourceStanding::Supported,
+            format!(
+                "0 of {clean_n} injections {where_en} ({} points) showed {outcome}: the rate is below {:.0} % at 95 %",
+                clean.len(),
+                upper(clean_n)
+            ),
+            format!(
+                "在{where_zh}（{} 个点）共 {clean_n} 次注入，0 次{}：95% 置信上界低于 {:.0}%",
+                clean.len(),
+                zh_outcome(row),
+                upper(clean_n)
+            ),
+            None,
+        ),
+        (Kind::CanHappen, Some(_)) => (
+            SourceStanding::Supported,
+            format!("{outcome} seen {where_en}: {}", at_each(key, row, &seen)),
+            format!("在{where_zh}观察到{}：{}", zh_outcome(row), at_each(key, row, &seen)),
+            None,
+        ),
+        (Kind::CanHappen, None) => (
+            SourceStanding::Undecided,
+            format!(
+                "{outcome} not seen {where_en}: 0 of {clean_n} injections, the rate below {:.0} % at 95 % — a \"can happen\" claim is not refuted by absence",
+                upper(clean_n)
+            ),
+            format!(
+                "在{where_zh}没有观察到{}：{clean_n} 次注入中 0 次，95% 置信上界 {:.0}%——“可能发生”的论断不会因为没看到而被推翻",
+                zh_outcome(row),
+                upper(clean_n)
+            ),
+            None,
+        ),
+    }
+}
+
+fn zh_outcome(row: &Row) -> &'static str {
+    match row.outcome {
+        crate::scenario::Outcome::ExclusionBroken => "互斥被破坏",
+        crate::scenario::Outcome::DataDamaged => "数据被损坏",
+        crate::scenario::Outcome::Stalled => "停滞",
+    }
+}
+
+/// The model's predicted flips along the probed range: numerically for a
+/// number dial, between neighbouring words for a word dial.
+fn model_flips(
+    row: &Row,
+    measured: &[Measured],
+    params_at: &dyn Fn(&str) -> Option<Params>,
+) -> Vec<f64> {
+    let numbers: Vec<f64> = measured.iter().map(|m| m.probe.resolved).collect();
+    if numbers.iter().all(|x| x.is_finite()) && !numbers.is_empty() {
+        let lo = numbers.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = numbers.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let unit = row
+            .run
+            .scenario
+            .params()
+            .iter()
+            .find(|s| s.name == row.run.sweep.0)
+            .map(|s| s.unit);
+        let Some(unit) = unit else { return Vec::new() };
+        return locate::model_flips(lo, hi, |x| {
+            params_at(&locate::typed(unit, x)).map(|p| (row.predicts)(&p))
+        });
+    }
+    Vec::new()
+}
+
+/// Judge `row` from every measured point. `params_at` gives the row's
+/// dials with the swept dial at a value (as typed).
+pub fn judge_row(
+    row: &Row,
+    measured: &[Measured],
+    params_at: &dyn Fn(&str) -> Option<Params>,
+) -> Judged {
+    let (source_standing, source_evidence, source_evidence_zh, refuted_at) =
+        judge_source(row, measured);
+    let mut points = Vec::new();
+    for m in measured.iter().filter(|m| m.swept) {
+        let predicts = (row.predicts)(&m.params);
+        let rate = m.probe.rate(row.outcome);
+        let standing = rate.map_or(Standing::Undecided, |r| r.standing(predicts));
+        let reason = match rate {
+            Some(rate) => format!(
+                "{}: {} {} (predicted {})",
+                standing.as_str(),
+                row.outcome.as_str(),
+                rate.text(),
+                predicts.as_str()
+            ),
+            None => format!("undecided: no rates ({})", m.case_verdict),
+        };
+        points.push(Point {
+            value: m.probe.value.clone(),
+            resolved: m.probe.resolved,
+            predicts,
+            exclusion_broken: m.probe.exclusion_broken,
+            data_damaged: m.probe.data_damaged,
+            standing,
+            reason,
+            case_verdict: m.case_verdict.clone(),
+        });
+    }
+    let mut probes: Vec<Probe> = measured.iter().map(|m| m.probe.clone()).collect();
+    probes.sort_by(|a, b| a.resolved.total_cmp(&b.resolved));
+    let categorical = probes.iter().any(|p| !p.resolved.is_finite());
+    let (brackets, boundaries) = if categorical {
+        word_flips(row, measured)
+    } else {
+        (
+            locate::brackets(&probes, row.outcome),
+            model_flips(row, measured, params_at),
+        )
+    };
+    let inside_bracket = if brackets.is_empty() && boundaries.is_empty() {
+        None
+    } else {
+        let each_flip_inside = boundaries
+            .iter()
+            .all(|x| brackets.iter().any(|b| b.contains(*x)));
+        let each_bracket_held = brackets
+            .iter()
+            .all(|b| boundaries.iter().any(|x| b.contains(*x)));
+        Some(each_flip_inside && each_bracket_held)
+    };
+    let points_standing = if points.is_empty() {
+        Standing::Undecided
+    } else if points.iter().any(|p| p.standing == Standing::Contradicts) {
+        Standing::Contradicts
+    } else if points.iter().all(|p| p.standing == Standing::Agrees) {
+        Standing::Agrees
+    } else {
+        Standing::Undecided
+    };
+    let model_standing = match (points_standing, inside_bracket) {
+        (Standing::Contradicts, _) | (_, Some(false)) => Standing::Contradicts,
+        (Standing::Agrees, _) => Standing::Agrees,
+        _ => Standing::Undecided,
+    };
+    Judged {
+        source_standing,
+        source_evidence,
+        source_evidence_zh,
+        refuted_at,
+        model: Model {
+            predicts: row.predicts_text,
+            boundary: boundaries.first().copied(),
+            boundaries,
+            inside_bracket,
+        },
+        model_standing,
+        bracket: brackets.first().cloned(),
+        brackets,
+        probes,
+        points,
+    }
+}
+
+/// A word dial (`persistence`): the measured flips and the model's, each
+/// between two neighbouring words in the sweep's order, placed at the
+/// words' indices.
+fn word_flips(row: &Row, measured: &[Measured]) -> (Vec<Bracket>, Vec<f64>) {
+    let swept: Vec<&Measured> = measured.iter().filter(|m| m.swept).collect();
+    let mut brackets = Vec::new();
+    let mut flips = Vec::new();
+    for (i, pair) in swept.windows(2).enumerate() {
+        let (a, b) = (pair[0], pair[1]);
+        if let (Some(sa), Some(sb)) = (a.probe.seen(row.outcome), b.probe.seen(row.outcome)) {
+            if sa != sb {
+                brackets.push(Bracket {
+                    below: a.probe.value.clone(),
+                    above: b.probe.value.clone(),
+                    below_resolved: i as f64,
+                    above_resolved: (i + 1) as f64,
+                    seen_below: sa,
+                });
+            }
+        }
+        if (row.predicts)(&a.params) != (row.predicts)(&b.params) {
+            flips.push(i as f64 + 0.5);
+        }
+    }
+    (brackets, flips)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::debate::rows::ROWS;
+
+    fn params(row: &Row, value: &str) -> Params {
+        let mut sets = crate::scenario::owned_sets(row.run.sets);
+        sets.push((row.run.sweep.0.to_owned(), value.to_owned()));
+        Params::new(row.run.scenario.name(), row.run.scenario.params(), &sets).expect("params")
+    }
+
+    fn measured(row: &Row, value: &str, k: u64, n: u64) -> Measured {
+        let params = params(row, value);
+        let resolved = params
+            .json()
+            .get(row.run.sweep.0)
+            .and_then(serde_json::Value::as_f64)
+            .unwrap_or(f64::NAN);
+        Measured {
+            params,
+            probe: Probe {
+                value: value.to_owned(),
+                resolved,
+                exclusion_broken: Some(Rate::of(k, n)),
+                data_damaged: Some(Rate::of(k, n)),
+                stalled: None,
+            },
+            swept: true,
+            case_verdict: String::new(),
+        }
+    }
+
+    fn row(id: &str) -> &'static Row {
+        ROWS.iter().find(|r| r.id == id).expect("the row")
+    }
+
+    fn judge(row: &Row, points: &[Measured]) -> Judged {
+        judge_row(row, points, &|v| Some(params(row, v)))
+    }
+
+    #[test]
+    fn one_violation_in_twenty_refutes_a_never_claim_and_zero_supports_it_with_its_bound() {
+        let r = row("fencing-keeps-data");
+        let clean = judge(
+            r,
+            &[measured(r, "0.25ttl", 0, 20), measured(r, "3ttl", 0, 20)],
+        );
+        assert_eq!(clean.source_standing, SourceStanding::Supported);
+        assert!(
+            clean.source_evidence.contains("0 of 40"),
+            "{}",
+            clean.source_evidence
+        );
+        assert!(
+            clean.source_evidence.contains("below 9 %"),
+            "{}",
+            clean.source_evidence
+        );
+        let one = judge(
+            r,
+            &[measured(r, "0.25ttl", 0, 20), measured(r, "3ttl", 1, 20)],
+        );
+        assert_eq!(one.source_standing, SourceStanding::Refuted);
+        assert_eq!(one.refuted_at.as_deref(), Some("3ttl"));
+        // The point's own interval (1 of 20, [1–24 %]) lies below the 25 %
+        // line, yet the model said "never" too: the flip it did not
+        // predict contradicts it.
+        assert_eq!(one.points[1].standing, Standing::Agrees);
+        assert_eq!(one.model.inside_bracket, Some(false));
+        assert_eq!(one.model_standing, Standing::Contradicts);
+    }
+
+    #[test]
+    fn antirez_ten_percent_is_refuted_by_a_violation_at_three_percent_with_the_reference_factor() {
+        let r = row("drift-factor-covers-slew");
+        let judged = judge(
+            r,
+            &[
+                measured(r, "0.2", 0, 20),
+                measured(r, "1", 0, 20),
+                measured(r, "3", 20, 20),
+                measured(r, "8", 20, 20),
+            ],
+        );
+        assert_eq!(judged.source_standing, SourceStanding::Refuted);
+        assert_eq!(judged.refuted_at.as_deref(), Some("3"));
+        // The model flips near 1.4 %: inside the bracket 1..3, so the
+        // model agrees while the source is refuted.
+        let bracket = judged.bracket.as_ref().expect("a bracket");
+        assert_eq!((bracket.below.as_str(), bracket.above.as_str()), ("1", "3"));
+        assert_eq!(
+            judged.model.inside_bracket,
+            Some(true),
+            "{:?}",
+            judged.model
+        );
+        assert_eq!(judged.model_standing, Standing::Agrees);
+    }
+
+    #[test]
+    fn a_can_happen_claim_stands_on_one_injection_and_absence_leaves_it_undecided() {
+        let r = row("pause-breaks-redlock");
+        let seen = judge(
+            r,
+            &[measured(r, "0.25ttl", 0, 20), measured(r, "2ttl", 1, 20)],
+        );
+        assert_eq!(seen.source_standing, SourceStanding::Supported);
+        let absent = judge(
+            r,
+            &[measured(r, "0.25ttl", 0, 20), measured(r, "2ttl", 0, 20)],
+        );
+        assert_eq!(absent.source_standing, SourceStanding::Undecided);
+        // Only the points where the source's claim applies count: a
+        // violation below the TTL does not support "longer than the TTL".
+        let below = judge(
+            r,
+            &[measured(r, "0.6ttl", 5, 20), measured(r, "2ttl", 0, 20)],
+        );
+        assert_eq!(below.source_standing, SourceStanding::Undecided);
+    }
+
+    #[test]
+    fn a_model_boundary_outside_the_measured_bracket_contradicts_the_model() {
+        let r = row("pause-breaks-redlock"); // model: pause + 40 > 300, at 260 ms
+        let judged = judge(
+            r,
+            &[
+                measured(r, "0.25ttl", 0, 20),
+                measured(r, "0.6ttl", 20, 20),
+                measured(r, "3ttl", 20, 20),
+            ],
+        );
+        assert_eq!(judged.model.inside_bracket, Some(false));
+        assert_eq!(judged.model_standing, Standing::Contradicts);
+    }
+}

@@ -1,0 +1,594 @@
+//! `seckill-loadgen debate` — the Redlock debate, claim by claim, judged
+//! against its sources on measured curves.
+//!
+//! Each row ([`rows::ROWS`]) is one claim: its source (author, title,
+//! year, link, a quote of at most 25 words; a claim this project derived
+//! says so), the claim as the source states it (a "never" or a "can
+//! happen", and where along the sweep it applies), our model's
+//! prediction, and the sweep that tests both: a scenario, a strategy, a
+//! variant, fixed dials and one dial swept across the boundary with
+//! `--injections` (20 by default) at every point. Where two neighbouring
+//! points differ — the row's outcome seen (k ≥ 1) at one, not at the
+//! other — the runner bisects between them with the same injections per
+//! probe until the bracket is at most 5 % of the TTL (a duration) or 1 %
+//! (a slew) wide.
+//!
+//! Each row is judged twice ([`judge`]): the source's claim against the
+//! data (`supported`, `refuted`, `undecided`: a "never" claim stands only
+//! on 0 of n and falls to one violation, whose trace is kept; a "can
+//! happen" claim stands on one), and our model (its predicted boundary
+//! inside the measured bracket, its side of the 25 % line at every point).
+//!
+//! The files ([`page`]) go under `--out` (`redlock-debate.{md,json}`, a
+//! Chinese page, one curve per row, the counterexamples); `--write-docs`
+//! writes the same into `docs/` (every row only).
+
+mod judge;
+mod page;
+pub mod rows;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use serde::Serialize;
+
+pub use judge::{Judged, SourceStanding};
+pub use rows::{Row, Run, Source, ROWS};
+
+use crate::api::{StrategyName, Variant};
+use crate::scenario::locate::{self, Probe};
+use crate::scenario::{
+    self, owned_sets, CaseResult, Outcome, Params, Scenario, Standing, DECISION_RATE,
+};
+
+/// The settings of `make debate`.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Injections at every point of every sweep and every probe.
+    pub injections: u32,
+    /// Only these rows (ids; empty: all).
+    pub only: Vec<String>,
+    /// Where everything goes: each run's reports, the pages, the curves.
+    pub out: PathBuf,
+    /// Also write the pages into `docs/` (every row only).
+    pub write_docs: bool,
+    /// No bisection: the sweep's fixed points only.
+    pub no_locate: bool,
+    /// What every scenario run needs (database, binary, …).
+    pub scenario: scenario::Options,
+}
+
+/// One row of `redlock-debate.json`.
+#[derive(Debug, Serialize)]
+pub struct RowJson {
+    pub id: &'static str,
+    pub source: Source,
+    pub quote: &'static str,
+    pub quote_zh: &'static str,
+    pub claim: &'static str,
+    pub claim_zh: &'static str,
+    /// `never` or `can-happen`.
+    pub claim_kind: rows::Kind,
+    /// Where along the sweep the source's claim applies.
+    pub claim_applies: &'static str,
+    pub mechanism: &'static str,
+    pub scenario: Scenario,
+    pub strategy: StrategyName,
+    pub variant: Option<Variant>,
+    pub fixed: Vec<(String, String)>,
+    pub outcome: Outcome,
+    /// Our model's prediction, in words (the first edition's field).
+    pub predicts: &'static str,
+    /// The fixed points of the sweep, with the model's prediction at each.
+    pub sweep: SweepJson,
+    /// The model's standing (the first edition's field).
+    pub standing: Standing,
+    /// Between which probes the row's outcome flips (`null`: never).
+    pub flips_at: Option<String>,
+    #[serde(flatten)]
+    pub judged: Judged,
+    /// The command that reruns the row as measured here (sweep and
+    /// bisection), and the scenario command of its fixed points.
+    pub command: String,
+    pub scenario_command: String,
+    /// The trace of the violation that refutes a "never" claim.
+    pub counterexample: Option<String>,
+    /// The row's curve (SVG), beside the page.
+    pub curve: String,
+    /// The reports of its runs.
+    pub report: String,
+}
+
+/// The first edition's `sweep`: the dial and its fixed points.
+#[derive(Debug, Serialize)]
+pub struct SweepJson {
+    pub key: &'static str,
+    pub points: Vec<judge::Point>,
+}
+
+/// `redlock-debate.json`.
+#[derive(Debug, Serialize)]
+pub struct DebateJson {
+    pub tool: &'static str,
+    pub version: &'static str,
+    /// The build that measured: `release` (`make debate`) or `debug`.
+    pub profile: &'static str,
+    pub injections_per_point: u32,
+    pub decision_rate: f64,
+    pub duration_s: f64,
+    pub rows: Vec<RowJson>,
+}
+
+/// The params of `run` with its swept dial at `value`.
+fn params_at(run: &Run, value: &str) -> Option<Params> {
+    let mut sets = owned_sets(run.sets);
+    sets.push((run.sweep.0.to_owned(), value.to_owned()));
+    Params::new(run.scenario.name(), run.scenario.params(), &sets).ok()
+}
+
+/// The options of one batch of `run` at `values`.
+fn batch(
+    settings: &Settings,
+    run: &Run,
+    values: Vec<String>,
+    out: PathBuf,
+) -> (Vec<Scenario>, scenario::Options) {
+    let mut options = settings.scenario.clone();
+    options.strategies = vec![run.strategy.as_str().to_owned()];
+    options.variants = run.variant.map(|v| vec![v]).unwrap_or_default();
+    options.sets = owned_sets(run.sets);
+    options
+        .sets
+        .push(("injections".into(), settings.injections.to_string()));
+    options.sweep = Some((run.sweep.0.to_owned(), values));
+    options.trials = 1;
+    options.out = out;
+    (vec![run.scenario], options)
+}
+
+/// Each run's cases so far: (value as run, case, one of the sweep's
+/// fixed points).
+pub type Measurements = Vec<(Run, Vec<(String, CaseResult, bool)>)>;
+
+/// `seckill-loadgen debate`: every chosen row's sweep, then the
+/// bisection of every flip, each row judged twice, the files written.
+/// Exit 3 when a run failed, 2 when the files could not be written, else
+/// 0: a refuted source or a contradicted model is a finding, printed and
+/// written, not a failure of the tool.
+pub async fn main(settings: Settings) -> ExitCode {
+    let started = std::time::Instant::now();
+    if settings.write_docs && !settings.only.is_empty() {
+        eprintln!("seckill-loadgen: --write-docs writes every row's page: drop --rows (or write under --out only)");
+        return ExitCode::from(2);
+    }
+    let unknown: Vec<&String> = settings
+        .only
+        .iter()
+        .filter(|id| !ROWS.iter().any(|r| r.id == id.as_str()))
+        .collect();
+    if !unknown.is_empty() {
+        let ids: Vec<&str> = ROWS.iter().map(|r| r.id).collect();
+        eprintln!(
+            "seckill-loadgen: no row {unknown:?}; the rows: {}",
+            ids.join(", ")
+        );
+        return ExitCode::from(2);
+    }
+    let wanted = |id: &str| settings.only.is_empty() || settings.only.iter().any(|o| o == id);
+    let chosen: Vec<&Row> = ROWS.iter().filter(|r| wanted(r.id)).collect();
+    let mut measurements: Measurements = Vec::new();
+    match measure(&settings, &chosen, &mut measurements).await {
+        Ok(()) => {}
+        Err(e) => {
+            eprintln!("seckill-loadgen: the debate's runs failed: {e:#}");
+            return ExitCode::from(3);
+        }
+    }
+    let rows: Vec<RowJson> = chosen
+        .iter()
+        .filter_map(|row| row_json(&settings, row, &measurements))
+        .collect();
+    let doc = DebateJson {
+        tool: "seckill-loadgen",
+        version: env!("CARGO_PKG_VERSION"),
+        profile: if cfg!(debug_assertions) {
+            "debug"
+        } else {
+            "release"
+        },
+        injections_per_point: settings.injections,
+        decision_rate: DECISION_RATE,
+        duration_s: (started.elapsed().as_secs_f64() * 10.0).round() / 10.0,
+        rows,
+    };
+    let written = page::write_all(&doc, &measurements, &settings.out).and_then(|()| {
+        if settings.write_docs {
+            page::write_all(&doc, &measurements, std::path::Path::new("docs"))
+        } else {
+            Ok(())
+        }
+    });
+    if let Err(e) = written {
+        eprintln!("seckill-loadgen: {e:#}");
+        return ExitCode::from(2);
+    }
+    let count = |s: SourceStanding| {
+        doc.rows
+            .iter()
+            .filter(|r| r.judged.source_standing == s)
+            .count()
+    };
+    let model = |s: Standing| {
+        doc.rows
+            .iter()
+            .filter(|r| r.judged.model_standing == s)
+            .count()
+    };
+    println!(
+        "{} rows in {:.0} s. Sources: {} supported, {} refuted, {} undecided. Our model: {} agree, {} contradict, {} undecided. Written under {}{}",
+        doc.rows.len(),
+        doc.duration_s,
+        count(SourceStanding::Supported),
+        count(SourceStanding::Refuted),
+        count(SourceStanding::Undecided),
+        model(Standing::Agrees),
+        model(Standing::Contradicts),
+        model(Standing::Undecided),
+        settings.out.display(),
+        if settings.write_docs { " and docs/" } else { "" }
+    );
+    ExitCode::SUCCESS
+}
+
+/// Run every chosen row's sweep, then bisect every flip of every chosen
+/// row's outcome, round after round, all of a round's probes on one plan
+/// of lanes.
+async fn measure(
+    settings: &Settings,
+    chosen: &[&Row],
+    measurements: &mut Measurements,
+) -> anyhow::Result<()> {
+    let mut runs: Vec<Run> = Vec::new();
+    for row in chosen {
+        if !runs.contains(&row.run) {
+            runs.push(row.run);
+        }
+    }
+    let batches: Vec<_> = runs
+        .iter()
+        .map(|run| {
+            println!(
+                "== debate run {}: {} · {} · sweep {}",
+                run.id,
+                run.scenario.name(),
+                run.strategy,
+                run.sweep.0
+            );
+            batch(
+                settings,
+                run,
+                run.sweep.1.iter().map(|v| (*v).to_owned()).collect(),
+                settings.out.join(run.id),
+            )
+        })
+        .collect();
+    let reports = scenario::run_batches_and_write(&batches).await?;
+    for (run, report) in runs.iter().zip(reports) {
+        let cases = report
+            .scenarios
+            .into_iter()
+            .map(|c| (c.sweep_value(run.sweep.0).unwrap_or_default(), c, true))
+            .collect();
+        measurements.push((*run, cases));
+    }
+    if settings.no_locate {
+        return Ok(());
+    }
+    loop {
+        let mut wanted: Vec<(usize, String)> = Vec::new();
+        for row in chosen {
+            let Some(i) = measurements.iter().position(|(run, _)| *run == row.run) else {
+                continue;
+            };
+            let Some(unit) = locate::unit_of(row.run.scenario, row.run.sweep.0) else {
+                continue;
+            };
+            if locate::check_locatable(row.run.sweep.0, unit).is_err() {
+                continue;
+            }
+            let probes: Vec<Probe> = measurements[i]
+                .1
+                .iter()
+                .map(|(value, case, _)| Probe::of(case, row.run.sweep.0, value))
+                .collect();
+            let ttl = params_at(&row.run, row.run.sweep.1[0]).map_or(1000, |p| p.ttl_ms());
+            let tolerance = locate::tolerance(row.run.sweep.0, unit, ttl);
+            for value in locate::next_values(&probes, row.outcome, unit, tolerance) {
+                if !wanted.contains(&(i, value.clone())) {
+                    wanted.push((i, value));
+                }
+            }
+        }
+        if wanted.is_empty() {
+            return Ok(());
+        }
+        let batches: Vec<_> = wanted
+            .iter()
+            .map(|(i, value)| {
+                let run = &measurements[*i].0;
+                println!("== debate run {}: probe {}={value}", run.id, run.sweep.0);
+                batch(
+                    settings,
+                    run,
+                    vec![value.clone()],
+                    settings
+                        .out
+                        .join(run.id)
+                        .join(format!("probe-{}-{value}", run.sweep.0)),
+                )
+            })
+            .collect();
+        let reports = scenario::run_batches_and_write(&batches).await?;
+        for ((i, value), report) in wanted.into_iter().zip(reports) {
+            for case in report.scenarios {
+                measurements[i].1.push((value.clone(), case, false));
+            }
+        }
+    }
+}
+
+/// One chosen row, judged and put in its JSON shape.
+fn row_json(settings: &Settings, row: &Row, measurements: &Measurements) -> Option<RowJson> {
+    let (_, cases) = measurements.iter().find(|(run, _)| *run == row.run)?;
+    let measured: Vec<judge::Measured> = cases
+        .iter()
+        .filter_map(|(value, case, swept)| {
+            Some(judge::Measured {
+                params: params_at(&row.run, value)?,
+                probe: Probe::of(case, row.run.sweep.0, value),
+                swept: *swept,
+                case_verdict: case.verdict_reason.clone(),
+            })
+        })
+        .collect();
+    let judged = judge::judge_row(row, &measured, &|v| params_at(&row.run, v));
+    let flips_at = (!judged.brackets.is_empty()).then(|| {
+        judged
+            .brackets
+            .iter()
+            .map(|b| format!("between {} and {}", b.below, b.above))
+            .collect::<Vec<_>>()
+            .join("; ")
+    });
+    let counterexample = judged
+        .refuted_at
+        .as_ref()
+        .map(|_| format!("redlock-debate/counterexamples/{}.json", row.id));
+    Some(RowJson {
+        id: row.id,
+        source: row.source,
+        quote: row.quote,
+        quote_zh: row.quote_zh,
+        claim: row.claim,
+        claim_zh: row.claim_zh,
+        claim_kind: row.states.kind,
+        claim_applies: row.states.applies_text,
+        mechanism: row.mechanism,
+        scenario: row.run.scenario,
+        strategy: row.run.strategy,
+        variant: row.run.variant,
+        fixed: owned_sets(row.run.sets),
+        outcome: row.outcome,
+        predicts: row.predicts_text,
+        sweep: SweepJson {
+            key: row.run.sweep.0,
+            points: judged.points.clone(),
+        },
+        standing: judged.model_standing,
+        flips_at,
+        command: rerun_command(settings, row),
+        scenario_command: scenario_command(settings, &row.run),
+        counterexample,
+        curve: format!("redlock-debate/{}.svg", row.id),
+        report: settings
+            .out
+            .join(row.run.id)
+            .join("scenarios.html")
+            .display()
+            .to_string(),
+        judged,
+    })
+}
+
+/// `seckill-loadgen debate --rows ID --injections N --out DIR`: reruns
+/// the row as measured (its sweep, then its bisection), writing under DIR
+/// only.
+fn rerun_command(settings: &Settings, row: &Row) -> String {
+    format!(
+        "seckill-loadgen debate --rows {} --injections {} --out loadgen-report/debate-{}",
+        row.id, settings.injections, row.id
+    )
+}
+
+/// The scenario command of a run's fixed points.
+fn scenario_command(settings: &Settings, run: &Run) -> String {
+    let mut command = format!(
+        "seckill-loadgen scenario {} --strategies {}",
+        run.scenario.name(),
+        run.strategy
+    );
+    if let Some(variant) = run.variant {
+        command.push_str(&format!(" --variants {variant}"));
+    }
+    for (key, value) in run.sets {
+        command.push_str(&format!(" --set {key}={value}"));
+    }
+    command.push_str(&format!(
+        " --set injections={} --sweep {}={}",
+        settings.injections,
+        run.sweep.0,
+        run.sweep.1.join(",")
+    ));
+    command
+}
+
+/// The counterexample of a refuted row: the first injection at
+/// `refuted_at` whose outcome broke, with its trace and its case's steps.
+pub fn counterexample(
+    row: &RowJson,
+    measurements: &Measurements,
+) -> anyhow::Result<Option<serde_json::Value>> {
+    let Some(at) = &row.judged.refuted_at else {
+        return Ok(None);
+    };
+    let run = rows::ROWS
+        .iter()
+        .find(|r| r.id == row.id)
+        .map(|r| r.run)
+        .context("the row")?;
+    let (_, cases) = measurements
+        .iter()
+        .find(|(r, _)| *r == run)
+        .context("the row's run")?;
+    let Some((_, case, _)) = cases.iter().find(|(value, _, _)| value == at) else {
+        return Ok(None);
+    };
+    let broke = |i: &&scenario::Injection| {
+        i.proof.is_some()
+            && match row.outcome {
+                Outcome::ExclusionBroken => i.exclusion_broken,
+                Outcome::DataDamaged => i.data_damaged,
+                Outcome::Stalled => i.stalled == Some(true),
+            }
+    };
+    let injection = case.injections.iter().find(broke);
+    Ok(Some(serde_json::json!({
+        "row": row.id,
+        "claim": row.claim,
+        "source": row.source,
+        "quote": row.quote,
+        "outcome": row.outcome,
+        "at": {"key": run.sweep.0, "value": at},
+        "params": case.params,
+        "injection": injection,
+        "steps": case.steps,
+        "command": format!(
+            "{} --set {}={at}",
+            scenario_command_at(&run),
+            run.sweep.0
+        ),
+    })))
+}
+
+/// The scenario command of `run` without its sweep.
+fn scenario_command_at(run: &Run) -> String {
+    let mut command = format!(
+        "seckill-loadgen scenario {} --strategies {}",
+        run.scenario.name(),
+        run.strategy
+    );
+    if let Some(variant) = run.variant {
+        command.push_str(&format!(" --variants {variant}"));
+    }
+    for (key, value) in run.sets {
+        command.push_str(&format!(" --set {key}={value}"));
+    }
+    command
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::judge::Expected;
+
+    #[test]
+    fn every_row_names_its_dials_crosses_a_boundary_or_holds_everywhere_and_quotes_briefly() {
+        for row in ROWS {
+            assert!(
+                row.quote.split_whitespace().count() <= 25,
+                "{}: quote too long",
+                row.id
+            );
+            assert_eq!(
+                row.quote.is_empty(),
+                row.source.author == rows::DERIVED.author,
+                "{}",
+                row.id
+            );
+            assert_eq!(row.quote.is_empty(), row.quote_zh.is_empty(), "{}", row.id);
+            assert!(
+                row.run
+                    .scenario
+                    .params()
+                    .iter()
+                    .any(|s| s.name == row.run.sweep.0),
+                "{}",
+                row.id
+            );
+            let predictions: Vec<Expected> = row
+                .run
+                .sweep
+                .1
+                .iter()
+                .map(|v| (row.predicts)(&params_at(&row.run, v).expect("params")))
+                .collect();
+            let both =
+                predictions.contains(&Expected::Holds) && predictions.contains(&Expected::Breaks);
+            let everywhere = predictions.iter().all(|p| *p == predictions[0]);
+            assert!(
+                both || (everywhere && row.predicts_text.contains("at every")),
+                "{}: {predictions:?}",
+                row.id
+            );
+            // The source's claim applies somewhere on the sweep.
+            assert!(
+                row.run
+                    .sweep
+                    .1
+                    .iter()
+                    .any(|v| (row.states.applies)(&params_at(&row.run, v).expect("params"))),
+                "{}: the claim applies at no point of its sweep",
+                row.id
+            );
+        }
+    }
+
+    #[test]
+    fn every_row_carries_a_command_that_reruns_it_under_its_own_folder() {
+        let settings = Settings {
+            injections: 20,
+            only: Vec::new(),
+            out: PathBuf::from("loadgen-report/debate"),
+            write_docs: false,
+            no_locate: false,
+            scenario: scenario::Options {
+                strategies: Vec::new(),
+                out: PathBuf::new(),
+                database_url: String::new(),
+                app_bin: None,
+                quick: false,
+                quiet: true,
+                mysql_url: String::new(),
+                trials: 1,
+                sets: Vec::new(),
+                sweep: None,
+                locate: None,
+                variants: Vec::new(),
+                jobs: 1,
+            },
+        };
+        let row = ROWS
+            .iter()
+            .find(|r| r.id == "drift-factor-covers-slew")
+            .expect("row");
+        assert_eq!(
+            rerun_command(&settings, row),
+            "seckill-loadgen debate --rows drift-factor-covers-slew --injections 20 --out loadgen-report/debate-drift-factor-covers-slew"
+        );
+        assert_eq!(
+            scenario_command(&settings, &row.run),
+            "seckill-loadgen scenario clock-slew --strategies redlock --set ttl_ms=1000 --set margin_ms=10 --set users=2 --set drift_factor=0.01 --set injections=20 --sweep slew_pct=0.2,1,3,8"
+        );
+    }
+}

@@ -1,0 +1,407 @@
+//! The debate's files, all from one [`DebateJson`]: the JSON, the English
+//! page, the Chinese page (`zh/`), one curve per row and the trace of
+//! every violation that refutes a "never" claim.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use anyhow::Context as _;
+
+use super::judge::SourceStanding;
+use super::{counterexample, DebateJson, Measurements, RowJson};
+use crate::scenario::locate::Bracket;
+use crate::scenario::{Curve, Outcome, Rate, Standing};
+
+/// Write every file of the debate under `dir`: `redlock-debate.json`,
+/// `redlock-debate.md`, `zh/redlock-debate.md`, `redlock-debate/<row>.svg`
+/// and `redlock-debate/counterexamples/<row>.json`.
+pub fn write_all(doc: &DebateJson, measurements: &Measurements, dir: &Path) -> anyhow::Result<()> {
+    let assets = dir.join("redlock-debate");
+    let traces = assets.join("counterexamples");
+    for folder in [
+        dir.to_owned(),
+        dir.join("zh"),
+        assets.clone(),
+        traces.clone(),
+    ] {
+        std::fs::create_dir_all(&folder).with_context(|| format!("create {}", folder.display()))?;
+    }
+    let write = |path: std::path::PathBuf, text: String| {
+        std::fs::write(&path, text).with_context(|| format!("write {}", path.display()))
+    };
+    write(
+        dir.join("redlock-debate.json"),
+        serde_json::to_string_pretty(doc)? + "\n",
+    )?;
+    write(dir.join("redlock-debate.md"), markdown(doc, Lang::En))?;
+    write(
+        dir.join("zh").join("redlock-debate.md"),
+        markdown(doc, Lang::Zh),
+    )?;
+    for row in &doc.rows {
+        write(assets.join(format!("{}.svg", row.id)), curve(row))?;
+        if let Some(trace) = counterexample(row, measurements)? {
+            write(
+                traces.join(format!("{}.json", row.id)),
+                serde_json::to_string_pretty(&trace)? + "\n",
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// The row's curve: both outcomes at every probe, the measured brackets
+/// shaded, the model's boundaries as lines.
+fn curve(row: &RowJson) -> String {
+    let numeric = row.judged.probes.iter().all(|p| p.resolved.is_finite());
+    let points = row
+        .judged
+        .probes
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            (
+                if numeric { p.resolved } else { i as f64 },
+                p.exclusion_broken,
+                p.data_damaged,
+            )
+        })
+        .collect();
+    crate::scenario::draw_curve(&Curve {
+        key: row.sweep.key.to_owned(),
+        points,
+        model_flips: row.judged.model.boundaries.clone(),
+        brackets: row
+            .judged
+            .brackets
+            .iter()
+            .map(|b| (b.below_resolved, b.above_resolved))
+            .collect(),
+    })
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Lang {
+    En,
+    Zh,
+}
+
+fn rate(r: Option<Rate>) -> String {
+    r.map_or("—".into(), |r| r.text())
+}
+
+fn bracket_text(b: &Bracket, key: &str, lang: Lang) -> String {
+    match lang {
+        Lang::En => format!(
+            "{} between {key}={} and {key}={}",
+            if b.seen_below { "stops" } else { "starts" },
+            b.below,
+            b.above
+        ),
+        Lang::Zh => format!(
+            "在 {key}={} 与 {key}={} 之间{}",
+            b.below,
+            b.above,
+            if b.seen_below { "消失" } else { "出现" }
+        ),
+    }
+}
+
+fn model_text(row: &RowJson, lang: Lang) -> String {
+    let m = &row.judged.model;
+    let standing = row.judged.model_standing;
+    let boundary = match (m.boundaries.is_empty(), lang) {
+        (true, Lang::En) => "no boundary in range".to_owned(),
+        (true, Lang::Zh) => "范围内无边界".to_owned(),
+        (false, _) => m
+            .boundaries
+            .iter()
+            .map(|x| format!("{x:.1}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+    };
+    let inside = match (m.inside_bracket, lang) {
+        (Some(true), Lang::En) => ", inside the bracket",
+        (Some(false), Lang::En) => ", NOT inside the bracket",
+        (Some(true), Lang::Zh) => "，落在区间内",
+        (Some(false), Lang::Zh) => "，不在区间内",
+        (None, _) => "",
+    };
+    let word = match lang {
+        Lang::En => standing.as_str().to_owned(),
+        Lang::Zh => match standing {
+            Standing::Agrees => "一致".to_owned(),
+            Standing::Contradicts => "矛盾".to_owned(),
+            Standing::Undecided => "未定".to_owned(),
+        },
+    };
+    match lang {
+        Lang::En => format!("{word} (boundary {boundary}{inside})"),
+        Lang::Zh => format!("{word}（边界 {boundary}{inside}）"),
+    }
+}
+
+fn cite(row: &RowJson, lang: Lang) -> String {
+    if row.source.url.is_empty() {
+        return match lang {
+            Lang::En => "derived by this project".into(),
+            Lang::Zh => "本项目自己的论断".into(),
+        };
+    }
+    format!(
+        "{}, [\"{}\"]({}) ({})",
+        row.source.author, row.source.title, row.source.url, row.source.year
+    )
+}
+
+fn quote(row: &RowJson, lang: Lang) -> String {
+    match (row.quote.is_empty(), lang) {
+        (true, _) => String::new(),
+        (false, Lang::En) => format!(" — “{}”", row.quote),
+        (false, Lang::Zh) => format!(" — “{}”（{}）", row.quote, row.quote_zh),
+    }
+}
+
+fn standing_word(s: SourceStanding, lang: Lang) -> &'static str {
+    match lang {
+        Lang::En => s.as_str(),
+        Lang::Zh => s.zh(),
+    }
+}
+
+/// One page, in `lang`, in the order it reads.
+///
+/// Over 80 lines on purpose: one document's Markdown, top to bottom.
+fn markdown(doc: &DebateJson, lang: Lang) -> String {
+    let en = lang == Lang::En;
+    let up = if en { "" } else { "../" };
+    let mut md = String::new();
+    let count = |s: SourceStanding| {
+        doc.rows
+            .iter()
+            .filter(|r| r.judged.source_standing == s)
+            .count()
+    };
+    let model = |s: Standing| {
+        doc.rows
+            .iter()
+            .filter(|r| r.judged.model_standing == s)
+            .count()
+    };
+    if en {
+        md.push_str("# The Redlock debate, judged against its sources\n\n");
+        let _ = writeln!(
+            md,
+            "Generated by `seckill-loadgen debate` ({} build) in {:.0} s; [中文](zh/redlock-debate.md). \
+             Each claim is judged **as its source states it**: a claim that something *never* happens is \
+             supported only by 0 of n injections wherever it applies (the 95 % upper bound on the rate is \
+             given) and refuted by one violation, whose trace is kept; a claim that something *can* happen \
+             is supported by one proven injection. {} injections at every point of every sweep; where two \
+             neighbouring points differ, the runner bisects between them until the bracket is at most 5 % \
+             of the TTL (a duration) or 1 (a slew, %) wide. Our model's prediction is a separate column: it \
+             agrees when its boundary lies inside the measured bracket and every fixed point of the sweep \
+             lies on its side of the {:.0} % line.\n",
+            doc.profile,
+            doc.duration_s,
+            doc.injections_per_point,
+            doc.decision_rate * 100.0
+        );
+        let _ = writeln!(
+            md,
+            "**The sources: {} supported, {} refuted, {} undecided. Our model: {} agrees, {} contradicts, {} undecided.**\n",
+            count(SourceStanding::Supported),
+            count(SourceStanding::Refuted),
+            count(SourceStanding::Undecided),
+            model(Standing::Agrees),
+            model(Standing::Contradicts),
+            model(Standing::Undecided)
+        );
+        md.push_str(
+            "| # | source | claim, as stated | the source's verdict | measured | our model |\n",
+        );
+    } else {
+        md.push_str("# Redlock 之争：逐条对照原文\n\n");
+        let _ = writeln!(
+            md,
+            "由 `seckill-loadgen debate`（{} 构建）生成，用时 {:.0} 秒；[English](../redlock-debate.md)。\
+             每条论断都按**原文的说法**判定：说某事“永远不会”发生的论断，只有在它适用的每一处都是 n 次注入中 0 次才算成立\
+             （同时给出发生率的 95% 置信上界），一次违例就推翻它，并保存那次违例的轨迹；说某事“可能”发生的论断，\
+             一次被证实的注入就算成立。每个扫描点 {} 次注入；相邻两点结果不同时，在两点之间二分，直到区间不超过 TTL 的 5%\
+             （时长）或 1（时钟偏快，%）。我们自己模型的预测单列一栏：它的边界落在测得的区间内、且扫描的每个固定点都在 {:.0}% \
+             线的预测一侧时，才算一致。命令与英文版完全相同。\n",
+            doc.profile,
+            doc.duration_s,
+            doc.injections_per_point,
+            doc.decision_rate * 100.0
+        );
+        let _ = writeln!(
+            md,
+            "**原文论断：{} 条成立，{} 条被推翻，{} 条未定。我们的模型：{} 条一致，{} 条矛盾，{} 条未定。**\n",
+            count(SourceStanding::Supported),
+            count(SourceStanding::Refuted),
+            count(SourceStanding::Undecided),
+            model(Standing::Agrees),
+            model(Standing::Contradicts),
+            model(Standing::Undecided)
+        );
+        md.push_str("| # | 出处 | 论断（原文的说法） | 对原文的判定 | 测得 | 我们的模型 |\n");
+    }
+    md.push_str("|---:|---|---|---|---|---|\n");
+    for (i, r) in doc.rows.iter().enumerate() {
+        let measured = r
+            .judged
+            .brackets
+            .iter()
+            .map(|b| bracket_text(b, r.sweep.key, lang))
+            .collect::<Vec<_>>()
+            .join("; ");
+        let measured = if measured.is_empty() {
+            let seen = r
+                .judged
+                .probes
+                .iter()
+                .filter(|p| p.seen(r.outcome) == Some(true))
+                .count();
+            match (en, seen) {
+                (true, 0) => "seen at no probe".to_owned(),
+                (true, n) if n == r.judged.probes.len() => "seen at every probe".to_owned(),
+                (true, _) => "mixed (undecided probes)".to_owned(),
+                (false, 0) => "所有探测点都没出现".to_owned(),
+                (false, n) if n == r.judged.probes.len() => "每个探测点都出现".to_owned(),
+                (false, _) => "不一（有未定的探测点）".to_owned(),
+            }
+        } else {
+            measured
+        };
+        let _ = writeln!(
+            md,
+            "| [{}](#{}) | {}{} | {} | **{}** — {} | {} | {} |",
+            i + 1,
+            r.id,
+            cite(r, lang),
+            quote(r, lang),
+            if en { r.claim } else { r.claim_zh },
+            standing_word(r.judged.source_standing, lang),
+            if en {
+                &r.judged.source_evidence
+            } else {
+                &r.judged.source_evidence_zh
+            },
+            measured,
+            model_text(r, lang)
+        );
+    }
+    md.push_str(if en {
+        "\n## Row by row\n"
+    } else {
+        "\n## 逐条\n"
+    });
+    for (i, r) in doc.rows.iter().enumerate() {
+        let _ = writeln!(md, "\n### {}. {} {{#{}}}\n", i + 1, r.id, r.id);
+        let outcome = match (r.outcome, en) {
+            (Outcome::ExclusionBroken, true) => "exclusion broken",
+            (Outcome::DataDamaged, true) => "data damaged",
+            (Outcome::Stalled, true) => "stalled",
+            (Outcome::ExclusionBroken, false) => "互斥被破坏",
+            (Outcome::DataDamaged, false) => "数据被损坏",
+            (Outcome::Stalled, false) => "停滞",
+        };
+        let kind = match (r.claim_kind, en) {
+            (super::rows::Kind::Never, true) => "never",
+            (super::rows::Kind::CanHappen, true) => "can happen",
+            (super::rows::Kind::Never, false) => "永远不会",
+            (super::rows::Kind::CanHappen, false) => "可能发生",
+        };
+        if en {
+            let _ = writeln!(md, "- **Source**: {}{}", cite(r, lang), quote(r, lang));
+            let _ = writeln!(
+                md,
+                "- **Claim**: {} — *{kind}* ({outcome}), {}",
+                r.claim, r.claim_applies
+            );
+            let _ = writeln!(
+                md,
+                "- **The source's verdict**: **{}** — {}",
+                r.judged.source_standing.as_str(),
+                r.judged.source_evidence
+            );
+            let _ = writeln!(md, "- **Mechanism**: {}", r.mechanism);
+            let _ = writeln!(
+                md,
+                "- **Our model**: {} — {}",
+                r.predicts,
+                model_text(r, lang)
+            );
+        } else {
+            let _ = writeln!(md, "- **出处**：{}{}", cite(r, lang), quote(r, lang));
+            let _ = writeln!(md, "- **论断**：{}——*{kind}*（{outcome}）", r.claim_zh);
+            let _ = writeln!(
+                md,
+                "- **对原文的判定**：**{}**——{}",
+                r.judged.source_standing.zh(),
+                r.judged.source_evidence_zh
+            );
+            let _ = writeln!(
+                md,
+                "- **我们的模型**：{}——{}",
+                r.predicts,
+                model_text(r, lang)
+            );
+        }
+        let fixed: Vec<String> = r.fixed.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let _ = writeln!(
+            md,
+            "- **{}**: `{}` · `{}`{} · `{}` ({})",
+            if en { "Sweep" } else { "扫描" },
+            r.scenario.name(),
+            r.strategy,
+            r.variant.map_or(String::new(), |v| format!(" · `{v}`")),
+            r.sweep.key,
+            fixed.join(", ")
+        );
+        if let Some(path) = &r.counterexample {
+            let _ = writeln!(
+                md,
+                "- **{}**: [{path}]({up}{path})",
+                if en {
+                    "Counterexample (trace)"
+                } else {
+                    "反例（轨迹）"
+                }
+            );
+        }
+        let _ = writeln!(
+            md,
+            "- **{}**: `{}` (the fixed points alone: `{}`)\n",
+            if en { "Rerun" } else { "重跑" },
+            r.command,
+            r.scenario_command
+        );
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} |\n|---|---|---|",
+            r.sweep.key,
+            if en {
+                "exclusion broken"
+            } else {
+                "互斥被破坏"
+            },
+            if en {
+                "data damaged"
+            } else {
+                "数据被损坏"
+            }
+        );
+        for p in &r.judged.probes {
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} |",
+                p.value,
+                rate(p.exclusion_broken),
+                rate(p.data_damaged)
+            );
+        }
+        let _ = writeln!(md, "\n![{}]({up}{})", r.id, r.curve);
+    }
+    md
+}

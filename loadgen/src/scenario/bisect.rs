@@ -1,0 +1,171 @@
+//! The run of `scenario NAME --locate KEY=LO..HI`: both ends of the range
+//! for every strategy × variant, then the midpoint of every bracket still
+//! too wide, round after round, each round's probes side by side on the
+//! lanes (the rules are [`super::locate`]'s).
+
+use anyhow::Context as _;
+
+use super::case::CaseResult;
+use super::lab::Options;
+use super::list::Scenario;
+use super::locate::{self, Locate, Located, Probe};
+use super::report::ScenarioReport;
+use super::runner;
+use crate::api::Variant;
+
+/// One line being located: a scenario × strategy × variant, its probes.
+struct Line {
+    scenario: Scenario,
+    strategy: String,
+    variant: Option<Variant>,
+    /// Its options: one strategy, one variant, no sweep.
+    options: Options,
+    /// Each probe's value (as run) and case.
+    cases: Vec<(String, CaseResult)>,
+}
+
+impl Line {
+    fn probes(&self, key: &str) -> Vec<Probe> {
+        self.cases
+            .iter()
+            .map(|(value, case)| Probe::of(case, key, value))
+            .collect()
+    }
+
+    /// The outcome its cases are judged on.
+    fn outcome(&self) -> super::record::Outcome {
+        let (_, first) = &self.cases[0];
+        first
+            .outcomes
+            .map_or(super::record::Outcome::ExclusionBroken, |o| {
+                o.judged(first.guarantee).0
+            })
+    }
+
+    fn ttl_ms(&self) -> u64 {
+        self.cases[0]
+            .1
+            .params
+            .get("ttl_ms")
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or(1000)
+    }
+}
+
+/// Locate `locate.key` for every strategy × variant of `scenario`: the
+/// report holds every probe's case (by line, then value) and each line's
+/// [`Located`].
+pub async fn run(
+    scenario: Scenario,
+    options: &Options,
+    locate: &Locate,
+) -> anyhow::Result<ScenarioReport> {
+    let key = locate.key.as_str();
+    let unit = locate::unit_of(scenario, key)
+        .with_context(|| format!("{} has no dial {key}", scenario.name()))?;
+    let mut ends = options.clone();
+    ends.sweep = Some((key.to_owned(), vec![locate.lo.clone(), locate.hi.clone()]));
+    let mut report = runner::run_batches(&[(vec![scenario], ends)])
+        .await?
+        .pop()
+        .context("no report")?;
+    let mut lines: Vec<Line> = Vec::new();
+    for case in std::mem::take(&mut report.scenarios) {
+        let value = case.sweep_value(key).unwrap_or_default();
+        let mut case = case;
+        case.sweep = None;
+        match lines
+            .iter_mut()
+            .find(|l| l.strategy == case.strategy && l.variant == case.variant)
+        {
+            Some(line) => line.cases.push((value, case)),
+            None => {
+                let mut own = options.clone();
+                own.strategies = vec![case.strategy.clone()];
+                own.variants = case.variant.into_iter().collect();
+                own.sweep = None;
+                own.out = options.out.join(format!(
+                    "{}-{}{}",
+                    scenario.name(),
+                    case.strategy,
+                    case.variant.map(|v| format!("-{v}")).unwrap_or_default()
+                ));
+                lines.push(Line {
+                    scenario,
+                    strategy: case.strategy.clone(),
+                    variant: case.variant,
+                    options: own,
+                    cases: vec![(value, case)],
+                });
+            }
+        }
+    }
+    loop {
+        let mut batches = Vec::new();
+        let mut owners = Vec::new();
+        for (i, line) in lines.iter().enumerate() {
+            if line.cases.iter().any(|(_, c)| c.outcomes.is_none()) {
+                continue;
+            }
+            let tolerance = locate::tolerance(key, unit, line.ttl_ms());
+            for value in locate::next_values(&line.probes(key), line.outcome(), unit, tolerance) {
+                batches.push((
+                    vec![scenario],
+                    locate::probe_options(&line.options, key, &value),
+                ));
+                owners.push((i, value));
+            }
+        }
+        if batches.is_empty() {
+            break;
+        }
+        if !options.quiet {
+            let values: Vec<&str> = owners.iter().map(|(_, v)| v.as_str()).collect();
+            println!("== locate {key}: probing {}", values.join(", "));
+        }
+        let reports = super::run_batches_and_write(&batches).await?;
+        for ((line, value), report) in owners.into_iter().zip(reports) {
+            for mut case in report.scenarios {
+                case.sweep = None;
+                lines[line].cases.push((value.clone(), case));
+            }
+        }
+    }
+    for line in &mut lines {
+        line.cases
+            .sort_by(|a, b| probe_value(&a.1, key).total_cmp(&probe_value(&b.1, key)));
+        let lo = probe_value(&line.cases[0].1, key);
+        let hi = line
+            .cases
+            .last()
+            .map_or(lo, |(_, case)| probe_value(case, key));
+        let model = locate::case_model_flips(&line.cases[0].1, key, lo, hi, unit);
+        let located = Located::of(
+            line.scenario,
+            &line.strategy,
+            line.variant,
+            key,
+            line.outcome(),
+            locate::tolerance(key, unit, line.ttl_ms()),
+            line.probes(key),
+            model,
+        );
+        println!(
+            "{} · {}{}: {}",
+            scenario.name(),
+            line.strategy,
+            line.variant.map(|v| format!(" · {v}")).unwrap_or_default(),
+            located.summary
+        );
+        report.located.push(located);
+    }
+    report.scenarios = lines
+        .into_iter()
+        .flat_map(|line| line.cases.into_iter().map(|(_, case)| case))
+        .collect();
+    Ok(report)
+}
+
+fn probe_value(case: &CaseResult, key: &str) -> f64 {
+    locate::resolved(&case.params, key).unwrap_or(f64::NAN)
+}
