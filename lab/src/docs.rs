@@ -222,6 +222,61 @@ pub fn translations_match(root: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The debate's two pages, both generated from docs/redlock-debate.json:
+/// the same rows (the `### N. id` headings), in the JSON's order, each
+/// with the same rerun command (commands are never translated).
+pub fn debate_pages_match(root: &Path) -> anyhow::Result<()> {
+    let read = |path: &str| {
+        std::fs::read_to_string(root.join(path)).with_context(|| format!("read {path}"))
+    };
+    let json: serde_json::Value = serde_json::from_str(&read("docs/redlock-debate.json")?)
+        .context("docs/redlock-debate.json is not JSON")?;
+    let ids: Vec<String> = json["rows"]
+        .as_array()
+        .context("docs/redlock-debate.json has no rows")?
+        .iter()
+        .map(|r| r["id"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    for page in ["docs/redlock-debate.md", "docs/zh/redlock-debate.md"] {
+        let text = read(page)?;
+        let (rows, commands) = debate_rows(&text);
+        if rows != ids {
+            bail!("{page}: its rows {rows:?} are not docs/redlock-debate.json's {ids:?}: regenerate both (make debate)");
+        }
+        let json_commands: Vec<&str> = json["rows"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|r| r["command"].as_str().unwrap_or_default())
+            .collect();
+        if commands != json_commands {
+            bail!("{page}: its rerun commands are not the JSON's: regenerate both (make debate)");
+        }
+    }
+    crate::say(&format!(
+        "docs/redlock-debate.md and docs/zh/redlock-debate.md: the JSON's {} rows, in order, the same commands",
+        ids.len()
+    ));
+    Ok(())
+}
+
+/// Each `### N. id` heading's id of a debate page, and the first command
+/// of each row's rerun line, in order.
+fn debate_rows(page: &str) -> (Vec<String>, Vec<&str>) {
+    let heading = Regex::new(r"(?m)^### \d+\. (\S+)").expect("a valid regex");
+    let rerun = Regex::new(r"(?m)^- \*\*(?:Rerun|重跑)\*\*: `([^`]+)`").expect("a valid regex");
+    (
+        heading
+            .captures_iter(page)
+            .map(|c| c[1].to_owned())
+            .collect(),
+        rerun
+            .captures_iter(page)
+            .filter_map(|c| c.get(1).map(|m| m.as_str()))
+            .collect(),
+    )
+}
+
 /// `line` scaled down: `--run-time Ns` to N/10 s (at least 2), `sleep N`
 /// to N/10 (at least 1). The rules used are added to `notes`.
 pub fn scale(line: &str, notes: &mut Vec<&'static str>) -> String {
@@ -361,6 +416,7 @@ pub fn check(print: bool) -> anyhow::Result<()> {
         all.extend(blocks(path, &text));
     }
     translations_match(&root)?;
+    debate_pages_match(&root)?;
     let tested = std::env::var("CHECK_DOCS_SCENARIOS_TESTED").is_ok_and(|v| v == "1");
     let script = driver(&all, tested);
     if print {
@@ -483,6 +539,21 @@ mod tests {
     const DOC: &str = "# Title\n\n### Before the session\n\n```sh\nmake demo\nmake scenarios S=gc-pause\n```\n\n\
 ### 1. First (10 min)\n\n```sh\n$L run --run-time 30s\nsleep 5\nmake scenarios S=slow-network\n\
 make scenarios S=gc-pause OUT=x ARGS=\"--set a=1\"\nmake demo\n```\n\n### Wrap-up (80 min)\n\n```sh\necho done\n```\n";
+
+    #[test]
+    fn a_debate_page_gives_its_rows_and_rerun_commands_in_order() {
+        let page = "# x\n\n### 1. pause-breaks-redlock {#pause-breaks-redlock}\n\n- **Rerun**: `seckill-loadgen debate --rows a` (the fixed points alone: `x`)\n\n\
+### 2. clock-jump {#clock-jump}\n\n- **重跑**: `seckill-loadgen debate --rows b` (…)\n";
+        let (rows, commands) = debate_rows(page);
+        assert_eq!(rows, ["pause-breaks-redlock", "clock-jump"]);
+        assert_eq!(
+            commands,
+            [
+                "seckill-loadgen debate --rows a",
+                "seckill-loadgen debate --rows b"
+            ]
+        );
+    }
 
     #[test]
     fn minutes_are_read_in_either_language() {

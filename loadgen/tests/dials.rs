@@ -336,3 +336,77 @@ fn a_case_that_fails_is_inconclusive_with_its_reason_and_logs_and_the_run_goes_o
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `--locate`: both ends, then bisection, until the two probes on either
+/// side of the flip are at most 5 % of the TTL apart; every probe is a
+/// case of its own with the dials that ran, and the bracket's ends fall
+/// on the sides they were found on.
+#[test]
+fn locate_brackets_the_pause_from_which_a_frozen_holder_overlaps() {
+    let out_dir = std::env::temp_dir().join(format!("seckill-locate-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out_dir);
+    let out = loadgen()
+        .args([
+            "scenario",
+            "gc-pause",
+            "--strategies",
+            "set-nx-px-token",
+            "--quick",
+            "--quiet",
+            "--set",
+            "injections=6",
+            "--locate",
+            "pause=0.2ttl..2ttl",
+            "--out",
+        ])
+        .arg(&out_dir)
+        .arg("--app-bin")
+        .arg(workspace_binary("seckill-app", "seckill-app"))
+        .arg("--database-url")
+        .arg(admin_database_url())
+        .output()
+        .expect("run");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let report: Value = serde_json::from_str(
+        &std::fs::read_to_string(out_dir.join("scenarios.json")).expect("report"),
+    )
+    .expect("json");
+    let located = &report["located"][0];
+    assert_eq!(located["key"], "pause", "{located}");
+    assert_eq!(located["outcome"], "exclusion_broken", "{located}");
+    let bracket = &located["bracket"];
+    let (below, above) = (
+        bracket["below_resolved"].as_f64().expect("below"),
+        bracket["above_resolved"].as_f64().expect("above"),
+    );
+    // TTL 250 ms (--quick): at most 12.5 ms wide.
+    assert!(above - below <= 12.5, "{located}");
+    assert_eq!(bracket["seen_below"], false, "{located}");
+    let probes = located["probes"].as_array().expect("probes");
+    assert!(
+        probes.len() >= 4,
+        "ends and at least two midpoints: {located}"
+    );
+    let side = |value: f64| {
+        let p = probes
+            .iter()
+            .find(|p| p["resolved"].as_f64() == Some(value))
+            .expect("the probe");
+        p["exclusion_broken"]["k"].as_u64().expect("k") > 0
+    };
+    assert!(!side(below) && side(above), "{located}");
+    // Every probe is a case with the dials that ran (the pause in ms).
+    let cases = report["scenarios"].as_array().expect("cases");
+    assert_eq!(cases.len(), probes.len(), "{report}");
+    for case in cases {
+        assert!(case["params"]["pause"].is_u64(), "{case}");
+        assert_eq!(case["params"]["ttl_ms"], 250, "{case}");
+    }
+    assert!(
+        stdout.contains("located gc-pause · set-nx-px-token"),
+        "{stdout}"
+    );
+    let _ = std::fs::remove_dir_all(&out_dir);
+}

@@ -456,23 +456,23 @@ mod tests {
     }
 
     #[test]
-    fn antirez_ten_percent_is_refuted_by_a_violation_at_three_percent_with_the_reference_factor() {
+    fn antirez_ten_percent_is_refuted_by_a_violation_below_ten_percent_with_the_reference_factor() {
         let r = row("drift-factor-covers-slew");
         let judged = judge(
             r,
             &[
-                measured(r, "0.2", 0, 20),
                 measured(r, "1", 0, 20),
-                measured(r, "3", 20, 20),
-                measured(r, "8", 20, 20),
+                measured(r, "2", 0, 20),
+                measured(r, "6", 20, 20),
+                measured(r, "10", 20, 20),
             ],
         );
         assert_eq!(judged.source_standing, SourceStanding::Refuted);
-        assert_eq!(judged.refuted_at.as_deref(), Some("3"));
-        // The model flips near 1.4 %: inside the bracket 1..3, so the
+        assert_eq!(judged.refuted_at.as_deref(), Some("6"));
+        // The model flips near 4.6 %: inside the bracket 2..6, so the
         // model agrees while the source is refuted.
         let bracket = judged.bracket.as_ref().expect("a bracket");
-        assert_eq!((bracket.below.as_str(), bracket.above.as_str()), ("1", "3"));
+        assert_eq!((bracket.below.as_str(), bracket.above.as_str()), ("2", "6"));
         assert_eq!(
             judged.model.inside_bracket,
             Some(true),

@@ -7,8 +7,8 @@ use std::path::Path;
 
 use anyhow::Context as _;
 
+use super::doc::{counterexample, DebateJson, Measurements, RowJson};
 use super::judge::SourceStanding;
-use super::{counterexample, DebateJson, Measurements, RowJson};
 use crate::scenario::locate::Bracket;
 use crate::scenario::{Curve, Outcome, Rate, Standing};
 

@@ -109,10 +109,7 @@ pub async fn run(
             }
             let tolerance = locate::tolerance(key, unit, line.ttl_ms());
             for value in locate::next_values(&line.probes(key), line.outcome(), unit, tolerance) {
-                batches.push((
-                    vec![scenario],
-                    locate::probe_options(&line.options, key, &value),
-                ));
+                batches.push((vec![scenario], probe_options(&line.options, key, &value)));
                 owners.push((i, value));
             }
         }
@@ -123,7 +120,10 @@ pub async fn run(
             let values: Vec<&str> = owners.iter().map(|(_, v)| v.as_str()).collect();
             println!("== locate {key}: probing {}", values.join(", "));
         }
-        let reports = super::run_batches_and_write(&batches).await?;
+        let reports = runner::run_batches(&batches).await?;
+        for (report, (_, options)) in reports.iter().zip(&batches) {
+            report.write(&options.out)?;
+        }
         for ((line, value), report) in owners.into_iter().zip(reports) {
             for mut case in report.scenarios {
                 case.sweep = None;
@@ -164,6 +164,15 @@ pub async fn run(
         .flat_map(|line| line.cases.into_iter().map(|(_, case)| case))
         .collect();
     Ok(report)
+}
+
+/// Options for one probe of a line: the line's own with the dial at
+/// `value`, its report in `OUT/probe-<value>/`.
+pub fn probe_options(line: &Options, key: &str, value: &str) -> Options {
+    let mut options = line.clone();
+    options.sweep = Some((key.to_owned(), vec![value.to_owned()]));
+    options.out = line.out.join(format!("probe-{key}-{value}"));
+    options
 }
 
 fn probe_value(case: &CaseResult, key: &str) -> f64 {

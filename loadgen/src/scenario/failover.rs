@@ -1,5 +1,5 @@
 //! `failover` — the service's one Redis has a replica (replication delayed
-//! 300 ms by a proxy); the replica is promoted while a lock is held and the
+//! `lag_ms`, 200 by default, by a proxy); the replica is promoted while a lock is held and the
 //! service's link pointed at it. Without `WAIT 1` the lock key has not
 //! reached the replica; with it, the holder entered only once it had. The
 //! fence refuses the promoted replica's stale tokens either way.

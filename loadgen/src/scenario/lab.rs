@@ -41,7 +41,7 @@ pub struct Options {
     /// an arbiter, coordination servers and a folder per lane).
     pub jobs: usize,
     /// `--locate KEY=LO..HI`: bisect one dial instead of running one point.
-    pub locate: Option<super::locate::Locate>,
+    pub locate: Option<super::params::Locate>,
 }
 
 /// The admin token of every replica a scenario starts.

@@ -19,44 +19,12 @@
 use serde::{Deserialize, Serialize};
 
 use super::case::CaseResult;
-use super::lab::Options;
 use super::list::Scenario;
+pub use super::params::{parse_locate, Locate};
 use super::params::{Params, Unit};
 use super::record::Outcome;
 use super::Rate;
 use crate::judge::Expected;
-
-/// `--locate KEY=LO..HI`, as typed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Locate {
-    /// The dial.
-    pub key: String,
-    /// The low end, as typed (`1`, `0.2ttl`, `150ms`).
-    pub lo: String,
-    /// The high end, as typed.
-    pub hi: String,
-}
-
-/// Parse `KEY=LO..HI`.
-pub fn parse_locate(text: &str) -> Result<Locate, String> {
-    let (key, range) = text
-        .split_once('=')
-        .ok_or_else(|| format!("{text:?}: expected KEY=LO..HI (e.g. slew_pct=1..20)"))?;
-    let (lo, hi) = range
-        .split_once("..")
-        .ok_or_else(|| format!("{text:?}: expected KEY=LO..HI (e.g. slew_pct=1..20)"))?;
-    let (key, lo, hi) = (key.trim(), lo.trim(), hi.trim());
-    if key.is_empty() || lo.is_empty() || hi.is_empty() {
-        return Err(format!(
-            "{text:?}: expected KEY=LO..HI (e.g. slew_pct=1..20)"
-        ));
-    }
-    Ok(Locate {
-        key: key.to_owned(),
-        lo: lo.to_owned(),
-        hi: hi.to_owned(),
-    })
-}
 
 /// The unit of `key` in `scenario`'s dials (`None`: no such dial).
 pub fn unit_of(scenario: Scenario, key: &str) -> Option<Unit> {
@@ -395,15 +363,6 @@ pub fn case_model_flips(case: &CaseResult, key: &str, lo: f64, hi: f64, unit: Un
             .ok()
             .map(|e| e.0)
     })
-}
-
-/// Options for one probe of a line: the line's own with the dial at
-/// `value`, its report in `OUT/probe-<value>/`.
-pub fn probe_options(line: &Options, key: &str, value: &str) -> Options {
-    let mut options = line.clone();
-    options.sweep = Some((key.to_owned(), vec![value.to_owned()]));
-    options.out = line.out.join(format!("probe-{key}-{value}"));
-    options
 }
 
 #[cfg(test)]

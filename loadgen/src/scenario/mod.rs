@@ -88,8 +88,8 @@ pub mod predictions {
 pub use curve::{curve_svg as draw_curve, svg as curve_svg, Curve};
 pub use lab::Options;
 pub use list::{selection_parser, variant_parser, Scenario, Selection};
-pub use locate::{parse_locate, Locate};
 pub use params::{owned as owned_sets, parse_set, parse_sweep, Params};
+pub use params::{parse_locate, Locate};
 pub use params::{Spec as ParamSpec, Unit as ParamUnit};
 pub use rate::{Rate, Standing, DECISION_RATE};
 pub use record::{Injection, Outcome, Outcomes};
@@ -106,7 +106,7 @@ pub async fn run_batches_and_write(
     }
     let reports = runner::run_batches(batches).await?;
     for (report, (_, options)) in reports.iter().zip(batches) {
-        write(report, &options.out)?;
+        report.write(&options.out)?;
     }
     Ok(reports)
 }
@@ -279,7 +279,7 @@ pub async fn main(names: &[Selection], list: bool, options: Options) -> ExitCode
             (Some(locate), [scenario]) => bisect::run(*scenario, &options, locate).await?,
             _ => runner::run_all(&chosen, &options).await?,
         };
-        write(&report, &out)?;
+        report.write(&out)?;
         anyhow::Ok(report)
     };
     let report = tokio::select! {
@@ -386,13 +386,4 @@ pub async fn main(names: &[Selection], list: bool, options: Options) -> ExitCode
             ExitCode::from(3)
         }
     }
-}
-
-fn write(report: &ScenarioReport, out: &std::path::Path) -> anyhow::Result<()> {
-    std::fs::create_dir_all(out).with_context(|| format!("create {}", out.display()))?;
-    let json = serde_json::to_string_pretty(report)?;
-    std::fs::write(out.join("scenarios.json"), json)?;
-    std::fs::write(out.join("scenarios.md"), report.markdown())?;
-    std::fs::write(out.join("scenarios.html"), report.html())?;
-    Ok(())
 }

@@ -358,6 +358,38 @@ impl Params {
     }
 }
 
+/// `--locate KEY=LO..HI`, as typed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Locate {
+    /// The dial.
+    pub key: String,
+    /// The low end, as typed (`1`, `0.2ttl`, `150ms`).
+    pub lo: String,
+    /// The high end, as typed.
+    pub hi: String,
+}
+
+/// Parse `KEY=LO..HI`.
+pub fn parse_locate(text: &str) -> Result<Locate, String> {
+    let (key, range) = text
+        .split_once('=')
+        .ok_or_else(|| format!("{text:?}: expected KEY=LO..HI (e.g. slew_pct=1..20)"))?;
+    let (lo, hi) = range
+        .split_once("..")
+        .ok_or_else(|| format!("{text:?}: expected KEY=LO..HI (e.g. slew_pct=1..20)"))?;
+    let (key, lo, hi) = (key.trim(), lo.trim(), hi.trim());
+    if key.is_empty() || lo.is_empty() || hi.is_empty() {
+        return Err(format!(
+            "{text:?}: expected KEY=LO..HI (e.g. slew_pct=1..20)"
+        ));
+    }
+    Ok(Locate {
+        key: key.to_owned(),
+        lo: lo.to_owned(),
+        hi: hi.to_owned(),
+    })
+}
+
 /// `scenario NAME --params`: one dial a line.
 pub fn describe(scenario: &str, specs: &[Spec]) -> String {
     let mut out = format!("{scenario}: dials (--set NAME=VALUE, --sweep NAME=v1,v2,…)\n");

@@ -102,6 +102,18 @@ pub fn merged(root: &Path) -> anyhow::Result<(ScenarioReport, Vec<String>)> {
 }
 
 impl ScenarioReport {
+    /// Write `scenarios.{json,md,html}` into `out` (created if missing).
+    pub fn write(&self, out: &Path) -> anyhow::Result<()> {
+        std::fs::create_dir_all(out).with_context(|| format!("create {}", out.display()))?;
+        std::fs::write(
+            out.join("scenarios.json"),
+            serde_json::to_string_pretty(self)?,
+        )?;
+        std::fs::write(out.join("scenarios.md"), self.markdown())?;
+        std::fs::write(out.join("scenarios.html"), self.html())?;
+        Ok(())
+    }
+
     /// How many verdicts are `UNEXPECTED`.
     pub fn unexpected(&self) -> usize {
         self.scenarios

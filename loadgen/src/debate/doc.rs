@@ -1,0 +1,140 @@
+//! The debate's document: `redlock-debate.json`'s shapes, what the runner
+//! measured, and the trace kept for a refuted claim — read by the runner
+//! that fills them and the pages that print them.
+
+use anyhow::Context as _;
+use serde::Serialize;
+
+use super::judge::{self, Judged};
+use super::rows::{self, Source};
+use crate::api::{StrategyName, Variant};
+use crate::scenario::{self, CaseResult, Outcome, Scenario, Standing};
+
+/// Each run's cases so far: (value as run, case, one of the sweep's
+/// fixed points).
+pub type Measurements = Vec<(rows::Run, Vec<(String, CaseResult, bool)>)>;
+
+/// One row of `redlock-debate.json`.
+#[derive(Debug, Serialize)]
+pub struct RowJson {
+    pub id: &'static str,
+    pub source: Source,
+    pub quote: &'static str,
+    pub quote_zh: &'static str,
+    pub claim: &'static str,
+    pub claim_zh: &'static str,
+    /// `never` or `can-happen`.
+    pub claim_kind: rows::Kind,
+    /// Where along the sweep the source's claim applies.
+    pub claim_applies: &'static str,
+    pub mechanism: &'static str,
+    pub scenario: Scenario,
+    pub strategy: StrategyName,
+    pub variant: Option<Variant>,
+    pub fixed: Vec<(String, String)>,
+    pub outcome: Outcome,
+    /// Our model's prediction, in words (the first edition's field).
+    pub predicts: &'static str,
+    /// The fixed points of the sweep, with the model's prediction at each.
+    pub sweep: SweepJson,
+    /// The model's standing (the first edition's field).
+    pub standing: Standing,
+    /// Between which probes the row's outcome flips (`null`: never).
+    pub flips_at: Option<String>,
+    #[serde(flatten)]
+    pub judged: Judged,
+    /// The command that reruns the row as measured here (sweep and
+    /// bisection), and the scenario command of its fixed points.
+    pub command: String,
+    pub scenario_command: String,
+    /// The trace of the violation that refutes a "never" claim.
+    pub counterexample: Option<String>,
+    /// The row's curve (SVG), beside the page.
+    pub curve: String,
+    /// The reports of its runs.
+    pub report: String,
+}
+
+/// The first edition's `sweep`: the dial and its fixed points.
+#[derive(Debug, Serialize)]
+pub struct SweepJson {
+    pub key: &'static str,
+    pub points: Vec<judge::Point>,
+}
+
+/// `redlock-debate.json`.
+#[derive(Debug, Serialize)]
+pub struct DebateJson {
+    pub tool: &'static str,
+    pub version: &'static str,
+    /// The build that measured: `release` (`make debate`) or `debug`.
+    pub profile: &'static str,
+    pub injections_per_point: u32,
+    pub decision_rate: f64,
+    pub duration_s: f64,
+    pub rows: Vec<RowJson>,
+}
+
+/// The counterexample of a refuted row: the first injection at
+/// `refuted_at` whose outcome broke, with its trace and its case's steps.
+pub fn counterexample(
+    row: &RowJson,
+    measurements: &Measurements,
+) -> anyhow::Result<Option<serde_json::Value>> {
+    let Some(at) = &row.judged.refuted_at else {
+        return Ok(None);
+    };
+    let run = rows::ROWS
+        .iter()
+        .find(|r| r.id == row.id)
+        .map(|r| r.run)
+        .context("the row")?;
+    let (_, cases) = measurements
+        .iter()
+        .find(|(r, _)| *r == run)
+        .context("the row's run")?;
+    let Some((_, case, _)) = cases.iter().find(|(value, _, _)| value == at) else {
+        return Ok(None);
+    };
+    let broke = |i: &&scenario::Injection| {
+        i.proof.is_some()
+            && match row.outcome {
+                Outcome::ExclusionBroken => i.exclusion_broken,
+                Outcome::DataDamaged => i.data_damaged,
+                Outcome::Stalled => i.stalled == Some(true),
+            }
+    };
+    let injection = case.injections.iter().find(broke);
+    Ok(Some(serde_json::json!({
+        "row": row.id,
+        "claim": row.claim,
+        "source": row.source,
+        "quote": row.quote,
+        "outcome": row.outcome,
+        "at": {"key": run.sweep.0, "value": at},
+        "params": case.params,
+        "injection": injection,
+        "steps": case.steps,
+        "command": format!(
+            "{} --set {}={at}",
+            scenario_command_at(&run),
+            run.sweep.0
+        ),
+    })))
+}
+
+/// The scenario command of `run` without its sweep.
+pub fn scenario_command_at(run: &rows::Run) -> String {
+    let mut command = format!(
+        "seckill-loadgen scenario {} --strategies {}",
+        run.scenario.name(),
+        run.strategy
+    );
+    if let Some(variant) = run.variant {
+        command.push_str(&format!(" --variants {variant}"));
+    }
+    for (key, value) in run.sets {
+        command.push_str(&format!(" --set {key}={value}"));
+    }
+    command
+}
