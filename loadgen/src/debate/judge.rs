@@ -140,18 +140,16 @@ fn upper(n: u64) -> f64 {
 }
 
 /// The source's claim against the probes where it applies.
-fn judge_source(
-    row: &Row,
-    measured: &[Measured],
-) -> (SourceStanding, String, String, Option<String>) {
-    let key = row.run.sweep.0;
-    let outcome = row.outcome.as_str();
+/// A source's verdict: its standing, its evidence in English and in
+/// Chinese, and the value whose violation refutes it.
+type Verdict = (SourceStanding, String, String, Option<String>);
+
+fn judge_source(row: &Row, measured: &[Measured]) -> Verdict {
     let relevant: Vec<&Measured> = measured
         .iter()
         .filter(|m| (row.states.applies)(&m.params))
         .collect();
-    let where_en = row.states.applies_text;
-    let where_zh = row.states.applies_zh;
+    let (where_en, where_zh) = (row.states.applies_text, row.states.applies_zh);
     if relevant.is_empty() {
         return (
             SourceStanding::Undecided,
@@ -170,6 +168,23 @@ fn judge_source(
         .copied()
         .filter(|m| m.probe.seen(row.outcome) == Some(false))
         .collect();
+    verdict(row, &seen, &clean)
+}
+
+/// The source's verdict from the probes where its claim applies: those
+/// where the outcome was seen, and those where it was not.
+fn verdict(row: &Row, seen: &[&Measured], clean: &[&Measured]) -> Verdict {
+    let key = row.run.sweep.0;
+    let outcome = row.outcome.as_str();
+    let (where_en, where_zh) = (row.states.applies_text, row.states.applies_zh);
+    if seen.is_empty() && clean.is_empty() {
+        return (
+            SourceStanding::Undecided,
+            format!("no injection landed {where_en}: nothing to judge"),
+            format!("在{where_zh}没有任何注入生效：无从判断"),
+            None,
+        );
+    }
     let clean_n: u64 = clean
         .iter()
         .filter_map(|m| m.probe.rate(row.outcome))
@@ -180,20 +195,14 @@ fn judge_source(
             SourceStanding::Refuted,
             format!(
                 "{outcome} {} — {where_en} the claim says never, and one violation refutes it (its trace is kept)",
-                at_each(key, row, &seen)
+                at_each(key, row, seen)
             ),
             format!(
                 "{}：{}——论断说{where_zh}永远不会发生，一次违例就足以推翻（轨迹已保存）",
                 zh_outcome(row),
-                at_each(key, row, &seen)
+                at_each(key, row, seen)
             ),
             Some(first.probe.value.clone()),
-        ),
-        (Kind::Never, None) if clean.is_empty() => (
-            SourceStanding::Undecided,
-            format!("no injection landed {where_en}: nothing to judge"),
-            format!("在{where_zh}没有任何注入生效：无从判断"),
-            None,
         ),
         (Kind::Never, None) => (
             SourceStanding::Supported,
@@ -212,8 +221,8 @@ fn judge_source(
         ),
         (Kind::CanHappen, Some(_)) => (
             SourceStanding::Supported,
-            format!("{outcome} seen {where_en}: {}", at_each(key, row, &seen)),
-            format!("在{where_zh}观察到{}：{}", zh_outcome(row), at_each(key, row, &seen)),
+            format!("{outcome} seen {where_en}: {}", at_each(key, row, seen)),
+            format!("在{where_zh}观察到{}：{}", zh_outcome(row), at_each(key, row, seen)),
             None,
         ),
         (Kind::CanHappen, None) => (
@@ -275,6 +284,52 @@ pub fn judge_row(
 ) -> Judged {
     let (source_standing, source_evidence, source_evidence_zh, refuted_at) =
         judge_source(row, measured);
+    let points = points(row, measured);
+    let mut probes: Vec<Probe> = measured.iter().map(|m| m.probe.clone()).collect();
+    probes.sort_by(|a, b| a.resolved.total_cmp(&b.resolved));
+    let categorical = probes.iter().any(|p| !p.resolved.is_finite());
+    let (brackets, boundaries) = if categorical {
+        word_flips(row, measured)
+    } else {
+        (
+            locate::brackets(&probes, row.outcome),
+            model_flips(row, measured, params_at),
+        )
+    };
+    let inside_bracket = if brackets.is_empty() && boundaries.is_empty() {
+        None
+    } else {
+        let each_flip_inside = boundaries
+            .iter()
+            .all(|x| brackets.iter().any(|b| b.contains(*x)));
+        let each_bracket_held = brackets
+            .iter()
+            .all(|b| boundaries.iter().any(|x| b.contains(*x)));
+        Some(each_flip_inside && each_bracket_held)
+    };
+    let model_standing = model_standing(&points, inside_bracket);
+    Judged {
+        source_standing,
+        source_evidence,
+        source_evidence_zh,
+        refuted_at,
+        model: Model {
+            predicts: row.predicts_text,
+            boundary: boundaries.first().copied(),
+            boundaries,
+            inside_bracket,
+        },
+        model_standing,
+        bracket: brackets.first().cloned(),
+        brackets,
+        probes,
+        points,
+    }
+}
+
+/// The sweep's fixed points, each with the model's prediction and the
+/// row's outcome against it (its interval against the 25 % line).
+fn points(row: &Row, measured: &[Measured]) -> Vec<Point> {
     let mut points = Vec::new();
     for m in measured.iter().filter(|m| m.swept) {
         let predicts = (row.predicts)(&m.params);
@@ -301,28 +356,14 @@ pub fn judge_row(
             case_verdict: m.case_verdict.clone(),
         });
     }
-    let mut probes: Vec<Probe> = measured.iter().map(|m| m.probe.clone()).collect();
-    probes.sort_by(|a, b| a.resolved.total_cmp(&b.resolved));
-    let categorical = probes.iter().any(|p| !p.resolved.is_finite());
-    let (brackets, boundaries) = if categorical {
-        word_flips(row, measured)
-    } else {
-        (
-            locate::brackets(&probes, row.outcome),
-            model_flips(row, measured, params_at),
-        )
-    };
-    let inside_bracket = if brackets.is_empty() && boundaries.is_empty() {
-        None
-    } else {
-        let each_flip_inside = boundaries
-            .iter()
-            .all(|x| brackets.iter().any(|b| b.contains(*x)));
-        let each_bracket_held = brackets
-            .iter()
-            .all(|b| boundaries.iter().any(|x| b.contains(*x)));
-        Some(each_flip_inside && each_bracket_held)
-    };
+    points
+}
+
+/// The model's standing: it contradicts the data when a fixed point lies
+/// on the other side of the line or its boundary lies outside the
+/// measured bracket; it agrees when every fixed point agrees and no
+/// boundary misses; else undecided.
+fn model_standing(points: &[Point], inside_bracket: Option<bool>) -> Standing {
     let points_standing = if points.is_empty() {
         Standing::Undecided
     } else if points.iter().any(|p| p.standing == Standing::Contradicts) {
@@ -332,27 +373,10 @@ pub fn judge_row(
     } else {
         Standing::Undecided
     };
-    let model_standing = match (points_standing, inside_bracket) {
+    match (points_standing, inside_bracket) {
         (Standing::Contradicts, _) | (_, Some(false)) => Standing::Contradicts,
         (Standing::Agrees, _) => Standing::Agrees,
         _ => Standing::Undecided,
-    };
-    Judged {
-        source_standing,
-        source_evidence,
-        source_evidence_zh,
-        refuted_at,
-        model: Model {
-            predicts: row.predicts_text,
-            boundary: boundaries.first().copied(),
-            boundaries,
-            inside_bracket,
-        },
-        model_standing,
-        bracket: brackets.first().cloned(),
-        brackets,
-        probes,
-        points,
     }
 }
 

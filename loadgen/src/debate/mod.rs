@@ -144,6 +144,12 @@ pub async fn main(settings: Settings) -> ExitCode {
         eprintln!("seckill-loadgen: {e:#}");
         return ExitCode::from(2);
     }
+    println!("{}", summary(&doc, &settings));
+    ExitCode::SUCCESS
+}
+
+/// The closing line: each verdict counted, where the files went.
+fn summary(doc: &DebateJson, settings: &Settings) -> String {
     let count = |s: SourceStanding| {
         doc.rows
             .iter()
@@ -156,7 +162,7 @@ pub async fn main(settings: Settings) -> ExitCode {
             .filter(|r| r.judged.model_standing == s)
             .count()
     };
-    println!(
+    format!(
         "{} rows in {:.0} s. Sources: {} supported, {} refuted, {} undecided. Our model: {} agree, {} contradict, {} undecided. Written under {}{}",
         doc.rows.len(),
         doc.duration_s,
@@ -168,8 +174,7 @@ pub async fn main(settings: Settings) -> ExitCode {
         model(Standing::Undecided),
         settings.out.display(),
         if settings.write_docs { " and docs/" } else { "" }
-    );
-    ExitCode::SUCCESS
+    )
 }
 
 /// Run every chosen row's sweep, then bisect every flip of every chosen
@@ -217,30 +222,7 @@ async fn measure(
         return Ok(());
     }
     loop {
-        let mut wanted: Vec<(usize, String)> = Vec::new();
-        for row in chosen {
-            let Some(i) = measurements.iter().position(|(run, _)| *run == row.run) else {
-                continue;
-            };
-            let Some(unit) = locate::unit_of(row.run.scenario, row.run.sweep.0) else {
-                continue;
-            };
-            if locate::check_locatable(row.run.sweep.0, unit).is_err() {
-                continue;
-            }
-            let probes: Vec<Probe> = measurements[i]
-                .1
-                .iter()
-                .map(|(value, case, _)| Probe::of(case, row.run.sweep.0, value))
-                .collect();
-            let ttl = params_at(&row.run, row.run.sweep.1[0]).map_or(1000, |p| p.ttl_ms());
-            let tolerance = locate::tolerance(row.run.sweep.0, unit, ttl);
-            for value in locate::next_values(&probes, row.outcome, unit, tolerance) {
-                if !wanted.contains(&(i, value.clone())) {
-                    wanted.push((i, value));
-                }
-            }
-        }
+        let wanted = next_probes(chosen, measurements);
         if wanted.is_empty() {
             return Ok(());
         }
@@ -267,6 +249,37 @@ async fn measure(
             }
         }
     }
+}
+
+/// The next round of bisection: for every chosen row whose dial has a
+/// midpoint, the midpoint of every bracket of its outcome still wider
+/// than the tolerance (each run × value once, whichever rows want it).
+fn next_probes(chosen: &[&Row], measurements: &Measurements) -> Vec<(usize, String)> {
+    let mut wanted: Vec<(usize, String)> = Vec::new();
+    for row in chosen {
+        let Some(i) = measurements.iter().position(|(run, _)| *run == row.run) else {
+            continue;
+        };
+        let Some(unit) = locate::unit_of(row.run.scenario, row.run.sweep.0) else {
+            continue;
+        };
+        if locate::check_locatable(row.run.sweep.0, unit).is_err() {
+            continue;
+        }
+        let probes: Vec<Probe> = measurements[i]
+            .1
+            .iter()
+            .map(|(value, case, _)| Probe::of(case, row.run.sweep.0, value))
+            .collect();
+        let ttl = params_at(&row.run, row.run.sweep.1[0]).map_or(1000, |p| p.ttl_ms());
+        let tolerance = locate::tolerance(row.run.sweep.0, unit, ttl);
+        for value in locate::next_values(&probes, row.outcome, unit, tolerance) {
+            if !wanted.contains(&(i, value.clone())) {
+                wanted.push((i, value));
+            }
+        }
+    }
+    wanted
 }
 
 /// One chosen row, judged and put in its JSON shape.

@@ -69,68 +69,13 @@ pub async fn run(
         .await?
         .pop()
         .context("no report")?;
-    let mut lines: Vec<Line> = Vec::new();
-    for case in std::mem::take(&mut report.scenarios) {
-        let value = case.sweep_value(key).unwrap_or_default();
-        let mut case = case;
-        case.sweep = None;
-        match lines
-            .iter_mut()
-            .find(|l| l.strategy == case.strategy && l.variant == case.variant)
-        {
-            Some(line) => line.cases.push((value, case)),
-            None => {
-                let mut own = options.clone();
-                own.strategies = vec![case.strategy.clone()];
-                own.variants = case.variant.into_iter().collect();
-                own.sweep = None;
-                own.out = options.out.join(format!(
-                    "{}-{}{}",
-                    scenario.name(),
-                    case.strategy,
-                    case.variant.map(|v| format!("-{v}")).unwrap_or_default()
-                ));
-                lines.push(Line {
-                    scenario,
-                    strategy: case.strategy.clone(),
-                    variant: case.variant,
-                    options: own,
-                    cases: vec![(value, case)],
-                });
-            }
-        }
-    }
-    loop {
-        let mut batches = Vec::new();
-        let mut owners = Vec::new();
-        for (i, line) in lines.iter().enumerate() {
-            if line.cases.iter().any(|(_, c)| c.outcomes.is_none()) {
-                continue;
-            }
-            let tolerance = locate::tolerance(key, unit, line.ttl_ms());
-            for value in locate::next_values(&line.probes(key), line.outcome(), unit, tolerance) {
-                batches.push((vec![scenario], probe_options(&line.options, key, &value)));
-                owners.push((i, value));
-            }
-        }
-        if batches.is_empty() {
-            break;
-        }
-        if !options.quiet {
-            let values: Vec<&str> = owners.iter().map(|(_, v)| v.as_str()).collect();
-            println!("== locate {key}: probing {}", values.join(", "));
-        }
-        let reports = runner::run_batches(&batches).await?;
-        for (report, (_, options)) in reports.iter().zip(&batches) {
-            report.write(&options.out)?;
-        }
-        for ((line, value), report) in owners.into_iter().zip(reports) {
-            for mut case in report.scenarios {
-                case.sweep = None;
-                lines[line].cases.push((value.clone(), case));
-            }
-        }
-    }
+    let mut lines = lines_of(
+        std::mem::take(&mut report.scenarios),
+        scenario,
+        options,
+        key,
+    );
+    narrow(&mut lines, scenario, options, key, unit).await?;
     for line in &mut lines {
         line.cases
             .sort_by(|a, b| probe_value(&a.1, key).total_cmp(&probe_value(&b.1, key)));
@@ -173,6 +118,85 @@ pub fn probe_options(line: &Options, key: &str, value: &str) -> Options {
     options.sweep = Some((key.to_owned(), vec![value.to_owned()]));
     options.out = line.out.join(format!("probe-{key}-{value}"));
     options
+}
+
+/// The ends' cases, one line per strategy × variant, each with options
+/// of its own (one strategy, one variant, no sweep, its own folder).
+fn lines_of(cases: Vec<CaseResult>, scenario: Scenario, options: &Options, key: &str) -> Vec<Line> {
+    let mut lines: Vec<Line> = Vec::new();
+    for case in cases {
+        let value = case.sweep_value(key).unwrap_or_default();
+        let mut case = case;
+        case.sweep = None;
+        match lines
+            .iter_mut()
+            .find(|l| l.strategy == case.strategy && l.variant == case.variant)
+        {
+            Some(line) => line.cases.push((value, case)),
+            None => {
+                let mut own = options.clone();
+                own.strategies = vec![case.strategy.clone()];
+                own.variants = case.variant.into_iter().collect();
+                own.sweep = None;
+                own.out = options.out.join(format!(
+                    "{}-{}{}",
+                    scenario.name(),
+                    case.strategy,
+                    case.variant.map(|v| format!("-{v}")).unwrap_or_default()
+                ));
+                lines.push(Line {
+                    scenario,
+                    strategy: case.strategy.clone(),
+                    variant: case.variant,
+                    options: own,
+                    cases: vec![(value, case)],
+                });
+            }
+        }
+    }
+    lines
+}
+
+/// Probe the midpoint of every bracket still too wide, round after round,
+/// each round's probes side by side on the lanes, until none is left.
+async fn narrow(
+    lines: &mut [Line],
+    scenario: Scenario,
+    options: &Options,
+    key: &str,
+    unit: super::params::Unit,
+) -> anyhow::Result<()> {
+    loop {
+        let mut batches = Vec::new();
+        let mut owners = Vec::new();
+        for (i, line) in lines.iter().enumerate() {
+            if line.cases.iter().any(|(_, c)| c.outcomes.is_none()) {
+                continue;
+            }
+            let tolerance = locate::tolerance(key, unit, line.ttl_ms());
+            for value in locate::next_values(&line.probes(key), line.outcome(), unit, tolerance) {
+                batches.push((vec![scenario], probe_options(&line.options, key, &value)));
+                owners.push((i, value));
+            }
+        }
+        if batches.is_empty() {
+            return Ok(());
+        }
+        if !options.quiet {
+            let values: Vec<&str> = owners.iter().map(|(_, v)| v.as_str()).collect();
+            println!("== locate {key}: probing {}", values.join(", "));
+        }
+        let reports = runner::run_batches(&batches).await?;
+        for (report, (_, options)) in reports.iter().zip(&batches) {
+            report.write(&options.out)?;
+        }
+        for ((line, value), report) in owners.into_iter().zip(reports) {
+            for mut case in report.scenarios {
+                case.sweep = None;
+                lines[line].cases.push((value.clone(), case));
+            }
+        }
+    }
 }
 
 fn probe_value(case: &CaseResult, key: &str) -> f64 {

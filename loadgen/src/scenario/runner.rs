@@ -307,42 +307,7 @@ async fn run_planned(lab: &mut Lab, planned: &Planned, tag: &str) -> anyhow::Res
             why: why.clone(),
             params,
         };
-        let mut case = Case::new(quiet, prefix);
-        case.tag = tag.to_owned();
-        let logs = LogMarks::of(&lab.dir);
-        let limit = case_limit(params);
-        let result = match tokio::time::timeout(limit, run_case(lab, one, &mut case)).await {
-            Ok(Ok(result)) => result,
-            // The case's world (replicas, nodes, proxies) is dropped with
-            // its future: every process it started is stopped by now.
-            outcome => {
-                let reason = match outcome {
-                    Ok(Err(e)) => format!("the case failed: {e:#}"),
-                    _ => format!(
-                        "the case ran past its limit of {} s (its injections' length and dials allow for less; see the steps)",
-                        limit.as_secs()
-                    ),
-                };
-                let kept = logs.keep(&lab.options.out, &failed_folder(label, trial));
-                let reason = match kept {
-                    Ok(folder) => {
-                        format!("{reason}; the logs of its processes: {}", folder.display())
-                    }
-                    Err(e) => format!("{reason}; its logs could not be kept: {e:#}"),
-                };
-                eprintln!("seckill-loadgen: {label} (trial {trial}): {reason}");
-                CaseResult::unfinished(
-                    *scenario,
-                    entry,
-                    *variant,
-                    params,
-                    *expected,
-                    why.clone(),
-                    reason,
-                    case,
-                )
-            }
-        };
+        let result = run_trial(lab, planned, one, tag, prefix, trial).await;
         if runs > 1 && !quiet {
             println!(
                 "    {tag}[trial {trial}/{runs}] {}: {}",
@@ -366,6 +331,51 @@ async fn run_planned(lab: &mut Lab, planned: &Planned, tag: &str) -> anyhow::Res
         counted
     );
     Ok(result)
+}
+
+/// One trial of `planned` on `lab`'s lane, bounded by [`case_limit`]: a
+/// trial that fails or runs past the limit is recorded `inconclusive`
+/// with the reason, its steps, the injections it finished and the logs
+/// its processes wrote meanwhile (kept under `OUT/failed/`), and the run
+/// goes on.
+async fn run_trial(
+    lab: &mut Lab,
+    planned: &Planned,
+    one: Trial<'_>,
+    tag: &str,
+    prefix: String,
+    trial: u32,
+) -> CaseResult {
+    let mut case = Case::new(lab.options.quiet, prefix);
+    case.tag = tag.to_owned();
+    let logs = LogMarks::of(&lab.dir);
+    let limit = case_limit(&planned.params);
+    let reason = match tokio::time::timeout(limit, run_case(lab, one, &mut case)).await {
+        Ok(Ok(result)) => return result,
+        // The case's world (replicas, nodes, proxies) is dropped with its
+        // future: every process it started is stopped by now.
+        Ok(Err(e)) => format!("the case failed: {e:#}"),
+        Err(_) => format!(
+            "the case ran past its limit of {} s (its injections' length and dials allow for less; see the steps)",
+            limit.as_secs()
+        ),
+    };
+    let label = &planned.label;
+    let reason = match logs.keep(&lab.options.out, &failed_folder(label, trial)) {
+        Ok(folder) => format!("{reason}; the logs of its processes: {}", folder.display()),
+        Err(e) => format!("{reason}; its logs could not be kept: {e:#}"),
+    };
+    eprintln!("seckill-loadgen: {label} (trial {trial}): {reason}");
+    CaseResult::unfinished(
+        planned.scenario,
+        &planned.entry,
+        planned.variant,
+        &planned.params,
+        planned.expected,
+        planned.why.clone(),
+        reason,
+        case,
+    )
 }
 
 /// Why `entry` cannot run here, if it cannot. The probe replica that
