@@ -165,6 +165,25 @@ fn every_scenario_ends_as_its_design_predicts() {
         // A crash can land while the holder is between its SETs (node 3
         // held no key yet): that round is recorded, not counted.
         let proven = injections.iter().filter(|i| i["proof"].is_string()).count();
+        // Every injection that broke something keeps its trace (the
+        // counterexample to a "never" claim): the overlapping sections,
+        // the first overlaps, the audit row and the orders of its round.
+        for i in injections {
+            let broke = i["exclusion_broken"] == true || i["data_damaged"] == true;
+            assert_eq!(i["trace"].is_object(), broke, "{i}");
+            if i["exclusion_broken"] == true {
+                assert!(
+                    !i["trace"]["first_overlaps"]
+                        .as_array()
+                        .expect("first overlaps")
+                        .is_empty(),
+                    "{i}"
+                );
+            }
+            if broke {
+                assert!(i["trace"]["audit"]["product_id"] == 1, "{i}");
+            }
+        }
         assert!(proven >= 10, "{proven} of 12 proven: {c}");
         let judged = if c["outcomes"]["stalled"].is_object() {
             "stalled"

@@ -212,6 +212,15 @@ const NET_REDLOCK_LONG: Run = Run {
     ],
     ..NET_REDLOCK_SHORT
 };
+// The per-node timeout swept at one delay (0.9 TTL: a vote that arrives
+// leaves 34 ms of validity for 100 ms of work): below the delay no late
+// vote counts; above it they all do.
+const NET_REDLOCK_TIMEOUTS: Run = Run {
+    id: "net-redlock-node-timeouts",
+    sets: &[("ttl_ms", "400"), ("work_ms", "100"), ("delay", "0.9ttl")],
+    sweep: ("node_timeout_ms", &["50", "200", "500", "1000"]),
+    ..NET_REDLOCK_SHORT
+};
 const ACQ_CHECK: Run = Run {
     id: "acquire-redlock-check",
     scenario: Scenario::AcquirePause,
@@ -441,6 +450,10 @@ fn slew_up_to_ten_pct(p: &Params) -> bool {
     p.number("slew_pct") <= 10.0
 }
 
+fn timeout_within_ttl_minus_work(p: &Params) -> bool {
+    p.count("node_timeout_ms") <= p.ttl_ms().saturating_sub(p.ms("work_ms"))
+}
+
 fn slew_from_six_pct(p: &Params) -> bool {
     p.number("slew_pct") >= 6.0
 }
@@ -633,6 +646,25 @@ pub const ROWS: &[Row] = &[
         outcome: Outcome::ExclusionBroken,
         predicts: redlock_delay,
         predicts_text: "breaks where 0 < TTL − delay − drift < work, holds elsewhere",
+    },
+    Row {
+        id: "node-timeout-below-ttl-minus-work",
+        source: DERIVED,
+        quote: "",
+        quote_zh: "",
+        claim: "A per-node timeout no longer than TTL − work keeps late votes from leaving the holder less validity than its work: exclusion holds; a longer one lets them count",
+        claim_zh: "每节点超时不超过 TTL − 工作时长时，迟到的票不会让持有者的有效期短于工作：互斥成立；超时更长，迟到的票就会被计入",
+        states: Claim {
+            kind: Kind::Never,
+            applies: timeout_within_ttl_minus_work,
+            applies_text: "at every node timeout no longer than TTL − work",
+            applies_zh: "每节点超时不超过 TTL − 工作时长的每一个点",
+        },
+        mechanism: "a's replies from the three Redlock nodes arrive 0.9 TTL (360 ms) late; a vote slower than the node timeout is dropped; one within it arrives with 34 ms of validity for 100 ms of work, and the keys expire inside the section",
+        run: NET_REDLOCK_TIMEOUTS,
+        outcome: Outcome::ExclusionBroken,
+        predicts: redlock_delay,
+        predicts_text: "breaks once the timeout exceeds the delay (the late votes count, their validity shorter than the work), holds below",
     },
     Row {
         id: "validity-shorter-than-work",

@@ -277,6 +277,9 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
         } else {
             None
         };
+        let a_only =
+            crate::api::Service::new(vec![world.replica("a")?.url()], super::lab::TOKEN.into());
+        let tries_before = lock_attempts(&a_only, strategy).await;
         for proxy in &world.proxies {
             if postgres {
                 proxy.set_delays(Duration::from_millis(delay), Duration::ZERO);
@@ -314,6 +317,19 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
             delay + ttl + work_ms
         };
         pause(hold_ms.saturating_sub(case.clock_ms() - start_ms)).await;
+        // The holder was touched: held at its check as the delay began
+        // (where=after-check), or it tried to take the lock while the
+        // delay was in force — else the slow link delayed nobody's lock.
+        let tries = match (tries_before, lock_attempts(&a_only, strategy).await) {
+            (Some(before), Some(after)) => after - before,
+            _ => 0.0,
+        };
+        let touched = (after_check && at_check) || tries >= 1.0;
+        if !touched {
+            case.step(format!(
+                "not counted: replica a did not try to take the lock while the delay was in force ({tries} attempts)"
+            ));
+        }
         for proxy in &world.proxies {
             proxy.set_delay(Duration::ZERO);
         }
@@ -327,7 +343,17 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
             holder: Some("a".into()),
             start_ms,
             end_ms,
-            proof: seen.then(|| proof(&slowest, delay, postgres, after_check)),
+            proof: (seen && touched).then(|| {
+                format!(
+                    "{}; replica a {}",
+                    proof(&slowest, delay, postgres, after_check),
+                    if after_check {
+                        "held the lock at its check as the delay began".to_owned()
+                    } else {
+                        format!("tried to take the lock {tries} times while the delay was in force")
+                    }
+                )
+            }),
             stalled: None,
         };
         pause(work_ms + 150).await;
@@ -435,6 +461,16 @@ async fn round_trips(
 }
 
 /// The window's proof, as the report prints it.
+/// Replica `service`'s lock attempts under `strategy` so far
+/// (`seckill_lock_attempts_total`; `None`: unreadable).
+async fn lock_attempts(service: &crate::api::Service, strategy: &str) -> Option<f64> {
+    service
+        .scrape()
+        .await
+        .ok()
+        .map(|s| s.sum("seckill_lock_attempts_total", &[("strategy", strategy)]))
+}
+
 fn proof(slowest: &[Duration], delay: u64, postgres: bool, after_check: bool) -> String {
     format!(
         "{}{} took {} (≥ {delay} ms)",
