@@ -119,9 +119,14 @@ pub struct Judged {
     pub points: Vec<Point>,
 }
 
-/// `k of n at key=value` for the probes in `of`.
+/// `k of n at key=value` for the probes in `of`, by value: all of them
+/// when three or fewer, else the first three and how many in all.
 fn at_each(key: &str, row: &Row, of: &[&Measured]) -> String {
-    of.iter()
+    let mut sorted: Vec<&&Measured> = of.iter().collect();
+    sorted.sort_by(|a, b| a.probe.resolved.total_cmp(&b.probe.resolved));
+    let each: Vec<String> = sorted
+        .iter()
+        .take(3)
         .map(|m| {
             let rate = m.probe.rate(row.outcome);
             format!(
@@ -130,8 +135,12 @@ fn at_each(key: &str, row: &Row, of: &[&Measured]) -> String {
                 m.probe.value
             )
         })
-        .collect::<Vec<_>>()
-        .join(", ")
+        .collect();
+    if sorted.len() > 3 {
+        format!("{}, … ({} probes in all)", each.join(", "), sorted.len())
+    } else {
+        each.join(", ")
+    }
 }
 
 /// The 95 % upper bound on the rate after 0 of `n`, in %.

@@ -109,16 +109,32 @@ fn bracket_text(b: &Bracket, key: &str, lang: Lang) -> String {
 
 fn model_text(row: &RowJson, lang: Lang) -> String {
     let m = &row.judged.model;
-    let standing = row.judged.model_standing;
-    let boundary = match (m.boundaries.is_empty(), lang) {
+    let unit = if row.judged.probes.iter().all(|p| p.resolved.is_finite()) {
+        match row
+            .scenario
+            .params()
+            .iter()
+            .find(|s| s.name == row.sweep.key)
+            .map(|s| s.unit)
+        {
+            Some(crate::scenario::ParamUnit::Ms | crate::scenario::ParamUnit::MsOrFill) => " ms",
+            Some(crate::scenario::ParamUnit::Number) if row.sweep.key.ends_with("_pct") => " %",
+            Some(crate::scenario::ParamUnit::Count) if row.sweep.key.ends_with("_ms") => " ms",
+            _ => "",
+        }
+    } else {
+        ""
+    };
+    let at: Vec<String> = m
+        .boundaries
+        .iter()
+        .map(|x| format!("{x:.1}{unit}"))
+        .collect();
+    let boundary = match (at.is_empty(), lang) {
         (true, Lang::En) => "no boundary in range".to_owned(),
         (true, Lang::Zh) => "范围内无边界".to_owned(),
-        (false, _) => m
-            .boundaries
-            .iter()
-            .map(|x| format!("{x:.1}"))
-            .collect::<Vec<_>>()
-            .join(", "),
+        (false, Lang::En) => format!("boundary at {}", at.join(", ")),
+        (false, Lang::Zh) => format!("边界在 {}", at.join("、")),
     };
     let inside = match (m.inside_bracket, lang) {
         (Some(true), Lang::En) => ", inside the bracket",
@@ -127,17 +143,19 @@ fn model_text(row: &RowJson, lang: Lang) -> String {
         (Some(false), Lang::Zh) => "，不在区间内",
         (None, _) => "",
     };
-    let word = match lang {
-        Lang::En => standing.as_str().to_owned(),
-        Lang::Zh => match standing {
-            Standing::Agrees => "一致".to_owned(),
-            Standing::Contradicts => "矛盾".to_owned(),
-            Standing::Undecided => "未定".to_owned(),
-        },
-    };
     match lang {
-        Lang::En => format!("{word} (boundary {boundary}{inside})"),
-        Lang::Zh => format!("{word}（边界 {boundary}{inside}）"),
+        Lang::En => format!(
+            "{} ({boundary}{inside})",
+            row.judged.model_standing.as_str()
+        ),
+        Lang::Zh => {
+            let word = match row.judged.model_standing {
+                Standing::Agrees => "一致",
+                Standing::Contradicts => "矛盾",
+                Standing::Undecided => "未定",
+            };
+            format!("{word}（{boundary}{inside}）")
+        }
     }
 }
 
@@ -198,7 +216,7 @@ fn markdown(doc: &DebateJson, lang: Lang) -> String {
              given) and refuted by one violation, whose trace is kept; a claim that something *can* happen \
              is supported by one proven injection. {} injections at every point of every sweep; where two \
              neighbouring points differ, the runner bisects between them until the bracket is at most 5 % \
-             of the TTL (a duration) or 1 (a slew, %) wide. Our model's prediction is a separate column: it \
+             of the TTL (a duration) or 1 (a slew, %) wide; a bisection probe of a duration is written in ms. Our model's prediction is a separate column: it \
              agrees when its boundary lies inside the measured bracket and every fixed point of the sweep \
              lies on its side of the {:.0} % line.\n",
             doc.profile,
