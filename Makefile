@@ -98,11 +98,13 @@ check-docs:
 results:
 	@cargo run --quiet --locked -p seckill-lab -- results
 
-## The Redlock debate, claim by claim (Kleppmann 2016, antirez's reply, the
-## Redis docs), on measured curves: release build, then each claim's sweep
-## across the boundary it names (INJECTIONS=20 at every point), into
-## loadgen-report/debate/; writes
-## docs/redlock-debate.md and docs/redlock-debate.json.
+## The Redlock debate, judged against its sources (Kleppmann 2016,
+## antirez's reply, the Redis docs): release build, then each claim's
+## sweep (INJECTIONS=20 at every point) and the bisection of every flip,
+## each row judged as its source states it and, apart, against our model;
+## reports under loadgen-report/debate/; writes docs/redlock-debate.{md,json},
+## docs/zh/redlock-debate.md and docs/redlock-debate/ (curves,
+## counterexamples). One row: seckill-loadgen debate --rows ID --out DIR.
 debate:
 	@scripts/debate.sh
 

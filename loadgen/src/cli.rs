@@ -203,6 +203,11 @@ enum Command {
         /// The sweep's fixed points only: no bisection between them.
         #[arg(long)]
         no_locate: bool,
+        /// Read back each run already measured under --out (its
+        /// scenarios.json and its probe-* reports) instead of running it
+        /// again; the others run. The JSON lists the runs read back.
+        #[arg(long)]
+        reuse: bool,
         #[command(flatten)]
         lab: LabArgs,
     },
@@ -663,6 +668,7 @@ pub async fn run() -> ExitCode {
             out,
             write_docs,
             no_locate,
+            reuse,
             lab:
                 LabArgs {
                     database_url,
@@ -692,6 +698,7 @@ pub async fn run() -> ExitCode {
                 out,
                 write_docs,
                 no_locate,
+                reuse,
                 scenario,
             })
             .await;

@@ -12,7 +12,11 @@ use crate::scenario::{self, CaseResult, Outcome, Scenario, Standing};
 
 /// Each run's cases so far: (value as run, case, one of the sweep's
 /// fixed points).
-pub type Measurements = Vec<(rows::Run, Vec<(String, CaseResult, bool)>)>;
+pub type Measurements = Vec<(rows::Run, Vec<Measured>)>;
+
+/// One case of a run: its value as run, the case, whether it is one of the
+/// sweep's fixed points.
+pub type Measured = (String, CaseResult, bool);
 
 /// One row of `redlock-debate.json`.
 #[derive(Debug, Serialize)]
@@ -55,6 +59,37 @@ pub struct RowJson {
     pub report: String,
 }
 
+/// Each verdict counted over the rows.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Tally {
+    pub supported: usize,
+    pub refuted: usize,
+    pub undecided: usize,
+    pub agrees: usize,
+    pub contradicts: usize,
+    pub model_undecided: usize,
+}
+
+impl DebateJson {
+    /// The sources' and the model's verdicts, counted.
+    pub fn tally(&self) -> Tally {
+        let mut t = Tally::default();
+        for r in &self.rows {
+            match r.judged.source_standing {
+                judge::SourceStanding::Supported => t.supported += 1,
+                judge::SourceStanding::Refuted => t.refuted += 1,
+                judge::SourceStanding::Undecided => t.undecided += 1,
+            }
+            match r.judged.model_standing {
+                Standing::Agrees => t.agrees += 1,
+                Standing::Contradicts => t.contradicts += 1,
+                Standing::Undecided => t.model_undecided += 1,
+            }
+        }
+        t
+    }
+}
+
 /// The first edition's `sweep`: the dial and its fixed points.
 #[derive(Debug, Serialize)]
 pub struct SweepJson {
@@ -71,6 +106,9 @@ pub struct DebateJson {
     pub profile: &'static str,
     pub injections_per_point: u32,
     pub decision_rate: f64,
+    /// Runs read back from an earlier debate's reports (`--reuse`), not
+    /// measured by this one.
+    pub reused: Vec<&'static str>,
     pub duration_s: f64,
     pub rows: Vec<RowJson>,
 }
@@ -123,7 +161,7 @@ pub fn counterexample(
     })))
 }
 
-/// The scenario command of `run` without its sweep.
+/// The scenario command of `run` without its sweep (nor its injections).
 pub fn scenario_command_at(run: &rows::Run) -> String {
     let mut command = format!(
         "seckill-loadgen scenario {} --strategies {}",

@@ -36,7 +36,7 @@ pub use judge::{Judged, SourceStanding};
 pub use rows::{Row, Run, Source, ROWS};
 
 use crate::scenario::locate::{self, Probe};
-use crate::scenario::{self, owned_sets, Params, Scenario, Standing, DECISION_RATE};
+use crate::scenario::{self, owned_sets, CaseResult, Params, Scenario, DECISION_RATE};
 
 /// The settings of `make debate`.
 #[derive(Debug, Clone)]
@@ -51,6 +51,9 @@ pub struct Settings {
     pub write_docs: bool,
     /// No bisection: the sweep's fixed points only.
     pub no_locate: bool,
+    /// Read back the runs already measured under `out` instead of running
+    /// them again (`--reuse`).
+    pub reuse: bool,
     /// What every scenario run needs (database, binary, …).
     pub scenario: scenario::Options,
 }
@@ -109,13 +112,13 @@ pub async fn main(settings: Settings) -> ExitCode {
     let wanted = |id: &str| settings.only.is_empty() || settings.only.iter().any(|o| o == id);
     let chosen: Vec<&Row> = ROWS.iter().filter(|r| wanted(r.id)).collect();
     let mut measurements: Measurements = Vec::new();
-    match measure(&settings, &chosen, &mut measurements).await {
-        Ok(()) => {}
+    let reused = match measure(&settings, &chosen, &mut measurements).await {
+        Ok(reused) => reused,
         Err(e) => {
             eprintln!("seckill-loadgen: the debate's runs failed: {e:#}");
             return ExitCode::from(3);
         }
-    }
+    };
     let rows: Vec<RowJson> = chosen
         .iter()
         .filter_map(|row| row_json(&settings, row, &measurements))
@@ -130,6 +133,7 @@ pub async fn main(settings: Settings) -> ExitCode {
         },
         injections_per_point: settings.injections,
         decision_rate: DECISION_RATE,
+        reused,
         duration_s: (started.elapsed().as_secs_f64() * 10.0).round() / 10.0,
         rows,
     };
@@ -150,28 +154,17 @@ pub async fn main(settings: Settings) -> ExitCode {
 
 /// The closing line: each verdict counted, where the files went.
 fn summary(doc: &DebateJson, settings: &Settings) -> String {
-    let count = |s: SourceStanding| {
-        doc.rows
-            .iter()
-            .filter(|r| r.judged.source_standing == s)
-            .count()
-    };
-    let model = |s: Standing| {
-        doc.rows
-            .iter()
-            .filter(|r| r.judged.model_standing == s)
-            .count()
-    };
+    let t = doc.tally();
     format!(
         "{} rows in {:.0} s. Sources: {} supported, {} refuted, {} undecided. Our model: {} agree, {} contradict, {} undecided. Written under {}{}",
         doc.rows.len(),
         doc.duration_s,
-        count(SourceStanding::Supported),
-        count(SourceStanding::Refuted),
-        count(SourceStanding::Undecided),
-        model(Standing::Agrees),
-        model(Standing::Contradicts),
-        model(Standing::Undecided),
+        t.supported,
+        t.refuted,
+        t.undecided,
+        t.agrees,
+        t.contradicts,
+        t.model_undecided,
         settings.out.display(),
         if settings.write_docs { " and docs/" } else { "" }
     )
@@ -179,19 +172,35 @@ fn summary(doc: &DebateJson, settings: &Settings) -> String {
 
 /// Run every chosen row's sweep, then bisect every flip of every chosen
 /// row's outcome, round after round, all of a round's probes on one plan
-/// of lanes.
+/// of lanes; the ids of the runs read back (`--reuse`).
 async fn measure(
     settings: &Settings,
     chosen: &[&Row],
     measurements: &mut Measurements,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Vec<&'static str>> {
     let mut runs: Vec<Run> = Vec::new();
     for row in chosen {
         if !runs.contains(&row.run) {
             runs.push(row.run);
         }
     }
-    let batches: Vec<_> = runs
+    let mut reused: Measurements = Vec::new();
+    let mut to_run: Vec<Run> = Vec::new();
+    for run in runs {
+        match settings.reuse.then(|| read_back(&settings.out, &run)) {
+            Some(Some(cases)) => {
+                println!(
+                    "== debate run {}: read back from {} ({} cases)",
+                    run.id,
+                    settings.out.join(run.id).display(),
+                    cases.len()
+                );
+                reused.push((run, cases));
+            }
+            _ => to_run.push(run),
+        }
+    }
+    let batches: Vec<_> = to_run
         .iter()
         .map(|run| {
             println!(
@@ -209,8 +218,12 @@ async fn measure(
             )
         })
         .collect();
-    let reports = scenario::run_batches_and_write(&batches).await?;
-    for (run, report) in runs.iter().zip(reports) {
+    let reports = if batches.is_empty() {
+        Vec::new()
+    } else {
+        scenario::run_batches_and_write(&batches).await?
+    };
+    for (run, report) in to_run.iter().zip(reports) {
         let cases = report
             .scenarios
             .into_iter()
@@ -218,13 +231,15 @@ async fn measure(
             .collect();
         measurements.push((*run, cases));
     }
+    let ids = reused.iter().map(|(run, _)| run.id).collect();
+    measurements.extend(reused);
     if settings.no_locate {
-        return Ok(());
+        return Ok(ids);
     }
     loop {
         let wanted = next_probes(chosen, measurements);
         if wanted.is_empty() {
-            return Ok(());
+            return Ok(ids);
         }
         let batches: Vec<_> = wanted
             .iter()
@@ -280,6 +295,40 @@ fn next_probes(chosen: &[&Row], measurements: &Measurements) -> Vec<(usize, Stri
         }
     }
     wanted
+}
+
+/// `--reuse`: the cases of `run` kept under `out` by an earlier debate —
+/// its sweep's `scenarios.json` and every `probe-*/scenarios.json` beside
+/// it — or `None` when its sweep's report is not there or cannot be read.
+fn read_back(out: &std::path::Path, run: &Run) -> Option<Vec<doc::Measured>> {
+    let folder = out.join(run.id);
+    let read = |path: std::path::PathBuf| -> Option<Vec<CaseResult>> {
+        let text = std::fs::read_to_string(path).ok()?;
+        serde_json::from_str::<scenario::ScenarioReport>(&text)
+            .ok()
+            .map(|r| r.scenarios)
+    };
+    let value = |c: &CaseResult| c.sweep_value(run.sweep.0).unwrap_or_default();
+    let mut cases: Vec<doc::Measured> = read(folder.join("scenarios.json"))?
+        .into_iter()
+        .map(|c| (value(&c), c, true))
+        .collect();
+    let mut probes: Vec<std::path::PathBuf> = std::fs::read_dir(&folder)
+        .ok()?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("probe-"))
+        })
+        .collect();
+    probes.sort();
+    for probe in probes {
+        for c in read(probe.join("scenarios.json")).unwrap_or_default() {
+            cases.push((value(&c), c, false));
+        }
+    }
+    Some(cases)
 }
 
 /// One chosen row, judged and put in its JSON shape.
@@ -357,24 +406,13 @@ fn rerun_command(settings: &Settings, row: &Row) -> String {
 
 /// The scenario command of a run's fixed points.
 fn scenario_command(settings: &Settings, run: &Run) -> String {
-    let mut command = format!(
-        "seckill-loadgen scenario {} --strategies {}",
-        run.scenario.name(),
-        run.strategy
-    );
-    if let Some(variant) = run.variant {
-        command.push_str(&format!(" --variants {variant}"));
-    }
-    for (key, value) in run.sets {
-        command.push_str(&format!(" --set {key}={value}"));
-    }
-    command.push_str(&format!(
-        " --set injections={} --sweep {}={}",
+    format!(
+        "{} --set injections={} --sweep {}={}",
+        doc::scenario_command_at(run),
         settings.injections,
         run.sweep.0,
         run.sweep.1.join(",")
-    ));
-    command
+    )
 }
 
 #[cfg(test)]
@@ -442,6 +480,7 @@ mod tests {
             out: PathBuf::from("loadgen-report/debate"),
             write_docs: false,
             no_locate: false,
+            reuse: false,
             scenario: scenario::Options {
                 strategies: Vec::new(),
                 out: PathBuf::new(),

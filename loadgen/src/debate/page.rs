@@ -194,18 +194,7 @@ fn markdown(doc: &DebateJson, lang: Lang) -> String {
     let en = lang == Lang::En;
     let up = if en { "" } else { "../" };
     let mut md = String::new();
-    let count = |s: SourceStanding| {
-        doc.rows
-            .iter()
-            .filter(|r| r.judged.source_standing == s)
-            .count()
-    };
-    let model = |s: Standing| {
-        doc.rows
-            .iter()
-            .filter(|r| r.judged.model_standing == s)
-            .count()
-    };
+    let t = doc.tally();
     if en {
         md.push_str("# The Redlock debate, judged against its sources\n\n");
         let _ = writeln!(
@@ -224,15 +213,22 @@ fn markdown(doc: &DebateJson, lang: Lang) -> String {
             doc.injections_per_point,
             doc.decision_rate * 100.0
         );
+        if !doc.reused.is_empty() {
+            let _ = writeln!(
+                md,
+                "Runs read back from an earlier run's reports (`--reuse`), not measured again: {}.\n",
+                doc.reused.join(", ")
+            );
+        }
         let _ = writeln!(
             md,
             "**The sources: {} supported, {} refuted, {} undecided. Our model: {} agrees, {} contradicts, {} undecided.**\n",
-            count(SourceStanding::Supported),
-            count(SourceStanding::Refuted),
-            count(SourceStanding::Undecided),
-            model(Standing::Agrees),
-            model(Standing::Contradicts),
-            model(Standing::Undecided)
+            t.supported,
+            t.refuted,
+            t.undecided,
+            t.agrees,
+            t.contradicts,
+            t.model_undecided
         );
         md.push_str(
             "| # | source | claim, as stated | the source's verdict | measured | our model |\n",
@@ -255,12 +251,12 @@ fn markdown(doc: &DebateJson, lang: Lang) -> String {
         let _ = writeln!(
             md,
             "**原文论断：{} 条成立，{} 条被推翻，{} 条未定。我们的模型：{} 条一致，{} 条矛盾，{} 条未定。**\n",
-            count(SourceStanding::Supported),
-            count(SourceStanding::Refuted),
-            count(SourceStanding::Undecided),
-            model(Standing::Agrees),
-            model(Standing::Contradicts),
-            model(Standing::Undecided)
+            t.supported,
+            t.refuted,
+            t.undecided,
+            t.agrees,
+            t.contradicts,
+            t.model_undecided
         );
         md.push_str("| # | 出处 | 论断（原文的说法） | 对原文的判定 | 测得 | 我们的模型 |\n");
     }

@@ -183,28 +183,18 @@ impl CaseResult {
         }
     }
 
-    /// A case that started and did not finish: it failed (`reason`: the
-    /// error) or ran past its time limit. It is `inconclusive`, with the
-    /// steps it logged and the injections it finished (their k of n is
-    /// kept, the interval as wide as those few allow); the run goes on.
-    #[allow(clippy::too_many_arguments)]
-    pub fn unfinished(
-        scenario: Scenario,
-        entry: &StrategyEntry,
-        variant: Option<Variant>,
-        params: &super::params::Params,
-        expected: Expected,
-        why: String,
-        reason: String,
-        case: super::world::Case,
-    ) -> Self {
-        let mut result = Self::not_run(scenario, entry, variant, params, expected, why, reason);
-        result.verdict = CaseVerdict::Inconclusive;
-        result.duration_s = (case.started.elapsed().as_secs_f64() * 100.0).round() / 100.0;
-        result.outcomes = (!case.injections.is_empty()).then(|| Outcomes::of(&case.injections));
-        result.injections = case.injections;
-        result.steps = case.steps;
-        result
+    /// This record, for a case that started and did not finish: it failed
+    /// (the reason: the error) or ran past its time limit. It is
+    /// `inconclusive`, with the steps it logged and the injections it
+    /// finished (their k of n is kept, the interval as wide as those few
+    /// allow); the run goes on.
+    pub fn unfinished(mut self, case: super::world::Case) -> Self {
+        self.verdict = CaseVerdict::Inconclusive;
+        self.duration_s = (case.started.elapsed().as_secs_f64() * 100.0).round() / 100.0;
+        self.outcomes = (!case.injections.is_empty()).then(|| Outcomes::of(&case.injections));
+        self.injections = case.injections;
+        self.steps = case.steps;
+        self
     }
 
     /// The verdict of a measured case, from its rates: the judged

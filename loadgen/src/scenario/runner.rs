@@ -134,6 +134,21 @@ struct Planned {
     not_run: Option<String>,
 }
 
+impl Planned {
+    /// Its record when it did not run, or did not finish: `reason` why.
+    fn not_run(&self, reason: String) -> CaseResult {
+        CaseResult::not_run(
+            self.scenario,
+            &self.entry,
+            self.variant,
+            &self.params,
+            self.expected,
+            self.why.clone(),
+            reason,
+        )
+    }
+}
+
 /// Every case of the run, in report order: each chosen scenario × strategy
 /// × variant at every point of the sweep (one point without `--sweep`).
 /// A strategy the scenario does not aim at is skipped (once, with the
@@ -279,15 +294,7 @@ async fn run_planned(lab: &mut Lab, planned: &Planned, tag: &str) -> anyhow::Res
     } = planned;
     if let Some(reason) = not_run {
         println!("{label}: NOT RUN — {reason}");
-        return Ok(CaseResult::not_run(
-            *scenario,
-            entry,
-            *variant,
-            params,
-            *expected,
-            why.clone(),
-            reason.clone(),
-        ));
+        return Ok(planned.not_run(reason.clone()));
     }
     if !quiet {
         println!("== {tag}{label} (expected: {})", expected.as_str());
@@ -366,16 +373,7 @@ async fn run_trial(
         Err(e) => format!("{reason}; its logs could not be kept: {e:#}"),
     };
     eprintln!("seckill-loadgen: {label} (trial {trial}): {reason}");
-    CaseResult::unfinished(
-        planned.scenario,
-        &planned.entry,
-        planned.variant,
-        &planned.params,
-        planned.expected,
-        planned.why.clone(),
-        reason,
-        case,
-    )
+    planned.not_run(reason).unfinished(case)
 }
 
 /// Why `entry` cannot run here, if it cannot. The probe replica that

@@ -272,14 +272,22 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
         // where=after-check: replica a is held at its last check (its own
         // hook stops it there), the delay switched on, and a let go: the
         // write it sends next is the first late request.
+        // where=anywhere: a's lock attempts so far, to see it try while
+        // the delay is in force. Read before a may be stopped: a stopped
+        // replica answers nothing, not even its metrics, and a read that
+        // waited for it would hold a past its TTL.
+        let a_only =
+            crate::api::Service::new(vec![world.replica("a")?.url()], super::lab::TOKEN.into());
+        let tries_before = if after_check {
+            None
+        } else {
+            lock_attempts(&a_only, strategy).await
+        };
         let held = if after_check {
             inject::stop_replica(world, case, "a", FreezeAt::AfterCheck).await?
         } else {
             None
         };
-        let a_only =
-            crate::api::Service::new(vec![world.replica("a")?.url()], super::lab::TOKEN.into());
-        let tries_before = lock_attempts(&a_only, strategy).await;
         for proxy in &world.proxies {
             if postgres {
                 proxy.set_delays(Duration::from_millis(delay), Duration::ZERO);
@@ -320,9 +328,11 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
         // The holder was touched: held at its check as the delay began
         // (where=after-check), or it tried to take the lock while the
         // delay was in force — else the slow link delayed nobody's lock.
-        let tries = match (tries_before, lock_attempts(&a_only, strategy).await) {
-            (Some(before), Some(after)) => after - before,
-            _ => 0.0,
+        let tries = match tries_before {
+            Some(before) => lock_attempts(&a_only, strategy)
+                .await
+                .map_or(0.0, |after| after - before),
+            None => 0.0,
         };
         let touched = (after_check && at_check) || tries >= 1.0;
         if !touched {
