@@ -167,11 +167,14 @@ fn judge_source(row: &Row, measured: &[Measured]) -> Verdict {
             None,
         );
     }
-    let seen: Vec<&Measured> = relevant
+    // By value: a refuted claim's counterexample is its violation closest
+    // to the low end of the dial.
+    let mut seen: Vec<&Measured> = relevant
         .iter()
         .copied()
         .filter(|m| m.probe.seen(row.outcome) == Some(true))
         .collect();
+    seen.sort_by(|a, b| a.probe.resolved.total_cmp(&b.probe.resolved));
     let clean: Vec<&Measured> = relevant
         .iter()
         .copied()

@@ -216,7 +216,8 @@ fn markdown(doc: &DebateJson, lang: Lang) -> String {
         if !doc.reused.is_empty() {
             let _ = writeln!(
                 md,
-                "Runs read back from an earlier run's reports (`--reuse`), not measured again: {}.\n",
+                "{} of the runs were read back from the reports an earlier run kept (`--reuse`): the time above is not theirs; each run's own report (`scenarios.json` under the debate's `--out`) holds its cases' durations. Read back: {}.\n",
+                doc.reused.len(),
                 doc.reused.join(", ")
             );
         }
@@ -289,7 +290,8 @@ fn markdown(doc: &DebateJson, lang: Lang) -> String {
         };
         let _ = writeln!(
             md,
-            "| [{}](#{}) | {}{} | {} | **{}** — {} | {} | {} |",
+            "| [{}](#{}-{}) | {}{} | {} | **{}** — {} | {} | {} |",
+            i + 1,
             i + 1,
             r.id,
             cite(r, lang),
@@ -311,7 +313,8 @@ fn markdown(doc: &DebateJson, lang: Lang) -> String {
         "\n## 逐条\n"
     });
     for (i, r) in doc.rows.iter().enumerate() {
-        let _ = writeln!(md, "\n### {}. {} {{#{}}}\n", i + 1, r.id, r.id);
+        // GitHub's anchor of "### 3. some-id" is "#3-some-id".
+        let _ = writeln!(md, "\n### {}. {}\n", i + 1, r.id);
         let outcome = match (r.outcome, en) {
             (Outcome::ExclusionBroken, true) => "exclusion broken",
             (Outcome::DataDamaged, true) => "data damaged",

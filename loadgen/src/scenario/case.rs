@@ -143,7 +143,14 @@ impl CaseResult {
         self.params
             .get(format!("{key}_as_typed"))
             .or_else(|| self.params.get(key))
-            .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
+            .map(|v| match (v.as_str(), v.as_f64()) {
+                (Some(text), _) => text.to_owned(),
+                // A number as it would be typed: `6`, not `6.0`.
+                (None, Some(x)) if x.fract() == 0.0 && !v.is_i64() && !v.is_u64() => {
+                    format!("{x:.0}")
+                }
+                _ => v.to_string(),
+            })
     }
 
     /// A case that could not run here: `reason` says why and the remedy.
