@@ -13,13 +13,13 @@
 //! probe until the bracket is at most 5 % of the TTL (a duration) or 1 %
 //! (a slew) wide.
 //!
-//! Each row is judged twice ([`judge`]): the source's claim against the
+//! Each row is judged twice (`judge.rs`): the source's claim against the
 //! data (`supported`, `refuted`, `undecided`: a "never" claim stands only
 //! on 0 of n and falls to one violation, whose trace is kept; a "can
 //! happen" claim stands on one), and our model (its predicted boundary
 //! inside the measured bracket, its side of the 25 % line at every point).
 //!
-//! The files ([`page`]) go under `--out` (`redlock-debate.{md,json}`, a
+//! The files (`page.rs`) go under `--out` (`redlock-debate.{md,json}`, a
 //! Chinese page, one curve per row, the counterexamples); `--write-docs`
 //! writes the same into `docs/` (every row only).
 
