@@ -170,20 +170,9 @@ fn summary(doc: &DebateJson, settings: &Settings) -> String {
     )
 }
 
-/// Run every chosen row's sweep, then bisect every flip of every chosen
-/// row's outcome, round after round, all of a round's probes on one plan
-/// of lanes; the ids of the runs read back (`--reuse`).
-async fn measure(
-    settings: &Settings,
-    chosen: &[&Row],
-    measurements: &mut Measurements,
-) -> anyhow::Result<Vec<&'static str>> {
-    let mut runs: Vec<Run> = Vec::new();
-    for row in chosen {
-        if !runs.contains(&row.run) {
-            runs.push(row.run);
-        }
-    }
+/// `--reuse`: the runs whose reports are kept under `--out`, read back,
+/// and the runs left to measure (every run without `--reuse`).
+fn read_back_all(settings: &Settings, runs: Vec<Run>) -> (Measurements, Vec<Run>) {
     let mut reused: Measurements = Vec::new();
     let mut to_run: Vec<Run> = Vec::new();
     for run in runs {
@@ -200,6 +189,11 @@ async fn measure(
             _ => to_run.push(run),
         }
     }
+    (reused, to_run)
+}
+
+/// Each run's sweep, all on one plan of lanes; its reports written.
+async fn sweep(settings: &Settings, to_run: &[Run]) -> anyhow::Result<Measurements> {
     let batches: Vec<_> = to_run
         .iter()
         .map(|run| {
@@ -223,14 +217,34 @@ async fn measure(
     } else {
         scenario::run_batches_and_write(&batches).await?
     };
+    let mut swept: Measurements = Vec::new();
     for (run, report) in to_run.iter().zip(reports) {
         let cases = report
             .scenarios
             .into_iter()
             .map(|c| (c.sweep_value(run.sweep.0).unwrap_or_default(), c, true))
             .collect();
-        measurements.push((*run, cases));
+        swept.push((*run, cases));
     }
+    Ok(swept)
+}
+
+/// Run every chosen row's sweep, then bisect every flip of every chosen
+/// row's outcome, round after round, all of a round's probes on one plan
+/// of lanes; the ids of the runs read back (`--reuse`).
+async fn measure(
+    settings: &Settings,
+    chosen: &[&Row],
+    measurements: &mut Measurements,
+) -> anyhow::Result<Vec<&'static str>> {
+    let mut runs: Vec<Run> = Vec::new();
+    for row in chosen {
+        if !runs.contains(&row.run) {
+            runs.push(row.run);
+        }
+    }
+    let (reused, to_run) = read_back_all(settings, runs);
+    measurements.extend(sweep(settings, &to_run).await?);
     let ids = reused.iter().map(|(run, _)| run.id).collect();
     measurements.extend(reused);
     if settings.no_locate {
