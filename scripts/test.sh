@@ -8,6 +8,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/services.sh
 ensure_packages
+# lab's check-k8s test renders deploy/k8s (kubectl), reads the compose file
+# (docker-compose) and validates in a virtualenv (python3-venv).
+require_packages kubectl:kubectl docker-compose:docker-compose deb:python3-venv:python3-venv
 ensure_postgres
 ensure_mariadb
 drop_test_databases
