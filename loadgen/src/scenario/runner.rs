@@ -357,11 +357,24 @@ async fn run_trial(
     case.tag = tag.to_owned();
     let logs = LogMarks::of(&lab.dir);
     let limit = case_limit(&planned.params);
-    let reason = match tokio::time::timeout(limit, run_case(lab, one, &mut case)).await {
-        Ok(Ok(result)) => return result,
+    // A panic inside the case (a bug of ours) is its failure too, not the
+    // run's: caught here, the world it started dropped with its future.
+    let guarded = futures_util::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(run_case(
+        lab, one, &mut case,
+    )));
+    let reason = match tokio::time::timeout(limit, guarded).await {
+        Ok(Ok(Ok(result))) => return result,
         // The case's world (replicas, nodes, proxies) is dropped with its
         // future: every process it started is stopped by now.
-        Ok(Err(e)) => format!("the case failed: {e:#}"),
+        Ok(Ok(Err(e))) => format!("the case failed: {e:#}"),
+        Ok(Err(panic)) => format!(
+            "the case panicked: {}",
+            panic
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| panic.downcast_ref::<&str>().copied())
+                .unwrap_or("(no message)")
+        ),
         Err(_) => format!(
             "the case ran past its limit of {} s (its injections' length and dials allow for less; see the steps)",
             limit.as_secs()
@@ -518,8 +531,19 @@ fn combine(mut trials: Vec<CaseResult>) -> CaseResult {
 /// is bounded by the TTL, the work, the pauses and the lock wait, a few
 /// seconds apart from the start of the world), so only a hang reaches it.
 fn case_limit(params: &Params) -> std::time::Duration {
-    let per_injection_ms = params.ttl_ms().saturating_mul(4) + params.max_ms() + 10_000;
-    let injections = params.injections().max(1);
+    // Not every scenario has a TTL or counted injections (a fixed fault):
+    // read only the dials it declares.
+    let ttl = if params.has("ttl_ms") {
+        params.ttl_ms()
+    } else {
+        0
+    };
+    let injections = if params.has("injections") || params.has("promotions") {
+        params.injections().max(1)
+    } else {
+        1
+    };
+    let per_injection_ms = ttl.saturating_mul(4) + params.max_ms() + 10_000;
     std::time::Duration::from_millis(120_000 + injections.saturating_mul(per_injection_ms))
 }
 
