@@ -30,6 +30,10 @@ pub struct Ready {
     what: String,
     within: Duration,
     every: Duration,
+    /// The local port the probe asks: an answer there counts only when the
+    /// listener is this process's (or one of its group's), not another
+    /// process's that took the same free port first.
+    port: Option<u16>,
 }
 
 impl std::fmt::Debug for Ready {
@@ -52,7 +56,14 @@ impl Ready {
             what: what.into(),
             within: Duration::from_secs(30),
             every: Duration::from_millis(50),
+            port: None,
         }
+    }
+
+    /// The answer must come from a listener of the started process's group.
+    fn on_port(mut self, port: u16) -> Self {
+        self.port = Some(port);
+        self
     }
 
     /// Ready once something accepts a TCP connection on `addr`.
@@ -60,6 +71,7 @@ impl Ready {
         Self::when(format!("a TCP connect to {addr}"), move || {
             TcpStream::connect_timeout(&addr, PROBE_TIMEOUT).is_ok()
         })
+        .on_port(addr.port())
     }
 
     /// Ready once `GET path` on `127.0.0.1:port` answers 2xx.
@@ -69,6 +81,7 @@ impl Ready {
         Self::when(format!("GET {path} answering 2xx on {addr}"), move || {
             http_status(addr, &path).is_some_and(|status| (200..300).contains(&status))
         })
+        .on_port(port)
     }
 
     /// Ready once the Redis on `127.0.0.1:port` answers `PING` with `PONG`
@@ -78,6 +91,7 @@ impl Ready {
         Self::when(format!("PONG from {addr}"), move || {
             ask(addr, b"PING\r\n").is_some_and(|answer| answer.starts_with("+PONG"))
         })
+        .on_port(port)
         .within(Duration::from_secs(5))
         .every(Duration::from_millis(20))
     }
@@ -90,6 +104,7 @@ impl Ready {
         Self::when(format!("`srvr` naming a Mode on {addr}"), move || {
             ask(addr, b"srvr").is_some_and(|answer| answer.contains("Mode:"))
         })
+        .on_port(port)
         .within(Duration::from_secs(60))
         .every(Duration::from_millis(100))
     }
@@ -152,7 +167,15 @@ impl Running {
         answered: bool,
         deadline: Instant,
     ) -> Result<bool, LaunchError> {
-        if answered {
+        // Another process that took the same free port first answers for
+        // it: not ready (this one will fail to bind, exit, and be started
+        // again on other ports), never a false start.
+        let theirs = answered
+            && ready
+                .port
+                .and_then(listener_group)
+                .is_some_and(|group| group != self.pid());
+        if answered && !theirs {
             Ok(true)
         } else if self.has_exited() {
             Err(self.exited_at_start())
@@ -162,6 +185,53 @@ impl Running {
             Ok(false)
         }
     }
+}
+
+/// The process group of whoever listens on TCP `port` (IPv4 or IPv6),
+/// from /proc: the listening socket's inode, the process holding it, its
+/// group. `None` when it cannot be told (no /proc, no such listener seen,
+/// a process not readable).
+fn listener_group(port: u16) -> Option<u32> {
+    let inodes: Vec<String> = ["/proc/net/tcp", "/proc/net/tcp6"]
+        .iter()
+        .filter_map(|table| std::fs::read_to_string(table).ok())
+        .flat_map(|text| {
+            text.lines()
+                .skip(1)
+                .filter_map(|line| {
+                    let fields: Vec<&str> = line.split_whitespace().collect();
+                    let local_port = fields.get(1)?.rsplit(':').next()?;
+                    let listening = *fields.get(3)? == "0A";
+                    (listening && u16::from_str_radix(local_port, 16).ok()? == port)
+                        .then(|| fields.get(9).map(|inode| format!("socket:[{inode}]")))
+                        .flatten()
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    if inodes.is_empty() {
+        return None;
+    }
+    for entry in std::fs::read_dir("/proc").ok()?.filter_map(Result::ok) {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(fds) = std::fs::read_dir(entry.path().join("fd")) else {
+            continue;
+        };
+        let holds = fds.filter_map(Result::ok).any(|fd| {
+            std::fs::read_link(fd.path())
+                .is_ok_and(|target| inodes.iter().any(|i| target.as_os_str() == i.as_str()))
+        });
+        if holds {
+            // /proc/PID/stat: "pid (comm) state ppid pgrp …"; comm may
+            // hold spaces and parentheses, so read after the last ')'.
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            let after = stat.rsplit_once(')')?.1;
+            return after.split_whitespace().nth(2)?.parse().ok();
+        }
+    }
+    None
 }
 
 /// Send `request`, read the answer until the server closes or goes quiet.
@@ -196,4 +266,30 @@ fn http_status(addr: SocketAddr, path: &str) -> Option<u16> {
     let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
     let answer = ask(addr, request.as_bytes())?;
     answer.get(9..12)?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// This test process's own group, from /proc/self/stat.
+    fn own_group() -> u32 {
+        let stat = std::fs::read_to_string("/proc/self/stat").expect("/proc/self/stat");
+        let after = stat.rsplit_once(')').expect("comm").1;
+        after
+            .split_whitespace()
+            .nth(2)
+            .and_then(|g| g.parse().ok())
+            .expect("pgrp")
+    }
+
+    #[test]
+    fn a_port_is_traced_to_the_group_of_the_process_listening_on_it() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        assert_eq!(listener_group(port), Some(own_group()));
+        drop(listener);
+        // Nobody listens now: nothing to tell.
+        assert_eq!(listener_group(port), None);
+    }
 }
