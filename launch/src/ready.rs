@@ -66,12 +66,13 @@ impl Ready {
         self
     }
 
-    /// Ready once something accepts a TCP connection on `addr`.
+    /// Ready once something accepts a TCP connection on `addr` — whoever
+    /// listens (the server probes below also ask that the listener is the
+    /// started process's own).
     pub fn port(addr: SocketAddr) -> Self {
         Self::when(format!("a TCP connect to {addr}"), move || {
             TcpStream::connect_timeout(&addr, PROBE_TIMEOUT).is_ok()
         })
-        .on_port(addr.port())
     }
 
     /// Ready once `GET path` on `127.0.0.1:port` answers 2xx.
