@@ -196,8 +196,10 @@ enum Command {
         /// zh/redlock-debate.md, the curves and the counterexamples.
         #[arg(long, default_value = "loadgen-report/debate")]
         out: PathBuf,
-        /// Also write the pages, curves and counterexamples into docs/
-        /// (every row: not with --rows).
+        /// Also write the pages, curves and counterexamples into docs/;
+        /// with --rows, the rows measured now replace theirs in
+        /// docs/redlock-debate.json and every other row is kept as it was
+        /// measured (the JSON lists them under `kept`).
         #[arg(long)]
         write_docs: bool,
         /// The sweep's fixed points only: no bisection between them.

@@ -106,6 +106,21 @@ fn a_pause_after_the_last_check_damages_the_data_and_one_shorter_than_the_ttl_do
     // Below the TTL: the key outlives the pause, nobody else enters.
     let short = &cases[0];
     assert_eq!(short["params"]["pause_as_typed"], "0.3ttl");
+    // The fault record carries the dials in force under their own names
+    // (the pause in ms, the position as typed), and each injection the
+    // holder the fault touched.
+    assert_eq!(
+        short["faults"]["pause"], short["params"]["pause"],
+        "{short}"
+    );
+    assert_eq!(short["faults"]["where"], "after-check", "{short}");
+    assert_eq!(short["faults"]["ttl_ms"], 250, "{short}");
+    assert!(short["faults"].get("sigstop_ms").is_none(), "{short}");
+    let injections = short["injections"].as_array().expect("injections");
+    assert!(
+        injections.iter().all(|i| i["holder"] == "a"),
+        "{injections:?}"
+    );
     assert_eq!(rate(short, "exclusion_broken"), (0, 12), "{short}");
     assert_eq!(rate(short, "data_damaged"), (0, 12), "{short}");
     // Past it, after the check: the woken holder writes what it read

@@ -3,7 +3,9 @@
 //! that fills them and the pages that print them.
 
 use anyhow::Context as _;
-use serde::Serialize;
+use std::borrow::Cow;
+
+use serde::{Deserialize, Serialize};
 
 use super::judge::{self, Judged};
 use super::rows::{self, Source};
@@ -18,27 +20,51 @@ pub type Measurements = Vec<(rows::Run, Vec<Measured>)>;
 /// sweep's fixed points.
 pub type Measured = (String, CaseResult, bool);
 
+/// Text of a row: a row's own words as written in `rows.rs`, or read
+/// back from an earlier `redlock-debate.json`.
+pub type Text = Cow<'static, str>;
+
+/// A row's source, as the JSON has it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SourceJson {
+    pub author: Text,
+    pub title: Text,
+    pub year: u16,
+    pub url: Text,
+}
+
+impl From<Source> for SourceJson {
+    fn from(s: Source) -> Self {
+        Self {
+            author: s.author.into(),
+            title: s.title.into(),
+            year: s.year,
+            url: s.url.into(),
+        }
+    }
+}
+
 /// One row of `redlock-debate.json`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RowJson {
-    pub id: &'static str,
-    pub source: Source,
-    pub quote: &'static str,
-    pub quote_zh: &'static str,
-    pub claim: &'static str,
-    pub claim_zh: &'static str,
+    pub id: Text,
+    pub source: SourceJson,
+    pub quote: Text,
+    pub quote_zh: Text,
+    pub claim: Text,
+    pub claim_zh: Text,
     /// `never` or `can-happen`.
     pub claim_kind: rows::Kind,
     /// Where along the sweep the source's claim applies.
-    pub claim_applies: &'static str,
-    pub mechanism: &'static str,
+    pub claim_applies: Text,
+    pub mechanism: Text,
     pub scenario: Scenario,
     pub strategy: StrategyName,
     pub variant: Option<Variant>,
     pub fixed: Vec<(String, String)>,
     pub outcome: Outcome,
     /// Our model's prediction, in words (the first edition's field).
-    pub predicts: &'static str,
+    pub predicts: Text,
     /// The fixed points of the sweep, with the model's prediction at each.
     pub sweep: SweepJson,
     /// The model's standing (the first edition's field).
@@ -91,26 +117,92 @@ impl DebateJson {
 }
 
 /// The first edition's `sweep`: the dial and its fixed points.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SweepJson {
-    pub key: &'static str,
+    pub key: Text,
     pub points: Vec<judge::Point>,
 }
 
 /// `redlock-debate.json`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct DebateJson {
-    pub tool: &'static str,
-    pub version: &'static str,
+    pub tool: Text,
+    pub version: Text,
     /// The build that measured: `release` (`make debate`) or `debug`.
-    pub profile: &'static str,
+    pub profile: Text,
     pub injections_per_point: u32,
     pub decision_rate: f64,
     /// Runs read back from an earlier debate's reports (`--reuse`), not
     /// measured by this one.
-    pub reused: Vec<&'static str>,
+    pub reused: Vec<Text>,
+    /// Rows not measured by this run: kept as an earlier run measured them
+    /// (`debate --rows ID --write-docs` measures only its rows).
+    #[serde(default)]
+    pub kept: Vec<Text>,
     pub duration_s: f64,
     pub rows: Vec<RowJson>,
+}
+
+/// An earlier `redlock-debate.json`.
+pub fn read(path: &std::path::Path) -> anyhow::Result<DebateJson> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("read {}", path.display()))?;
+    serde_json::from_str(&text).with_context(|| format!("parse {}", path.display()))
+}
+
+/// The page of every row in `order`: the rows `now` measured, and every
+/// other one as `earlier` has it (listed in `kept`); a row neither has is
+/// an error naming it. The head (build, injections) is `now`'s; the two
+/// must agree on the injections per point.
+pub fn merge<'a>(
+    earlier: &DebateJson,
+    now: &DebateJson,
+    order: impl Iterator<Item = &'a str>,
+) -> anyhow::Result<DebateJson> {
+    anyhow::ensure!(
+        earlier.injections_per_point == now.injections_per_point,
+        "the page in docs/ was measured with {} injections per point, this run with {}: one page, one n",
+        earlier.injections_per_point,
+        now.injections_per_point
+    );
+    let mut rows = Vec::new();
+    let mut kept = earlier.kept.clone();
+    for id in order {
+        if let Some(row) = now.rows.iter().find(|r| r.id == id) {
+            rows.push(row.clone());
+            kept.retain(|k| k != id);
+        } else if let Some(row) = earlier.rows.iter().find(|r| r.id == id) {
+            rows.push(row.clone());
+            if !kept.iter().any(|k| k == id) {
+                kept.push(Text::Owned(id.to_owned()));
+            }
+        } else {
+            anyhow::bail!("row {id} is on neither the page nor this run: measure it (--rows {id})");
+        }
+    }
+    Ok(DebateJson {
+        rows,
+        kept,
+        reused: now.reused.clone(),
+        duration_s: earlier.duration_s,
+        ..now.clone_head()
+    })
+}
+
+impl DebateJson {
+    /// Everything but the rows and the lists of rows.
+    fn clone_head(&self) -> Self {
+        Self {
+            tool: self.tool.clone(),
+            version: self.version.clone(),
+            profile: self.profile.clone(),
+            injections_per_point: self.injections_per_point,
+            decision_rate: self.decision_rate,
+            reused: Vec::new(),
+            kept: Vec::new(),
+            duration_s: self.duration_s,
+            rows: Vec::new(),
+        }
+    }
 }
 
 /// The counterexample of a refuted row: the first injection at

@@ -5,7 +5,7 @@
 //! prediction (its boundary inside the measured bracket, its side at every
 //! point of the sweep).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::rows::{Kind, Row};
 use crate::judge::Expected;
@@ -13,7 +13,7 @@ use crate::scenario::locate::{self, Bracket, Probe};
 use crate::scenario::{Params, Rate, Standing};
 
 /// What the data say of the source's claim.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SourceStanding {
     /// As the source states it, the data bear it out.
@@ -58,7 +58,7 @@ pub struct Measured {
 }
 
 /// One point of the sweep with the model's prediction there.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Point {
     /// The value as typed.
     pub value: String,
@@ -80,10 +80,10 @@ pub struct Point {
 }
 
 /// The model's side of a row.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Model {
     /// What it predicts, in words.
-    pub predicts: &'static str,
+    pub predicts: super::doc::Text,
     /// Where it predicts the outcome to flip along the dial, in the dial's
     /// unit (ms for a duration; `null`: no flip in the range probed).
     pub boundary: Option<f64>,
@@ -95,7 +95,7 @@ pub struct Model {
 }
 
 /// A row, judged.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Judged {
     /// The source's claim against the data.
     pub source_standing: SourceStanding,
@@ -326,7 +326,7 @@ pub fn judge_row(
         source_evidence_zh,
         refuted_at,
         model: Model {
-            predicts: row.predicts_text,
+            predicts: row.predicts_text.into(),
             boundary: boundaries.first().copied(),
             boundaries,
             inside_bracket,

@@ -92,10 +92,22 @@ fn batch(
 /// written, not a failure of the tool.
 pub async fn main(settings: Settings) -> ExitCode {
     let started = std::time::Instant::now();
-    if settings.write_docs && !settings.only.is_empty() {
-        eprintln!("seckill-loadgen: --write-docs writes every row's page: drop --rows (or write under --out only)");
-        return ExitCode::from(2);
-    }
+    // With --rows, the page in docs/ keeps every other row as measured
+    // before: read it first, so a page that cannot be read stops the run
+    // before anything is measured.
+    let earlier = match (settings.write_docs && !settings.only.is_empty())
+        .then(|| doc::read(&docs_json()))
+        .transpose()
+    {
+        Ok(earlier) => earlier,
+        Err(e) => {
+            eprintln!(
+                "seckill-loadgen: --write-docs --rows keeps the other rows of {}: {e:#}",
+                docs_json().display()
+            );
+            return ExitCode::from(2);
+        }
+    };
     let unknown: Vec<&String> = settings
         .only
         .iter()
@@ -124,24 +136,29 @@ pub async fn main(settings: Settings) -> ExitCode {
         .filter_map(|row| row_json(&settings, row, &measurements))
         .collect();
     let doc = DebateJson {
-        tool: "seckill-loadgen",
-        version: env!("CARGO_PKG_VERSION"),
+        tool: "seckill-loadgen".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
         profile: if cfg!(debug_assertions) {
             "debug"
         } else {
             "release"
-        },
+        }
+        .into(),
         injections_per_point: settings.injections,
         decision_rate: DECISION_RATE,
-        reused,
+        reused: reused.into_iter().map(Into::into).collect(),
+        kept: Vec::new(),
         duration_s: (started.elapsed().as_secs_f64() * 10.0).round() / 10.0,
         rows,
     };
     let written = page::write_all(&doc, &measurements, &settings.out).and_then(|()| {
-        if settings.write_docs {
-            page::write_all(&doc, &measurements, std::path::Path::new("docs"))
-        } else {
-            Ok(())
+        match (settings.write_docs, earlier) {
+            (false, _) => Ok(()),
+            (true, None) => page::write_all(&doc, &measurements, docs_dir()),
+            (true, Some(earlier)) => {
+                let merged = doc::merge(&earlier, &doc, ROWS.iter().map(|r| r.id))?;
+                page::write_all(&merged, &measurements, docs_dir())
+            }
         }
     });
     if let Err(e) = written {
@@ -150,6 +167,16 @@ pub async fn main(settings: Settings) -> ExitCode {
     }
     println!("{}", summary(&doc, &settings));
     ExitCode::SUCCESS
+}
+
+/// `docs/`, where `--write-docs` writes.
+fn docs_dir() -> &'static std::path::Path {
+    std::path::Path::new("docs")
+}
+
+/// The debate's JSON in `docs/`.
+fn docs_json() -> PathBuf {
+    docs_dir().join("redlock-debate.json")
 }
 
 /// The closing line: each verdict counted, where the files went.
@@ -373,23 +400,23 @@ fn row_json(settings: &Settings, row: &Row, measurements: &Measurements) -> Opti
         .as_ref()
         .map(|_| format!("redlock-debate/counterexamples/{}.json", row.id));
     Some(RowJson {
-        id: row.id,
-        source: row.source,
-        quote: row.quote,
-        quote_zh: row.quote_zh,
-        claim: row.claim,
-        claim_zh: row.claim_zh,
+        id: row.id.into(),
+        source: row.source.into(),
+        quote: row.quote.into(),
+        quote_zh: row.quote_zh.into(),
+        claim: row.claim.into(),
+        claim_zh: row.claim_zh.into(),
         claim_kind: row.states.kind,
-        claim_applies: row.states.applies_text,
-        mechanism: row.mechanism,
+        claim_applies: row.states.applies_text.into(),
+        mechanism: row.mechanism.into(),
         scenario: row.run.scenario,
         strategy: row.run.strategy,
         variant: row.run.variant,
         fixed: owned_sets(row.run.sets),
         outcome: row.outcome,
-        predicts: row.predicts_text,
+        predicts: row.predicts_text.into(),
         sweep: SweepJson {
-            key: row.run.sweep.0,
+            key: row.run.sweep.0.into(),
             points: judged.points.clone(),
         },
         standing: judged.model_standing,
@@ -463,7 +490,12 @@ mod tests {
                 .sweep
                 .1
                 .iter()
-                .map(|v| (row.predicts)(&params_at(&row.run, v).expect("params")))
+                .map(|v| {
+                    let params = params_at(&row.run, v).expect("params");
+                    // Where the claim applies reads the same scenario's dials.
+                    let _ = (row.states.applies)(&params);
+                    (row.predicts)(&params)
+                })
                 .collect();
             let both =
                 predictions.contains(&Expected::Holds) && predictions.contains(&Expected::Breaks);

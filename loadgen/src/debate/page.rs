@@ -68,7 +68,7 @@ fn curve(row: &RowJson) -> String {
         })
         .collect();
     crate::scenario::draw_curve(&Curve {
-        key: row.sweep.key.to_owned(),
+        key: row.sweep.key.to_string(),
         points,
         model_flips: row.judged.model.boundaries.clone(),
         brackets: row
@@ -221,6 +221,14 @@ fn markdown(doc: &DebateJson, lang: Lang) -> String {
                 doc.reused.join(", ")
             );
         }
+        if !doc.kept.is_empty() {
+            let _ = writeln!(
+                md,
+                "{} of the rows were measured by an earlier run and kept as it measured them (`debate --rows ID --write-docs` measures only its rows): {}.\n",
+                doc.kept.len(),
+                doc.kept.join(", ")
+            );
+        }
         let _ = writeln!(
             md,
             "**The sources: {} supported, {} refuted, {} undecided. Our model: {} agrees, {} contradicts, {} undecided.**\n",
@@ -249,6 +257,14 @@ fn markdown(doc: &DebateJson, lang: Lang) -> String {
             doc.injections_per_point,
             doc.decision_rate * 100.0
         );
+        if !doc.kept.is_empty() {
+            let _ = writeln!(
+                md,
+                "其中 {} 行由更早的一次运行测得，按原样保留（`debate --rows ID --write-docs` 只测它列出的行）：{}。\n",
+                doc.kept.len(),
+                doc.kept.join(", ")
+            );
+        }
         let _ = writeln!(
             md,
             "**原文论断：{} 条成立，{} 条被推翻，{} 条未定。我们的模型：{} 条一致，{} 条矛盾，{} 条未定。**\n",
@@ -267,7 +283,7 @@ fn markdown(doc: &DebateJson, lang: Lang) -> String {
             .judged
             .brackets
             .iter()
-            .map(|b| bracket_text(b, r.sweep.key, lang))
+            .map(|b| bracket_text(b, &r.sweep.key, lang))
             .collect::<Vec<_>>()
             .join("; ");
         let measured = if measured.is_empty() {
@@ -296,7 +312,7 @@ fn markdown(doc: &DebateJson, lang: Lang) -> String {
             r.id,
             cite(r, lang),
             quote(r, lang),
-            if en { r.claim } else { r.claim_zh },
+            if en { &r.claim } else { &r.claim_zh },
             standing_word(r.judged.source_standing, lang),
             if en {
                 &r.judged.source_evidence

@@ -13,6 +13,10 @@ use serde::Serialize;
 use crate::api::{StrategyName, Variant};
 use crate::judge::Expected;
 use crate::scenario::predictions;
+use crate::scenario::typed::{
+    AcquirePauseDials, ClockJumpDials, ClockSlewDials, FailoverDials, GcPauseDials, Persistence,
+    RedlockRestartDials, SlowNetworkDials,
+};
 use crate::scenario::{Outcome, Params, Scenario};
 
 /// Where a claim comes from.
@@ -64,7 +68,7 @@ pub const DERIVED: Source = Source {
 };
 
 /// What kind of claim a source makes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Kind {
     /// The outcome never happens where the claim applies: supported only
@@ -265,7 +269,9 @@ const FSYNC_POWER: Run = Run {
     strategy: StrategyName::Redlock,
     variant: Some(Variant::Restart),
     sets: &[("ttl_ms", "2000"), ("work_ms", "1000"), ("crash", "power")],
-    sweep: ("persistence", &["none", "everysec", "always"]),
+    // In order of how much reaches the disk at once: no AOF, the kernel's
+    // own sync (`no`), once a second, at every write.
+    sweep: ("persistence", &["none", "no", "everysec", "always"]),
 };
 const FSYNC_PROCESS: Run = Run {
     id: "fsync-kill-9-redlock",
@@ -274,7 +280,20 @@ const FSYNC_PROCESS: Run = Run {
         ("work_ms", "1000"),
         ("crash", "process"),
     ],
-    sweep: ("persistence", &["everysec", "always"]),
+    sweep: ("persistence", &["no", "everysec", "always"]),
+    ..FSYNC_POWER
+};
+// everysec's window: the power cut `crash_after_ms` after the holder is
+// seen inside; it works 2 s, so it is still inside at the latest cut.
+const EVERYSEC_WINDOW: Run = Run {
+    id: "everysec-window-redlock",
+    sets: &[
+        ("ttl_ms", "3000"),
+        ("work_ms", "2000"),
+        ("persistence", "everysec"),
+        ("crash", "power"),
+    ],
+    sweep: ("crash_after_ms", &["0", "400", "800", "1200", "1600"]),
     ..FSYNC_POWER
 };
 const NET_PG_REDLOCK: Run = Run {
@@ -393,31 +412,33 @@ fn holds(_: &Params) -> Expected {
 }
 
 fn postgres_write_late(p: &Params) -> Expected {
-    predictions::postgres_damage(crate::api::Kind::Validity, p)
+    predictions::postgres_damage(crate::api::Kind::Validity, &SlowNetworkDials::of(p))
 }
 
 fn outlived(p: &Params) -> Expected {
-    yes(predictions::outlived(p))
+    yes(predictions::outlived(&GcPauseDials::of(p)))
 }
 
 fn late_grant(p: &Params) -> Expected {
-    yes(predictions::late_grant_breaks(p))
+    yes(predictions::late_grant_breaks(&SlowNetworkDials::of(p)))
 }
 
 fn redlock_delay(p: &Params) -> Expected {
-    yes(predictions::votes_arrive(p) && predictions::short_validity(p, p.ms("delay")))
+    let d = SlowNetworkDials::of(p);
+    yes(predictions::votes_arrive(&d) && predictions::short_validity(d.ttl_ms, d.work_ms, d.delay))
 }
 
 fn acquire_check(p: &Params) -> Expected {
-    yes(predictions::short_validity(p, p.ms("pause")))
+    let d = AcquirePauseDials::of(p);
+    yes(predictions::short_validity(d.ttl_ms, d.work_ms, d.pause))
 }
 
 fn acquire_no_check(p: &Params) -> Expected {
-    yes(predictions::unchecked_outlived(p))
+    yes(predictions::unchecked_outlived(&AcquirePauseDials::of(p)))
 }
 
 fn failover_key_missing(p: &Params) -> Expected {
-    yes(predictions::key_missing(p))
+    yes(predictions::key_missing(&FailoverDials::of(p)))
 }
 
 // Where each source's claim applies, as the source states it.
@@ -426,54 +447,69 @@ fn everywhere(_: &Params) -> bool {
     true
 }
 
+fn acquire_pause_over_ttl(p: &Params) -> bool {
+    let d = AcquirePauseDials::of(p);
+    d.pause > d.ttl_ms
+}
+
 fn pause_over_ttl(p: &Params) -> bool {
-    p.ms("pause") > p.ttl_ms()
+    let d = GcPauseDials::of(p);
+    d.pause > d.ttl_ms
 }
 
 fn delay_over_ttl(p: &Params) -> bool {
-    p.ms("delay") > p.ttl_ms()
+    let d = SlowNetworkDials::of(p);
+    d.delay > d.ttl_ms
 }
 
 fn jump_over_ttl(p: &Params) -> bool {
-    p.ms("jump") >= p.ttl_ms()
+    let d = ClockJumpDials::of(p);
+    d.jump >= d.ttl_ms
 }
 
 fn restart_delay_over_ttl(p: &Params) -> bool {
-    p.ms("restart_delay") > p.ttl_ms()
+    let d = RedlockRestartDials::of(p);
+    d.restart_delay > d.ttl_ms
+}
+
+/// The cut comes 1.2 s or more after the SET.
+fn cut_a_sync_later(p: &Params) -> bool {
+    RedlockRestartDials::of(p).crash_after_ms >= 1200
 }
 
 fn everysec(p: &Params) -> bool {
-    p.choice("persistence") == "everysec"
+    RedlockRestartDials::of(p).persistence == Persistence::Everysec
 }
 
 fn slew_up_to_ten_pct(p: &Params) -> bool {
-    p.number("slew_pct") <= 10.0
+    ClockSlewDials::of(p).slew_pct <= 10.0
 }
 
 fn timeout_within_ttl_minus_work(p: &Params) -> bool {
-    p.count("node_timeout_ms") <= p.ttl_ms().saturating_sub(p.ms("work_ms"))
+    let d = SlowNetworkDials::of(p);
+    d.node_timeout_ms <= d.ttl_ms.saturating_sub(d.work_ms)
 }
 
 fn slew_from_six_pct(p: &Params) -> bool {
-    p.number("slew_pct") >= 6.0
+    ClockSlewDials::of(p).slew_pct >= 6.0
 }
 
 /// antirez: a quorum that came too late is refused; one in time leaves
 /// the work its validity (he sets aside a validity shorter than the work).
 fn delay_leaves_work_its_validity(p: &Params) -> bool {
-    !predictions::short_validity(p, p.ms("delay"))
+    let d = SlowNetworkDials::of(p);
+    !predictions::short_validity(d.ttl_ms, d.work_ms, d.delay)
 }
 
 fn promoted_before_the_copy(p: &Params) -> bool {
-    predictions::key_missing(p)
+    predictions::key_missing(&FailoverDials::of(p))
 }
 
 /// The Redis docs: the guarantee holds while the work fits in the
 /// validity; a quorum with no validity left is refused (nobody enters).
 fn work_fits_validity(p: &Params) -> bool {
-    let pause = p.ms("pause");
-    let short = predictions::short_validity(p, pause);
-    !short
+    let d = AcquirePauseDials::of(p);
+    !predictions::short_validity(d.ttl_ms, d.work_ms, d.pause)
 }
 
 const NEVER_ANYWHERE: Claim = Claim {
@@ -694,7 +730,7 @@ pub const ROWS: &[Row] = &[
         claim_zh: "客户端在锁请求的回复途中被暂停，醒来后以为自己持有锁，与下一个持有者并存——按规范实现的 Redlock，耗时检查开着",
         states: Claim {
             kind: Kind::CanHappen,
-            applies: pause_over_ttl,
+            applies: acquire_pause_over_ttl,
             applies_text: "at every pause longer than the TTL (the locks expired during it)",
             applies_zh: "暂停长于 TTL（锁在暂停中过期）的每一个点",
         },
@@ -713,7 +749,7 @@ pub const ROWS: &[Row] = &[
         claim_zh: "获取锁时被暂停的客户端，若不做耗时检查就相信多数票，会在即将过期的键上进入临界区",
         states: Claim {
             kind: Kind::CanHappen,
-            applies: pause_over_ttl,
+            applies: acquire_pause_over_ttl,
             applies_text: "at every pause longer than the TTL (the locks expired during it)",
             applies_zh: "暂停长于 TTL（锁在暂停中过期）的每一个点",
         },
@@ -786,7 +822,7 @@ pub const ROWS: &[Row] = &[
         mechanism: "five nodes, a reaching 1,2,3 and b 3,4,5; while a holder is inside, node 3's wall clock (the one Redis expires keys by) jumps forward by `jump`; its key expires and the other side builds a majority on node 3",
         run: JUMP,
         outcome: Outcome::ExclusionBroken,
-        predicts: predictions::clock_jump,
+        predicts: |p| predictions::clock_jump(&ClockJumpDials::of(p)),
         predicts_text: "breaks when jump > TTL − work, holds below",
     },
     Row {
@@ -805,7 +841,7 @@ pub const ROWS: &[Row] = &[
         mechanism: "the same partition; node 3 (no persistence) is killed while a holder is inside and comes back empty after `restart_delay`; the other side builds a majority on it if the holder is still inside",
         run: RESTART_DELAY,
         outcome: Outcome::ExclusionBroken,
-        predicts: predictions::redlock_restart,
+        predicts: |p| predictions::redlock_restart(&RedlockRestartDials::of(p)),
         predicts_text: "breaks when the delay is shorter than the section (work), holds from there on — the TTL is more than enough",
     },
     Row {
@@ -824,22 +860,41 @@ pub const ROWS: &[Row] = &[
         mechanism: "node 3 runs under a preload that keeps its AOF's unsynced bytes in process memory; kill -9 then loses them as a power cut would (the bytes lost are in each injection's proof); it restarts at once",
         run: FSYNC_POWER,
         outcome: Outcome::ExclusionBroken,
-        predicts: predictions::redlock_restart,
-        predicts_text: "breaks with none and everysec (the key written since the last sync is lost), holds with always",
+        predicts: |p| predictions::redlock_restart(&RedlockRestartDials::of(p)),
+        predicts_text: "breaks with none, no (the kernel syncs seconds later) and everysec (the key written since the last sync is lost), holds with always",
     },
     Row {
         id: "fsync-kill-9",
         source: DERIVED,
         quote: "",
         quote_zh: "",
-        claim: "kill -9 is not a test of fsync: an AOF with everysec or always survives it, because the kernel keeps what was written",
-        claim_zh: "kill -9 测不出 fsync 的问题：内核保留了已写入的内容，everysec 与 always 的 AOF 都能挺过去",
+        claim: "kill -9 is not a test of fsync: an AOF with no, everysec or always survives it, because the kernel keeps what was written",
+        claim_zh: "kill -9 测不出 fsync 的问题：内核保留了已写入的内容，appendfsync 为 no、everysec 或 always 的 AOF 都能挺过去",
         states: NEVER_ANYWHERE,
-        mechanism: "the same restart at once, with a plain kill -9: the page cache survives the process, so everysec keeps the key as always does",
+        mechanism: "the same restart at once, with a plain kill -9: the page cache survives the process, so no and everysec keep the key as always does",
         run: FSYNC_PROCESS,
         outcome: Outcome::ExclusionBroken,
-        predicts: predictions::redlock_restart,
-        predicts_text: "holds at every persistence with an AOF (everysec, always)",
+        predicts: |p| predictions::redlock_restart(&RedlockRestartDials::of(p)),
+        predicts_text: "holds at every persistence with an AOF (no, everysec, always)",
+    },
+    Row {
+        id: "everysec-window",
+        source: DERIVED,
+        quote: "",
+        quote_zh: "",
+        claim: "Under appendfsync everysec a power cut never loses a key written 1.2 s or more before it: a sync comes within the second and the next tick",
+        claim_zh: "appendfsync everysec 下，断电绝不会丢掉 1.2 秒以前写入的键：一秒之内、再加一个事件循环周期，必有一次同步",
+        states: Claim {
+            kind: Kind::Never,
+            applies: cut_a_sync_later,
+            applies_text: "wherever the cut comes 1.2 s or more after the holder is seen inside (crash_after_ms ≥ 1200)",
+            applies_zh: "断电发生在持有者进入临界区 1.2 秒及以后的每一个点（crash_after_ms ≥ 1200）",
+        },
+        mechanism: "node 3 under the power-cut preload with appendfsync everysec; the cut comes `crash_after_ms` after the holder (2 s of work) is seen inside; node 3 restarts at once: without the key, b's side reaches a majority beside the holder",
+        run: EVERYSEC_WINDOW,
+        outcome: Outcome::ExclusionBroken,
+        predicts: |p| predictions::redlock_restart(&RedlockRestartDials::of(p)),
+        predicts_text: "breaks while the cut comes before everysec's sync (crash_after_ms < 1100: up to a second for the wall clock's second to move, up to 100 ms for the tick that syncs), holds after",
     },
     Row {
         id: "failover-no-wait",
@@ -918,7 +973,7 @@ pub const ROWS: &[Row] = &[
         mechanism: "every node's clock runs `slew_pct` fast, so a key lives TTL / (1 + slew); the client works until its validity (TTL − TTL × 0.01 − 2 ms, the reference implementation's drift factor) less 40 ms for its write; past the boundary the keys expire while it still writes",
         run: DRIFT_DEFAULT,
         outcome: Outcome::ExclusionBroken,
-        predicts: predictions::clock_slew,
+        predicts: |p| predictions::clock_slew(&ClockSlewDials::of(p)),
         predicts_text: "holds while TTL × slew / (1 + slew) < the drift allowance + the margin − the write (about 4.6 %), breaks above",
     },
     Row {
@@ -937,7 +992,7 @@ pub const ROWS: &[Row] = &[
         mechanism: "the same slewed nodes; the client's validity is TTL − TTL × 0.1 − 2 ms, so it stops working 90 ms earlier than with 0.01 and the keys outlive it until the slew eats that allowance",
         run: DRIFT_TENTH,
         outcome: Outcome::ExclusionBroken,
-        predicts: predictions::clock_slew,
+        predicts: |p| predictions::clock_slew(&ClockSlewDials::of(p)),
         predicts_text: "holds while TTL × slew / (1 + slew) < the drift allowance + the margin − the write (about 15.5 %), breaks above",
     },
     Row {
@@ -956,7 +1011,7 @@ pub const ROWS: &[Row] = &[
         mechanism: "the same slew; the client's validity is TTL − 2 ms, so its work runs 10 ms longer and the keys expire under it at a smaller slew",
         run: DRIFT_ZERO,
         outcome: Outcome::ExclusionBroken,
-        predicts: predictions::clock_slew,
+        predicts: |p| predictions::clock_slew(&ClockSlewDials::of(p)),
         predicts_text: "breaks from about 3.5 % of slew",
     },
 ];

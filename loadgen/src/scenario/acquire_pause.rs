@@ -27,8 +27,9 @@
 use serde_json::{json, Value};
 
 use super::case::Expectation;
+use super::dials::{self, dials, Shape};
 use super::inject::{self, Window};
-use super::params::{self, Params, Spec, Unit};
+use super::params::{Params, Spec};
 use super::world::{arm, faults_of_each, pause, two_replicas, work, CaseRun};
 use crate::api::Variant;
 use crate::api::{FaultsPatch, FreezeAt, Kind, StrategyEntry};
@@ -37,21 +38,23 @@ use crate::judge::Expected::{Breaks, Holds};
 /// With Redlock's validity check, and with it switched off.
 pub const VARIANTS: &[Variant] = &[Variant::Check, Variant::NoCheck];
 
-/// Its dials.
-pub const PARAMS: &[Spec] = &[
-    params::ttl("400"),
-    params::work("100"),
-    params::injections("12"),
-    Spec {
-        name: "pause",
-        unit: Unit::Ms,
-        default: "2.6ttl",
-        meaning:
+dials! {
+    /// acquire-pause's dials.
+    pub struct AcquirePauseDials {
+        ttl_ms: u64 = dials::ttl("400"),
+        work_ms: u64 = dials::work("100"),
+        injections: u64 = dials::injections("12"),
+        pause: u64 = Shape::ms(
+            "2.6ttl",
             "how long replica a's process stays stopped between the SETs' answers and reading them",
-    },
-    params::users("8"),
-    params::lock_wait("500"),
-];
+        ),
+        users: usize = dials::users("8"),
+        lock_wait_ms: u64 = dials::lock_wait("500"),
+    }
+}
+
+/// Its dials.
+pub const PARAMS: &[Spec] = AcquirePauseDials::SPECS;
 
 /// `--quick`: a shorter TTL and work (the pause, 2.6× the TTL, shrinks).
 pub const QUICK: &[(&str, &str)] = &[
@@ -71,23 +74,22 @@ pub fn drift_ms(ttl: u64) -> u64 {
 
 /// The validity Redlock trusts when its quorum is read `late` ms after
 /// the SETs: TTL − late − drift (0 once that is negative: refused).
-pub fn validity_ms(params: &Params, late: u64) -> u64 {
-    let ttl = params.ttl_ms();
+pub fn validity_ms(ttl: u64, late: u64) -> u64 {
     ttl.saturating_sub(late + drift_ms(ttl))
 }
 
-/// Whether a quorum read `late` ms after its SETs is trusted with a
-/// validity shorter than the work: the keys then expire inside the
-/// section (a validity of 0 is refused, nothing is entered).
-pub fn short_validity(params: &Params, late: u64) -> bool {
-    let validity = validity_ms(params, late);
-    validity > 0 && validity < params.ms("work_ms")
+/// Whether a quorum read `late` ms after its SETs (TTL `ttl`) is trusted
+/// with a validity shorter than the work (`work`): the keys then expire
+/// inside the section (a validity of 0 is refused, nothing is entered).
+pub fn short_validity(ttl: u64, work: u64, late: u64) -> bool {
+    let validity = validity_ms(ttl, late);
+    validity > 0 && validity < work
 }
 
 /// Without the validity check: whether the paused client's keys expire
 /// before it leaves (pause + work > TTL).
-pub fn unchecked_outlived(params: &Params) -> bool {
-    params.ms("pause") + params.ms("work_ms") > params.ttl_ms()
+pub fn unchecked_outlived(d: &AcquirePauseDials) -> bool {
+    d.pause + d.work_ms > d.ttl_ms
 }
 
 /// Redlock only: what it should do with and without its validity check,
@@ -99,14 +101,14 @@ pub fn expect(strategy: &StrategyEntry, variant: Option<Variant>, params: &Param
                 .into(),
         );
     }
-    let pause = params.ms("pause");
-    let validity = validity_ms(params, pause);
+    let d = AcquirePauseDials::of(params);
+    let validity = validity_ms(d.ttl_ms, d.pause);
     Ok(match variant {
         Some(Variant::Check) if validity == 0 => (
             Holds,
             "elapsed (the pause included) exceeds the TTL: the late quorum is refused".into(),
         ),
-        Some(Variant::Check) if short_validity(params, pause) => (
+        Some(Variant::Check) if short_validity(d.ttl_ms, d.work_ms, d.pause) => (
             Breaks,
             "the validity left (TTL − pause − drift) is shorter than the work: the keys expire while the holder is inside".into(),
         ),
@@ -114,7 +116,7 @@ pub fn expect(strategy: &StrategyEntry, variant: Option<Variant>, params: &Param
             Holds,
             "the validity left covers the work: the keys outlive the section".into(),
         ),
-        _ if unchecked_outlived(params) => (
+        _ if unchecked_outlived(&d) => (
             Breaks,
             "without the check the paused client enters on keys that expire before it leaves, beside the next holder"
                 .into(),
@@ -129,13 +131,10 @@ pub fn expect(strategy: &StrategyEntry, variant: Option<Variant>, params: &Param
 /// Stop replica a during a Redlock acquisition `injections` times, each
 /// for `pause`. The faults, as reported.
 pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
-    let params = cx.params;
+    let d = AcquirePauseDials::of(cx.params);
     let (lab, world, case, strategy, variant) = cx.parts();
-    let ttl = params.ttl_ms();
-    let work_ms = params.ms("work_ms");
-    let pause_ms = params.ms("pause");
-    let injections = params.injections();
-    let users = usize::try_from(params.count("users")).unwrap_or(8).max(2);
+    let (ttl, work_ms, pause_ms, injections) = (d.ttl_ms, d.work_ms, d.pause, d.injections);
+    let users = d.users.max(2);
     let skip = variant == Some(Variant::NoCheck);
     two_replicas(lab, world, strategy, ttl, Vec::new()).await?;
     let service = world.service();
@@ -183,11 +182,5 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
         })
         .await?;
     case.step("faults undone");
-    Ok(json!({
-        "acquire_pause_ms": pause_ms,
-        "injections": injections,
-        "skip_validity_check": skip,
-        "lock_ttl_ms": ttl,
-        "work_delay_ms": work_ms,
-    }))
+    Ok(dials::record(&d, json!({"skip_validity_check": skip})))
 }

@@ -23,8 +23,9 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use super::case::Expectation;
+use super::dials::{self, dials, Shape};
 use super::inject::{self, Window};
-use super::params::{self, Params, Spec, Unit};
+use super::params::{Params, Spec};
 use super::world::{
     arm, clock_ahead_ms, partition_in_force, partitioned_redlock, pause, wait_inside, work, CaseRun,
 };
@@ -36,28 +37,31 @@ use crate::procs;
 /// The runs of each strategy: the control, then the jumps.
 pub const VARIANTS: &[Variant] = &[Variant::Partition, Variant::PartitionJump];
 
+dials! {
+    /// clock-jump's dials.
+    pub struct ClockJumpDials {
+        ttl_ms: u64 = dials::ttl("1000"),
+        work_ms: u64 = dials::work("300"),
+        injections: u64 = dials::injections("12"),
+        jump: u64 = Shape::ms(
+            "1.5ttl",
+            "how far node 3's wall clock jumps forward while a lock is held (partition+jump)",
+        ),
+        users: usize = dials::users("6"),
+        lock_wait_ms: u64 = dials::lock_wait("500"),
+    }
+}
+
 /// Its dials.
-pub const PARAMS: &[Spec] = &[
-    params::ttl("1000"),
-    params::work("300"),
-    params::injections("12"),
-    Spec {
-        name: "jump",
-        unit: Unit::Ms,
-        default: "1.5ttl",
-        meaning: "how far node 3's wall clock jumps forward while a lock is held (partition+jump)",
-    },
-    params::users("6"),
-    params::lock_wait("500"),
-];
+pub const PARAMS: &[Spec] = ClockJumpDials::SPECS;
 
 /// `--quick`: a shorter TTL and work (the jump, 1.5× the TTL, shrinks).
 pub const QUICK: &[(&str, &str)] = &[("ttl_ms", "600"), ("work_ms", "180")];
 
 /// Whether node 3's key expires while the holder is inside: jump > TTL −
 /// work (the jump lands soon after the holder enters).
-pub fn predicts(params: &Params) -> Expected {
-    if params.ms("jump") + params.ms("work_ms") > params.ttl_ms() {
+pub fn predicts(d: &ClockJumpDials) -> Expected {
+    if d.jump + d.work_ms > d.ttl_ms {
         Expected::Breaks
     } else {
         Expected::Holds
@@ -69,13 +73,14 @@ pub fn expect(strategy: &StrategyEntry, variant: Option<Variant>, params: &Param
     if strategy.kind != Kind::Validity {
         return Err("this scenario breaks Redlock's nodes; run it with redlock".into());
     }
-    let (ttl, work, jump) = (params.ttl_ms(), params.ms("work_ms"), params.ms("jump"));
+    let d = ClockJumpDials::of(params);
+    let (ttl, work, jump) = (d.ttl_ms, d.work_ms, d.jump);
     Ok(match variant {
         Some(Variant::Partition) => (
             Holds,
             "node 3 is shared by both majorities: one holder at a time".into(),
         ),
-        _ if predicts(params) == Breaks => (
+        _ if predicts(&d) == Breaks => (
             Breaks,
             format!("jump {jump} ms > TTL − work ({} ms): node 3's key expires while the holder is inside, so both sides reach a majority", ttl.saturating_sub(work)),
         ),
@@ -90,17 +95,15 @@ pub fn expect(strategy: &StrategyEntry, variant: Option<Variant>, params: &Param
 /// held (the `partition` variant: no jump, the control run). The faults,
 /// as reported.
 pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
-    let params = cx.params;
+    let d = ClockJumpDials::of(cx.params);
     let (lab, world, case, strategy, variant) = cx.parts();
-    let ttl = params.ttl_ms();
-    let work_ms = params.ms("work_ms");
+    let (ttl, work_ms, injections) = (d.ttl_ms, d.work_ms, d.injections);
     let jump = if variant == Some(Variant::Partition) {
         0
     } else {
-        params.ms("jump")
+        d.jump
     };
-    let injections = params.injections();
-    let users = usize::try_from(params.count("users")).unwrap_or(6).max(2);
+    let users = d.users.max(2);
     let shift = lab.clockshift()?;
     let offset_file = lab.dir.join("node3.clock");
     procs::set_clock_offset(&offset_file, 0)?;
@@ -156,12 +159,13 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
             format!("the partition was in force, and node 3's own TIME read ahead by the jump {proven} time(s)")
         }
     });
-    Ok(json!({
-        "partition": "a: nodes 1,2,3; b: nodes 3,4,5",
-        "clock_jumps": if jump == 0 { 0 } else { proven },
-        "jump_ms": jump,
-        "injections": injections,
-        "lock_ttl_ms": ttl,
-        "work_delay_ms": work_ms,
-    }))
+    // The control (`partition`) jumps nothing: its record says so.
+    Ok(dials::record(
+        &d,
+        json!({
+            "partition": "a: nodes 1,2,3; b: nodes 3,4,5",
+            "clock_jumps": if jump == 0 { 0 } else { proven },
+            "jump": jump,
+        }),
+    ))
 }

@@ -21,29 +21,33 @@
 use serde_json::{json, Value};
 
 use super::case::Expectation;
+use super::dials::{self, dials, Shape};
 use super::inject::{self, Window};
-use super::params::{self, Params, Spec, Unit};
+use super::params::{Params, Spec};
 use super::world::{arm, http_date, pause, two_replicas, work, CaseRun};
 use crate::api::Variant;
 use crate::api::{StrategyEntry, StrategyName};
 use crate::judge::Expected::{Breaks, Holds};
 use crate::procs;
 
+dials! {
+    /// clock-skew's dials.
+    pub struct ClockSkewDials {
+        ttl_ms: u64 = dials::ttl("3000"),
+        work_ms: u64 = dials::work("60"),
+        injections: u64 = dials::injections("12"),
+        skew: u64 = Shape::ms(
+            "4000",
+            "how far replica a's wall clock runs ahead during each injection",
+        ),
+        window_ms: u64 = dials::window("1000"),
+        users: usize = dials::users("8"),
+        lock_wait_ms: u64 = dials::lock_wait("300"),
+    }
+}
+
 /// Its dials.
-pub const PARAMS: &[Spec] = &[
-    params::ttl("3000"),
-    params::work("60"),
-    params::injections("12"),
-    Spec {
-        name: "skew",
-        unit: Unit::Ms,
-        default: "4000",
-        meaning: "how far replica a's wall clock runs ahead during each injection",
-    },
-    params::window("1000"),
-    params::users("8"),
-    params::lock_wait("300"),
-];
+pub const PARAMS: &[Spec] = ClockSkewDials::SPECS;
 
 /// `--quick`: shorter windows.
 pub const QUICK: &[(&str, &str)] = &[("window_ms", "400")];
@@ -51,7 +55,8 @@ pub const QUICK: &[(&str, &str)] = &[("window_ms", "400")];
 /// What `strategy` should do when one replica's clock runs ahead by the
 /// skew in force.
 pub fn expect(strategy: &StrategyEntry, _variant: Option<Variant>, params: &Params) -> Expectation {
-    let (ttl, work, skew) = (params.ttl_ms(), params.ms("work_ms"), params.ms("skew"));
+    let d = ClockSkewDials::of(params);
+    let (ttl, work, skew) = (d.ttl_ms, d.work_ms, d.skew);
     // Survey scheme 2 (value = expiry time, GETSET) is the one design
     // that trusts the client's clock.
     Ok(match strategy.strategy() {
@@ -73,14 +78,11 @@ pub fn expect(strategy: &StrategyEntry, _variant: Option<Variant>, params: &Para
 /// `injections` rounds of load, replica a's clock `skew` ahead in each.
 /// The faults, as reported.
 pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
-    let params = cx.params;
+    let d = ClockSkewDials::of(cx.params);
     let (lab, world, case, strategy, _) = cx.parts();
-    let ttl = params.ttl_ms();
-    let work_ms = params.ms("work_ms");
-    let skew = i64::try_from(params.ms("skew")).unwrap_or(i64::MAX);
-    let window_ms = params.ms("window_ms");
-    let injections = params.injections();
-    let users = usize::try_from(params.count("users")).unwrap_or(8).max(2);
+    let (ttl, work_ms, window_ms, injections) = (d.ttl_ms, d.work_ms, d.window_ms, d.injections);
+    let skew = i64::try_from(d.skew).unwrap_or(i64::MAX);
+    let users = d.users.max(2);
     let shift = lab.clockshift()?;
     let file = lab.dir.join("replica-a.clock");
     procs::set_clock_offset(&file, 0)?;
@@ -137,12 +139,5 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
             }
         )
     });
-    Ok(json!({
-        "clock_skew_ms": skew,
-        "replica": "a",
-        "injections": injections,
-        "window_ms": window_ms,
-        "lock_ttl_ms": ttl,
-        "work_delay_ms": work_ms,
-    }))
+    Ok(dials::record(&d, json!({"replica": "a"})))
 }

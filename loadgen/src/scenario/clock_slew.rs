@@ -34,51 +34,49 @@ use serde_json::{json, Value};
 use tokio::time::Instant;
 
 use super::case::Expectation;
+use super::dials::{self, dials, Shape};
 use super::inject::{self, Window};
 use super::lab::Setup;
-use super::params::{self, Params, Spec, Unit};
+use super::params::{Params, Spec};
 use super::world::{arm, clock_reading, pause, start_replicas, work, CaseRun};
 use crate::api::Variant;
 use crate::api::{Kind, StrategyEntry};
 use crate::judge::Expected::{self, Breaks, Holds};
 use crate::procs::{self, RedisNode};
 
+dials! {
+    /// clock-slew's dials.
+    pub struct ClockSlewDials {
+        ttl_ms: u64 = dials::ttl("1000"),
+        work_ms: u64 = Shape::ms_or_fill(
+            "fill",
+            "work inside the section; fill = the validity (TTL − TTL × drift_factor − 2 ms) less margin_ms",
+        ),
+        injections: u64 = dials::injections("12"),
+        slew_pct: f64 = Shape::number(
+            "1",
+            "how much faster every Redlock node's clock runs, % (slewed in 1 ms steps)",
+        ),
+        drift_factor: f64 = Shape::number(
+            "0.01",
+            "the client's drift allowance, a fraction of the TTL (SECKILL_REDLOCK_DRIFT_FACTOR)",
+        ),
+        // 40 ms: the write and the scheduling around it on a busy two-core
+        // machine (three lanes of debug binaries in CI). With 25, a check
+        // that passed a few ms before the validity ran out now and then let
+        // the write land after the keys expired (CI: 1 of 12, undecided) —
+        // the pause no check covers, not the slew this case is about.
+        margin_ms: u64 = Shape::count(
+            "40",
+            "what work_ms=fill leaves of the validity for the write, ms",
+        ),
+        users: usize = dials::users("6"),
+        lock_wait_ms: u64 = dials::lock_wait("500"),
+    }
+}
+
 /// Its dials.
-pub const PARAMS: &[Spec] = &[
-    params::ttl("1000"),
-    Spec {
-        name: "work_ms",
-        unit: Unit::MsOrFill,
-        default: "fill",
-        meaning: "work inside the section; fill = the validity (TTL − TTL × drift_factor − 2 ms) less margin_ms",
-    },
-    params::injections("12"),
-    Spec {
-        name: "slew_pct",
-        unit: Unit::Number,
-        default: "1",
-        meaning: "how much faster every Redlock node's clock runs, % (slewed in 1 ms steps)",
-    },
-    Spec {
-        name: "drift_factor",
-        unit: Unit::Number,
-        default: "0.01",
-        meaning: "the client's drift allowance, a fraction of the TTL (SECKILL_REDLOCK_DRIFT_FACTOR)",
-    },
-    // 40 ms: the write and the scheduling around it on a busy two-core
-    // machine (three lanes of debug binaries in CI). With 25, a check that
-    // passed a few ms before the validity ran out now and then let the
-    // write land after the keys expired (CI: 1 of 12, undecided) — the
-    // pause no check covers, not the slew this case is about.
-    Spec {
-        name: "margin_ms",
-        unit: Unit::Count,
-        default: "40",
-        meaning: "what work_ms=fill leaves of the validity for the write, ms",
-    },
-    params::users("6"),
-    params::lock_wait("500"),
-];
+pub const PARAMS: &[Spec] = ClockSlewDials::SPECS;
 
 /// The reads before the work and the write after it, ms: the section
 /// outlasts its work by about this much (5–10 ms on two cores in our
@@ -92,15 +90,14 @@ pub const QUICK: &[(&str, &str)] = &[("ttl_ms", "500"), ("users", "4")];
 /// How long the holder's section outlasts its keys, ms (≤ 0: the keys
 /// outlive it): the section ends at about the work + [`AROUND_WORK_MS`]
 /// after the SETs, the keys expire TTL / (1 + slew) after them.
-fn exposure_ms(params: &Params) -> f64 {
-    let ttl = params.ttl_ms() as f64;
-    let slew = params.number("slew_pct") / 100.0;
-    params.ms("work_ms") as f64 + AROUND_WORK_MS - ttl / (1.0 + slew)
+fn exposure_ms(d: &ClockSlewDials) -> f64 {
+    let slew = d.slew_pct / 100.0;
+    d.work_ms as f64 + AROUND_WORK_MS - d.ttl_ms as f64 / (1.0 + slew)
 }
 
 /// Whether the keys expire before the holder's section ends.
-pub fn predicts(params: &Params) -> Expected {
-    if exposure_ms(params) > 0.0 {
+pub fn predicts(d: &ClockSlewDials) -> Expected {
+    if exposure_ms(d) > 0.0 {
         Expected::Breaks
     } else {
         Expected::Holds
@@ -112,13 +109,14 @@ pub fn expect(strategy: &StrategyEntry, _variant: Option<Variant>, params: &Para
     if strategy.kind != Kind::Validity {
         return Err("this scenario slews Redlock's nodes' clocks; run it with redlock".into());
     }
-    if !(0.0..=0.5).contains(&params.number("drift_factor")) {
+    let d = ClockSlewDials::of(params);
+    if !(0.0..=0.5).contains(&d.drift_factor) {
         return Err("drift_factor: between 0 and 0.5 (the service refuses others)".into());
     }
-    if params.number("slew_pct") < 0.0 {
+    if d.slew_pct < 0.0 {
         return Err("slew_pct: a clock running fast, so ≥ 0".into());
     }
-    let exposure = exposure_ms(params);
+    let exposure = exposure_ms(&d);
     Ok(if exposure > 0.0 {
         (
             Breaks,
@@ -143,14 +141,11 @@ pub fn expect(strategy: &StrategyEntry, _variant: Option<Variant>, params: &Para
 /// Over 80 lines on purpose: the scenario's steps read top to bottom, each one
 /// logged as it happens.
 pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
-    let params = cx.params;
+    let d = ClockSlewDials::of(cx.params);
     let (lab, world, case, strategy, _) = cx.parts();
-    let ttl = params.ttl_ms();
-    let work_ms = params.ms("work_ms");
-    let slew = params.number("slew_pct") / 100.0;
-    let factor = params.number("drift_factor");
-    let injections = params.injections();
-    let users = usize::try_from(params.count("users")).unwrap_or(6).max(2);
+    let (ttl, work_ms, injections) = (d.ttl_ms, d.work_ms, d.injections);
+    let (slew, factor) = (d.slew_pct / 100.0, d.drift_factor);
+    let users = d.users.max(2);
     let shift = lab.clockshift()?;
     let offset_file = lab.dir.join("redlock-nodes.clock");
     procs::set_clock_offset(&offset_file, 0)?;
@@ -243,13 +238,11 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     case.proven_by_injections(|proven| {
         format!("{proven} of {injections} rounds: every node's TIME read ahead by the slew × the time it had run")
     });
-    Ok(json!({
-        "clock_rate_percent": slew * 100.0,
-        "drift_factor": factor,
-        "nodes": "every Redlock node",
-        "exposure_ms": (exposure_ms(params) * 10.0).round() / 10.0,
-        "injections": injections,
-        "lock_ttl_ms": ttl,
-        "work_delay_ms": work_ms,
-    }))
+    Ok(dials::record(
+        &d,
+        json!({
+            "nodes": "every Redlock node",
+            "exposure_ms": (exposure_ms(&d) * 10.0).round() / 10.0,
+        }),
+    ))
 }

@@ -36,9 +36,10 @@ use tokio::time::Instant;
 
 use super::buyers;
 use super::case::Expectation;
+use super::dials::{self, dials, Shape};
 use super::inject::{self, Window};
 use super::lab::Setup;
-use super::params::{self, Spec, Unit};
+use super::params::Spec;
 use super::world::{arm, pause, start_replicas, work, CaseRun};
 use crate::api::Variant;
 use crate::api::{FaultsPatch, PauseAt, StrategyEntry, StrategyName};
@@ -54,18 +55,21 @@ pub const VARIANTS: &[Variant] = &[
     Variant::NoDecisionLogMidCommit,
 ];
 
+dials! {
+    /// coordinator-crash's dials.
+    pub struct CoordinatorCrashDials {
+        work_ms: u64 = dials::work("5"),
+        down_ms: u64 = Shape::ms(
+            "800",
+            "how long the coordinator stays dead before it is started again",
+        ),
+        injections: u64 = dials::injections("12"),
+        lock_wait_ms: u64 = dials::lock_wait("300"),
+    }
+}
+
 /// Its dials.
-pub const PARAMS: &[Spec] = &[
-    params::work("5"),
-    Spec {
-        name: "down_ms",
-        unit: Unit::Ms,
-        default: "800",
-        meaning: "how long the coordinator stays dead before it is started again",
-    },
-    params::injections("12"),
-    params::lock_wait("300"),
-];
+pub const PARAMS: &[Spec] = CoordinatorCrashDials::SPECS;
 
 /// `--quick`: a shorter outage (still two lock waits: b's grabs answer
 /// busy inside it).
@@ -96,9 +100,9 @@ pub fn expect(strategy: &StrategyEntry, variant: Option<Variant>) -> Expectation
 /// Kill the coordinator between the phases (or inside phase two), watch
 /// the blocking, restart it, watch the recovery. The faults, as reported.
 pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
-    let params = cx.params;
+    let d = CoordinatorCrashDials::of(cx.params);
     let (lab, world, case, strategy, variant) = cx.parts();
-    let work_ms = params.ms("work_ms");
+    let work_ms = d.work_ms;
     let logged = !matches!(
         variant,
         Some(Variant::NoDecisionLog | Variant::NoDecisionLogMidCommit)
@@ -117,7 +121,6 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     let redis = RedisNode::start(&lab.dir, "redis", &[], Vec::new()).await?;
     let redis_url = redis.url();
     world.nodes.push(redis);
-    let lock_wait = params.ms("lock_wait_ms");
     let mut a_extra = Vec::new();
     if !logged {
         a_extra.push(("SECKILL_TWO_PC_DECISION_LOG".to_owned(), "false".to_owned()));
@@ -132,8 +135,7 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     )
     .await?;
     arm(&world.service(), strategy, work(work_ms)).await?;
-    let injections = params.injections();
-    let crash_ms = params.ms("down_ms");
+    let (injections, crash_ms, lock_wait) = (d.injections, d.down_ms, d.lock_wait_ms);
     let where_ = if mid_commit {
         "inside phase two (order side committed, stock side prepared)"
     } else {
@@ -157,14 +159,10 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     case.proven_by_injections(|proven| {
         format!("{proven} of {injections} crashes left the grab's side(s) prepared in pg_prepared_xacts after replica a was gone, while every grab on b answered busy")
     });
-    Ok(json!({
-        "killed": "a",
-        "pause_at": pause_at,
-        "decision_log": logged,
-        "lock_wait_ms": lock_wait,
-        "crash_ms": crash_ms,
-        "injections": injections,
-    }))
+    Ok(dials::record(
+        &d,
+        json!({"killed": "a", "pause_at": pause_at, "decision_log": logged}),
+    ))
 }
 
 /// One crash of the coordinator, as a round.

@@ -21,34 +21,36 @@ use tokio::time::Instant;
 
 use super::buyers;
 use super::case::Expectation;
+use super::dials::{self, dials, Shape};
 use super::inject::{self, Window};
 use super::lab::TOKEN;
-use super::params::{self, Spec, Unit};
+use super::params::Spec;
 use super::world::{arm, pause, two_replicas, wait_inside, work, Case, CaseRun, World};
 use crate::api::Variant;
 use crate::api::{FaultsPatch, Kind, Service, StrategyEntry, StrategyName};
 use crate::judge::Expected::{Breaks, Holds};
 use crate::procs;
 
+dials! {
+    /// crash-holder's dials.
+    pub struct CrashHolderDials {
+        ttl_ms: u64 = dials::ttl("800"),
+        work_ms: u64 = dials::work("50"),
+        gap: u64 = Shape::ms(
+            "1500",
+            "setnx-expire only: the stall between SETNX and EXPIRE the kill lands in",
+        ),
+        watch_ms: u64 = Shape::ms(
+            "3ttl",
+            "how long replica b's buyers are watched for the next order after each kill (none: stalled)",
+        ),
+        injections: u64 = dials::injections("12"),
+        lock_wait_ms: u64 = dials::lock_wait("300"),
+    }
+}
+
 /// Its dials.
-pub const PARAMS: &[Spec] = &[
-    params::ttl("800"),
-    params::work("50"),
-    Spec {
-        name: "gap",
-        unit: Unit::Ms,
-        default: "1500",
-        meaning: "setnx-expire only: the stall between SETNX and EXPIRE the kill lands in",
-    },
-    Spec {
-        name: "watch_ms",
-        unit: Unit::Ms,
-        default: "3ttl",
-        meaning: "how long replica b's buyers are watched for the next order after each kill (none: stalled)",
-    },
-    params::injections("12"),
-    params::lock_wait("300"),
-];
+pub const PARAMS: &[Spec] = CrashHolderDials::SPECS;
 
 /// `--quick`: a shorter TTL and watch (the 12 kills stay: 0 of 12 is the
 /// fewest that can agree with `holds`). The locks that expire sell again
@@ -74,14 +76,12 @@ pub fn expect(strategy: &StrategyEntry, _variant: Option<Variant>) -> Expectatio
 /// Kill replica a while it holds the lock, `injections` times; after
 /// each, watch replica b for the next order. The faults, as reported.
 pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
-    let params = cx.params;
+    let d = CrashHolderDials::of(cx.params);
     let (lab, world, case, strategy, _) = cx.parts();
-    let ttl = params.ttl_ms();
-    let work_ms = params.ms("work_ms");
-    let injections = params.injections();
+    let (ttl, work_ms, injections) = (d.ttl_ms, d.work_ms, d.injections);
     two_replicas(lab, world, strategy, ttl, Vec::new()).await?;
     let gap = if strategy == StrategyName::SetnxExpire {
-        params.ms("gap")
+        d.gap
     } else {
         0
     };
@@ -92,7 +92,7 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     arm(&world.service(), strategy, faults).await?;
     let a_url = world.replica("a")?.url();
     let b_url = world.replica("b")?.url();
-    let watch = params.ms("watch_ms");
+    let watch = d.watch_ms;
     case.step(format!(
         "replicas a, b up (TTL {ttl} ms, work {work_ms} ms{}); {injections} injections: 3 buyers on a, kill -9 a while it holds the lock, buyers moved to b, watched {watch} ms",
         if gap > 0 {
@@ -135,13 +135,7 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     case.proven_by_injections(|landed| {
         format!("{landed} of {injections} kills landed on a caught holder whose process was gone")
     });
-    Ok(json!({
-        "killed": "a",
-        "lock_ttl_ms": ttl,
-        "setnx_expire_gap_ms": gap,
-        "watched_ms": watch,
-        "injections": injections,
-    }))
+    Ok(dials::record(&d, json!({"killed": "a", "gap": gap})))
 }
 
 /// The proof a kill landed: the holder was caught (inside, or its key

@@ -15,9 +15,10 @@
 use serde_json::{json, Value};
 
 use super::case::Expectation;
+use super::dials::{self, dials, Shape};
 use super::inject::{self, Window};
 use super::lab::Setup;
-use super::params::{self, Spec, Unit};
+use super::params::Spec;
 use super::world::{arm, link_state, pause, start_replicas, work, Case, CaseRun, LinkState, World};
 use crate::api::Variant;
 use crate::api::{StrategyEntry, StrategyName};
@@ -26,20 +27,23 @@ use crate::load::Outcome;
 use crate::procs::{self, RedisNode};
 use seckill_proxy::Proxy;
 
+dials! {
+    /// dependency-loss's dials.
+    pub struct DependencyLossDials {
+        ttl_ms: u64 = dials::ttl("2000"),
+        work_ms: u64 = dials::work("10"),
+        outage_ms: u64 = Shape::ms(
+            "500",
+            "how long Redis stays killed, and PostgreSQL (with the lock's own server) cut",
+        ),
+        injections: u64 = dials::injections("12"),
+        users: usize = dials::users("8"),
+        lock_wait_ms: u64 = dials::lock_wait("1000"),
+    }
+}
+
 /// Its dials.
-pub const PARAMS: &[Spec] = &[
-    params::ttl("2000"),
-    params::work("10"),
-    Spec {
-        name: "outage_ms",
-        unit: Unit::Ms,
-        default: "500",
-        meaning: "how long Redis stays killed, and PostgreSQL (with the lock's own server) cut",
-    },
-    params::injections("12"),
-    params::users("8"),
-    params::lock_wait("1000"),
-];
+pub const PARAMS: &[Spec] = DependencyLossDials::SPECS;
 
 /// `--quick`: shorter outages (the lock's own server is still cut for
 /// the last 100 ms of PostgreSQL's).
@@ -64,12 +68,10 @@ pub fn expect(strategy: &StrategyEntry, _variant: Option<Variant>) -> Expectatio
 
 /// Kill Redis, then cut PostgreSQL (and the lock server) under load. The faults, as reported.
 pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
-    let params = cx.params;
+    let d = DependencyLossDials::of(cx.params);
     let (lab, world, case, strategy, _) = cx.parts();
-    let ttl = params.ttl_ms();
-    let work_ms = params.ms("work_ms");
-    let outage = params.ms("outage_ms");
-    let users = usize::try_from(params.count("users")).unwrap_or(8).max(2);
+    let (ttl, work_ms, outage) = (d.ttl_ms, d.work_ms, d.outage_ms);
+    let users = d.users.max(2);
     let redis = RedisNode::start(&lab.dir, "redis", &[], Vec::new()).await?;
     let redis_url = redis.url();
     world.nodes.push(redis);
@@ -113,7 +115,7 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     world.proxies.push(pg);
     world.proxies.extend(coordination_proxy);
     arm(&world.service(), strategy, work(work_ms)).await?;
-    let injections = params.injections();
+    let injections = d.injections;
     case.step(format!("replicas a, b up (TTL {ttl} ms, work {work_ms} ms); PostgreSQL reached through a proxy; {injections} injections: {users} buyers, Redis killed then PostgreSQL cut, {outage} ms each"));
     for _ in 0..injections {
         recovered(world).await?;
@@ -125,13 +127,10 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     case.proven_by_injections(|landed| {
         format!("{landed} of {injections} outages landed: Redis refused, PostgreSQL's link dropped, and grabs failed meanwhile")
     });
-    Ok(json!({
-        "redis_down_ms": outage,
-        "postgres_cut_ms": outage,
-        "lock_ttl_ms": ttl,
-        "work_delay_ms": work_ms,
-        "injections": injections,
-    }))
+    Ok(dials::record(
+        &d,
+        json!({"redis": "killed", "postgres": "cut"}),
+    ))
 }
 
 /// Wait (up to 5 s) until a reset goes through on every replica: the

@@ -35,9 +35,10 @@ use tokio::time::Instant;
 
 use super::buyers;
 use super::case::Expectation;
+use super::dials::{self, dials, Shape};
 use super::inject::{self, Window};
 use super::lab::{Lab, Setup};
-use super::params::{self, Params, Spec, Unit};
+use super::params::{Params, Spec};
 use super::world::{arm, pause, start_buyers, start_replicas, wait_inside, work, CaseRun, World};
 use crate::api::Variant;
 use crate::api::{Kind, StrategyEntry, StrategyName};
@@ -65,8 +66,8 @@ pub fn variant_sets(variant: Option<Variant>) -> &'static [(&'static str, &'stat
 
 /// Whether the promoted replica lacks the lock key: it was promoted
 /// before the replication stream, `lag_ms` late, brought the key.
-pub fn key_missing(params: &Params) -> bool {
-    params.ms("promote_after_ms") < params.count("lag_ms")
+pub fn key_missing(d: &FailoverDials) -> bool {
+    d.promote_after_ms < d.lag_ms
 }
 
 /// The single-instance Redis locks only: what each does when the replica
@@ -86,7 +87,7 @@ pub fn expect(strategy: &StrategyEntry, variant: Option<Variant>, params: &Param
             return Err("fenced does not WAIT for the replica: its wait-1 variants are its no-wait case".into())
         }
         (Kind::Fenced, _) => (Holds, "the promoted replica's older counter yields stale tokens the database refuses"),
-        (_, Some(Variant::NoWait)) if key_missing(params) => (Breaks, "the lock key had not reached the replica when it was promoted"),
+        (_, Some(Variant::NoWait)) if key_missing(&FailoverDials::of(params)) => (Breaks, "the lock key had not reached the replica when it was promoted"),
         (_, Some(Variant::NoWait)) => (Holds, "the replica was promoted after the lock key reached it (promote_after_ms ≥ lag_ms)"),
         (_, Some(Variant::Wait1TwoReplicas)) => (Breaks, "WAIT 1 was acknowledged by the fast replica; the lagging one, promoted, lacks the key"),
         // Only the SET NX PX family waits for the replica (WAIT 1).
@@ -102,36 +103,35 @@ pub fn expect(strategy: &StrategyEntry, variant: Option<Variant>, params: &Param
         {
             (Holds, "WAIT 1: the holder enters only once the replica has the key")
         }
-        _ if key_missing(params) => (Breaks, "this lock's writes do not WAIT for the replica"),
+        _ if key_missing(&FailoverDials::of(params)) => (Breaks, "this lock's writes do not WAIT for the replica"),
         _ => (Holds, "the replica was promoted after the lock key reached it (promote_after_ms ≥ lag_ms)"),
     };
     Ok((expected, why.into()))
 }
 
-/// Its dials: the promotions are its injections.
-pub const PARAMS: &[Spec] = &[
-    params::ttl("2000"),
-    params::work("300"),
-    Spec {
-        name: "promotions",
-        unit: Unit::Count,
-        default: "12",
-        meaning: "promotions per trial, each an injection judged on its own (`injections` is its alias)",
-    },
-    Spec {
-        name: "lag_ms",
-        unit: Unit::Count,
-        default: "200",
-        meaning: "how late the lagging replica's copy of the primary's writes arrives (a proxy on its link)",
-    },
-    Spec {
-        name: "promote_after_ms",
-        unit: Unit::Ms,
-        default: "0",
-        meaning: "how long after the holder is seen inside the lagging replica is promoted (below lag_ms the lock key has not reached it)",
-    },
-    params::lock_wait("500"),
-];
+dials! {
+    /// failover's dials: the promotions are its injections.
+    pub struct FailoverDials {
+        ttl_ms: u64 = dials::ttl("2000"),
+        work_ms: u64 = dials::work("300"),
+        promotions: u64 = Shape::count(
+            "12",
+            "promotions per trial, each an injection judged on its own (`injections` is its alias)",
+        ),
+        lag_ms: u64 = Shape::count(
+            "200",
+            "how late the lagging replica's copy of the primary's writes arrives (a proxy on its link)",
+        ),
+        promote_after_ms: u64 = Shape::ms(
+            "0",
+            "how long after the holder is seen inside the lagging replica is promoted (below lag_ms the lock key has not reached it)",
+        ),
+        lock_wait_ms: u64 = dials::lock_wait("500"),
+    }
+}
+
+/// Its dials.
+pub const PARAMS: &[Spec] = FailoverDials::SPECS;
 
 /// `--quick`: the same fault (a 200 ms lag is short already).
 pub const QUICK: &[(&str, &str)] = &[];
@@ -144,14 +144,11 @@ pub const QUICK: &[(&str, &str)] = &[];
 /// Over 80 lines on purpose: the scenario's steps read top to bottom, each one
 /// logged as it happens.
 pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
-    let params = cx.params;
+    let d = FailoverDials::of(cx.params);
     let (lab, world, case, strategy, variant) = cx.parts();
-    let ttl = params.ttl_ms();
-    let lag = params.count("lag_ms");
-    let promotions = params.injections();
+    let (ttl, lag, promotions) = (d.ttl_ms, d.lag_ms, d.promotions);
     let two = variant == Some(Variant::Wait1TwoReplicas);
-    let work_ms = params.ms("work_ms");
-    let promote_after = params.ms("promote_after_ms");
+    let (work_ms, promote_after) = (d.work_ms, d.promote_after_ms);
     let primary = RedisNode::start(
         &lab.dir,
         "redis-x",
@@ -269,16 +266,14 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     case.proven_by_injections(|proven| {
         format!("{proven} of {promotions} promotions while a grab on a was inside, each promoted replica answering ROLE master")
     });
-    Ok(json!({
-        "replication_lag_ms": lag,
-        "wait_replicas": u8::from(waits(variant)),
-        "replicas": if two { 2 } else { 1 },
-        "promoted": "the lagging replica",
-        "promote_after_ms": promote_after,
-        "promotions": promotions,
-        "lock_ttl_ms": ttl,
-        "work_delay_ms": work_ms,
-    }))
+    Ok(dials::record(
+        &d,
+        json!({
+            "wait_replicas": u8::from(waits(variant)),
+            "replicas": if two { 2 } else { 1 },
+            "promoted": "the lagging replica",
+        }),
+    ))
 }
 
 /// Whether a section of replica `name` is inside now, as the arbiter has

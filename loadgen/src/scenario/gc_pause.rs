@@ -34,40 +34,64 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use super::case::Expectation;
+use super::dials::{self, choice, dials, Choice as _, Shape};
 use super::inject::{self, Window};
 use super::lab::TOKEN;
-use super::params::{self, Params, Spec, Unit};
+use super::params::{Params, Spec};
 use super::world::{arm, two_replicas, wait_inside, work, CaseRun};
 use crate::api::Variant;
 use crate::api::{FreezeAt, Kind, Service, StrategyEntry, StrategyName};
 use crate::judge::Expected::{Breaks, Holds};
 
+choice! {
+    /// Where in the section replica a stops.
+    pub enum FreezeWhere {
+        /// Before the lock's last check.
+        BeforeCheck = "before-check",
+        /// After it, just before the write.
+        AfterCheck = "after-check",
+        /// A random moment of the work.
+        Anywhere = "anywhere",
+    }
+}
+
+choice! {
+    /// Whether the database checks the lock's random value.
+    pub enum OnOff {
+        /// No.
+        Off = "off",
+        /// Yes.
+        On = "on",
+    }
+}
+
+dials! {
+    /// gc-pause's dials.
+    pub struct GcPauseDials {
+        ttl_ms: u64 = dials::ttl("400"),
+        work_ms: u64 = dials::work("40"),
+        injections: u64 = dials::injections("12"),
+        pause: u64 = Shape::ms(
+            "1.6ttl",
+            "how long replica a's process stays stopped (SIGSTOP … SIGCONT)",
+        ),
+        r#where as "where": FreezeWhere = Shape::choice(
+            FreezeWhere::WORDS,
+            "before-check",
+            "where in the section it stops: before the lock's last check, after it (just before the write), or a random moment of the work",
+        ),
+        check_token: OnOff = Shape::choice(
+            OnOff::WORDS,
+            "off",
+            "on: the database checks and sets the lock's random value (antirez's remedy; set-nx-px-token, watchdog, redlock)",
+        ),
+        users: usize = dials::users("8"),
+        lock_wait_ms: u64 = dials::lock_wait("500"),
+    }
+}
+
 /// Its dials.
-pub const PARAMS: &[Spec] = &[
-    params::ttl("400"),
-    params::work("40"),
-    params::injections("12"),
-    Spec {
-        name: "pause",
-        unit: Unit::Ms,
-        default: "1.6ttl",
-        meaning: "how long replica a's process stays stopped (SIGSTOP … SIGCONT)",
-    },
-    Spec {
-        name: "where",
-        unit: Unit::Choice(&["before-check", "after-check", "anywhere"]),
-        default: "before-check",
-        meaning: "where in the section it stops: before the lock's last check, after it (just before the write), or a random moment of the work",
-    },
-    Spec {
-        name: "check_token",
-        unit: Unit::Choice(&["off", "on"]),
-        default: "off",
-        meaning: "on: the database checks and sets the lock's random value (antirez's remedy; set-nx-px-token, watchdog, redlock)",
-    },
-    params::users("8"),
-    params::lock_wait("500"),
-];
+pub const PARAMS: &[Spec] = GcPauseDials::SPECS;
 
 /// The locks `check_token=on` applies to: a random value, no fence.
 const RANDOM_VALUE: [StrategyName; 3] = [
@@ -77,8 +101,8 @@ const RANDOM_VALUE: [StrategyName; 3] = [
 ];
 
 /// Whether the database checks the lock's random value.
-pub fn checks_token(params: &Params) -> bool {
-    params.choice("check_token") == "on"
+pub fn checks_token(d: &GcPauseDials) -> bool {
+    d.check_token == OnOff::On
 }
 
 /// `--quick`: a shorter TTL (the pause, 1.6× it, shrinks with it).
@@ -87,21 +111,20 @@ pub const QUICK: &[(&str, &str)] = &[("ttl_ms", "250"), ("users", "6"), ("lock_w
 /// Whether the holder's lock outlives the freeze: the time spent inside
 /// before the stop (the work; half of it on average for `anywhere`) plus
 /// the pause, against the TTL.
-pub fn outlived(params: &Params) -> bool {
-    let ttl = params.ttl_ms();
-    let work = params.ms("work_ms");
-    let inside = if params.choice("where") == "anywhere" {
-        work / 2
+pub fn outlived(d: &GcPauseDials) -> bool {
+    let inside = if d.r#where == FreezeWhere::Anywhere {
+        d.work_ms / 2
     } else {
-        work
+        d.work_ms
     };
-    params.ms("pause") + inside > ttl
+    d.pause + inside > d.ttl_ms
 }
 
 /// What `strategy` should do when its holder is frozen for `pause`.
 pub fn expect(strategy: &StrategyEntry, _variant: Option<Variant>, params: &Params) -> Expectation {
-    let outlived = outlived(params);
-    if checks_token(params) {
+    let d = GcPauseDials::of(params);
+    let outlived = outlived(&d);
+    if checks_token(&d) {
         if !RANDOM_VALUE.into_iter().any(|s| strategy.is(s)) {
             return Err(format!(
                 "check_token=on is for the locks with a random value and no fence: {}",
@@ -142,28 +165,25 @@ pub fn expect(strategy: &StrategyEntry, _variant: Option<Variant>, params: &Para
     Ok((expected, why.into()))
 }
 
-fn freeze_at(params: &Params) -> FreezeAt {
-    match params.choice("where") {
-        "after-check" => FreezeAt::AfterCheck,
-        "anywhere" => FreezeAt::Anywhere,
-        _ => FreezeAt::BeforeCheck,
+fn freeze_at(at: FreezeWhere) -> FreezeAt {
+    match at {
+        FreezeWhere::AfterCheck => FreezeAt::AfterCheck,
+        FreezeWhere::Anywhere => FreezeAt::Anywhere,
+        FreezeWhere::BeforeCheck => FreezeAt::BeforeCheck,
     }
 }
 
 /// Freeze replica a `injections` times at `where`, each for `pause`. The
 /// faults, as reported.
 pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
-    let params = cx.params;
+    let d = GcPauseDials::of(cx.params);
     let (lab, world, case, strategy, _) = cx.parts();
-    let ttl = params.ttl_ms();
-    let work_ms = params.ms("work_ms");
-    let freeze_ms = params.ms("pause");
-    let at = freeze_at(params);
-    let injections = params.injections();
-    let users = usize::try_from(params.count("users")).unwrap_or(8).max(2);
+    let (ttl, work_ms, freeze_ms, injections) = (d.ttl_ms, d.work_ms, d.pause, d.injections);
+    let at = freeze_at(d.r#where);
+    let users = d.users.max(2);
     two_replicas(lab, world, strategy, ttl, Vec::new()).await?;
     let service = world.service();
-    let check_token = checks_token(params);
+    let check_token = checks_token(&d);
     let faults = crate::api::FaultsPatch {
         check_token: Some(check_token),
         ..work(work_ms)
@@ -173,7 +193,7 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     case.step(format!(
         "replicas a, b up (lock TTL / lease {ttl} ms, work {work_ms} ms{}); {users} buyers on both; {injections} injections: replica a stops at {} for {freeze_ms} ms",
         if check_token { "; the database checks and sets the lock's random value" } else { "" },
-        params.choice("where")
+        d.r#where
     ));
     for _ in 0..injections {
         // Pinned: a buyer sent round-robin would park its grab on the
@@ -204,13 +224,5 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     case.proven_by_injections(|landed| {
         format!("{landed} of {injections} freezes seen: replica a stopped (state T) inside its section each time")
     });
-    Ok(json!({
-        "sigstop_ms": freeze_ms,
-        "where": params.choice("where"),
-        "check_token": check_token,
-        "injections": injections,
-        "replica": "a",
-        "lock_ttl_ms": ttl,
-        "work_delay_ms": work_ms,
-    }))
+    Ok(dials::record(&d, json!({"replica": "a"})))
 }

@@ -216,6 +216,7 @@ impl Round {
         };
         let injection = Injection {
             target: window.target,
+            holder: window.holder,
             start_ms: window.start_ms,
             end_ms: window.end_ms,
             proof: window.proof,

@@ -237,7 +237,8 @@ impl Scenario {
         // A crashed coordinator or a lost dependency: the claim is that
         // nothing is half-written, whatever the lock's kind.
         if matches!(self, Scenario::CoordinatorCrash | Scenario::DependencyLoss)
-            || (self == Scenario::GcPause && gc_pause::checks_token(params))
+            || (self == Scenario::GcPause
+                && gc_pause::checks_token(&gc_pause::GcPauseDials::of(params)))
         {
             Guarantee::Data
         } else {

@@ -46,6 +46,7 @@ mod coordinator_crash;
 mod crash_holder;
 mod curve;
 mod dependency_loss;
+mod dials;
 mod failover;
 mod gc_pause;
 mod inject;
@@ -84,6 +85,22 @@ pub mod predictions {
     pub use super::redlock_restart::predicts as redlock_restart;
     pub use super::slow_network::postgres_damage;
     pub use super::slow_network::{late_grant_breaks, votes_arrive};
+}
+
+/// Each scenario's dials, typed ([`dials`]): what the debate's rows read.
+pub mod typed {
+    pub use super::acquire_pause::AcquirePauseDials;
+    pub use super::clock_jump::ClockJumpDials;
+    pub use super::clock_skew::ClockSkewDials;
+    pub use super::clock_slew::ClockSlewDials;
+    pub use super::coordinator_crash::CoordinatorCrashDials;
+    pub use super::crash_holder::CrashHolderDials;
+    pub use super::dependency_loss::DependencyLossDials;
+    pub use super::failover::FailoverDials;
+    pub use super::gc_pause::{FreezeWhere, GcPauseDials, OnOff};
+    pub use super::redlock_restart::{Crash, Persistence, RedlockRestartDials};
+    pub use super::slow_network::{DelayFrom, Link, SlowNetworkDials};
+    pub use super::unlock_before_commit::UnlockBeforeCommitDials;
 }
 pub use curve::{curve_svg as draw_curve, svg as curve_svg, Curve};
 pub use lab::Options;

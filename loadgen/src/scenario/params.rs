@@ -54,71 +54,17 @@ pub struct Spec {
     pub meaning: &'static str,
 }
 
-/// `ttl_ms`, with `default` ms.
-pub const fn ttl(default: &'static str) -> Spec {
-    Spec {
-        name: "ttl_ms",
-        unit: Unit::Count,
-        default,
-        meaning: "the lock's TTL or lease, ms (every replica's SECKILL_LOCK_TTL_MS)",
-    }
-}
-
-/// `work_ms`, with `default` ms.
-pub const fn work(default: &'static str) -> Spec {
-    Spec {
-        name: "work_ms",
-        unit: Unit::Ms,
-        default,
-        meaning: "simulated work inside the critical section, ms (work_delay_ms)",
-    }
-}
-
-/// `lock_wait_ms`, with `default` ms: how long a grab waits for the lock
-/// before it answers `busy`. The buyers are a closed loop, so a waiter
-/// that gives up is followed at once by the same buyer's next grab; the
-/// wait mostly bounds how long a round's queued grabs take to drain when
-/// its buyers stop. Where a waiter must outlast the fault (a lease that
-/// expires late, a link slower than the TTL) the scenario's default is
-/// longer.
-pub const fn lock_wait(default: &'static str) -> Spec {
-    Spec {
-        name: "lock_wait_ms",
-        unit: Unit::Ms,
-        default,
-        meaning: "how long a grab waits for the lock before it answers busy, ms (every replica's SECKILL_LOCK_WAIT_MS)",
-    }
-}
-
-/// `injections`, with `default` of them per trial.
-pub const fn injections(default: &'static str) -> Spec {
-    Spec {
-        name: "injections",
-        unit: Unit::Count,
-        default,
-        meaning: "faults injected per trial, each judged on its own (k of n)",
-    }
-}
-
-/// `window_ms`: load with the fault on, per injection (the scenarios
-/// whose fault is a condition, not an event).
-pub const fn window(default: &'static str) -> Spec {
-    Spec {
-        name: "window_ms",
-        unit: Unit::Ms,
-        default,
-        meaning: "load with the fault on, per injection",
-    }
-}
-
-/// `users`, closed-loop buyers spread over both replicas.
-pub const fn users(default: &'static str) -> Spec {
-    Spec {
-        name: "users",
-        unit: Unit::Count,
-        default,
-        meaning: "closed-loop buyers, spread over both replicas",
-    }
+/// A dial's value, resolved by its unit.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Resolved<'a> {
+    /// A duration, ms.
+    Ms(u64),
+    /// A whole number.
+    Count(u64),
+    /// A number.
+    Number(f64),
+    /// A word.
+    Word(&'a str),
 }
 
 /// The dials' values of one case, every one resolved.
@@ -269,8 +215,24 @@ impl Params {
         Some(ttl.saturating_sub(drift + margin))
     }
 
+    /// The declared dial `name`, resolved by its unit (a dial struct's
+    /// field reads it: [`super::dials`]).
+    pub fn resolved(&self, name: &str) -> Resolved<'_> {
+        let spec = self
+            .specs
+            .iter()
+            .find(|s| s.name == name)
+            .unwrap_or_else(|| panic!("dial {name} is not declared"));
+        match spec.unit {
+            Unit::Ms | Unit::MsOrFill => Resolved::Ms(self.ms(name)),
+            Unit::Count => Resolved::Count(self.count(name)),
+            Unit::Number => Resolved::Number(self.number(name)),
+            Unit::Choice(_) => Resolved::Word(self.choice(name)),
+        }
+    }
+
     /// A duration dial, in ms.
-    pub fn ms(&self, name: &str) -> u64 {
+    fn ms(&self, name: &str) -> u64 {
         self.raw
             .get(name)
             .and_then(|v| self.try_ms(v))
@@ -278,7 +240,7 @@ impl Params {
     }
 
     /// A count dial.
-    pub fn count(&self, name: &str) -> u64 {
+    fn count(&self, name: &str) -> u64 {
         self.raw
             .get(name)
             .and_then(|v| v.parse().ok())
@@ -286,7 +248,7 @@ impl Params {
     }
 
     /// A number dial.
-    pub fn number(&self, name: &str) -> f64 {
+    fn number(&self, name: &str) -> f64 {
         self.raw
             .get(name)
             .and_then(|v| v.parse().ok())
@@ -294,7 +256,7 @@ impl Params {
     }
 
     /// A choice dial.
-    pub fn choice(&self, name: &str) -> &str {
+    fn choice(&self, name: &str) -> &str {
         self.raw
             .get(name)
             .map(String::as_str)
@@ -304,6 +266,16 @@ impl Params {
     /// The TTL of the case, ms.
     pub fn ttl_ms(&self) -> u64 {
         self.count("ttl_ms")
+    }
+
+    /// How long a grab waits for the lock, ms (every scenario declares
+    /// `lock_wait_ms`; 0 where one does not).
+    pub fn lock_wait_ms(&self) -> u64 {
+        if self.has("lock_wait_ms") {
+            self.ms("lock_wait_ms")
+        } else {
+            0
+        }
     }
 
     /// Injections per trial (`failover`: its promotions).
@@ -410,10 +382,12 @@ pub fn describe(scenario: &str, specs: &[Spec]) -> String {
 mod tests {
     use super::*;
 
+    use crate::scenario::dials::{injections, ttl, work};
+
     const SPECS: &[Spec] = &[
-        ttl("400"),
-        work("40"),
-        injections("12"),
+        ttl("400").named("ttl_ms"),
+        work("40").named("work_ms"),
+        injections("12").named("injections"),
         Spec {
             name: "pause",
             unit: Unit::Ms,

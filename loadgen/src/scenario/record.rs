@@ -81,6 +81,11 @@ impl Observed {
 pub struct Injection {
     /// What was faulted (`replica a`, `node 3`, `a's links`).
     pub target: String,
+    /// The instance whose sections are the faulted holder's (`a`): an
+    /// overlap counts as broken exclusion only when it involves them
+    /// (absent where the fault touches no one holder, as a node's crash).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub holder: Option<String>,
     /// When the fault began, ms on the case's clock (its steps' clock).
     pub start_ms: u64,
     /// When it was undone.
@@ -230,6 +235,7 @@ mod tests {
     fn injection(landed: bool, broken: bool, stalled: Option<bool>) -> Injection {
         Injection {
             target: "replica a".into(),
+            holder: Some("a".into()),
             start_ms: 0,
             end_ms: 1,
             proof: landed.then(|| "seen".to_owned()),

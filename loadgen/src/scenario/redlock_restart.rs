@@ -46,8 +46,9 @@ use anyhow::Context as _;
 use serde_json::{json, Value};
 
 use super::case::Expectation;
+use super::dials::{self, choice, dials, Choice as _, Shape};
 use super::inject::{self, Window};
-use super::params::{self, Params, Spec, Unit};
+use super::params::{Params, Spec};
 use super::world::{arm, partitioned_redlock, pause, wait_inside, work, CaseRun};
 use crate::api::Variant;
 use crate::api::{Kind, StrategyEntry};
@@ -61,33 +62,59 @@ pub const VARIANTS: &[Variant] = &[
     Variant::FsyncAlways,
 ];
 
-/// Its dials.
-pub const PARAMS: &[Spec] = &[
-    params::ttl("1000"),
-    params::work("500"),
-    params::injections("12"),
-    Spec {
-        name: "restart_delay",
-        unit: Unit::Ms,
-        default: "0",
-        meaning: "how long node 3 stays down after the crash",
-    },
-    Spec {
-        name: "persistence",
-        unit: Unit::Choice(&["none", "everysec", "always"]),
-        default: "none",
-        meaning: "node 3's append-only file: none, or appendfsync everysec / always",
-    },
-    Spec {
-        name: "crash",
-        unit: Unit::Choice(&["process", "power"]),
-        default: "process",
-        meaning:
+choice! {
+    /// Node 3's append-only file.
+    pub enum Persistence {
+        /// No AOF.
+        None = "none",
+        /// `appendfsync no`: written to the kernel at once, synced when the
+        /// kernel pleases.
+        No = "no",
+        /// `appendfsync everysec`.
+        Everysec = "everysec",
+        /// `appendfsync always`.
+        Always = "always",
+    }
+}
+
+choice! {
+    /// How node 3 dies.
+    pub enum Crash {
+        /// `kill -9`: the page cache survives.
+        Process = "process",
+        /// A power cut: the unsynced AOF bytes are lost.
+        Power = "power",
+    }
+}
+
+dials! {
+    /// redlock-restart's dials.
+    pub struct RedlockRestartDials {
+        ttl_ms: u64 = dials::ttl("1000"),
+        work_ms: u64 = dials::work("500"),
+        injections: u64 = dials::injections("12"),
+        restart_delay: u64 = Shape::ms("0", "how long node 3 stays down after the crash"),
+        persistence: Persistence = Shape::choice(
+            Persistence::WORDS,
+            "none",
+            "node 3's append-only file: none, or appendfsync no / everysec / always",
+        ),
+        crash: Crash = Shape::choice(
+            Crash::WORDS,
+            "process",
             "kill -9 (the page cache survives) or a power cut (the unsynced AOF bytes are lost)",
-    },
-    params::users("6"),
-    params::lock_wait("500"),
-];
+        ),
+        crash_after_ms: u64 = Shape::ms(
+            "0",
+            "how long after the holder is seen inside node 3 crashes (everysec syncs once a second: a key older than that survives a power cut)",
+        ),
+        users: usize = dials::users("6"),
+        lock_wait_ms: u64 = dials::lock_wait("500"),
+    }
+}
+
+/// Its dials.
+pub const PARAMS: &[Spec] = RedlockRestartDials::SPECS;
 
 /// `--quick`: the same fault (a TTL of 1 s is already short; a shorter
 /// section would measure the replicas' reconnection to a restarted node).
@@ -102,20 +129,30 @@ pub fn variant_sets(variant: Option<Variant>) -> &'static [(&'static str, &'stat
     }
 }
 
+/// How long after a write `appendfsync everysec` has surely synced it,
+/// ms: it syncs once the wall clock's whole second has moved past the
+/// last sync's (up to 1 s), at the next tick of the event loop (hz 10: up
+/// to 100 ms).
+const EVERYSEC_MS: u64 = 1100;
+
 /// Whether node 3 comes back with the holder's key.
-fn keeps_key(params: &Params) -> bool {
-    match params.choice("persistence") {
-        "always" => true,
-        // Written to the kernel at once; lost only with the page cache.
-        "everysec" => params.choice("crash") == "process",
-        _ => false,
+fn keeps_key(d: &RedlockRestartDials) -> bool {
+    match d.persistence {
+        Persistence::Always => true,
+        // Written to the kernel at once; lost only with the page cache,
+        // unless a sync ran between the SET and the cut.
+        Persistence::Everysec => d.crash == Crash::Process || d.crash_after_ms >= EVERYSEC_MS,
+        // Written to the kernel at once, synced when the kernel pleases
+        // (seconds later): lost with the page cache.
+        Persistence::No => d.crash == Crash::Process,
+        Persistence::None => false,
     }
 }
 
 /// Whether the holder is exposed: node 3 comes back without its key while
 /// the holder's section (its work) still runs.
-pub fn predicts(params: &Params) -> Expected {
-    if keeps_key(params) || params.ms("restart_delay") >= params.ms("work_ms") {
+pub fn predicts(d: &RedlockRestartDials) -> Expected {
+    if keeps_key(d) || d.crash_after_ms + d.restart_delay >= d.work_ms {
         Expected::Holds
     } else {
         Expected::Breaks
@@ -127,17 +164,17 @@ pub fn expect(strategy: &StrategyEntry, _variant: Option<Variant>, params: &Para
     if strategy.kind != Kind::Validity {
         return Err("this scenario breaks Redlock's nodes; run it with redlock".into());
     }
-    let (delay, work) = (params.ms("restart_delay"), params.ms("work_ms"));
-    Ok(if keeps_key(params) {
+    let d = RedlockRestartDials::of(params);
+    let (delay, work) = (d.restart_delay, d.work_ms);
+    Ok(if keeps_key(&d) {
         (
             Holds,
             format!(
                 "node 3 comes back with the key ({} / {}): its vote is not given twice",
-                params.choice("persistence"),
-                params.choice("crash")
+                d.persistence, d.crash
             ),
         )
-    } else if predicts(params) == Holds {
+    } else if predicts(&d) == Holds {
         (
             Holds,
             format!("node 3 comes back empty, but {delay} ms later: the holder's section ({work} ms) is over"),
@@ -147,37 +184,33 @@ pub fn expect(strategy: &StrategyEntry, _variant: Option<Variant>, params: &Para
             Breaks,
             format!(
                 "node 3 comes back empty ({} / {}) after {delay} ms, while the holder ({work} ms of work) is inside: its vote is given twice",
-                params.choice("persistence"),
-                params.choice("crash")
+                d.persistence, d.crash
             ),
         )
     })
 }
 
 /// Node 3's redis-server flags for `persistence`.
-fn aof_args(persistence: &str) -> &'static [&'static str] {
+fn aof_args(persistence: Persistence) -> &'static [&'static str] {
     match persistence {
-        "always" => &["--appendonly", "yes", "--appendfsync", "always"],
-        "everysec" => &["--appendonly", "yes", "--appendfsync", "everysec"],
-        _ => &[],
+        Persistence::Always => &["--appendonly", "yes", "--appendfsync", "always"],
+        Persistence::Everysec => &["--appendonly", "yes", "--appendfsync", "everysec"],
+        Persistence::No => &["--appendonly", "yes", "--appendfsync", "no"],
+        Persistence::None => &[],
     }
 }
 
 /// `injections` rounds; in each, node 3 crashes while a lock is held and
 /// comes back as the dials say. The faults, as reported.
 pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
-    let params = cx.params;
+    let d = RedlockRestartDials::of(cx.params);
     let (lab, world, case, strategy, _) = cx.parts();
-    let ttl = params.ttl_ms();
-    let work_ms = params.ms("work_ms");
-    let delay = params.ms("restart_delay");
-    let persistence = params.choice("persistence");
-    let crash = params.choice("crash");
-    let injections = params.injections();
-    let users = usize::try_from(params.count("users")).unwrap_or(6).max(2);
+    let (ttl, work_ms, delay, injections) = (d.ttl_ms, d.work_ms, d.restart_delay, d.injections);
+    let (persistence, crash) = (d.persistence, d.crash);
+    let users = d.users.max(2);
     let report = lab.dir.join("node3.powerloss");
     let _ = std::fs::remove_file(&report);
-    let env = if crash == "power" {
+    let env = if crash == Crash::Power {
         lab.powerloss()?.env(&report)
     } else {
         Vec::new()
@@ -186,7 +219,7 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     let service = world.service();
     arm(&service, strategy, work(work_ms)).await?;
     case.step(format!(
-        "5 Redlock nodes; a reaches nodes 1,2,3 and b nodes 3,4,5 (other links cut); TTL {ttl} ms, work {work_ms} ms; node 3: persistence {persistence}, crash {crash}, back after {delay} ms; {injections} rounds"
+        "5 Redlock nodes; a reaches nodes 1,2,3 and b nodes 3,4,5 (other links cut); TTL {ttl} ms, work {work_ms} ms; node 3: persistence {persistence}, crash {crash} {} ms after the holder is seen inside, back after {delay} ms; {injections} rounds", d.crash_after_ms
     ));
     let key = "lock:product:1";
     for _ in 0..injections {
@@ -195,16 +228,17 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
         if !wait_inside(&service, None, Duration::from_secs(3)).await? {
             case.step("no holder inside within 3 s: not counted");
         } else {
+            pause(d.crash_after_ms).await;
             window.start_ms = case.clock_ms();
             let before = run_id(&world.nodes[3]).await?;
-            let had_key = exists(&world.nodes[3], key).await?;
+            let had = value(&world.nodes[3], key).await?;
             let held = Powerloss::read(&report).map(|(held, _)| held);
             world.nodes[3].kill();
             pause(delay).await;
             world.nodes[3].restart().await?;
             window.end_ms = case.clock_ms();
             let after = run_id(&world.nodes[3]).await?;
-            let has_key = exists(&world.nodes[3], key).await?;
+            let has = value(&world.nodes[3], key).await?;
             let lost = match held {
                 Some(bytes) => format!("; the power cut lost {bytes} unsynced AOF byte(s)"),
                 None => String::new(),
@@ -213,7 +247,7 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
                 case.step(format!(
                     "node 3's run_id is still {before}: it did not restart, not counted"
                 ));
-            } else if !had_key {
+            } else if had.is_none() {
                 case.step(
                     "node 3 held no lock key when it crashed (the holder was between its SETs): not counted",
                 );
@@ -223,7 +257,13 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
                     &before[..8.min(before.len())],
                     &after[..8.min(after.len())],
                     window.end_ms - window.start_ms,
-                    if has_key { "still holds it" } else { "does NOT" },
+                    // Read after the restart: b's rush may have taken node 3
+                    // by then, so the value tells the holder's key from b's.
+                    match (&had, &has) {
+                        (Some(a), Some(b)) if a == b => "still holds it",
+                        (_, Some(_)) => "holds another holder's key (the holder's was lost)",
+                        _ => "does NOT",
+                    },
                 ));
             }
         }
@@ -233,23 +273,20 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     let proven = case.proven_by_injections(|proven| {
         format!("{proven} of {injections} crashes: node 3 came back as a new process (INFO run_id), holding the lock key before each")
     });
-    Ok(json!({
-        "partition": "a: nodes 1,2,3; b: nodes 3,4,5",
-        "node3_restarts": proven,
-        "persistence": persistence,
-        "crash": crash,
-        "restart_delay_ms": delay,
-        "injections": injections,
-        "lock_ttl_ms": ttl,
-        "work_delay_ms": work_ms,
-    }))
+    Ok(dials::record(
+        &d,
+        json!({
+            "partition": "a: nodes 1,2,3; b: nodes 3,4,5",
+            "node3_restarts": proven,
+        }),
+    ))
 }
 
 /// Whether `node` holds `key` now.
-async fn exists(node: &RedisNode, key: &str) -> anyhow::Result<bool> {
+/// The value `node` holds at `key` (the holder's random value), if any.
+async fn value(node: &RedisNode, key: &str) -> anyhow::Result<Option<String>> {
     let mut conn = node.conn().await?;
-    let n: i64 = redis::cmd("EXISTS").arg(key).query_async(&mut conn).await?;
-    Ok(n > 0)
+    Ok(redis::cmd("GET").arg(key).query_async(&mut conn).await?)
 }
 
 /// `node`'s `run_id` (`INFO server`): a new one for every process.

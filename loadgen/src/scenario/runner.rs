@@ -636,7 +636,7 @@ async fn run_case(lab: &mut Lab, trial: Trial<'_>, case: &mut Case) -> anyhow::R
     } = trial;
     let strategy = entry.name.as_str();
     let mut world = World::default();
-    lab.lock_wait_ms = params.ms("lock_wait_ms");
+    lab.lock_wait_ms = params.lock_wait_ms();
     let faults = scenario
         .run(CaseRun {
             lab,

@@ -57,9 +57,10 @@ use sqlx::Connection as _;
 
 use super::buyers;
 use super::case::Expectation;
+use super::dials::{self, choice, dials, Choice as _, Shape};
 use super::inject::{self, Window};
 use super::lab::{Lab, Setup};
-use super::params::{self, Params, Spec, Unit};
+use super::params::{Params, Spec};
 use super::world::{arm, pause, redis_and_nodes, start_replicas, timed_ping, work, CaseRun, World};
 use crate::api::Variant;
 use crate::api::{FreezeAt, Kind, StrategyEntry};
@@ -67,37 +68,53 @@ use crate::judge::Expected::{Breaks, Holds};
 use crate::procs::{self, RedisNode};
 use seckill_proxy::Proxy;
 
+choice! {
+    /// Which of replica a's links is slow.
+    pub enum Link {
+        /// Its replies from Redis (the grant).
+        Redis = "redis",
+        /// Its requests to PostgreSQL (after the lock).
+        Postgres = "postgres",
+    }
+}
+
+choice! {
+    /// `link=postgres`: when the delay begins.
+    pub enum DelayFrom {
+        /// A moment the sections do not choose.
+        Anywhere = "anywhere",
+        /// With replica a held at its last check.
+        AfterCheck = "after-check",
+    }
+}
+
+dials! {
+    /// slow-network's dials.
+    pub struct SlowNetworkDials {
+        ttl_ms: u64 = dials::ttl("400"),
+        work_ms: u64 = dials::work("150"),
+        injections: u64 = dials::injections("12"),
+        delay: u64 = Shape::ms("1.5ttl", "how late every reply from Redis reaches replica a"),
+        link: Link = Shape::choice(
+            Link::WORDS,
+            "redis",
+            "which of replica a's links is slow: its replies from Redis (the grant), or its requests to PostgreSQL (after the lock)",
+        ),
+        r#where as "where": DelayFrom = Shape::choice(
+            DelayFrom::WORDS,
+            "anywhere",
+            "link=postgres only: when the delay begins — a moment the sections do not choose, or with replica a held at its last check, so the write it sends next is the first late request",
+        ),
+        node_timeout_ms: u64 = Shape::count(
+            "50",
+            "Redlock's per-node timeout on both replicas (SECKILL_REDLOCK_NODE_TIMEOUT_MS)",
+        ),
+        lock_wait_ms: u64 = dials::lock_wait("3000"),
+    }
+}
+
 /// Its dials.
-pub const PARAMS: &[Spec] = &[
-    params::ttl("400"),
-    params::work("150"),
-    params::injections("12"),
-    Spec {
-        name: "delay",
-        unit: Unit::Ms,
-        default: "1.5ttl",
-        meaning: "how late every reply from Redis reaches replica a",
-    },
-    Spec {
-        name: "link",
-        unit: Unit::Choice(&["redis", "postgres"]),
-        default: "redis",
-        meaning: "which of replica a's links is slow: its replies from Redis (the grant), or its requests to PostgreSQL (after the lock)",
-    },
-    Spec {
-        name: "where",
-        unit: Unit::Choice(&["anywhere", "after-check"]),
-        default: "anywhere",
-        meaning: "link=postgres only: when the delay begins — a moment the sections do not choose, or with replica a held at its last check, so the write it sends next is the first late request",
-    },
-    Spec {
-        name: "node_timeout_ms",
-        unit: Unit::Count,
-        default: "50",
-        meaning: "Redlock's per-node timeout on both replicas (SECKILL_REDLOCK_NODE_TIMEOUT_MS)",
-    },
-    params::lock_wait("3000"),
-];
+pub const PARAMS: &[Spec] = SlowNetworkDials::SPECS;
 
 /// `--quick`: a shorter TTL and work (the delay, 1.5× the TTL, shrinks).
 pub const QUICK: &[(&str, &str)] = &[("ttl_ms", "250"), ("work_ms", "100")];
@@ -105,25 +122,25 @@ pub const QUICK: &[(&str, &str)] = &[("ttl_ms", "250"), ("work_ms", "100")];
 /// A lock that does not check the time: whether a grant heard `delay`
 /// late leaves its holder inside after the key expired (delay + work >
 /// TTL).
-pub fn late_grant_breaks(params: &Params) -> bool {
-    params.ms("delay") + params.ms("work_ms") > params.ttl_ms()
+pub fn late_grant_breaks(d: &SlowNetworkDials) -> bool {
+    d.delay + d.work_ms > d.ttl_ms
 }
 
 /// Whether Redlock's votes `delay` late still make a quorum: only below
 /// the per-node timeout.
-pub fn votes_arrive(params: &Params) -> bool {
-    params.ms("delay") < params.count("node_timeout_ms")
+pub fn votes_arrive(d: &SlowNetworkDials) -> bool {
+    d.delay < d.node_timeout_ms
 }
 
 /// What `strategy` should do when its grants arrive `delay` late.
 pub fn expect(strategy: &StrategyEntry, _variant: Option<Variant>, params: &Params) -> Expectation {
-    let delay = params.ms("delay");
-    let validity = super::acquire_pause::validity_ms(params, delay);
-    if params.choice("link") == "postgres" {
-        return Ok(expect_postgres(strategy, params));
+    let d = SlowNetworkDials::of(params);
+    let validity = super::acquire_pause::validity_ms(d.ttl_ms, d.delay);
+    if d.link == Link::Postgres {
+        return Ok(expect_postgres(strategy, &d));
     }
     let (expected, why) = match strategy.kind {
-        Kind::Ttl if late_grant_breaks(params) => (
+        Kind::Ttl if late_grant_breaks(&d) => (
             Breaks,
             "the grant arrives so late that the key expires before the holder leaves; it enters anyway",
         ),
@@ -135,7 +152,7 @@ pub fn expect(strategy: &StrategyEntry, _variant: Option<Variant>, params: &Para
             Holds,
             "renewals reach Redis at once (only replies are late), and a grant that arrives after the lease deadline is given back",
         ),
-        Kind::Validity if !votes_arrive(params) => (
+        Kind::Validity if !votes_arrive(&d) => (
             Holds,
             "every vote is slower than the per-node timeout: no quorum, no lock",
         ),
@@ -143,7 +160,7 @@ pub fn expect(strategy: &StrategyEntry, _variant: Option<Variant>, params: &Para
             Holds,
             "the votes arrive, but elapsed exceeds the TTL: validity = TTL - elapsed refuses the quorum",
         ),
-        Kind::Validity if super::acquire_pause::short_validity(params, delay) => (
+        Kind::Validity if super::acquire_pause::short_validity(d.ttl_ms, d.work_ms, d.delay) => (
             Breaks,
             "the votes arrive with a validity shorter than the work: the keys expire while the holder is inside",
         ),
@@ -176,19 +193,22 @@ const TRIPS_AFTER_CHECK: u64 = 3;
 /// caught between its check and its write when the delay begins is later
 /// still. `where=after-check`: the delay begins as replica a passes its
 /// check, its work done: TRIPS_AFTER_CHECK × delay + work > TTL.
-fn postgres_exposed(params: &Params) -> bool {
-    let trips = if params.choice("where") == "after-check" {
+fn postgres_exposed(d: &SlowNetworkDials) -> bool {
+    let trips = if d.r#where == DelayFrom::AfterCheck {
         TRIPS_AFTER_CHECK
     } else {
         SECTION_TRIPS
     };
-    trips * params.ms("delay") + params.ms("work_ms") > params.ttl_ms()
+    trips * d.delay + d.work_ms > d.ttl_ms
 }
 
 /// `link=postgres`, judged on exclusion.
-fn expect_postgres(strategy: &StrategyEntry, params: &Params) -> (crate::judge::Expected, String) {
+fn expect_postgres(
+    strategy: &StrategyEntry,
+    d: &SlowNetworkDials,
+) -> (crate::judge::Expected, String) {
     let (expected, why) = match strategy.kind {
-        Kind::Ttl | Kind::Validity | Kind::Lease if postgres_exposed(params) => (
+        Kind::Ttl | Kind::Validity | Kind::Lease if postgres_exposed(d) => (
             Breaks,
             "a section's write, sent after its last check, and the trips after it arrive late: the lock expires under them and the next holder enters",
         ),
@@ -207,8 +227,8 @@ fn expect_postgres(strategy: &StrategyEntry, params: &Params) -> (crate::judge::
 /// `link=postgres`, judged on the data: a write already on the wire is
 /// past every check (a lease deadline, Redlock's validity), so every TTL
 /// lock's late write lands on the next holder's; a fence refuses it.
-pub fn postgres_damage(kind: Kind, params: &Params) -> crate::judge::Expected {
-    if matches!(kind, Kind::Ttl | Kind::Validity | Kind::Lease) && postgres_exposed(params) {
+pub fn postgres_damage(kind: Kind, d: &SlowNetworkDials) -> crate::judge::Expected {
+    if matches!(kind, Kind::Ttl | Kind::Validity | Kind::Lease) && postgres_exposed(d) {
         Breaks
     } else {
         Holds
@@ -226,15 +246,12 @@ const B_THINK_PG_MS: u64 = 100;
 /// Over 80 lines on purpose: the scenario's steps read top to bottom, each one
 /// logged as it happens.
 pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
-    let params = cx.params;
+    let d = SlowNetworkDials::of(cx.params);
     let (lab, world, case, strategy, _) = cx.parts();
-    let ttl = params.ttl_ms();
-    let delay = params.ms("delay");
-    let work_ms = params.ms("work_ms");
-    let timeout = params.count("node_timeout_ms");
-    let injections = params.injections();
-    let postgres = params.choice("link") == "postgres";
-    let after_check = postgres && params.choice("where") == "after-check";
+    let (ttl, delay, work_ms) = (d.ttl_ms, d.delay, d.work_ms);
+    let (timeout, injections) = (d.node_timeout_ms, d.injections);
+    let postgres = d.link == Link::Postgres;
+    let after_check = postgres && d.r#where == DelayFrom::AfterCheck;
     let database_via = wire_up(lab, world, ttl, timeout, postgres).await?;
     let service = world.service();
     arm(&service, strategy, work(work_ms)).await?;
@@ -372,17 +389,13 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     case.proven_by_injections(|landed| {
         format!("{landed} of {injections} windows seen: a round trip through a's slow link took at least {delay} ms")
     });
-    Ok(json!({
-        "delay_ms": delay,
-        "reply_delay_ms": if postgres { 0 } else { delay },
-        "where": if postgres { params.choice("where") } else { "anywhere" },
-        "node_timeout_ms": timeout,
-        "injections": injections,
-        "replica": "a",
-        "links": if postgres { "postgresql (requests)" } else { "redis and every redlock node (replies)" },
-        "lock_ttl_ms": ttl,
-        "work_delay_ms": work_ms,
-    }))
+    Ok(dials::record(
+        &d,
+        json!({
+            "replica": "a",
+            "links": if postgres { "postgresql (requests)" } else { "redis and every redlock node (replies)" },
+        }),
+    ))
 }
 
 /// Two replicas: b reaches Redis, the Redlock nodes and PostgreSQL

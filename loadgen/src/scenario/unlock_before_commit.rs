@@ -17,28 +17,32 @@
 use serde_json::{json, Value};
 
 use super::case::Expectation;
+use super::dials::{self, dials, Shape};
 use super::inject::{self, Window};
-use super::params::{self, Params, Spec, Unit};
+use super::params::{Params, Spec};
 use super::world::{arm, faults_of_each, pause, two_replicas, work, CaseRun};
 use crate::api::Variant;
 use crate::api::{FaultsPatch, Kind, StrategyEntry};
 use crate::judge::Expected::{Breaks, Holds};
 
+dials! {
+    /// unlock-before-commit's dials.
+    pub struct UnlockBeforeCommitDials {
+        ttl_ms: u64 = dials::ttl("5000"),
+        work_ms: u64 = dials::work("5"),
+        injections: u64 = dials::injections("12"),
+        commit_delay: u64 = Shape::ms(
+            "30",
+            "the stall between a section's release and its commit (commit_delay_ms)",
+        ),
+        window_ms: u64 = dials::window("300"),
+        users: usize = dials::users("12"),
+        lock_wait_ms: u64 = dials::lock_wait("300"),
+    }
+}
+
 /// Its dials.
-pub const PARAMS: &[Spec] = &[
-    params::ttl("5000"),
-    params::work("5"),
-    params::injections("12"),
-    Spec {
-        name: "commit_delay",
-        unit: Unit::Ms,
-        default: "30",
-        meaning: "the stall between a section's release and its commit (commit_delay_ms)",
-    },
-    params::window("300"),
-    params::users("12"),
-    params::lock_wait("300"),
-];
+pub const PARAMS: &[Spec] = UnlockBeforeCommitDials::SPECS;
 
 /// `--quick`: windows of 150 ms and 6 buyers — a section is 5 ms of work
 /// and a 30 ms commit delay, so they still pass through the lock several
@@ -49,7 +53,7 @@ pub const QUICK: &[(&str, &str)] = &[("window_ms", "150"), ("users", "6")];
 
 /// What `strategy` should do when it unlocks before it commits.
 pub fn expect(strategy: &StrategyEntry, _variant: Option<Variant>, params: &Params) -> Expectation {
-    let delay = params.ms("commit_delay");
+    let delay = UnlockBeforeCommitDials::of(params).commit_delay;
     let (expected, why) = match strategy.kind {
         Kind::Fenced => (
             Holds,
@@ -72,14 +76,11 @@ pub fn expect(strategy: &StrategyEntry, _variant: Option<Variant>, params: &Para
 /// `injections` rounds of load with `unlock_before_commit` on; switched
 /// off after. The faults, as reported.
 pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
-    let params = cx.params;
+    let d = UnlockBeforeCommitDials::of(cx.params);
     let (lab, world, case, strategy, _) = cx.parts();
-    let ttl = params.ttl_ms();
-    let work_ms = params.ms("work_ms");
-    let delay = params.ms("commit_delay");
-    let window_ms = params.ms("window_ms");
-    let injections = params.injections();
-    let users = usize::try_from(params.count("users")).unwrap_or(12).max(2);
+    let (ttl, work_ms, delay) = (d.ttl_ms, d.work_ms, d.commit_delay);
+    let (window_ms, injections) = (d.window_ms, d.injections);
+    let users = d.users.max(2);
     two_replicas(lab, world, strategy, ttl, Vec::new()).await?;
     let service = world.service();
     let faults = FaultsPatch {
@@ -127,12 +128,5 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
         })
         .await?;
     case.step("fault undone");
-    Ok(json!({
-        "unlock_before_commit": true,
-        "commit_delay_ms": delay,
-        "injections": injections,
-        "window_ms": window_ms,
-        "lock_ttl_ms": ttl,
-        "work_delay_ms": work_ms,
-    }))
+    Ok(dials::record(&d, json!({"unlock_before_commit": true})))
 }
