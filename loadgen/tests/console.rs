@@ -529,15 +529,22 @@ async fn exercise(room: &Room) {
         "the same load went on: {before} then {after}"
     );
     let rate_before = sent(&before) as f64 / secs(&before);
+    // The grabs already sent at the old rate drain first (a busy machine
+    // answers them late): the new rate is read over the 5 s after a
+    // second's grace, against the rate asked, which no machine's speed
+    // changes: 4 a second, Poisson, so 20 expected in 5 s and more than
+    // 40 (8 a second) about once in 10⁵ runs.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let settled = room.console_state().await["load"].clone();
     tokio::time::sleep(Duration::from_secs(5)).await;
     let later = room.console_state().await["load"].clone();
-    let rate_after = (sent(&later) - sent(&after)) as f64 / (secs(&later) - secs(&after));
+    let rate_after = (sent(&later) - sent(&settled)) as f64 / (secs(&later) - secs(&settled));
     eprintln!(
         "adjusted: {rate_before:.1} grabs/s before, {rate_after:.1} after (asked 60, then 4)"
     );
     assert!(
-        rate_after < rate_before / 3.0,
-        "the rate went down: {rate_before:.1} grabs/s before, {rate_after:.1} after"
+        rate_after <= 8.0 && rate_after < rate_before,
+        "the rate went down to the 4 a second asked: {rate_before:.1} grabs/s before, {rate_after:.1} after"
     );
     room.stop_load().await;
 
