@@ -104,7 +104,8 @@ results:
 ## each row judged as its source states it and, apart, against our model;
 ## reports under loadgen-report/debate/; writes docs/redlock-debate.{md,json},
 ## docs/zh/redlock-debate.md and docs/redlock-debate/ (curves,
-## counterexamples). One row: seckill-loadgen debate --rows ID --out DIR.
+## counterexamples). One row: seckill-loadgen debate --rows ID --out DIR;
+## make debate ROWS=id,id measures those rows into docs/, keeping the rest.
 debate:
 	@scripts/debate.sh
 

@@ -6,7 +6,9 @@
 # row judged as its source states it and against our model; everything
 # under ${OUT:-loadgen-report/debate}/ and the pages, curves and
 # counterexamples in docs/ (redlock-debate.{md,json}, zh/redlock-debate.md,
-# redlock-debate/). Exit 3 when a run failed.
+# redlock-debate/). `make debate ROWS=id,id` measures only those rows and
+# keeps every other row of the page as measured before. Exit 3 when a run
+# failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/services.sh
@@ -18,4 +20,5 @@ exec target/release/seckill-loadgen debate \
   --app-bin target/release/seckill-app \
   --database-url "$PG_ADMIN_URL" \
   --out "${OUT:-loadgen-report/debate}" \
+  ${ROWS:+--rows "$ROWS"} \
   --write-docs

@@ -151,13 +151,20 @@ pub fn read(path: &std::path::Path) -> anyhow::Result<DebateJson> {
 
 /// The page of every row in `order`: the rows `now` measured, and every
 /// other one as `earlier` has it (listed in `kept`); a row neither has is
-/// an error naming it. The head (build, injections) is `now`'s; the two
-/// must agree on the injections per point.
+/// an error naming it. The head is `now`'s (its duration is this run's:
+/// the page says which rows an earlier run measured); the two must agree
+/// on the build and the injections per point.
 pub fn merge<'a>(
     earlier: &DebateJson,
     now: &DebateJson,
     order: impl Iterator<Item = &'a str>,
 ) -> anyhow::Result<DebateJson> {
+    anyhow::ensure!(
+        earlier.profile == now.profile,
+        "the page in docs/ was measured by a {} build, this run by a {} build: one page, one build",
+        earlier.profile,
+        now.profile
+    );
     anyhow::ensure!(
         earlier.injections_per_point == now.injections_per_point,
         "the page in docs/ was measured with {} injections per point, this run with {}: one page, one n",
@@ -165,25 +172,32 @@ pub fn merge<'a>(
         now.injections_per_point
     );
     let mut rows = Vec::new();
-    let mut kept = earlier.kept.clone();
+    let mut kept = Vec::new();
     for id in order {
         if let Some(row) = now.rows.iter().find(|r| r.id == id) {
             rows.push(row.clone());
-            kept.retain(|k| k != id);
         } else if let Some(row) = earlier.rows.iter().find(|r| r.id == id) {
             rows.push(row.clone());
-            if !kept.iter().any(|k| k == id) {
-                kept.push(Text::Owned(id.to_owned()));
-            }
+            kept.push(Text::Owned(id.to_owned()));
         } else {
             anyhow::bail!("row {id} is on neither the page nor this run: measure it (--rows {id})");
         }
     }
+    // The runs read back: this run's, and the earlier run's for the rows
+    // it kept.
+    let mut reused = now.reused.clone();
+    reused.extend(
+        earlier
+            .reused
+            .iter()
+            .filter(|r| !reused.contains(r))
+            .cloned()
+            .collect::<Vec<_>>(),
+    );
     Ok(DebateJson {
         rows,
         kept,
-        reused: now.reused.clone(),
-        duration_s: earlier.duration_s,
+        reused,
         ..now.clone_head()
     })
 }
@@ -267,4 +281,41 @@ pub fn scenario_command_at(run: &rows::Run) -> String {
         command.push_str(&format!(" --set {key}={value}"));
     }
     command
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The page in docs/, as committed (tests run in the crate's folder).
+    fn committed() -> DebateJson {
+        read(std::path::Path::new("../docs/redlock-debate.json")).expect("docs/ JSON reads back")
+    }
+
+    #[test]
+    fn a_rerun_of_some_rows_replaces_them_and_keeps_every_other_row_of_the_page() {
+        let earlier = committed();
+        let ids: Vec<String> = earlier.rows.iter().map(|r| r.id.to_string()).collect();
+        assert!(ids.len() > 2, "{ids:?}");
+        let mut now = earlier.clone_head();
+        let mut remeasured = earlier.rows[1].clone();
+        remeasured.judged.source_evidence = "measured again".into();
+        now.rows = vec![remeasured];
+        let merged = merge(&earlier, &now, ids.iter().map(String::as_str)).expect("merges");
+        let merged_ids: Vec<&str> = merged.rows.iter().map(|r| &*r.id).collect();
+        assert_eq!(merged_ids, ids, "every row, in the rows' order");
+        assert_eq!(merged.rows[1].judged.source_evidence, "measured again");
+        assert_eq!(
+            merged.rows[0].judged.source_evidence,
+            earlier.rows[0].judged.source_evidence
+        );
+        assert_eq!(merged.kept.len(), ids.len() - 1);
+        assert!(!merged.kept.iter().any(|k| *k == ids[1]));
+        // A row on neither side is named; one n per page.
+        let e = merge(&earlier, &now, ["no-such-row"].into_iter()).expect_err("unknown");
+        assert!(format!("{e}").contains("no-such-row"), "{e}");
+        now.injections_per_point += 1;
+        let e = merge(&earlier, &now, ids.iter().map(String::as_str)).expect_err("n differs");
+        assert!(format!("{e}").contains("injections per point"), "{e}");
+    }
 }

@@ -63,6 +63,7 @@ pub struct Point {
     /// The value as typed.
     pub value: String,
     /// Resolved (ms for a duration).
+    #[serde(deserialize_with = "crate::scenario::locate::nan_from_null")]
     pub resolved: f64,
     /// What the model predicts here.
     pub predicts: Expected,

@@ -76,12 +76,19 @@ pub fn resolved(params: &serde_json::Value, key: &str) -> Option<f64> {
     params.get(key).and_then(serde_json::Value::as_f64)
 }
 
+/// A number a JSON writer wrote as `null` (serde_json writes a NaN, a
+/// categorical dial's "resolved" value, so) read back as NaN.
+pub fn nan_from_null<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(<Option<f64> as serde::Deserialize>::deserialize(d)?.unwrap_or(f64::NAN))
+}
+
 /// One probe: a case at one value of the dial.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Probe {
     /// The value as run (as typed).
     pub value: String,
     /// In the dial's unit (ms for a duration).
+    #[serde(deserialize_with = "nan_from_null")]
     pub resolved: f64,
     /// k of n.
     pub exclusion_broken: Option<Rate>,

@@ -6,14 +6,18 @@
 //! the holder is still inside.
 //!
 //! What it comes back with is the dials':
-//! - `persistence`: `none` (no AOF), `everysec` or `always`
-//!   (`appendonly yes`, `appendfsync` that);
+//! - `persistence`: `none` (no AOF), `no`, `everysec` or `always`
+//!   (`appendonly yes`, `appendfsync` that; `no` leaves the sync to the
+//!   kernel, seconds later);
 //! - `crash`: `process` is `kill -9`, which loses nothing handed to
 //!   `write(2)` — the kernel's page cache keeps it, so `everysec` keeps
 //!   the key as surely as `always`; `power` runs node 3 under the
 //!   power-loss preload, which holds the AOF's unsynced bytes in the
 //!   process's own memory, so the kill loses exactly what a power cut
-//!   would. Only `always` (synced before the reply) survives that.
+//!   would. Only `always` (synced before the reply) survives that, and
+//!   `everysec` once a sync came between the `SET` and the cut;
+//! - `crash_after_ms`: how long after the holder is seen inside node 3
+//!   dies (everysec's window);
 //! - `restart_delay`: how long node 3 stays down. The Redis docs' remedy
 //!   is a delay longer than the TTL (every lock it knew has expired); the
 //!   holder is exposed only while its section outlasts the delay, so the
@@ -282,7 +286,6 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     ))
 }
 
-/// Whether `node` holds `key` now.
 /// The value `node` holds at `key` (the holder's random value), if any.
 async fn value(node: &RedisNode, key: &str) -> anyhow::Result<Option<String>> {
     let mut conn = node.conn().await?;
