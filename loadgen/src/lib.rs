@@ -47,6 +47,7 @@ pub mod expect;
 pub mod judge;
 pub mod load;
 pub mod procs;
+pub mod progress;
 pub mod report;
 pub mod scenario;
 pub mod token;

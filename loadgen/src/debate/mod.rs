@@ -124,7 +124,10 @@ pub async fn main(settings: Settings) -> ExitCode {
     let wanted = |id: &str| settings.only.is_empty() || settings.only.iter().any(|o| o == id);
     let chosen: Vec<&Row> = ROWS.iter().filter(|r| wanted(r.id)).collect();
     let mut measurements: Measurements = Vec::new();
-    let reused = match measure(&settings, &chosen, &mut measurements).await {
+    let bar = crate::progress::begin(settings.scenario.quiet);
+    let measured = measure(&settings, &chosen, &mut measurements).await;
+    drop(bar);
+    let reused = match measured {
         Ok(reused) => reused,
         Err(e) => {
             eprintln!("seckill-loadgen: the debate's runs failed: {e:#}");
@@ -205,12 +208,12 @@ fn read_back_all(settings: &Settings, runs: Vec<Run>) -> (Measurements, Vec<Run>
     for run in runs {
         match settings.reuse.then(|| read_back(&settings.out, &run)) {
             Some(Some(cases)) => {
-                println!(
+                crate::progress::line(format!(
                     "== debate run {}: read back from {} ({} cases)",
                     run.id,
                     settings.out.join(run.id).display(),
                     cases.len()
-                );
+                ));
                 reused.push((run, cases));
             }
             _ => to_run.push(run),
@@ -224,13 +227,13 @@ async fn sweep(settings: &Settings, to_run: &[Run]) -> anyhow::Result<Measuremen
     let batches: Vec<_> = to_run
         .iter()
         .map(|run| {
-            println!(
+            crate::progress::line(format!(
                 "== debate run {}: {} · {} · sweep {}",
                 run.id,
                 run.scenario.name(),
                 run.strategy,
                 run.sweep.0
-            );
+            ));
             batch(
                 settings,
                 run,
@@ -286,7 +289,10 @@ async fn measure(
             .iter()
             .map(|(i, value)| {
                 let run = &measurements[*i].0;
-                println!("== debate run {}: probe {}={value}", run.id, run.sweep.0);
+                crate::progress::line(format!(
+                    "== debate run {}: probe {}={value}",
+                    run.id, run.sweep.0
+                ));
                 batch(
                     settings,
                     run,

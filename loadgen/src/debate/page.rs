@@ -41,7 +41,7 @@ pub fn write_all(doc: &DebateJson, measurements: &Measurements, dir: &Path) -> a
     for row in &doc.rows {
         write(assets.join(format!("{}.svg", row.id)), curve(row))?;
         // A kept row's trace was written by the run that measured it.
-        if doc.kept.iter().any(|k| *k == row.id) {
+        if doc.kept.contains(&row.id) {
             continue;
         }
         if let Some(trace) = counterexample(row, measurements)? {

@@ -60,6 +60,7 @@ pub async fn run(
     options: &Options,
     locate: &Locate,
 ) -> anyhow::Result<ScenarioReport> {
+    let started = std::time::Instant::now();
     let key = locate.key.as_str();
     let unit = locate::unit_of(scenario, key)
         .with_context(|| format!("{} has no dial {key}", scenario.name()))?;
@@ -95,19 +96,21 @@ pub async fn run(
             line.probes(key),
             model,
         );
-        println!(
+        crate::progress::line(format!(
             "{} · {}{}: {}",
             scenario.name(),
             line.strategy,
             line.variant.map(|v| format!(" · {v}")).unwrap_or_default(),
             located.summary
-        );
+        ));
         report.located.push(located);
     }
     report.scenarios = lines
         .into_iter()
         .flat_map(|line| line.cases.into_iter().map(|(_, case)| case))
         .collect();
+    // The whole bisection's time, not its first round's.
+    report.duration_s = (started.elapsed().as_secs_f64() * 10.0).round() / 10.0;
     Ok(report)
 }
 
@@ -184,7 +187,7 @@ async fn narrow(
         }
         if !options.quiet {
             let values: Vec<&str> = owners.iter().map(|(_, v)| v.as_str()).collect();
-            println!("== locate {key}: probing {}", values.join(", "));
+            crate::progress::line(format!("== locate {key}: probing {}", values.join(", ")));
         }
         let reports = runner::run_batches(&batches).await?;
         for (report, (_, options)) in reports.iter().zip(&batches) {

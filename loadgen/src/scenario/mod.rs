@@ -291,6 +291,7 @@ pub async fn main(names: &[Selection], list: bool, options: Options) -> ExitCode
         }
     }
     let out = options.out.clone();
+    let bar = crate::progress::begin(options.quiet);
     let run = async {
         let report = match (&options.locate, chosen.as_slice()) {
             (Some(locate), [scenario]) => bisect::run(*scenario, &options, locate).await?,
@@ -302,6 +303,7 @@ pub async fn main(names: &[Selection], list: bool, options: Options) -> ExitCode
     let report = tokio::select! {
         report = run => report,
         _ = tokio::signal::ctrl_c() => {
+            drop(bar);
             // Dropping the run stopped every process it started; the
             // database needs a word with PostgreSQL.
             lab::drop_run_database(&options.database_url).await;
@@ -309,6 +311,7 @@ pub async fn main(names: &[Selection], list: bool, options: Options) -> ExitCode
             return ExitCode::from(130);
         }
     };
+    drop(bar);
     match report {
         Ok(report) if report.scenarios.is_empty() => {
             eprintln!(

@@ -55,6 +55,7 @@ pub async fn run_batches(
         for (batch, (chosen, options)) in batches.iter().enumerate() {
             plan.extend(plan_batch(first, batch, chosen, options, &mut skipped[batch]).await?);
         }
+        crate::progress::planned(plan.len());
         let runnable = plan.iter().filter(|p| p.not_run.is_none()).count();
         let jobs = options.jobs.clamp(1, runnable.max(1));
         let chosen: Vec<Scenario> = batches.iter().flat_map(|b| b.0.clone()).collect();
@@ -293,11 +294,13 @@ async fn run_planned(lab: &mut Lab, planned: &Planned, tag: &str) -> anyhow::Res
         ..
     } = planned;
     if let Some(reason) = not_run {
-        println!("{label}: NOT RUN — {reason}");
+        crate::progress::line(format!("{label}: NOT RUN — {reason}"));
+        crate::progress::finished(label);
         return Ok(planned.not_run(reason.clone()));
     }
+    crate::progress::started(label);
     if !quiet {
-        println!("== {tag}{label} (expected: {})", expected.as_str());
+        crate::progress::line(format!("== {tag}{label} (expected: {})", expected.as_str()));
     }
     let mut trials = Vec::new();
     for trial in 1..=runs {
@@ -316,11 +319,11 @@ async fn run_planned(lab: &mut Lab, planned: &Planned, tag: &str) -> anyhow::Res
         };
         let result = run_trial(lab, planned, one, tag, prefix, trial).await;
         if runs > 1 && !quiet {
-            println!(
+            crate::progress::line(format!(
                 "    {tag}[trial {trial}/{runs}] {}: {}",
                 result.verdict.as_str(),
                 result.verdict_reason
-            );
+            ));
         }
         trials.push(result);
     }
@@ -328,7 +331,7 @@ async fn run_planned(lab: &mut Lab, planned: &Planned, tag: &str) -> anyhow::Res
     let counted = result.trials.map_or(String::new(), |t| {
         format!(" ({} of {} as-expected)", t.as_expected, t.runs)
     });
-    println!(
+    crate::progress::line(format!(
         "{:>20} {:<16} {:<20} {:<12} {}{}",
         result.name,
         result.strategy,
@@ -336,7 +339,8 @@ async fn run_planned(lab: &mut Lab, planned: &Planned, tag: &str) -> anyhow::Res
         result.verdict.as_str(),
         result.verdict_reason,
         counted
-    );
+    ));
+    crate::progress::finished(label);
     Ok(result)
 }
 

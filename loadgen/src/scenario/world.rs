@@ -96,7 +96,7 @@ impl Case {
             text.into()
         );
         if !self.quiet {
-            println!("    {}{line}", self.tag);
+            crate::progress::line(format!("    {}{line}", self.tag));
         }
         self.steps.push(line);
     }
