@@ -32,7 +32,7 @@ use seckill_launch::{servers, start_on_free_ports, Ready, Running, Service};
 use seckill_loadgen::load::probe::Probe;
 use seckill_loadgen::report::{Report, Run};
 
-use crate::number_after;
+use crate::util::number_after;
 
 /// The database the bench creates (and drops).
 const DB: &str = "seckill_bench";
@@ -201,7 +201,7 @@ impl Bench {
             app: format!("http://127.0.0.1:{port}"),
             app_pid,
             idle_rss_mib,
-            runtime: crate::runtime()?,
+            runtime: crate::util::runtime()?,
             // No connection kept between calls: a minute of load lies
             // between two of them, and the service closes an idle
             // keep-alive connection long before (a reused one fails).
@@ -342,7 +342,7 @@ impl Bench {
     /// product, 50 users, 5 ms of work, without and with `--history`,
     /// alternating, two rounds each.
     fn history_cost(&self) -> anyhow::Result<String> {
-        crate::say(
+        crate::util::say(
             "the cost of --history: set-nx-px-token, 50 users, work delay 5 ms, alternating",
         );
         self.work_delay(5)?;
@@ -372,24 +372,24 @@ impl Bench {
     fn figures(&self) -> anyhow::Result<(Vec<String>, String)> {
         let k = &self.knobs;
         let (c, t) = (k.clients, k.seconds);
-        crate::say(&format!(
+        crate::util::say(&format!(
             "pgbench, pg-atomic transaction ({c} clients, {t}s, synchronous_commit={})",
             k.sync
         ));
         let atomic_floor = self.pgbench("bench/pgbench/pg-atomic.sql")?;
-        crate::say("HTTP pg-atomic");
+        crate::util::say("HTTP pg-atomic");
         let atomic = self.load("pg-atomic", c, None)?;
-        crate::say("pgbench, pg-for-update transaction");
+        crate::util::say("pgbench, pg-for-update transaction");
         let for_update_floor = self.pgbench("bench/pgbench/pg-for-update.sql")?;
-        crate::say("HTTP pg-for-update");
+        crate::util::say("HTTP pg-for-update");
         let for_update = self.load("pg-for-update", c, None)?.grabs_per_sec;
-        crate::say("HTTP set-nx-px-token");
+        crate::util::say("HTTP set-nx-px-token");
         let token = self.load("set-nx-px-token", c, None)?.grabs_per_sec;
-        crate::say("HTTP redlock (5 nodes)");
+        crate::util::say("HTTP redlock (5 nodes)");
         let redlock = self.load("redlock", c, None)?.grabs_per_sec;
-        crate::say("HTTP redis-lua-stock");
+        crate::util::say("HTTP redis-lua-stock");
         let lua = self.load("redis-lua-stock", c, None)?.orders_per_sec;
-        crate::say(&format!(
+        crate::util::say(&format!(
             "HTTP redis-lua-stock, the ceiling: {} users",
             k.ceiling
         ));
@@ -399,14 +399,16 @@ impl Bench {
             .as_ref()
             .map_or_else(|| "batches: none".to_owned(), |b| b.line());
 
-        crate::say(&format!(
+        crate::util::say(&format!(
             "wrk vs goose: GET /api/v1/products/1 with {c} connections"
         ));
         let wrk = self.wrk(c)?;
         let wrk_ceiling = self.wrk(k.ceiling)?;
         let goose = self.probe(c)?.requests_per_sec;
 
-        crate::say("memory: 1000 concurrent users (GET product, then grabs under set-nx-px-token)");
+        crate::util::say(
+            "memory: 1000 concurrent users (GET product, then grabs under set-nx-px-token)",
+        );
         let p99_1000 = self.probe(1000)?.p99_ms;
         self.load("set-nx-px-token", 1000, None)?;
         let rss = status_kib(self.app_pid, "VmHWM:")? / 1024.0;
@@ -496,7 +498,7 @@ pub fn run(history_only: bool) -> anyhow::Result<()> {
     let bench = Bench::start(&root)?;
     let k = &bench.knobs;
     let cores = std::thread::available_parallelism().map_or(0, usize::from);
-    let date = crate::first_line("date", &["-u", "+%FT%TZ"], "");
+    let date = crate::util::first_line("date", &["-u", "+%FT%TZ"], "");
     if history_only {
         let line = bench.history_cost()?;
         println!();

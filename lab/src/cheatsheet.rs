@@ -226,7 +226,7 @@ fn print_one(source: &str, kept: &str, lang: &str, check: bool) -> anyhow::Resul
     if pages != "1" || !size.contains("(A4)") {
         bail!("{source} prints on {pages} page(s) of {size}: it must fit one A4 page (shorten it, or tighten lab/src/cheatsheet.rs's CSS)");
     }
-    crate::say(&format!("cheat sheet {source}: {pages} page, {size}"));
+    crate::util::say(&format!("cheat sheet {source}: {pages} page, {size}"));
     if !check {
         std::fs::copy(&pdf, kept).with_context(|| format!("copy to {kept}"))?;
         let drawn = Command::new("pdftoppm")
@@ -237,7 +237,7 @@ fn print_one(source: &str, kept: &str, lang: &str, check: bool) -> anyhow::Resul
         if !drawn.success() {
             bail!("pdftoppm could not draw {kept}");
         }
-        crate::say(&format!(
+        crate::util::say(&format!(
             "wrote {kept}; its picture: {}",
             work.join("cheatsheet.png").display()
         ));

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 /// Every dashboard JSON under `root`/dashboards/, sorted.
 pub fn files(root: &Path) -> anyhow::Result<Vec<PathBuf>> {
-    let mut files: Vec<PathBuf> = crate::files_under(&root.join("dashboards"))?
+    let mut files: Vec<PathBuf> = crate::util::files_under(&root.join("dashboards"))?
         .into_iter()
         .filter(|p| p.extension().is_some_and(|e| e == "json"))
         .collect();

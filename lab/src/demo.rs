@@ -24,8 +24,8 @@ use anyhow::{bail, Context as _};
 use clap::Subcommand;
 use seckill_launch::{servers, Ready};
 
-use crate::say;
 use crate::stack::{Stack, REDIS_NAMES};
+use crate::util::say;
 
 /// What `seckill-lab demo` does (default: `up`).
 #[derive(Debug, Clone, Subcommand)]
@@ -66,7 +66,7 @@ fn env_or(name: &str, default: &str) -> String {
 
 pub fn run(action: Option<Action>) -> anyhow::Result<()> {
     let stack = Stack::new(Path::new(".demo"), 3)?;
-    let runtime = crate::runtime()?;
+    let runtime = crate::util::runtime()?;
     match action.unwrap_or(Action::Up) {
         Action::Up => runtime.block_on(up(&stack)),
         Action::Stop => {

@@ -214,7 +214,7 @@ pub fn translations_match(root: &Path) -> anyhow::Result<()> {
         if m != n {
             bail!("{translated}: the exercises' minutes {n:?} are not {original}'s {m:?}");
         }
-        crate::say(&format!(
+        crate::util::say(&format!(
             "{translated}: the same {} command blocks as {original}, the same minutes",
             ours.len()
         ));
@@ -253,7 +253,7 @@ pub fn debate_pages_match(root: &Path) -> anyhow::Result<()> {
             bail!("{page}: its rerun commands are not the JSON's: regenerate both (make debate)");
         }
     }
-    crate::say(&format!(
+    crate::util::say(&format!(
         "docs/redlock-debate.md and docs/zh/redlock-debate.md: the JSON's {} rows, in order, the same commands",
         ids.len()
     ));
@@ -427,7 +427,7 @@ pub fn check(print: bool) -> anyhow::Result<()> {
     if total != SESSION_MINUTES {
         bail!("docs/workshop.md: the session adds up to {total} minutes ({minutes:?}), not {SESSION_MINUTES}");
     }
-    crate::say(&format!(
+    crate::util::say(&format!(
         "the workshop adds up to {SESSION_MINUTES} minutes ({minutes:?})"
     ));
 
@@ -451,7 +451,7 @@ pub fn check(print: bool) -> anyhow::Result<()> {
         shown.push(format!("{name}={value}"));
         bash.env(name, value);
     }
-    crate::say(&format!("check-docs: {}", shown.join(" ")));
+    crate::util::say(&format!("check-docs: {}", shown.join(" ")));
     let started = Instant::now();
     let status = bash.status().context("run bash")?;
     let failed_in =
@@ -473,7 +473,7 @@ pub fn check(print: bool) -> anyhow::Result<()> {
             failed_in.trim()
         );
     }
-    crate::say(&format!("check-docs: every block ran ({took} s)"));
+    crate::util::say(&format!("check-docs: every block ran ({took} s)"));
     Ok(())
 }
 
@@ -485,7 +485,7 @@ pub fn between(state: &Path) -> anyhow::Result<()> {
     let url = format!("http://127.0.0.1:{}/admin/faults", port.trim());
     let token =
         std::env::var("SECKILL_ADMIN_TOKEN").unwrap_or_else(|_| crate::stack::DEMO_TOKEN.into());
-    let runtime = crate::runtime()?;
+    let runtime = crate::util::runtime()?;
     let client = reqwest::Client::new();
     let fetch = |method: reqwest::Method| {
         let request = client.request(method, &url).bearer_auth(&token);
@@ -497,7 +497,7 @@ pub fn between(state: &Path) -> anyhow::Result<()> {
     let Ok(cleared) = std::fs::read_to_string(state) else {
         let cleared = fetch(reqwest::Method::DELETE).with_context(|| format!("DELETE {url}"))?;
         std::fs::write(state, &cleared).with_context(|| format!("write {}", state.display()))?;
-        crate::say(&format!(
+        crate::util::say(&format!(
             "the cleared faults (every exercise must end with them): {cleared}"
         ));
         return Ok(());
@@ -528,7 +528,7 @@ pub fn between(state: &Path) -> anyhow::Result<()> {
             settings.join(" ")
         );
     }
-    crate::say("faults cleared, every replica on the defaults");
+    crate::util::say("faults cleared, every replica on the defaults");
     Ok(())
 }
 

@@ -67,7 +67,7 @@ pub fn check(folders: &[PathBuf]) -> anyhow::Result<()> {
 
 /// The graph of the crate under `root`.
 pub fn graph_of(root: &Path) -> anyhow::Result<Graph> {
-    let mut files: Vec<PathBuf> = crate::files_under(root)?
+    let mut files: Vec<PathBuf> = crate::util::files_under(root)?
         .into_iter()
         .filter(|p| p.extension().is_some_and(|e| e == "rs"))
         .collect();

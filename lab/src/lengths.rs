@@ -124,7 +124,7 @@ pub fn check(folders: &[PathBuf]) -> anyhow::Result<()> {
     let mut unreasoned = Vec::new();
     let mut reasoned = 0;
     for folder in folders {
-        let mut files: Vec<PathBuf> = crate::files_under(folder)?
+        let mut files: Vec<PathBuf> = crate::util::files_under(folder)?
             .into_iter()
             .filter(|p| p.extension().is_some_and(|e| e == "rs"))
             .collect();
@@ -145,7 +145,7 @@ pub fn check(folders: &[PathBuf]) -> anyhow::Result<()> {
             }
         }
     }
-    crate::say(&format!(
+    crate::util::say(&format!(
         "check-lengths: {reasoned} function(s) over {LIMIT} lines, each saying why"
     ));
     if !unreasoned.is_empty() {

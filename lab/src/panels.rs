@@ -32,8 +32,8 @@ use anyhow::{bail, Context as _};
 use regex::Regex;
 use serde_json::Value;
 
-use crate::say;
 use crate::stack::Stack;
+use crate::util::say;
 
 /// What one check of the dashboards is asked.
 #[derive(Debug, Clone, clap::Args)]
@@ -556,7 +556,7 @@ pub async fn check(args: &Check) -> anyhow::Result<()> {
 /// are loaded.
 pub fn prometheus_up(url: &str, replicas: usize) -> anyhow::Result<()> {
     let api = Api::new(url)?;
-    crate::runtime()?.block_on(async {
+    crate::util::runtime()?.block_on(async {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             let targets = api.get("/api/v1/targets", &[]).await;
@@ -615,7 +615,7 @@ pub fn prometheus_up(url: &str, replicas: usize) -> anyhow::Result<()> {
 
 /// `seckill-lab panels`: [`check`] alone.
 pub fn run_check(args: &Check) -> anyhow::Result<()> {
-    crate::runtime()?.block_on(check(args))
+    crate::util::runtime()?.block_on(check(args))
 }
 
 /// `seckill-loadgen compare` over the stack's replicas; fails unless it exits 0.
@@ -665,7 +665,7 @@ async fn faults(stack: &Stack, body: Value) -> anyhow::Result<()> {
 /// `make check-panels`: see the module doc.
 pub fn check_panels() -> anyhow::Result<()> {
     let started = Instant::now();
-    let runtime = crate::runtime()?;
+    let runtime = crate::util::runtime()?;
     let demo = Stack::new(Path::new(".demo"), 3)?;
     let own = !demo.healthy();
     let stack = if own {

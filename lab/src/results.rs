@@ -69,7 +69,7 @@ fn logged(
 
 /// Copy the folder `from` to `to`, subfolders too.
 fn copy_folder(from: &Path, to: &Path) -> anyhow::Result<()> {
-    for file in crate::files_under(from)? {
+    for file in crate::util::files_under(from)? {
         let target = to.join(file.strip_prefix(from)?);
         if let Some(parent) = target.parent() {
             std::fs::create_dir_all(parent)?;
@@ -89,7 +89,7 @@ fn machine() -> String {
         .and_then(|l| l.split_once(':'))
         .map_or("unknown CPU", |(_, m)| m.trim());
     let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
-    let kib = crate::number_after(&meminfo, "MemTotal:").unwrap_or(0.0);
+    let kib = crate::util::number_after(&meminfo, "MemTotal:").unwrap_or(0.0);
     let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
     format!(
         "{cores} cores ({model}), {} GiB, Linux {}",
@@ -100,7 +100,7 @@ fn machine() -> String {
 
 /// The commit, and whether the code measured differs from it.
 fn commit(root: &Path) -> String {
-    let short = crate::first_line("git", &["rev-parse", "--short", "HEAD"], "unknown");
+    let short = crate::util::first_line("git", &["rev-parse", "--short", "HEAD"], "unknown");
     let clean = Command::new("git")
         .args(["diff", "--quiet", "HEAD", "--"])
         .args([
@@ -275,9 +275,9 @@ pub fn make() -> anyhow::Result<()> {
     std::fs::create_dir_all(&out).with_context(|| format!("create {}", out.display()))?;
     let target: PathBuf =
         std::env::var_os("RESULTS_OUT").map_or_else(|| root.join("docs/results.md"), PathBuf::from);
-    let date = crate::first_line("date", &["-u", "+%Y-%m-%d %H:%M UTC"], "an unknown date");
+    let date = crate::util::first_line("date", &["-u", "+%Y-%m-%d %H:%M UTC"], "an unknown date");
 
-    crate::say("results 1/3: make demo");
+    crate::util::say("results 1/3: make demo");
     let (code, demo_s) = logged(&root, &out.join("demo.log"), "scripts/demo.sh", &[], &[])?;
     if code != Some(0) {
         bail!("make demo failed ({code:?}; see {OUT}/demo.log)");
@@ -288,7 +288,7 @@ pub fn make() -> anyhow::Result<()> {
     }
     copy_folder(&demo_report, &out.join("demo"))?;
 
-    crate::say("results 2/3: the workshop's exercise 1");
+    crate::util::say("results 2/3: the workshop's exercise 1");
     let workshop =
         std::fs::read_to_string(root.join("docs/workshop.md")).context("read docs/workshop.md")?;
     let exercise = docs::blocks("docs/workshop.md", &workshop)
@@ -316,7 +316,7 @@ pub fn make() -> anyhow::Result<()> {
         bail!("the workshop's exercise 1 failed ({code:?}; see {OUT}/exercise-1.log)");
     }
 
-    crate::say("results 3/3: every fault scenario");
+    crate::util::say("results 3/3: every fault scenario");
     let scenarios_out = out.join("scenarios");
     let scenarios_arg = scenarios_out.to_string_lossy().into_owned();
     let (code, scenarios_s) = logged(
@@ -378,7 +378,7 @@ pub fn make() -> anyhow::Result<()> {
     if let Some(updated) = with_table(&readme, &table.join("\n")) {
         std::fs::write(&readme_path, updated).context("write README.md")?;
     }
-    crate::say(&format!(
+    crate::util::say(&format!(
         "results: {} written (and the README's table) in {} s; scenarios exit {}",
         target.display(),
         started.elapsed().as_secs(),

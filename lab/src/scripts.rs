@@ -96,7 +96,7 @@ fn budget(repo: &Path) -> anyhow::Result<Vec<String>> {
     let mut lines = 0;
     let mut out = Vec::new();
     let embedded = Regex::new(EMBEDDED).expect("a valid regex");
-    for path in crate::files_under(&repo.join("scripts"))? {
+    for path in crate::util::files_under(&repo.join("scripts"))? {
         let text =
             std::fs::read_to_string(&path).with_context(|| format!("read {}", path.display()))?;
         lines += text.lines().count();
@@ -138,7 +138,7 @@ fn scripts(repo: &Path) -> anyhow::Result<Vec<PathBuf>> {
             found.push(path);
         }
     }
-    let docker = crate::files_under(&repo.join("docker"))?;
+    let docker = crate::util::files_under(&repo.join("docker"))?;
     let standins = repo.join("docker/standins");
     for path in docker {
         let is_sh = path.extension().is_some_and(|e| e == "sh");

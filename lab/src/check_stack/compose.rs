@@ -568,7 +568,7 @@ fn datasources(
     found: &mut Findings,
 ) -> anyhow::Result<BTreeSet<String>> {
     let mut uids = BTreeSet::new();
-    for path in crate::files_under(&root.join("dashboards/provisioning/datasources"))? {
+    for path in crate::util::files_under(&root.join("dashboards/provisioning/datasources"))? {
         let doc = yaml(&path)?;
         for ds in doc["datasources"]
             .as_array()
@@ -613,12 +613,12 @@ fn datasources(
 }
 
 fn check_grafana_mounts(root: &Path, grafana: &Value, found: &mut Findings) -> anyhow::Result<()> {
-    for path in crate::files_under(&root.join("dashboards/provisioning/dashboards"))? {
+    for path in crate::util::files_under(&root.join("dashboards/provisioning/dashboards"))? {
         for provider in yaml(&path)?["providers"].as_array().into_iter().flatten() {
             let container = provider["options"]["path"].as_str().unwrap_or_default();
             match host_path(root, grafana, container) {
                 Some(dir) if dir.is_dir() => {
-                    let any = crate::files_under(&dir)?
+                    let any = crate::util::files_under(&dir)?
                         .iter()
                         .any(|p| p.extension().is_some_and(|e| e == "json"));
                     if any {

@@ -120,14 +120,14 @@ impl Stack {
                     self.bin_dir.display()
                 );
             }
-            crate::say(&format!(
+            crate::util::say(&format!(
                 "binaries of {} (SECKILL_BIN_DIR): no release build",
                 self.bin_dir.display()
             ));
             return Ok(());
         }
         if !have {
-            crate::say("first release build: several minutes");
+            crate::util::say("first release build: several minutes");
         }
         let started = std::time::Instant::now();
         let status = std::process::Command::new("cargo")
@@ -146,7 +146,7 @@ impl Stack {
         if !status.success() {
             bail!("the release build failed");
         }
-        crate::say(&format!("release build: {} s", started.elapsed().as_secs()));
+        crate::util::say(&format!("release build: {} s", started.elapsed().as_secs()));
         Ok(())
     }
 
@@ -194,7 +194,7 @@ impl Stack {
             urls.push(format!("redis://127.0.0.1:{port}"));
         }
         let redis_url = urls.remove(0);
-        crate::say(&format!(
+        crate::util::say(&format!(
             "Redis: lock store {redis_url}, five Redlock nodes {}",
             urls.join(" ")
         ));
@@ -207,7 +207,7 @@ impl Stack {
             zookeeper_url: self.zookeeper()?,
             mysql_url: self.mariadb()?,
         };
-        crate::say(&format!(
+        crate::util::say(&format!(
             "etcd {}, ZooKeeper {}, MariaDB {}",
             wiring.etcd_url, wiring.zookeeper_url, wiring.mysql_url
         ));
@@ -215,7 +215,7 @@ impl Stack {
         std::fs::write(&file, serde_json::to_string_pretty(&wiring)?)
             .with_context(|| format!("write {}", file.display()))?;
         self.start_replicas(&wiring, &(1..=self.replicas).collect::<Vec<_>>())?;
-        crate::say(&format!("replicas: {}", self.replica_urls().join(" ")));
+        crate::util::say(&format!("replicas: {}", self.replica_urls().join(" ")));
         if self.lb {
             self.balancer()?;
         }
@@ -231,7 +231,7 @@ impl Stack {
     /// another stack (made fresh).
     async fn databases(&self) -> anyhow::Result<(String, String)> {
         if let Ok(url) = std::env::var("SECKILL_DATABASE_URL") {
-            crate::say("PostgreSQL: SECKILL_DATABASE_URL; the database must exist");
+            crate::util::say("PostgreSQL: SECKILL_DATABASE_URL; the database must exist");
             return Ok((
                 url,
                 std::env::var("SECKILL_STOCK_DATABASE_URL").unwrap_or_default(),
@@ -408,7 +408,7 @@ impl Stack {
             .map(Path::new)
             .find(|p| p.is_file())
         else {
-            crate::say("nginx not installed: no load balancer (optional: apt-get install -y nginx-light); the replicas' URLs are enough");
+            crate::util::say("nginx not installed: no load balancer (optional: apt-get install -y nginx-light); the replicas' URLs are enough");
             return Ok(());
         };
         let port = self.state.claim("lb", "nginx")?;
@@ -426,7 +426,7 @@ impl Stack {
             launch,
             &Ready::http(port, "/lb-health").within(std::time::Duration::from_secs(10)),
         ) {
-            crate::say(&format!(
+            crate::util::say(&format!(
                 "nginx did not start ({e:#}): going on without a load balancer"
             ));
         }
@@ -466,7 +466,7 @@ impl Stack {
             launch,
             &Ready::http(port, "/assets/uPlot.min.css"),
         )?;
-        crate::say(&format!(
+        crate::util::say(&format!(
             "console: http://127.0.0.1:{port}/ (the workshop's control room over {})",
             self.replica_urls().join(" ")
         ));
@@ -546,7 +546,7 @@ impl Stack {
         ]);
         stopped.extend(self.state.stop(&which));
         if !stopped.is_empty() {
-            crate::say(&format!("stopped {}", stopped.join(", ")));
+            crate::util::say(&format!("stopped {}", stopped.join(", ")));
         }
         if std::env::var_os("SECKILL_DATABASE_URL").is_none() {
             postgres::down(&self.root).await?;
@@ -567,7 +567,7 @@ pub fn command(
     stack.lb = false;
     stack.console = false;
     stack.settings = settings;
-    let runtime = crate::runtime()?;
+    let runtime = crate::util::runtime()?;
     if action == "down" {
         return runtime.block_on(stack.down());
     }
@@ -579,7 +579,7 @@ pub fn command(
 /// `seckill-lab own-postgres`: see [`postgres::up`].
 pub fn own_postgres() -> anyhow::Result<()> {
     let root = std::env::current_dir()?;
-    let runtime = crate::runtime()?;
+    let runtime = crate::util::runtime()?;
     let url = runtime.block_on(postgres::up(&root))?;
     println!("{url}");
     Ok(())

@@ -117,7 +117,7 @@ pub async fn up(checkout: &Path) -> anyhow::Result<String> {
         .and_then(|p| p.trim().parse().ok());
     if let Some(port) = kept {
         if answers(&url(port, "postgres")).await {
-            crate::say(&format!(
+            crate::util::say(&format!(
                 "PostgreSQL: reusing own cluster at {}",
                 url(port, "postgres")
             ));
@@ -131,7 +131,7 @@ pub async fn up(checkout: &Path) -> anyhow::Result<String> {
         run(Command::new("chown").arg("postgres:").arg(&dir))?;
     }
     if !data.join("PG_VERSION").is_file() {
-        crate::say(&format!(
+        crate::util::say(&format!(
             "PostgreSQL: creating own cluster in {}",
             dir.display()
         ));
@@ -168,7 +168,7 @@ pub async fn up(checkout: &Path) -> anyhow::Result<String> {
         .arg(&log)
         .args(["-w", "-t", "60", "-o", &options, "start"]))
     .with_context(|| format!("PostgreSQL did not start (log {})", log.display()))?;
-    crate::say(&format!(
+    crate::util::say(&format!(
         "PostgreSQL: own cluster at {} (log {})",
         url(port, "postgres"),
         log.display()
@@ -199,7 +199,7 @@ pub async fn down(checkout: &Path) -> anyhow::Result<()> {
     .await?;
     connection.close().await?;
     if others > 0 {
-        crate::say(&format!(
+        crate::util::say(&format!(
             "own PostgreSQL cluster left running: {others} other connections use it"
         ));
         return Ok(());
@@ -208,7 +208,7 @@ pub async fn down(checkout: &Path) -> anyhow::Result<()> {
         .arg("-D")
         .arg(dir.join("data"))
         .args(["-m", "fast", "stop"]))?;
-    crate::say("stopped own PostgreSQL cluster");
+    crate::util::say("stopped own PostgreSQL cluster");
     Ok(())
 }
 

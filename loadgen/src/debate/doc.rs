@@ -3,8 +3,6 @@
 //! that fills them and the pages that print them.
 
 use anyhow::Context as _;
-use std::borrow::Cow;
-
 use serde::{Deserialize, Serialize};
 
 use super::judge::{self, Judged};
@@ -20,9 +18,7 @@ pub type Measurements = Vec<(rows::Run, Vec<Measured>)>;
 /// sweep's fixed points.
 pub type Measured = (String, CaseResult, bool);
 
-/// Text of a row: a row's own words as written in `rows.rs`, or read
-/// back from an earlier `redlock-debate.json`.
-pub type Text = Cow<'static, str>;
+pub use super::judge::Text;
 
 /// A row's source, as the JSON has it.
 #[derive(Debug, Clone, Serialize, Deserialize)]

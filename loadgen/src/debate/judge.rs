@@ -12,6 +12,10 @@ use crate::judge::Expected;
 use crate::scenario::locate::{self, Bracket, Probe};
 use crate::scenario::{Params, Rate, Standing};
 
+/// Text of a row: a row's own words as written in `rows.rs`, or read
+/// back from an earlier `redlock-debate.json`.
+pub type Text = std::borrow::Cow<'static, str>;
+
 /// What the data say of the source's claim.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -84,7 +88,7 @@ pub struct Point {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Model {
     /// What it predicts, in words.
-    pub predicts: super::doc::Text,
+    pub predicts: Text,
     /// Where it predicts the outcome to flip along the dial, in the dial's
     /// unit (ms for a duration; `null`: no flip in the range probed).
     pub boundary: Option<f64>,

@@ -108,21 +108,9 @@ pub async fn main(settings: Settings) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let unknown: Vec<&String> = settings
-        .only
-        .iter()
-        .filter(|id| !ROWS.iter().any(|r| r.id == id.as_str()))
-        .collect();
-    if !unknown.is_empty() {
-        let ids: Vec<&str> = ROWS.iter().map(|r| r.id).collect();
-        eprintln!(
-            "seckill-loadgen: no row {unknown:?}; the rows: {}",
-            ids.join(", ")
-        );
+    let Some(chosen) = chosen_rows(&settings.only) else {
         return ExitCode::from(2);
-    }
-    let wanted = |id: &str| settings.only.is_empty() || settings.only.iter().any(|o| o == id);
-    let chosen: Vec<&Row> = ROWS.iter().filter(|r| wanted(r.id)).collect();
+    };
     let mut measurements: Measurements = Vec::new();
     let bar = crate::progress::begin(settings.scenario.quiet);
     let measured = measure(&settings, &chosen, &mut measurements).await;
@@ -170,6 +158,25 @@ pub async fn main(settings: Settings) -> ExitCode {
     }
     println!("{}", summary(&doc, &settings));
     ExitCode::SUCCESS
+}
+
+/// The rows `only` names (every row when empty); `None`, said, when one
+/// names no row.
+fn chosen_rows(only: &[String]) -> Option<Vec<&'static Row>> {
+    let unknown: Vec<&String> = only
+        .iter()
+        .filter(|id| !ROWS.iter().any(|r| r.id == id.as_str()))
+        .collect();
+    if !unknown.is_empty() {
+        let ids: Vec<&str> = ROWS.iter().map(|r| r.id).collect();
+        eprintln!(
+            "seckill-loadgen: no row {unknown:?}; the rows: {}",
+            ids.join(", ")
+        );
+        return None;
+    }
+    let wanted = |id: &str| only.is_empty() || only.iter().any(|o| o == id);
+    Some(ROWS.iter().filter(|r| wanted(r.id)).collect())
 }
 
 /// `docs/`, where `--write-docs` writes.

@@ -87,7 +87,7 @@ pub mod predictions {
     pub use super::slow_network::{late_grant_breaks, votes_arrive};
 }
 
-/// Each scenario's dials, typed ([`dials`]): what the debate's rows read.
+/// Each scenario's dials, typed (`scenario/dials.rs`): what the debate's rows read.
 pub mod typed {
     pub use super::acquire_pause::AcquirePauseDials;
     pub use super::clock_jump::ClockJumpDials;

@@ -216,7 +216,7 @@ impl Params {
     }
 
     /// The declared dial `name`, resolved by its unit (a dial struct's
-    /// field reads it: [`super::dials`]).
+    /// field reads it: `scenario/dials.rs`).
     pub fn resolved(&self, name: &str) -> Resolved<'_> {
         let spec = self
             .specs
@@ -382,12 +382,25 @@ pub fn describe(scenario: &str, specs: &[Spec]) -> String {
 mod tests {
     use super::*;
 
-    use crate::scenario::dials::{injections, ttl, work};
-
     const SPECS: &[Spec] = &[
-        ttl("400").named("ttl_ms"),
-        work("40").named("work_ms"),
-        injections("12").named("injections"),
+        Spec {
+            name: "ttl_ms",
+            unit: Unit::Count,
+            default: "400",
+            meaning: "",
+        },
+        Spec {
+            name: "work_ms",
+            unit: Unit::Ms,
+            default: "40",
+            meaning: "",
+        },
+        Spec {
+            name: "injections",
+            unit: Unit::Count,
+            default: "12",
+            meaning: "",
+        },
         Spec {
             name: "pause",
             unit: Unit::Ms,
