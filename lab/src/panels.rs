@@ -279,20 +279,18 @@ async fn check_queries(
                 );
                 continue;
             }
-            let answer = api.query_at(&query, at).await;
-            if answer["status"] != "success" {
-                tally.report(
-                    false,
-                    0,
-                    where_,
-                    &query,
-                    &format!("  error: {}", answer["error"]),
-                );
-                continue;
-            }
-            let result = &answer["data"]["result"];
-            let series = result.as_array().cloned().unwrap_or_default();
-            let count = if result.is_array() { series.len() } else { 1 };
+            let answer = match read_answer(&api.query_at(&query, at).await) {
+                Ok(answer) => answer,
+                Err(e) => {
+                    tally.report(false, 0, where_, &query, &format!("  {e}"));
+                    continue;
+                }
+            };
+            let (series, scalar) = match answer {
+                Answer::Series(series) => (series, None),
+                Answer::Scalar(v) => (Vec::new(), Some(v)),
+            };
+            let count = if scalar.is_some() { 1 } else { series.len() };
             let value = |r: &Value| r["value"][1].as_str().unwrap_or("").to_owned();
             // All NaN (a quantile of nothing) draws nothing either.
             let nan = !series.is_empty() && series.iter().all(|r| value(r) == "NaN");
@@ -314,17 +312,12 @@ async fn check_queries(
                 Regex::new(&format!(r"\b{}\b", regex::escape(m))).is_ok_and(|re| re.is_match(expr))
             });
             if let (Some(metric), true) = (wanted, label == "All") {
-                let top = if result.is_array() {
+                let top = scalar.unwrap_or_else(|| {
                     series
                         .iter()
                         .filter_map(|r| value(r).parse::<f64>().ok())
                         .fold(f64::MIN, f64::max)
-                } else {
-                    result[1]
-                        .as_str()
-                        .and_then(|v| v.parse().ok())
-                        .unwrap_or(0.0)
-                };
+                });
                 tally.report(
                     top > 0.0,
                     count,
@@ -336,6 +329,35 @@ async fn check_queries(
             }
             tally.report(true, count, where_, &query, "");
         }
+    }
+}
+
+/// What Prometheus answered a query: its series, or one scalar.
+#[derive(Debug, Clone, PartialEq)]
+enum Answer {
+    Series(Vec<Value>),
+    Scalar(f64),
+}
+
+/// A query's answer read, or why it cannot be: an error status, an answer
+/// without `data.result`, a scalar whose value is not a number. None of
+/// these is "no series" or 0: the caller reports each as a failure.
+fn read_answer(answer: &Value) -> Result<Answer, String> {
+    if answer["status"] != "success" {
+        return Err(format!("error: {}", answer["error"]));
+    }
+    match &answer["data"]["result"] {
+        Value::Array(items) if answer["data"]["resultType"] == "scalar" => items
+            .get(1)
+            .and_then(Value::as_str)
+            .and_then(|v| v.parse::<f64>().ok())
+            .map(Answer::Scalar)
+            .ok_or_else(|| format!("a scalar that is not a number: {}", answer["data"])),
+        Value::Array(series) => Ok(Answer::Series(series.clone())),
+        _ => Err(format!(
+            "an answer without data.result: {}",
+            serde_json::to_string(answer).unwrap_or_default()
+        )),
     }
 }
 
@@ -362,21 +384,23 @@ async fn check_annotations(
             ("end", format!("{:.3}", now())),
             ("step", "1s".into()),
         ];
-        let answer = api.get("/api/v1/query_range", &params).await;
-        if answer["status"] != "success" {
-            tally.report(
-                false,
-                0,
-                &where_,
-                &query,
-                &format!("  error: {}", answer["error"]),
-            );
-            continue;
-        }
-        let series = answer["data"]["result"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default();
+        let series = match read_answer(&api.get("/api/v1/query_range", &params).await) {
+            Ok(Answer::Series(series)) => series,
+            Ok(Answer::Scalar(_)) => {
+                tally.report(
+                    false,
+                    0,
+                    &where_,
+                    &query,
+                    "  a scalar where a range was asked",
+                );
+                continue;
+            }
+            Err(e) => {
+                tally.report(false, 0, &where_, &query, &format!("  {e}"));
+                continue;
+            }
+        };
         let mut names: Vec<String> = series
             .iter()
             .map(|s| s["metric"]["strategy"].as_str().unwrap_or("?").to_owned())
@@ -797,6 +821,30 @@ async fn panels_on(stack: &Stack, own: bool) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_answer_that_cannot_be_read_is_an_error_not_zero_or_no_series() {
+        let series = serde_json::json!({"status": "success", "data": {"resultType": "vector", "result": [
+            {"metric": {"strategy": "redlock"}, "value": [1.0, "2"]}
+        ]}});
+        assert!(matches!(read_answer(&series), Ok(Answer::Series(s)) if s.len() == 1));
+        let empty = serde_json::json!({"status": "success", "data": {"resultType": "vector", "result": []}});
+        assert_eq!(read_answer(&empty), Ok(Answer::Series(Vec::new())));
+        let scalar = serde_json::json!({"status": "success", "data": {"resultType": "scalar", "result": [1.0, "3.5"]}});
+        assert_eq!(read_answer(&scalar), Ok(Answer::Scalar(3.5)));
+        let unreadable = serde_json::json!({"status": "success", "data": {"resultType": "scalar", "result": [1.0, "x"]}});
+        assert!(read_answer(&unreadable)
+            .expect_err("not a number")
+            .contains("not a number"));
+        let missing = serde_json::json!({"status": "success", "data": {}});
+        assert!(read_answer(&missing)
+            .expect_err("no result")
+            .contains("without data.result"));
+        let failed = serde_json::json!({"status": "error", "error": "parse error"});
+        assert!(read_answer(&failed)
+            .expect_err("error")
+            .contains("parse error"));
+    }
 
     #[test]
     fn variables_are_substituted_as_grafana_does() {

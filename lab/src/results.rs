@@ -89,13 +89,18 @@ fn machine() -> String {
         .and_then(|l| l.split_once(':'))
         .map_or("unknown CPU", |(_, m)| m.trim());
     let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
-    let kib = crate::util::number_after(&meminfo, "MemTotal:").unwrap_or(0.0);
+    // Unread, the memory says so: never "0 GiB".
+    let memory = crate::util::number_after(&meminfo, "MemTotal:").map_or_else(
+        || "memory unknown".to_owned(),
+        |kib| format!("{} GiB", (kib / (1024.0 * 1024.0)).floor()),
+    );
+    let cores = if cores == 0 {
+        "cores unknown".to_owned()
+    } else {
+        format!("{cores} cores")
+    };
     let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-    format!(
-        "{cores} cores ({model}), {} GiB, Linux {}",
-        (kib / (1024.0 * 1024.0)).floor(),
-        release.trim()
-    )
+    format!("{cores} ({model}), {memory}, Linux {}", release.trim())
 }
 
 /// The commit, and whether the code measured differs from it.
