@@ -199,10 +199,14 @@ fn instance_of(member: &str) -> &str {
 }
 
 /// An inside hash's value: `{entry µs}|{strategy}` (a bare entry time, as
-/// an older build wrote it, has no strategy).
-fn parse_inside(value: &str) -> (i64, &str) {
+/// an older build wrote it, has no strategy). An entry time that is not a
+/// number is an error naming the value, never a section entered at 0.
+fn parse_inside(value: &str) -> Result<(i64, &str), GrabError> {
     let (since, strategy) = value.split_once('|').unwrap_or((value, ""));
-    (since.parse().unwrap_or(0), strategy)
+    let since = since.parse().map_err(|e| {
+        GrabError::Internal(format!("history: unreadable inside record {value:?}: {e}"))
+    })?;
+    Ok((since, strategy))
 }
 
 /// A run's stats hash, read whole and typed: the fields
@@ -545,7 +549,7 @@ impl History {
                 .query_async(conn)
                 .await?;
             for (member, value) in members {
-                let (since_us, strategy) = parse_inside(&value);
+                let (since_us, strategy) = parse_inside(&value)?;
                 let strategy = strategy.to_owned();
                 inside.push((product, member, since_us, strategy));
             }
@@ -695,6 +699,20 @@ mod tests {
 
     fn fields(pairs: &[(&str, u64)]) -> Vec<(String, u64)> {
         pairs.iter().map(|(f, v)| ((*f).to_owned(), *v)).collect()
+    }
+
+    #[test]
+    fn an_inside_record_whose_entry_time_is_not_a_number_is_an_error_not_zero() {
+        assert_eq!(
+            parse_inside("1700000000000000|redlock").expect("read"),
+            (1_700_000_000_000_000, "redlock")
+        );
+        assert_eq!(parse_inside("42").expect("an older build's"), (42, ""));
+        let e = parse_inside("soon|redlock").expect_err("not a number");
+        assert!(
+            matches!(e, GrabError::Internal(ref m) if m.contains("soon")),
+            "{e:?}"
+        );
     }
 
     #[test]

@@ -88,8 +88,9 @@ pub struct Sweep {
 /// One point of a sweep.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SweepPoint {
-    /// The value as typed (`1.5ttl`).
-    pub value: String,
+    /// The value as typed (`1.5ttl`); `null` when the case does not say
+    /// (never shown as an empty value).
+    pub value: Option<String>,
     /// The value in the dial's unit when it is a number (ms for a duration).
     pub resolved: Option<f64>,
     /// k of n.
@@ -111,7 +112,7 @@ impl Sweep {
         let points = cases
             .iter()
             .map(|c| SweepPoint {
-                value: c.sweep_value(key).unwrap_or_default(),
+                value: c.sweep_value(key),
                 resolved: c.params.get(key).and_then(Value::as_f64),
                 exclusion_broken: c.outcomes.map(|o| o.exclusion_broken),
                 data_damaged: c.outcomes.map(|o| o.data_damaged),

@@ -277,7 +277,7 @@ impl ScenarioReport {
                                     tr { th { (sweep.key) } th { "exclusion broken" } th { "data damaged" } th { "standing" } th { "verdict" } }
                                     @for point in &sweep.points {
                                         tr {
-                                            td { (point.value) }
+                                            td { (point.value.as_deref().unwrap_or("unknown")) }
                                             td { (point.exclusion_broken.map_or("-".into(), |r| r.text())) }
                                             td { (point.data_damaged.map_or("-".into(), |r| r.text())) }
                                             td { (point.standing.map_or("-", super::rate::Standing::as_str)) }
