@@ -444,14 +444,22 @@ pub fn runs(pid: u32, program: &str) -> bool {
         .file_name()
         .map_or_else(|| program.into(), |n| n.to_string_lossy());
     let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    // The state follows the command's closing parenthesis.
-    let zombie = stat
-        .rsplit_once(')')
-        .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'));
+    let zombie = stat_fields(&pid.to_string())
+        .and_then(|fields| fields.into_iter().next())
+        .is_some_and(|state| state.starts_with('Z'));
     // comm is cut at 15 bytes, not at a character.
     let name = name.as_bytes();
     !comm.is_empty() && !zombie && comm.trim_end().as_bytes() == &name[..name.len().min(15)]
+}
+
+/// The fields of `/proc/<pid>/stat` after the command (`pid` may be
+/// `self`): state, ppid, pgrp, … The command may hold spaces and
+/// parentheses, so they are read after its last `)`. `None` when the
+/// process cannot be read.
+pub fn stat_fields(pid: &str) -> Option<Vec<String>> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = stat.rsplit_once(')')?;
+    Some(rest.split_whitespace().map(str::to_owned).collect())
 }
 
 /// Stop detached groups (see [`Running::detach`]) by their leaders' pids:

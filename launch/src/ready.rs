@@ -225,11 +225,11 @@ fn listener_group(port: u16) -> Option<u32> {
                 .is_ok_and(|target| inodes.iter().any(|i| target.as_os_str() == i.as_str()))
         });
         if holds {
-            // /proc/PID/stat: "pid (comm) state ppid pgrp …"; comm may
-            // hold spaces and parentheses, so read after the last ')'.
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-            let after = stat.rsplit_once(')')?.1;
-            return after.split_whitespace().nth(2)?.parse().ok();
+            // After the command: state, ppid, pgrp.
+            return crate::process::stat_fields(&pid.to_string())?
+                .get(2)?
+                .parse()
+                .ok();
         }
     }
     None
@@ -275,12 +275,8 @@ mod tests {
 
     /// This test process's own group, from /proc/self/stat.
     fn own_group() -> u32 {
-        let stat = std::fs::read_to_string("/proc/self/stat").expect("/proc/self/stat");
-        let after = stat.rsplit_once(')').expect("comm").1;
-        after
-            .split_whitespace()
-            .nth(2)
-            .and_then(|g| g.parse().ok())
+        crate::process::stat_fields("self")
+            .and_then(|fields| fields.get(2)?.parse().ok())
             .expect("pgrp")
     }
 

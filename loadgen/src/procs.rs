@@ -329,10 +329,10 @@ impl Replica {
 /// field of `/proc/<pid>/stat`: `R`, `S`, `T` for stopped, `Z`, …), or
 /// `None` when there is no such process (it was killed and reaped).
 pub fn process_state(pid: u32) -> Option<char> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // `pid (comm) S …`: the command may hold spaces and parentheses.
-    let after = &stat[stat.rfind(')')? + 1..];
-    after.trim_start().chars().next()
+    seckill_launch::process::stat_fields(&pid.to_string())?
+        .first()?
+        .chars()
+        .next()
 }
 
 /// The `seckill-app` binary: `--app-bin`, else beside this executable

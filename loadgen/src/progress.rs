@@ -30,11 +30,8 @@ pub struct Guard(());
 
 impl Drop for Guard {
     fn drop(&mut self) {
-        if let Some(b) = with_bar(|b| b.bar.clone()) {
-            b.finish_and_clear();
-        }
-        if let Ok(mut slot) = BAR.lock() {
-            *slot = None;
+        if let Some(b) = BAR.lock().ok().and_then(|mut slot| slot.take()) {
+            b.bar.finish_and_clear();
         }
     }
 }

@@ -340,7 +340,9 @@ fn next_probes(chosen: &[&Row], measurements: &Measurements) -> Vec<(usize, Stri
             .iter()
             .map(|(value, case, _)| Probe::of(case, row.run.sweep.0, value))
             .collect();
-        let ttl = params_at(&row.run, row.run.sweep.1[0]).map_or(1000, |p| p.ttl_ms());
+        let ttl = params_at(&row.run, row.run.sweep.1[0])
+            .and_then(|p| p.ttl_ms())
+            .unwrap_or(1000);
         let tolerance = locate::tolerance(row.run.sweep.0, unit, ttl);
         for value in locate::next_values(&probes, row.outcome, unit, tolerance) {
             if !wanted.contains(&(i, value.clone())) {

@@ -79,6 +79,7 @@ pub fn expect(strategy: &StrategyEntry, variant: Option<Variant>, params: &Param
     ) {
         return Err("this scenario fails over the service's one Redis; etcd and ZooKeeper replicate by consensus".into());
     }
+    let missing = key_missing(&FailoverDials::of(params));
     let (expected, why) = match (strategy.kind, variant) {
         (Kind::Validity | Kind::LockTable | Kind::InTransaction | Kind::NotALock | Kind::Session, _) => {
             return Err("this scenario fails over the service's one Redis; it applies to the single-instance Redis locks".into())
@@ -87,7 +88,7 @@ pub fn expect(strategy: &StrategyEntry, variant: Option<Variant>, params: &Param
             return Err("fenced does not WAIT for the replica: its wait-1 variants are its no-wait case".into())
         }
         (Kind::Fenced, _) => (Holds, "the promoted replica's older counter yields stale tokens the database refuses"),
-        (_, Some(Variant::NoWait)) if key_missing(&FailoverDials::of(params)) => (Breaks, "the lock key had not reached the replica when it was promoted"),
+        (_, Some(Variant::NoWait)) if missing => (Breaks, "the lock key had not reached the replica when it was promoted"),
         (_, Some(Variant::NoWait)) => (Holds, "the replica was promoted after the lock key reached it (promote_after_ms ≥ lag_ms)"),
         (_, Some(Variant::Wait1TwoReplicas)) => (Breaks, "WAIT 1 was acknowledged by the fast replica; the lagging one, promoted, lacks the key"),
         // Only the SET NX PX family waits for the replica (WAIT 1).
@@ -103,7 +104,7 @@ pub fn expect(strategy: &StrategyEntry, variant: Option<Variant>, params: &Param
         {
             (Holds, "WAIT 1: the holder enters only once the replica has the key")
         }
-        _ if key_missing(&FailoverDials::of(params)) => (Breaks, "this lock's writes do not WAIT for the replica"),
+        _ if missing => (Breaks, "this lock's writes do not WAIT for the replica"),
         _ => (Holds, "the replica was promoted after the lock key reached it (promote_after_ms ≥ lag_ms)"),
     };
     Ok((expected, why.into()))

@@ -263,28 +263,25 @@ impl Params {
             .unwrap_or_else(|| panic!("dial {name} is not declared"))
     }
 
-    /// The TTL of the case, ms.
-    pub fn ttl_ms(&self) -> u64 {
-        self.count("ttl_ms")
+    /// The TTL of the case, ms (`None`: the scenario has none, as
+    /// `coordinator-crash`).
+    pub fn ttl_ms(&self) -> Option<u64> {
+        self.has("ttl_ms").then(|| self.count("ttl_ms"))
     }
 
-    /// How long a grab waits for the lock, ms (every scenario declares
-    /// `lock_wait_ms`; 0 where one does not).
-    pub fn lock_wait_ms(&self) -> u64 {
-        if self.has("lock_wait_ms") {
-            self.ms("lock_wait_ms")
-        } else {
-            0
-        }
+    /// How long a grab waits for the lock, ms (`None`: not a dial of the
+    /// scenario).
+    pub fn lock_wait_ms(&self) -> Option<u64> {
+        self.has("lock_wait_ms").then(|| self.ms("lock_wait_ms"))
     }
 
-    /// Injections per trial (`failover`: its promotions).
-    pub fn injections(&self) -> u64 {
-        if self.has("injections") {
-            self.count("injections")
-        } else {
-            self.count("promotions")
-        }
+    /// Injections per trial (`failover`: its promotions; `None`: the
+    /// scenario does not count them).
+    pub fn injections(&self) -> Option<u64> {
+        ["injections", "promotions"]
+            .into_iter()
+            .find(|name| self.has(name))
+            .map(|name| self.count(name))
     }
 
     /// The longest duration dial in force, ms (0 when none is).
@@ -298,7 +295,7 @@ impl Params {
     }
 
     /// Whether the dial was declared by the scenario.
-    pub fn has(&self, name: &str) -> bool {
+    fn has(&self, name: &str) -> bool {
         self.raw.contains_key(name)
     }
 

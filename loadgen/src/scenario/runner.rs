@@ -535,18 +535,9 @@ fn combine(mut trials: Vec<CaseResult>) -> CaseResult {
 /// is bounded by the TTL, the work, the pauses and the lock wait, a few
 /// seconds apart from the start of the world), so only a hang reaches it.
 fn case_limit(params: &Params) -> std::time::Duration {
-    // Not every scenario has a TTL or counted injections (a fixed fault):
-    // read only the dials it declares.
-    let ttl = if params.has("ttl_ms") {
-        params.ttl_ms()
-    } else {
-        0
-    };
-    let injections = if params.has("injections") || params.has("promotions") {
-        params.injections().max(1)
-    } else {
-        1
-    };
+    // Not every scenario has a TTL or counted injections (a fixed fault).
+    let ttl = params.ttl_ms().unwrap_or(0);
+    let injections = params.injections().unwrap_or(1).max(1);
     let per_injection_ms = ttl.saturating_mul(4) + params.max_ms() + 10_000;
     std::time::Duration::from_millis(120_000 + injections.saturating_mul(per_injection_ms))
 }
@@ -640,7 +631,7 @@ async fn run_case(lab: &mut Lab, trial: Trial<'_>, case: &mut Case) -> anyhow::R
     } = trial;
     let strategy = entry.name.as_str();
     let mut world = World::default();
-    lab.lock_wait_ms = params.lock_wait_ms();
+    lab.lock_wait_ms = params.lock_wait_ms().unwrap_or(0);
     let faults = scenario
         .run(CaseRun {
             lab,
