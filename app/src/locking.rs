@@ -107,7 +107,15 @@ pub enum Held {
     Fenced(i64),
     /// The instant after which the lock must not be relied on (`redlock`'s
     /// validity time), checked before the commit.
-    Validity(Instant),
+    Validity {
+        /// The validity's end.
+        until: Instant,
+        /// With `check_revision` on: the largest of the fencing counters
+        /// the majority's nodes returned (each node counts its own), the
+        /// token the database then checks — the attempt Kleppmann argues
+        /// cannot be monotonic.
+        revision: Option<i64>,
+    },
     /// A lease kept alive: the watchdog's (shared by the guards of one
     /// owner's re-entries), the etcd lease, the ZooKeeper session. It
     /// tells the holder when renewal lost the lock or its deadline passed.
@@ -421,7 +429,9 @@ impl LockGuard {
             Held::Lease { lease, .. } if Instant::now() >= lease.status().deadline() => {
                 Err(LockLost::LeaseExpired)
             }
-            Held::Validity(until) if Instant::now() >= *until => Err(LockLost::ValidityExpired),
+            Held::Validity { until, .. } if Instant::now() >= *until => {
+                Err(LockLost::ValidityExpired)
+            }
             _ => Ok(()),
         }
     }
@@ -462,10 +472,15 @@ impl LockGuard {
     }
 
     /// The token the database must check: the strategy's own fencing token
-    /// (`fenced`), or the lock service's revision when `check_revision` is on.
+    /// (`fenced`), or, when `check_revision` is on, the lock service's
+    /// revision (etcd, ZooKeeper) or Redlock's majority counter.
     pub fn fence(&self, faults: Faults) -> Option<i64> {
         match self.held {
             Held::Fenced(token) => Some(token),
+            Held::Validity {
+                revision: Some(revision),
+                ..
+            } if faults.check_revision => Some(revision),
             Held::Lease {
                 revision: Some(revision),
                 ..
@@ -745,7 +760,9 @@ pub async fn setnx(cx: GrabContext<'_>, key: &str, value: &str) -> Result<bool, 
 /// many replicas (`WAIT n timeout`) before it counts: a lock that only the
 /// primary knows is lost when a replica is promoted (the `failover`
 /// scenario). Too few acknowledgements: the key is deleted again (if still
-/// ours) and the attempt counts as not acquired. A `WAIT` that fails (a
+/// ours) and the attempt counts as not acquired — unless the
+/// `ignore_wait_count` fault trusts it, as a client that never reads
+/// WAIT's answer would. A `WAIT` that fails (a
 /// Redis error) gives the key back too — compare-and-delete with the
 /// token, best effort — before the error is returned, so a lock that never
 /// protected anything is not left held for its whole TTL.
@@ -781,7 +798,11 @@ pub async fn try_set_nx_px(
                 return Err(e.into());
             }
         };
-        if acked < i64::from(wanted) {
+        if acked < i64::from(wanted) && cx.faults.ignore_wait_count {
+            // The fault: the client the WAIT page warns, which does not
+            // check the count WAIT returned.
+            tracing::debug!(%key, acked, wanted, "lock write not replicated in time; trusted anyway (ignore_wait_count)");
+        } else if acked < i64::from(wanted) {
             tracing::debug!(%key, acked, wanted, "lock write not replicated in time; giving it back");
             let _: i64 = COMPARE_AND_DELETE
                 .key(&key)

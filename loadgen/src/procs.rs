@@ -101,18 +101,24 @@ impl Clockshift {
     /// midpoint of our clock before and after taken as ours.
     pub async fn read_ahead_ms(&self, file: &Path) -> anyhow::Result<i64> {
         let before = now_ms();
+        let theirs = self.clock_ms(file).await?;
+        let after = now_ms();
+        Ok(theirs - (before + after) / 2)
+    }
+
+    /// The wall clock (ms since the epoch) a process under this preload
+    /// reading `file` sees: `date +%s%3N` run under it.
+    pub async fn clock_ms(&self, file: &Path) -> anyhow::Result<i64> {
         let out = tokio::process::Command::new("date")
             .arg("+%s%3N")
             .envs(self.env(file))
             .output()
             .await
             .context("run date under the clock-shifting preload")?;
-        let after = now_ms();
-        let theirs: i64 = String::from_utf8_lossy(&out.stdout)
+        String::from_utf8_lossy(&out.stdout)
             .trim()
             .parse()
-            .context("date +%s%3N printed no number")?;
-        Ok(theirs - (before + after) / 2)
+            .context("date +%s%3N printed no number")
     }
 }
 

@@ -58,7 +58,10 @@ pub struct Faults {
     pub release_gap_ms: u64,
     /// Not a fault but its cure: the database checks the revision the lock
     /// service handed out (etcd's create revision, ZooKeeper's sequence) as
-    /// a fencing token, exactly as `fenced` checks its counter.
+    /// a fencing token, exactly as `fenced` checks its counter. On
+    /// `redlock` it turns on the attempt Kleppmann argues cannot work: each
+    /// node increments its own counter with its vote, and the holder's
+    /// token is the largest its majority returned.
     pub check_revision: bool,
     /// Not a fault but a cure, antirez's check-and-set: the database
     /// compares the lock's random value. Each holder writes 64 bits
@@ -80,6 +83,13 @@ pub struct Faults {
     /// were read as if the keys had just been set. The client of antirez's
     /// reply without the check that makes a pause during acquisition safe.
     pub skip_validity_check: bool,
+    /// The SET NX PX locks with `SECKILL_REDIS_WAIT_REPLICAS` > 0 only:
+    /// trust a lock whose `WAIT` timed out with fewer replicas than asked
+    /// (the client the WAIT page warns: it "should check that the returned
+    /// value is equal or greater to the replication level it demanded").
+    /// Off: such a lock is given back and the attempt counts as lost.
+    #[serde(default)]
+    pub ignore_wait_count: bool,
 }
 
 impl Faults {
@@ -99,6 +109,7 @@ impl Faults {
             check_token: false,
             acquire_pause_ms: 0,
             skip_validity_check: false,
+            ignore_wait_count: false,
         }
     }
 }
@@ -145,6 +156,9 @@ pub struct FaultsPatch {
     /// Whether Redlock skips its validity check.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub skip_validity_check: Option<bool>,
+    /// Whether a lock whose WAIT timed out short is trusted anyway.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ignore_wait_count: Option<bool>,
 }
 
 impl FaultsPatch {
@@ -185,6 +199,9 @@ impl FaultsPatch {
         }
         if let Some(v) = self.skip_validity_check {
             faults.skip_validity_check = v;
+        }
+        if let Some(v) = self.ignore_wait_count {
+            faults.ignore_wait_count = v;
         }
         faults
     }

@@ -242,6 +242,7 @@ pub fn counterexample(
                 Outcome::ExclusionBroken => i.exclusion_broken,
                 Outcome::DataDamaged => i.data_damaged,
                 Outcome::Stalled => i.stalled == Some(true),
+                Outcome::Refused => i.refused == Some(true),
             }
     };
     let injection = case.injections.iter().find(broke);

@@ -263,6 +263,7 @@ fn zh_outcome(row: &Row) -> &'static str {
         crate::scenario::Outcome::ExclusionBroken => "互斥被破坏",
         crate::scenario::Outcome::DataDamaged => "数据被损坏",
         crate::scenario::Outcome::Stalled => "停滞",
+        crate::scenario::Outcome::Refused => "合法持有者被 fencing 拒绝",
     }
 }
 
@@ -450,6 +451,7 @@ mod tests {
                 exclusion_broken: Some(Rate::of(k, n)),
                 data_damaged: Some(Rate::of(k, n)),
                 stalled: None,
+                refused: None,
             },
             swept: true,
             case_verdict: String::new(),

@@ -15,7 +15,7 @@ use crate::judge::Expected;
 use crate::scenario::predictions;
 use crate::scenario::typed::{
     AcquirePauseDials, ClockJumpDials, ClockSlewDials, FailoverDials, GcPauseDials, Persistence,
-    RedlockRestartDials, SlowNetworkDials,
+    Promote, RedlockRestartDials, SlowNetworkDials,
 };
 use crate::scenario::{Outcome, Params, Scenario};
 
@@ -263,6 +263,19 @@ const RESTART_DELAY: Run = Run {
     // remedy is 1 TTL.
     sweep: ("restart_delay", &["0", "0.25ttl", "0.75ttl", "1.3ttl"]),
 };
+// The docs' remedy (1.3 TTL) timed on node 3's host clock, which jumps
+// forward as node 3 crashes: the model's boundary is delay − jump = the
+// work (jump = 0.8 TTL).
+const RESTART_JUMP: Run = Run {
+    id: "restart-delay-jump-redlock",
+    sets: &[
+        ("ttl_ms", "2000"),
+        ("work_ms", "1000"),
+        ("restart_delay", "1.3ttl"),
+    ],
+    sweep: ("jump", &["0", "0.5ttl", "1ttl", "1.3ttl"]),
+    ..RESTART_DELAY
+};
 const FSYNC_POWER: Run = Run {
     id: "fsync-power-cut-redlock",
     scenario: Scenario::RedlockRestart,
@@ -301,6 +314,35 @@ const EVERYSEC_WINDOW: Run = Run {
     sweep: ("crash_after_ms", &["0", "400", "1200", "1600"]),
     ..FSYNC_POWER
 };
+// Redlock's majority counter as a fencing token (check_revision=on): node
+// 3 shares every majority, so its count is the token while it keeps it.
+const FENCE_PERSISTENCE: Run = Run {
+    id: "majority-counter-redlock",
+    scenario: Scenario::RedlockRestart,
+    strategy: StrategyName::Redlock,
+    variant: Some(Variant::Restart),
+    sets: &[
+        ("ttl_ms", "2000"),
+        ("work_ms", "1000"),
+        ("crash", "process"),
+        ("check_revision", "on"),
+    ],
+    // kill -9: any AOF keeps the counter, none loses it.
+    sweep: ("persistence", &["none", "everysec", "always"]),
+};
+const FENCE_DELAY: Run = Run {
+    id: "majority-counter-delay-redlock",
+    sets: &[
+        ("ttl_ms", "2000"),
+        ("work_ms", "1000"),
+        ("persistence", "none"),
+        ("check_revision", "on"),
+    ],
+    // Both sides of the exclusion's boundary (the work, 0.5 TTL); the
+    // counter is lost at both.
+    sweep: ("restart_delay", &["0", "1.3ttl"]),
+    ..FENCE_PERSISTENCE
+};
 const NET_PG_REDLOCK: Run = Run {
     id: "net-postgres-redlock",
     scenario: Scenario::SlowNetwork,
@@ -318,6 +360,20 @@ const NET_PG_REDLOCK: Run = Run {
         "delay",
         &["0.05ttl", "0.1ttl", "0.4ttl", "0.8ttl", "1.5ttl"],
     ),
+};
+// The same link, the delay beginning wherever a's sections are: the
+// model's boundary is a section begun under the delay, 6 trips × delay +
+// work = TTL (delay ≈ 0.1 TTL).
+const NET_PG_ANYWHERE: Run = Run {
+    id: "net-postgres-anywhere-redlock",
+    sets: &[
+        ("ttl_ms", "400"),
+        ("work_ms", "150"),
+        ("link", "postgres"),
+        ("where", "anywhere"),
+    ],
+    sweep: ("delay", &["0.05ttl", "0.2ttl", "0.4ttl", "1.5ttl"]),
+    ..NET_PG_REDLOCK
 };
 const NET_PG_FENCED: Run = Run {
     id: "net-postgres-fenced",
@@ -349,6 +405,29 @@ const FAILOVER_WAIT_TWO: Run = Run {
     variant: Some(Variant::Wait1TwoReplicas),
     sets: &[("ttl_ms", "2000"), ("work_ms", "1000")],
     sweep: ("lag_ms", &["100", "400"]),
+    ..FAILOVER_NO_WAIT
+};
+// WAIT 1 bounded below and above the lag (200 ms), its count ignored by
+// the client (the ignore_wait_count fault); promoted at once.
+const FAILOVER_WAIT_IGNORED: Run = Run {
+    id: "failover-wait-1-count-ignored",
+    variant: Some(Variant::Wait1),
+    sets: &[
+        ("ttl_ms", "2000"),
+        ("work_ms", "1000"),
+        ("lag_ms", "200"),
+        ("wait_count", "ignored"),
+    ],
+    sweep: ("wait_timeout_ms", &["50", "150", "400"]),
+    ..FAILOVER_NO_WAIT
+};
+// The same two replicas and WAIT 1, the lag fixed (200 ms): the lagging
+// replica promoted, or the best one (the fast one, which acknowledged).
+const FAILOVER_BEST: Run = Run {
+    id: "failover-wait-1-best-replica",
+    variant: Some(Variant::Wait1TwoReplicas),
+    sets: &[("ttl_ms", "2000"), ("work_ms", "1000"), ("lag_ms", "200")],
+    sweep: ("promote", &["lagging", "best"]),
     ..FAILOVER_NO_WAIT
 };
 const FAILOVER_FENCED: Run = Run {
@@ -482,6 +561,16 @@ fn cut_a_sync_later(p: &Params) -> bool {
     RedlockRestartDials::of(p).crash_after_ms >= 1200
 }
 
+fn jump_of_a_ttl(p: &Params) -> bool {
+    let d = RedlockRestartDials::of(p);
+    d.jump >= d.ttl_ms
+}
+
+/// Node 3 comes back without what it held (no AOF).
+fn counter_lost(p: &Params) -> bool {
+    RedlockRestartDials::of(p).persistence == Persistence::None
+}
+
 fn everysec(p: &Params) -> bool {
     RedlockRestartDials::of(p).persistence == Persistence::Everysec
 }
@@ -504,6 +593,15 @@ fn slew_from_six_pct(p: &Params) -> bool {
 fn delay_leaves_work_its_validity(p: &Params) -> bool {
     let d = SlowNetworkDials::of(p);
     !predictions::short_validity(d.ttl_ms, d.work_ms, d.delay)
+}
+
+fn wait_times_out(p: &Params) -> bool {
+    let d = FailoverDials::of(p);
+    d.wait_timeout_ms < d.lag_ms
+}
+
+fn best_promoted(p: &Params) -> bool {
+    FailoverDials::of(p).promote == Promote::Best
 }
 
 fn promoted_before_the_copy(p: &Params) -> bool {
@@ -784,6 +882,25 @@ pub const ROWS: &[Row] = &[
         predicts_text: "breaks when 3 trips × delay + work > TTL (the write, the insert and the commit, sent after the check), holds below",
     },
     Row {
+        id: "write-delayed-anywhere",
+        source: KLEPPMANN,
+        quote: "an application process may send a write request, and it may reach the storage server a minute later when the lease has already expired",
+        quote_zh: "应用进程发出的写请求，可能一分钟后才到达存储服务器，而那时租约早已过期",
+        claim: "The same delayed link, begun at a moment the sections do not choose: a section's own time (its work and every late trip) outlasts the lock",
+        claim_zh: "同样被延迟的链路，但延迟从临界区无法选择的时刻开始：临界区自身的耗时（工作加上每一次迟到的往返）比锁活得更久",
+        states: Claim {
+            kind: Kind::CanHappen,
+            applies: delay_over_ttl,
+            applies_text: "at every delay longer than the lease (the TTL)",
+            applies_zh: "延迟长于租约（TTL）的每一个点",
+        },
+        mechanism: "replica a's requests to PostgreSQL are delayed by `delay` from a moment its sections do not choose (no hook), while buyers press on both replicas; a section begun under the delay sends BEGIN, the read and the duplicate check late before its check and the write, the insert and the commit late after it; the next holder reads and commits before the late commit lands",
+        run: NET_PG_ANYWHERE,
+        outcome: Outcome::DataDamaged,
+        predicts: postgres_write_late,
+        predicts_text: "breaks when 6 trips × delay + work > TTL (a section begun under the delay: its own time is its work and six late trips), holds below",
+    },
+    Row {
         id: "write-delayed-fenced",
         source: KLEPPMANN,
         quote: FENCING_QUOTE,
@@ -850,6 +967,25 @@ pub const ROWS: &[Row] = &[
         predicts_text: "breaks when the delay is shorter than the section (work), holds from there on — the TTL is more than enough",
     },
     Row {
+        id: "delayed-restart-clock-jump",
+        source: KLEPPMANN,
+        quote: "this restart delay again relies on a reasonably accurate measurement of time, and would fail if the clock jumps",
+        quote_zh: "这个重启延迟同样依赖于相当准确的时间测量，一旦时钟跳变就会失效",
+        claim: "The delayed restart, timed on a clock that jumps forward, brings the node back empty while the holder is inside",
+        claim_zh: "用会向前跳变的时钟来计时的延迟重启，会让节点在持有者仍在临界区时清空回来",
+        states: Claim {
+            kind: Kind::CanHappen,
+            applies: jump_of_a_ttl,
+            applies_text: "wherever the clock jumps by the TTL or more",
+            applies_zh: "时钟跳变达到 TTL 或更多的每一个点",
+        },
+        mechanism: "the same partition; node 3 (no persistence) is killed while a holder is inside and its host clock jumps forward by `jump`; a supervisor restarts it once that clock reads the crash time + 1.3 TTL, so it comes back `jump` early and empty",
+        run: RESTART_JUMP,
+        outcome: Outcome::ExclusionBroken,
+        predicts: |p| predictions::redlock_restart(&RedlockRestartDials::of(p)),
+        predicts_text: "breaks when the delay less the jump is shorter than the section (work), holds above",
+    },
+    Row {
         id: "fsync-power-cut",
         source: REDIS_DOCS,
         quote: "If Redis is configured, as by default, to fsync on disk every second, it is possible that after a restart our key is missing.",
@@ -902,6 +1038,39 @@ pub const ROWS: &[Row] = &[
         predicts_text: "breaks while the cut can come before everysec's sync (crash_after_ms < 1100: up to a second for the wall clock's second to move, up to 100 ms for the tick that syncs; the rate falls along the way), holds after",
     },
     Row {
+        id: "majority-counter-goes-backwards",
+        source: KLEPPMANN,
+        quote: "Keeping counters on several nodes would mean they would go out of sync.",
+        quote_zh: "在多个节点上各自保存计数器，意味着它们会失去同步。",
+        claim: "Redlock's fencing token built from counters on its nodes goes backwards when a node restarts empty, and the database refuses a holder whose lock is valid",
+        claim_zh: "用 Redlock 各节点上的计数器拼出的 fencing 令牌，会在节点清空重启后倒退，数据库随之拒绝一个锁仍然有效的持有者",
+        states: Claim {
+            kind: Kind::CanHappen,
+            applies: counter_lost,
+            applies_text: "wherever node 3 comes back without its data (no AOF)",
+            applies_zh: "节点 3 重启后丢了数据（没有 AOF）的每一个点",
+        },
+        mechanism: "the restart's partition (a: nodes 1,2,3; b: 3,4,5); each node's grant also increments its own counter, the holder's token is the largest its majority returned and the database registers it (`check_revision=on`); every counter starts the round at 0; node 3 is killed while a holder is inside and restarts at once",
+        run: FENCE_PERSISTENCE,
+        outcome: Outcome::Refused,
+        predicts: |p| predictions::redlock_refused(&RedlockRestartDials::of(p)),
+        predicts_text: "refuses a rightful holder whenever node 3 loses its counter (none), never when an AOF keeps it (kill -9 loses nothing written)",
+    },
+    Row {
+        id: "delayed-restart-loses-the-counter",
+        source: DERIVED,
+        quote: "",
+        quote_zh: "",
+        claim: "The delayed restart that keeps Redlock's exclusion does not keep its counter: the token can still go backwards",
+        claim_zh: "延迟重启能保住 Redlock 的互斥，却保不住计数器：令牌仍可能倒退",
+        states: CAN_HAPPEN_ANYWHERE,
+        mechanism: "the same counters, node 3 without persistence restarted after `restart_delay`: past the work no two holders overlap, but node 3's count starts again from 0, so the side that took fewer locks in the round comes back with a token below the one registered",
+        run: FENCE_DELAY,
+        outcome: Outcome::Refused,
+        predicts: |p| predictions::redlock_refused(&RedlockRestartDials::of(p)),
+        predicts_text: "can refuse a rightful holder at every delay (the counter is lost whatever the delay); exclusion breaks only below the work",
+    },
+    Row {
         id: "failover-no-wait",
         source: REDIS_DOCS,
         quote: "By doing so we can’t implement our safety property of mutual exclusion, because Redis replication is asynchronous.",
@@ -947,6 +1116,54 @@ pub const ROWS: &[Row] = &[
         outcome: Outcome::ExclusionBroken,
         predicts: breaks,
         predicts_text: "breaks at every lag",
+    },
+    Row {
+        id: "wait-count-ignored",
+        source: REDIS_WAIT,
+        quote: "the client should check that the returned value is equal or greater to the replication level it demanded",
+        quote_zh: "客户端应当检查返回值是否大于等于它所要求的复制级别",
+        claim: "A client that does not check WAIT's answer trusts a lock whose WAIT timed out before the replica had it, and loses the lock on failover",
+        claim_zh: "不检查 WAIT 返回值的客户端，会相信一把在副本拿到之前 WAIT 就已超时的锁，并在故障转移时丢掉它",
+        states: Claim {
+            kind: Kind::CanHappen,
+            applies: wait_times_out,
+            applies_text: "wherever the WAIT times out before the copy arrives (wait_timeout_ms < lag_ms)",
+            applies_zh: "WAIT 在副本收到之前超时（wait_timeout_ms < lag_ms）的每一个点",
+        },
+        mechanism: "one replica, its copy 200 ms late; every lock write waits WAIT 1 for at most `wait_timeout_ms`; the service trusts the lock whatever WAIT answered (`ignore_wait_count`); the replica is promoted as soon as the holder is seen inside, and b's rush tries the lock on it",
+        run: FAILOVER_WAIT_IGNORED,
+        outcome: Outcome::ExclusionBroken,
+        predicts: |p| {
+            yes(predictions::promoted_lacks_key(
+                &FailoverDials::of(p),
+                Some(Variant::Wait1),
+            ))
+        },
+        predicts_text: "breaks when the WAIT times out before the copy (wait_timeout_ms < lag_ms), holds when it waits the copy out",
+    },
+    Row {
+        id: "wait-best-replica-promoted",
+        source: REDIS_WAIT,
+        quote: "both Sentinel and Redis Cluster will do a best-effort attempt to promote the best replica among the set of available replicas",
+        quote_zh: "Sentinel 和 Redis Cluster 都会尽力在可用的副本中提升最好的那一个",
+        claim: "With WAIT 1 acknowledged, promoting the best replica (the one that has the write) keeps the lock",
+        claim_zh: "WAIT 1 得到确认后，提升最好的副本（拥有那次写入的副本），锁就不会丢",
+        states: Claim {
+            kind: Kind::Never,
+            applies: best_promoted,
+            applies_text: "wherever the best replica is promoted (promote=best)",
+            applies_zh: "提升最好副本（promote=best）的每一个点",
+        },
+        mechanism: "the two replicas of the row above, the lag 200 ms; at once after the holder is seen inside, either the lagging replica is promoted or the fast one that acknowledged its WAIT 1 (the other then follows it on a direct link); b's rush then tries the lock on the new primary",
+        run: FAILOVER_BEST,
+        outcome: Outcome::ExclusionBroken,
+        predicts: |p| {
+            yes(predictions::promoted_lacks_key(
+                &FailoverDials::of(p),
+                Some(Variant::Wait1TwoReplicas),
+            ))
+        },
+        predicts_text: "breaks when the lagging replica is promoted before the copy, holds when the best one is",
     },
     Row {
         id: "failover-fenced",

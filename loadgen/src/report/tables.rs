@@ -211,6 +211,7 @@ fn faults_on(f: &Faults) -> Vec<String> {
         ("check_revision", u64::from(f.check_revision), true),
         ("check_token", u64::from(f.check_token), true),
         ("commit_delay_ms", f.commit_delay_ms, false),
+        ("ignore_wait_count", u64::from(f.ignore_wait_count), true),
         ("pause_every", f.pause_every, pausing),
         ("pause_ms", f.pause_ms, false),
         ("release_gap_ms", f.release_gap_ms, false),

@@ -100,6 +100,9 @@ pub struct SweepPoint {
     /// k of n, where the scenario watches for a stall after a crash.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stalled: Option<Rate>,
+    /// k of n, where the run checks a token that may go backwards.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused: Option<Rate>,
     /// The standing of the judged outcome.
     pub standing: Option<Standing>,
     /// The verdict at this point.
@@ -117,6 +120,7 @@ impl Sweep {
                 exclusion_broken: c.outcomes.map(|o| o.exclusion_broken),
                 data_damaged: c.outcomes.map(|o| o.data_damaged),
                 stalled: c.outcomes.and_then(|o| o.stalled),
+                refused: c.outcomes.and_then(|o| o.refused),
                 standing: c.standing,
                 verdict: c.verdict,
             })

@@ -172,6 +172,17 @@ macro_rules! choice {
 }
 pub(crate) use choice;
 
+choice! {
+    /// A switch: a remedy on or off (the database checks the lock's random
+    /// value, or its fencing token).
+    pub enum OnOff {
+        /// No.
+        Off = "off",
+        /// Yes.
+        On = "on",
+    }
+}
+
 /// The dial's name: the field's, or the one given (`r#where as "where"`).
 macro_rules! dial_name {
     ($field:ident) => {

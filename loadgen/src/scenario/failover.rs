@@ -13,6 +13,19 @@
 //! `work_ms=1000`, and the case records it — so that it is still inside
 //! when the fast replica has resynchronised.)
 //!
+//! `promote=best` promotes the most up-to-date replica instead, as the WAIT
+//! page says Sentinel and Redis Cluster try to: with two replicas, the
+//! fast one that acknowledged `WAIT 1` (the lagging one then follows it on
+//! a direct link, and a fresh lagging replica joins behind the delayed
+//! one); with one replica there is no other to choose.
+//!
+//! `wait_timeout_ms` bounds the `WAIT` (1 s by default, above every lag
+//! swept); below the lag it times out before the copy arrived, with 0
+//! replicas. The service then gives the lock back (`wait_count=checked`,
+//! as the WAIT page asks: nobody enters), or trusts it
+//! (`wait_count=ignored`, the `ignore_wait_count` fault: the client that
+//! never reads WAIT's answer) and loses it to the promotion.
+//!
 //! `promote_after_ms` is the failover's own boundary: how long after the
 //! holder was seen inside the lagging replica is promoted. Below the
 //! replication lag the lock key has not reached it; above, it has.
@@ -35,7 +48,7 @@ use tokio::time::Instant;
 
 use super::buyers;
 use super::case::Expectation;
-use super::dials::{self, dials, Shape};
+use super::dials::{self, choice, dials, Choice as _, Shape};
 use super::inject::{self, Window};
 use super::lab::{Lab, Setup};
 use super::params::{Params, Spec};
@@ -64,10 +77,54 @@ pub fn variant_sets(variant: Option<Variant>) -> &'static [(&'static str, &'stat
     }
 }
 
-/// Whether the promoted replica lacks the lock key: it was promoted
-/// before the replication stream, `lag_ms` late, brought the key.
+choice! {
+    /// Which replica is promoted.
+    pub enum Promote {
+        /// The one behind the delayed link.
+        Lagging = "lagging",
+        /// The most up to date: with two replicas, the fast one.
+        Best = "best",
+    }
+}
+
+/// Whether the promoted replica lacks the lock key: the lagging one was
+/// promoted before the replication stream, `lag_ms` late, brought the
+/// key. (The fast replica of `wait-1-two-replicas`, promoted as the best,
+/// has it: it acknowledged the holder's `WAIT 1`.)
 pub fn key_missing(d: &FailoverDials) -> bool {
     d.promote_after_ms < d.lag_ms
+}
+
+choice! {
+    /// What the service does with a `WAIT` that timed out short.
+    pub enum WaitCount {
+        /// Gives the lock back (the WAIT page's advice).
+        Checked = "checked",
+        /// Trusts it (the `ignore_wait_count` fault).
+        Ignored = "ignored",
+    }
+}
+
+/// Whether the promoted replica lacks the lock key when `variant` runs:
+/// the holder enters once its `WAIT 1` returned (at once without WAIT or
+/// with the fast replica's acknowledgement; after the lag, or the WAIT's
+/// timeout when shorter and its count ignored), and the replica is
+/// promoted `promote_after_ms` later; it lacks the key when that is before
+/// the copy (`lag_ms` after the write). The best of two replicas has it; a
+/// WAIT timed out and checked lets nobody in.
+pub fn promoted_lacks_key(d: &FailoverDials, variant: Option<Variant>) -> bool {
+    let entered = match variant {
+        Some(Variant::Wait1TwoReplicas) if d.promote == Promote::Best => return false,
+        Some(Variant::Wait1) if d.wait_timeout_ms < d.lag_ms => {
+            if d.wait_count == WaitCount::Checked {
+                return false;
+            }
+            d.wait_timeout_ms
+        }
+        Some(Variant::Wait1) => d.lag_ms,
+        _ => 0,
+    };
+    entered + d.promote_after_ms < d.lag_ms
 }
 
 /// The single-instance Redis locks only: what each does when the replica
@@ -79,7 +136,8 @@ pub fn expect(strategy: &StrategyEntry, variant: Option<Variant>, params: &Param
     ) {
         return Err("this scenario fails over the service's one Redis; etcd and ZooKeeper replicate by consensus".into());
     }
-    let missing = key_missing(&FailoverDials::of(params));
+    let d = FailoverDials::of(params);
+    let missing = key_missing(&d);
     let (expected, why) = match (strategy.kind, variant) {
         (Kind::Validity | Kind::LockTable | Kind::InTransaction | Kind::NotALock | Kind::Session, _) => {
             return Err("this scenario fails over the service's one Redis; it applies to the single-instance Redis locks".into())
@@ -90,24 +148,31 @@ pub fn expect(strategy: &StrategyEntry, variant: Option<Variant>, params: &Param
         (Kind::Fenced, _) => (Holds, "the promoted replica's older counter yields stale tokens the database refuses"),
         (_, Some(Variant::NoWait)) if missing => (Breaks, "the lock key had not reached the replica when it was promoted"),
         (_, Some(Variant::NoWait)) => (Holds, "the replica was promoted after the lock key reached it (promote_after_ms ≥ lag_ms)"),
+        (_, Some(Variant::Wait1)) if waits_for_replica(strategy) && d.wait_timeout_ms < d.lag_ms => {
+            if promoted_lacks_key(&d, variant) {
+                (Breaks, "WAIT 1 timed out before the copy (wait_timeout_ms < lag_ms) and its count was ignored: the holder entered on a key the promoted replica lacks")
+            } else {
+                (Holds, "WAIT 1 times out before the copy (wait_timeout_ms < lag_ms): the lock is given back and nobody enters (or the promotion came after the copy)")
+            }
+        }
+        (_, Some(Variant::Wait1TwoReplicas)) if d.promote == Promote::Best => (Holds, "WAIT 1 was acknowledged by the fast replica, and the fast one, the best, is promoted: it has the key"),
         (_, Some(Variant::Wait1TwoReplicas)) => (Breaks, "WAIT 1 was acknowledged by the fast replica; the lagging one, promoted, lacks the key"),
         // Only the SET NX PX family waits for the replica (WAIT 1).
-        (_, _)
-            if matches!(
-                strategy.strategy(),
-                Some(
-                    StrategyName::SetNxPx
-                        | StrategyName::SetNxPxCheckDel
-                        | StrategyName::SetNxPxToken
-                )
-            ) =>
-        {
+        (_, _) if waits_for_replica(strategy) => {
             (Holds, "WAIT 1: the holder enters only once the replica has the key")
         }
         _ if missing => (Breaks, "this lock's writes do not WAIT for the replica"),
         _ => (Holds, "the replica was promoted after the lock key reached it (promote_after_ms ≥ lag_ms)"),
     };
     Ok((expected, why.into()))
+}
+
+/// The SET NX PX family: the locks whose writes `WAIT` for the replica.
+fn waits_for_replica(strategy: &StrategyEntry) -> bool {
+    matches!(
+        strategy.strategy(),
+        Some(StrategyName::SetNxPx | StrategyName::SetNxPxCheckDel | StrategyName::SetNxPxToken)
+    )
 }
 
 dials! {
@@ -122,6 +187,20 @@ dials! {
         lag_ms: u64 = Shape::count(
             "200",
             "how late the lagging replica's copy of the primary's writes arrives (a proxy on its link)",
+        ),
+        promote: Promote = Shape::choice(
+            Promote::WORDS,
+            "lagging",
+            "which replica is promoted: the lagging one, or the most up to date (with two replicas the fast one, as Sentinel tries to)",
+        ),
+        wait_timeout_ms: u64 = Shape::ms(
+            "1000",
+            "the WAIT's bound (SECKILL_REDIS_WAIT_TIMEOUT_MS) in the wait-1 variants; below lag_ms it times out before the copy",
+        ),
+        wait_count: WaitCount = Shape::choice(
+            WaitCount::WORDS,
+            "checked",
+            "a WAIT that timed out short: the lock given back (checked) or trusted (ignored, the ignore_wait_count fault)",
         ),
         promote_after_ms: u64 = Shape::ms(
             "0",
@@ -182,7 +261,7 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
             ("SECKILL_REDIS_WAIT_REPLICAS".to_owned(), "1".to_owned()),
             (
                 "SECKILL_REDIS_WAIT_TIMEOUT_MS".to_owned(),
-                "1000".to_owned(),
+                d.wait_timeout_ms.to_string(),
             ),
         ]
     } else {
@@ -192,7 +271,8 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
         synced(node).await?;
     }
     // world.nodes: [0] and [1] take turns as primary and lagging replica
-    // (the replica's slot gets a new process each round); [2] the fast one.
+    // (the replica's slot gets a new process each round); [2] the fast one
+    // (with promote=best the three slots rotate: see the loop).
     world.nodes.push(primary);
     world.nodes.push(replica);
     world.nodes.extend(fast);
@@ -206,18 +286,32 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     )
     .await?;
     let service = world.service();
-    arm(&service, strategy, work(work_ms)).await?;
+    let faults = crate::api::FaultsPatch {
+        ignore_wait_count: Some(d.wait_count == WaitCount::Ignored),
+        ..work(work_ms)
+    };
+    arm(&service, strategy, faults).await?;
     case.step(format!(
         "a primary and a replica whose copy arrives {lag} ms late (a proxy){}; both app replicas use the primary through a proxy; TTL {ttl} ms, work {work_ms} ms{}; {promotions} promotions, each while a holder is inside, the old primary then following the new one",
         if two { ", and a second replica on a direct link" } else { "" },
-        if waits(variant) { ", WAIT 1 after each lock write" } else { "" }
+        if waits(variant) {
+            format!(", WAIT 1 after each lock write (at most {} ms; a short count {})", d.wait_timeout_ms, d.wait_count)
+        } else {
+            String::new()
+        }
     ));
     let rush_targets = buyers::retargeted(world.replica("b")?.url());
-    let (mut up, mut down) = (0usize, 1usize);
+    // world.nodes' slots of the primary, the lagging replica and the fast
+    // one; promote=best (two replicas) promotes the fast one.
+    let best = two && d.promote == Promote::Best;
+    let (mut up, mut down, mut quick) = (0usize, 1usize, 2usize);
     for _ in 0..promotions {
-        // The replica in step again, and the lock free, before each round:
+        // The replicas in step again, and the lock free, before each round:
         // linked, and the last round's releases through its delayed link.
         synced(&world.nodes[down]).await?;
+        if two {
+            synced(&world.nodes[quick]).await?;
+        }
         pause(lag + 100).await;
         let mut round = inject::begin_aimed(&lab.http, world, case, &[], 0).await?;
         let holder = buyers::grab_once(
@@ -230,16 +324,18 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
         let mut window = Window::starting(case, "the lagging replica", Some("a"));
         pause(promote_after).await;
         let still_inside = inside(&service, "a").await;
+        let (chosen, other) = if best { (quick, down) } else { (down, quick) };
         let Promoted {
             had_key,
             on_fast,
             master,
             port: promoted_port,
-        } = promote(world, down, &front, two).await?;
+        } = promote(world, chosen, two.then_some((other, best)), &front).await?;
         window.end_ms = case.clock_ms();
         if caught && still_inside && master {
             window.proof = Some(format!(
-                "a grab on a was inside when the replica was promoted ({promote_after} ms after it was seen inside); its ROLE answers master; it {} the lock key{on_fast}",
+                "a grab on a was inside when the {} replica was promoted ({promote_after} ms after it was seen inside); its ROLE answers master; it {} the lock key{on_fast}",
+                if best { "fast" } else { "lagging" },
                 if had_key { "had" } else { "did NOT have" }
             ));
         } else {
@@ -259,7 +355,13 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
         let next =
             lagging_replica(lab, &format!("redis-{}", case.injections.len() + 2), &link).await?;
         world.nodes[up] = next;
-        std::mem::swap(&mut up, &mut down);
+        // The promoted one is the primary; the fresh process lags behind
+        // it; with best, the old lagging replica follows it directly.
+        (up, down, quick) = if best {
+            (quick, up, down)
+        } else {
+            (down, up, quick)
+        };
         round.end(world, case, strategy, window).await?;
     }
     world.proxies.push(link);
@@ -272,7 +374,7 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
         json!({
             "wait_replicas": u8::from(waits(variant)),
             "replicas": if two { 2 } else { 1 },
-            "promoted": "the lagging replica",
+            "promoted": if best { "the fast replica" } else { "the lagging replica" },
         }),
     ))
 }
@@ -337,12 +439,18 @@ struct Promoted {
     port: u16,
 }
 
-/// Promote `world.nodes[down]` (`REPLICAOF NO ONE`) and aim the replicas'
-/// front proxy at it; with `two`, the fast replica is asked whether it
-/// has the lock key, then follows the promoted one, as Sentinel
-/// reconfigures the others.
-async fn promote(world: &World, down: usize, front: &Proxy, two: bool) -> anyhow::Result<Promoted> {
-    let mut conn = world.nodes[down].conn().await?;
+/// Promote `world.nodes[chosen]` (`REPLICAOF NO ONE`) and aim the
+/// replicas' front proxy at it; the other replica, when there are two
+/// (`other`: its slot, and whether it is the lagging one, `best` having
+/// been promoted), is asked whether it has the lock key, then follows the
+/// promoted one on a direct link, as Sentinel reconfigures the others.
+async fn promote(
+    world: &World,
+    chosen: usize,
+    other: Option<(usize, bool)>,
+    front: &Proxy,
+) -> anyhow::Result<Promoted> {
+    let mut conn = world.nodes[chosen].conn().await?;
     let had_key: i64 = redis::cmd("EXISTS")
         .arg("lock:product:1")
         .query_async(&mut conn)
@@ -352,17 +460,22 @@ async fn promote(world: &World, down: usize, front: &Proxy, two: bool) -> anyhow
         .arg("ONE")
         .query_async::<()>(&mut conn)
         .await?;
-    front.retarget(procs::local(world.nodes[down].port));
-    let promoted_port = world.nodes[down].port;
+    front.retarget(procs::local(world.nodes[chosen].port));
+    let promoted_port = world.nodes[chosen].port;
     let mut on_fast = String::new();
-    if two {
-        let mut fast = world.nodes[2].conn().await?;
+    if let Some((other, lagging)) = other {
+        let mut fast = world.nodes[other].conn().await?;
         let exists: i64 = redis::cmd("EXISTS")
             .arg("lock:product:1")
             .query_async(&mut fast)
             .await?;
         on_fast = format!(
-            "; the fast replica, which acknowledged WAIT 1, {} it",
+            "; the {}, {} it",
+            if lagging {
+                "lagging replica"
+            } else {
+                "fast replica, which acknowledged WAIT 1"
+            },
             if exists == 1 { "has" } else { "does not have" }
         );
         // It follows the promoted one, as Sentinel reconfigures the others.

@@ -34,7 +34,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use super::case::Expectation;
-use super::dials::{self, choice, dials, Choice as _, Shape};
+use super::dials::{self, choice, dials, Choice as _, OnOff, Shape};
 use super::inject::{self, Window};
 use super::lab::TOKEN;
 use super::params::{Params, Spec};
@@ -52,16 +52,6 @@ choice! {
         AfterCheck = "after-check",
         /// A random moment of the work.
         Anywhere = "anywhere",
-    }
-}
-
-choice! {
-    /// Whether the database checks the lock's random value.
-    pub enum OnOff {
-        /// No.
-        Off = "off",
-        /// Yes.
-        On = "on",
     }
 }
 

@@ -42,6 +42,7 @@ impl Window {
             end_ms: start_ms,
             proof: None,
             stalled: None,
+            refused: None,
         }
     }
 }
@@ -226,6 +227,7 @@ impl Round {
             overlaps: observed.overlaps,
             orders: observed.orders,
             stalled: window.stalled,
+            refused: window.refused,
             trace,
         };
         let line = format!(

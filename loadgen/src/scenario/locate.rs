@@ -97,6 +97,9 @@ pub struct Probe {
     /// k of n, where the scenario watches for a stall after a crash.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stalled: Option<Rate>,
+    /// k of n, where the run checks a token that may go backwards.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused: Option<Rate>,
 }
 
 impl Probe {
@@ -108,6 +111,7 @@ impl Probe {
             exclusion_broken: case.outcomes.map(|o| o.exclusion_broken),
             data_damaged: case.outcomes.map(|o| o.data_damaged),
             stalled: case.outcomes.and_then(|o| o.stalled),
+            refused: case.outcomes.and_then(|o| o.refused),
         }
     }
 
@@ -117,6 +121,7 @@ impl Probe {
             Outcome::ExclusionBroken => self.exclusion_broken,
             Outcome::DataDamaged => self.data_damaged,
             Outcome::Stalled => self.stalled,
+            Outcome::Refused => self.refused,
         }
     }
 
@@ -383,6 +388,7 @@ mod tests {
             exclusion_broken: Some(Rate::of(k, n)),
             data_damaged: Some(Rate::of(0, n)),
             stalled: None,
+            refused: None,
         }
     }
 

@@ -80,9 +80,10 @@ pub mod predictions {
     pub use super::acquire_pause::{short_validity, unchecked_outlived};
     pub use super::clock_jump::predicts as clock_jump;
     pub use super::clock_slew::predicts as clock_slew;
-    pub use super::failover::key_missing;
+    pub use super::failover::{key_missing, promoted_lacks_key};
     pub use super::gc_pause::outlived;
     pub use super::redlock_restart::predicts as redlock_restart;
+    pub use super::redlock_restart::predicts_refused as redlock_refused;
     pub use super::slow_network::postgres_damage;
     pub use super::slow_network::{late_grant_breaks, votes_arrive};
 }
@@ -96,8 +97,9 @@ pub mod typed {
     pub use super::coordinator_crash::CoordinatorCrashDials;
     pub use super::crash_holder::CrashHolderDials;
     pub use super::dependency_loss::DependencyLossDials;
-    pub use super::failover::FailoverDials;
-    pub use super::gc_pause::{FreezeWhere, GcPauseDials, OnOff};
+    pub use super::dials::OnOff;
+    pub use super::failover::{FailoverDials, Promote};
+    pub use super::gc_pause::{FreezeWhere, GcPauseDials};
     pub use super::redlock_restart::{Crash, Persistence, RedlockRestartDials};
     pub use super::slow_network::{DelayFrom, Link, SlowNetworkDials};
     pub use super::unlock_before_commit::UnlockBeforeCommitDials;

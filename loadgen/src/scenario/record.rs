@@ -107,6 +107,11 @@ pub struct Injection {
     /// holder).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stalled: Option<bool>,
+    /// A fenced run's liveness: the database's fence refused a holder
+    /// whose lock was valid (its token not above the one registered: the
+    /// token went backwards). Absent where no token is checked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused: Option<bool>,
     /// What an injection that broke exclusion or damaged the data left
     /// behind, read as its round ended: a counterexample to any claim that
     /// this never happens (absent where the injection broke nothing).
@@ -155,6 +160,9 @@ pub struct Window {
     /// A crash scenario's liveness: whether the watch after the crash saw
     /// no order (`None`: not a crash scenario).
     pub stalled: Option<bool>,
+    /// A fenced run's: whether the fence refused a holder whose lock was
+    /// valid (`None`: no token checked).
+    pub refused: Option<bool>,
 }
 
 /// `outcomes` of a case: k of n injections for each.
@@ -168,6 +176,9 @@ pub struct Outcomes {
     /// watch after the holder (or coordinator) died.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stalled: Option<Rate>,
+    /// A fenced run's: the database refused a holder whose lock was valid.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused: Option<Rate>,
 }
 
 impl Outcomes {
@@ -177,21 +188,26 @@ impl Outcomes {
         let n = landed.len() as u64;
         let count = |f: fn(&Injection) -> bool| landed.iter().filter(|i| f(i)).count() as u64;
         let watched = landed.iter().any(|i| i.stalled.is_some());
+        let fenced = landed.iter().any(|i| i.refused.is_some());
         Self {
             exclusion_broken: Rate::of(count(|i| i.exclusion_broken), n),
             data_damaged: Rate::of(count(|i| i.data_damaged), n),
             stalled: watched.then(|| Rate::of(count(|i| i.stalled == Some(true)), n)),
+            refused: fenced.then(|| Rate::of(count(|i| i.refused == Some(true)), n)),
         }
     }
 
     /// The outcome a case is judged on, and its rate: liveness where the
-    /// scenario kills the holder and watches (`stalled`), else exclusion
-    /// for a lock that promises it, the data for a fence or a non-lock.
+    /// scenario kills the holder and watches (`stalled`), the fence's
+    /// refusals of a rightful holder where a run checks a token that may go
+    /// backwards (`refused`), else exclusion for a lock that promises it,
+    /// the data for a fence or a non-lock.
     pub fn judged(&self, guarantee: Guarantee) -> (Outcome, Rate) {
-        match (self.stalled, guarantee) {
-            (Some(stalled), _) => (Outcome::Stalled, stalled),
-            (None, Guarantee::Exclusion) => (Outcome::ExclusionBroken, self.exclusion_broken),
-            (None, Guarantee::Data) => (Outcome::DataDamaged, self.data_damaged),
+        match (self.stalled, self.refused, guarantee) {
+            (Some(stalled), _, _) => (Outcome::Stalled, stalled),
+            (None, Some(refused), _) => (Outcome::Refused, refused),
+            (None, None, Guarantee::Exclusion) => (Outcome::ExclusionBroken, self.exclusion_broken),
+            (None, None, Guarantee::Data) => (Outcome::DataDamaged, self.data_damaged),
         }
     }
 }
@@ -206,6 +222,8 @@ pub enum Outcome {
     DataDamaged,
     /// Nobody bought again within the watch after a crash.
     Stalled,
+    /// The database's fence refused a holder whose lock was valid.
+    Refused,
 }
 
 impl Outcome {
@@ -215,6 +233,7 @@ impl Outcome {
             Outcome::ExclusionBroken => "exclusion broken",
             Outcome::DataDamaged => "data damaged",
             Outcome::Stalled => "stalled",
+            Outcome::Refused => "rightful holder refused",
         }
     }
 
@@ -224,6 +243,7 @@ impl Outcome {
             Outcome::ExclusionBroken => Some(outcomes.exclusion_broken),
             Outcome::DataDamaged => Some(outcomes.data_damaged),
             Outcome::Stalled => outcomes.stalled,
+            Outcome::Refused => outcomes.refused,
         }
     }
 }
@@ -245,8 +265,37 @@ mod tests {
             overlaps: u64::from(broken),
             orders: 1,
             stalled,
+            refused: None,
             trace: None,
         }
+    }
+
+    #[test]
+    fn a_fenced_run_is_judged_on_its_refusals_and_keeps_both_other_outcomes() {
+        let refused = |landed, broken, refused| Injection {
+            refused: Some(refused),
+            ..injection(landed, broken, None)
+        };
+        let rounds = [
+            refused(true, true, true),
+            refused(true, false, false),
+            refused(true, true, true),
+            // Not landed: left out of k of n.
+            refused(false, true, true),
+        ];
+        let outcomes = Outcomes::of(&rounds);
+        assert_eq!(outcomes.refused, Some(Rate::of(2, 3)));
+        assert_eq!(outcomes.exclusion_broken, Rate::of(2, 3));
+        assert_eq!(outcomes.stalled, None);
+        assert_eq!(
+            outcomes.judged(Guarantee::Exclusion),
+            (Outcome::Refused, Rate::of(2, 3))
+        );
+        assert_eq!(Outcome::Refused.of(&outcomes), Some(Rate::of(2, 3)));
+        // A run that checks no token says nothing of refusals.
+        let plain = Outcomes::of(&[injection(true, true, None)]);
+        assert_eq!(plain.refused, None);
+        assert_eq!(Outcome::Refused.of(&plain), None);
     }
 
     #[test]

@@ -31,6 +31,24 @@
 //! between it and the crash (`--set persistence=everysec --set
 //! crash=power`; the debate sweeps it).
 //!
+//! - `jump`: how far node 3's host clock jumps forward as node 3 crashes.
+//!   The restart delay is timed on that clock, as a supervisor that sleeps
+//!   until the crash time + `restart_delay` on its wall clock would
+//!   (Kleppmann: the delay "would fail if the clock jumps"): node 3 runs
+//!   under the clock-shifting preload, the runner reads its clock at the
+//!   crash (`date` under the same preload), jumps it, and restarts node 3
+//!   once that clock reads the crash time + the delay — `jump` early;
+//! - `check_revision`: `on` arms Redlock's attempt at a fencing token
+//!   (each node counts its own grants; the holder's token is the largest
+//!   its majority returned; the database registers it as `fenced` does).
+//!   Each round then starts with every node's counter at 0, and the round
+//!   also records whether the database refused a holder whose lock was
+//!   valid after node 3 came back (`refused`): node 3 shares every
+//!   majority here, so its counter is the largest while it keeps it; come
+//!   back empty, and the next majority's largest count is below the token
+//!   already registered — the token went backwards. The delay does not
+//!   help: a counter is lost with the node whenever the lock key is.
+//!
 //! The work is long (500 ms of a 1 s TTL; the debate's rows use 1 s of
 //! 2 s) for a reason of this lab's own: a replica's Redis client must use
 //! node 3 again after it restarts (its reconnect after the connections
@@ -50,14 +68,14 @@ use anyhow::Context as _;
 use serde_json::{json, Value};
 
 use super::case::Expectation;
-use super::dials::{self, choice, dials, Choice as _, Shape};
+use super::dials::{self, choice, dials, Choice as _, OnOff, Shape};
 use super::inject::{self, Window};
 use super::params::{Params, Spec};
 use super::world::{arm, partitioned_redlock, pause, wait_inside, work, CaseRun};
 use crate::api::Variant;
 use crate::api::{Kind, StrategyEntry};
 use crate::judge::Expected::{self, Breaks, Holds};
-use crate::procs::{Powerloss, RedisNode};
+use crate::procs::{self, Powerloss, RedisNode};
 
 /// Presets of the dials (see [`variant_sets`]).
 pub const VARIANTS: &[Variant] = &[
@@ -108,9 +126,18 @@ dials! {
             "process",
             "kill -9 (the page cache survives) or a power cut (the unsynced AOF bytes are lost)",
         ),
+        jump: u64 = Shape::ms(
+            "0",
+            "how far node 3's host clock jumps forward as it crashes; the restart delay is timed on that clock",
+        ),
         crash_after_ms: u64 = Shape::ms(
             "0",
             "how long after the holder is seen inside node 3 crashes (everysec syncs once a second: a key older than that survives a power cut)",
+        ),
+        check_revision: OnOff = Shape::choice(
+            OnOff::WORDS,
+            "off",
+            "on: Redlock hands out a fencing token (each node's counter, the largest of the majority) and the database checks it",
         ),
         users: usize = dials::users("6"),
         lock_wait_ms: u64 = dials::lock_wait("500"),
@@ -153,10 +180,28 @@ fn keeps_key(d: &RedlockRestartDials) -> bool {
     }
 }
 
+/// With `check_revision=on`: whether the database refuses a rightful
+/// holder after node 3 comes back — whenever node 3 loses its counter (it
+/// is lost with the lock key, whatever the delay), the next majority's
+/// largest count is below the token already registered.
+pub fn predicts_refused(d: &RedlockRestartDials) -> Expected {
+    if keeps_key(d) {
+        Expected::Holds
+    } else {
+        Expected::Breaks
+    }
+}
+
+/// How long node 3 stays down in real time: the delay, less the jump of
+/// the clock it is timed on.
+fn real_delay(d: &RedlockRestartDials) -> u64 {
+    d.restart_delay.saturating_sub(d.jump)
+}
+
 /// Whether the holder is exposed: node 3 comes back without its key while
 /// the holder's section (its work) still runs.
 pub fn predicts(d: &RedlockRestartDials) -> Expected {
-    if keeps_key(d) || d.crash_after_ms + d.restart_delay >= d.work_ms {
+    if keeps_key(d) || d.crash_after_ms + real_delay(d) >= d.work_ms {
         Expected::Holds
     } else {
         Expected::Breaks
@@ -169,7 +214,30 @@ pub fn expect(strategy: &StrategyEntry, _variant: Option<Variant>, params: &Para
         return Err("this scenario breaks Redlock's nodes; run it with redlock".into());
     }
     let d = RedlockRestartDials::of(params);
-    let (delay, work) = (d.restart_delay, d.work_ms);
+    let (delay, work) = (real_delay(&d), d.work_ms);
+    if d.jump > 0 && d.crash == Crash::Power {
+        return Err("jump and crash=power: node 3 runs under one preload at a time".into());
+    }
+    if d.check_revision == OnOff::On {
+        // Judged on the refusals (the case's outcomes keep exclusion too).
+        return Ok(if keeps_key(&d) {
+            (
+                Holds,
+                format!(
+                    "node 3 comes back with its counter ({} / {}): the tokens keep growing",
+                    d.persistence, d.crash
+                ),
+            )
+        } else {
+            (
+                Breaks,
+                format!(
+                    "node 3 comes back with its counter at 0 ({} / {}, after {delay} ms): the next majority's token is below the one registered, and the database refuses that holder",
+                    d.persistence, d.crash
+                ),
+            )
+        });
+    }
     Ok(if keeps_key(&d) {
         (
             Holds,
@@ -181,7 +249,7 @@ pub fn expect(strategy: &StrategyEntry, _variant: Option<Variant>, params: &Para
     } else if predicts(&d) == Holds {
         (
             Holds,
-            format!("node 3 comes back empty, but {delay} ms later: the holder's section ({work} ms) is over"),
+            format!("node 3 comes back empty, but {delay} ms later (restart_delay {} less the jump {}): the holder's section ({work} ms) is over", d.restart_delay, d.jump),
         )
     } else {
         (
@@ -214,19 +282,50 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     let users = d.users.max(2);
     let report = lab.dir.join("node3.powerloss");
     let _ = std::fs::remove_file(&report);
-    let env = if crash == Crash::Power {
-        lab.powerloss()?.env(&report)
+    // node 3's clock, shifted when it jumps.
+    let clock = if d.jump > 0 {
+        let file = lab.dir.join("node3.clock");
+        procs::set_clock_offset(&file, 0)?;
+        Some((lab.clockshift()?, file))
     } else {
-        Vec::new()
+        None
     };
+    let env = match (&clock, crash) {
+        (Some((shift, file)), _) => shift.env(file),
+        (None, Crash::Power) => lab.powerloss()?.env(&report),
+        (None, Crash::Process) => Vec::new(),
+    };
+    let mut offset: i64 = 0;
     partitioned_redlock(lab, world, ttl, aof_args(persistence), env).await?;
     let service = world.service();
-    arm(&service, strategy, work(work_ms)).await?;
+    let fenced = d.check_revision == OnOff::On;
+    let faults = crate::api::FaultsPatch {
+        check_revision: Some(fenced),
+        ..work(work_ms)
+    };
+    arm(&service, strategy, faults).await?;
     case.step(format!(
-        "5 Redlock nodes; a reaches nodes 1,2,3 and b nodes 3,4,5 (other links cut); TTL {ttl} ms, work {work_ms} ms; node 3: persistence {persistence}, crash {crash} {} ms after the holder is seen inside, back after {delay} ms; {injections} rounds", d.crash_after_ms
+        "5 Redlock nodes; a reaches nodes 1,2,3 and b nodes 3,4,5 (other links cut); TTL {ttl} ms, work {work_ms} ms; node 3: persistence {persistence}, crash {crash} {} ms after the holder is seen inside, back after {delay} ms; {injections} rounds{}", d.crash_after_ms,
+        if fenced { "; each node counts its grants, the holder's token is its majority's largest count, checked by the database" } else { "" }
     ));
     let key = "lock:product:1";
     for _ in 0..injections {
+        if fenced {
+            // Every node's counter from 0, as the round's product is new.
+            for node in &world.nodes[1..=5] {
+                let mut conn = node.conn().await?;
+                redis::cmd("DEL")
+                    .arg(FENCE_KEY)
+                    .query_async::<()>(&mut conn)
+                    .await?;
+            }
+        }
+        // The refusals so far (the metric counts the whole case).
+        let at_start = if fenced {
+            refusals(&service, strategy).await?
+        } else {
+            0.0
+        };
         let round = inject::begin_pinned(&lab.http, world, case, users, 100).await?;
         let mut window = Window::starting(case, "node 3", None);
         if !wait_inside(&service, None, Duration::from_secs(3)).await? {
@@ -237,12 +336,54 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
             let before = run_id(&world.nodes[3]).await?;
             let had = value(&world.nodes[3], key).await?;
             let held = Powerloss::read(&report).map(|(held, _)| held);
+            let counted = if fenced {
+                Some((
+                    counter(&world.nodes[3]).await?,
+                    refusals(&service, strategy).await?,
+                ))
+            } else {
+                None
+            };
             world.nodes[3].kill();
-            pause(delay).await;
+            let down = tokio::time::Instant::now();
+            let jumped = match &clock {
+                Some((shift, file)) => {
+                    offset += i64::try_from(d.jump).unwrap_or(i64::MAX);
+                    Some(wait_on_jumped_clock(shift, file, offset, delay).await?)
+                }
+                None => {
+                    pause(delay).await;
+                    None
+                }
+            };
             world.nodes[3].restart().await?;
+            let down_ms = down.elapsed().as_millis();
             window.end_ms = case.clock_ms();
             let after = run_id(&world.nodes[3]).await?;
             let has = value(&world.nodes[3], key).await?;
+            let tokens = match counted {
+                Some((before, refused_before)) => {
+                    // The refusals after node 3 came back, read once the
+                    // round's holders have had the section's time to try.
+                    inject::settle(work_ms).await;
+                    let refused = refusals(&service, strategy).await? - refused_before;
+                    window.refused = Some(refused >= 1.0);
+                    format!(
+                        "; node 3's counter was {before} before the crash and is {} now; the database refused {refused} holder(s) with a valid lock after it came back ({} before the crash)",
+                        counter(&world.nodes[3]).await?,
+                        refused_before - at_start
+                    )
+                }
+                None => String::new(),
+            };
+            let jumped = match jumped {
+                Some(at_crash) => format!(
+                    "; node 3's clock read {at_crash} at the crash, jumped +{} ms, and the {delay} ms delay timed on it ended after {down_ms} ms of real time (its TIME now reads {:+} ms ahead)",
+                    d.jump,
+                    super::world::clock_ahead_ms(&world.nodes[3]).await?
+                ),
+                None => String::new(),
+            };
             let lost = match held {
                 Some(bytes) => format!("; the power cut lost {bytes} unsynced AOF byte(s)"),
                 None => String::new(),
@@ -257,7 +398,7 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
                 );
             } else {
                 window.proof = Some(format!(
-                    "node 3's INFO run_id changed ({} → {}) after {} ms down; it held the lock key before the crash and {} after{lost}",
+                    "node 3's INFO run_id changed ({} → {}) after {} ms down; it held the lock key before the crash and {} after{lost}{jumped}{tokens}",
                     &before[..8.min(before.len())],
                     &after[..8.min(after.len())],
                     window.end_ms - window.start_ms,
@@ -284,6 +425,45 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
             "node3_restarts": proven,
         }),
     ))
+}
+
+/// A supervisor's restart delay timed on node 3's host clock, which has
+/// jumps forward to `offset`: read that clock (the preload's `date`)
+/// before the jump lands, jump it, then wait until it reads the crash time
+/// + `delay`. Returns the clock's reading at the crash.
+async fn wait_on_jumped_clock(
+    shift: &procs::Clockshift,
+    file: &std::path::Path,
+    offset: i64,
+    delay: u64,
+) -> anyhow::Result<i64> {
+    let at_crash = shift.clock_ms(file).await?;
+    procs::set_clock_offset(file, offset)?;
+    let until = at_crash + i64::try_from(delay).unwrap_or(i64::MAX);
+    while shift.clock_ms(file).await? < until {
+        pause(5).await;
+    }
+    Ok(at_crash)
+}
+
+/// The fencing counter's key on every node (`fence:product:1`).
+const FENCE_KEY: &str = "fence:product:1";
+
+/// `node`'s fencing counter (0 when it has none).
+async fn counter(node: &RedisNode) -> anyhow::Result<i64> {
+    value(node, FENCE_KEY)
+        .await?
+        .map_or(Ok(0), |v| v.parse())
+        .context("a fencing counter that is not a number")
+}
+
+/// The fence's refusals so far on every replica
+/// (`seckill_fence_rejections_total{strategy}`).
+async fn refusals(service: &crate::api::Service, strategy: &str) -> anyhow::Result<f64> {
+    Ok(service
+        .scrape()
+        .await?
+        .sum("seckill_fence_rejections_total", &[("strategy", strategy)]))
 }
 
 /// The value `node` holds at `key` (the holder's random value), if any.

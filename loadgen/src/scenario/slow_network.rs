@@ -382,6 +382,7 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
                 )
             }),
             stalled: None,
+            refused: None,
         };
         pause(work_ms + 150).await;
         round.end(world, case, strategy, window).await?;
