@@ -330,19 +330,6 @@ const FENCE_PERSISTENCE: Run = Run {
     // kill -9: any AOF keeps the counter, none loses it.
     sweep: ("persistence", &["none", "everysec", "always"]),
 };
-const FENCE_DELAY: Run = Run {
-    id: "majority-counter-delay-redlock",
-    sets: &[
-        ("ttl_ms", "2000"),
-        ("work_ms", "1000"),
-        ("persistence", "none"),
-        ("check_revision", "on"),
-    ],
-    // Both sides of the exclusion's boundary (the work, 0.5 TTL); the
-    // counter is lost at both.
-    sweep: ("restart_delay", &["0", "1.3ttl"]),
-    ..FENCE_PERSISTENCE
-};
 const NET_PG_REDLOCK: Run = Run {
     id: "net-postgres-redlock",
     scenario: Scenario::SlowNetwork,
@@ -1055,20 +1042,6 @@ pub const ROWS: &[Row] = &[
         outcome: Outcome::Refused,
         predicts: |p| predictions::redlock_refused(&RedlockRestartDials::of(p)),
         predicts_text: "refuses a rightful holder whenever node 3 loses its counter (none), never when an AOF keeps it (kill -9 loses nothing written)",
-    },
-    Row {
-        id: "delayed-restart-loses-the-counter",
-        source: DERIVED,
-        quote: "",
-        quote_zh: "",
-        claim: "The delayed restart that keeps Redlock's exclusion does not keep its counter: the token can still go backwards",
-        claim_zh: "延迟重启能保住 Redlock 的互斥，却保不住计数器：令牌仍可能倒退",
-        states: CAN_HAPPEN_ANYWHERE,
-        mechanism: "the same counters, node 3 without persistence restarted after `restart_delay`: past the work no two holders overlap, but node 3's count starts again from 0, so the side that took fewer locks in the round comes back with a token below the one registered",
-        run: FENCE_DELAY,
-        outcome: Outcome::Refused,
-        predicts: |p| predictions::redlock_refused(&RedlockRestartDials::of(p)),
-        predicts_text: "can refuse a rightful holder at every delay (the counter is lost whatever the delay); exclusion breaks only below the work",
     },
     Row {
         id: "failover-no-wait",

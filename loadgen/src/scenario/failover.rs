@@ -369,10 +369,16 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     case.proven_by_injections(|proven| {
         format!("{proven} of {promotions} promotions while a grab on a was inside, each promoted replica answering ROLE master")
     });
+    // Without WAIT its bound and its count are not in force (null); with
+    // one replica the lagging one is the only one to promote.
+    let waited = waits(variant);
     Ok(dials::record(
         &d,
         json!({
-            "wait_replicas": u8::from(waits(variant)),
+            "wait_timeout_ms": waited.then_some(d.wait_timeout_ms),
+            "wait_count": waited.then_some(d.wait_count),
+            "promote": if two { d.promote } else { Promote::Lagging },
+            "wait_replicas": u8::from(waited),
             "replicas": if two { 2 } else { 1 },
             "promoted": if best { "the fast replica" } else { "the lagging replica" },
         }),
@@ -470,11 +476,11 @@ async fn promote(
             .query_async(&mut fast)
             .await?;
         on_fast = format!(
-            "; the {}, {} it",
+            "; the {} {} it",
             if lagging {
                 "lagging replica"
             } else {
-                "fast replica, which acknowledged WAIT 1"
+                "fast replica, which acknowledged WAIT 1,"
             },
             if exists == 1 { "has" } else { "does not have" }
         );
