@@ -109,8 +109,11 @@ build_prebuilt_images() {
 # Every service but Grafana (no image to run here) and the loadgen job.
 stack_services() { "${COMPOSE[@]}" config --services | grep -vx 'grafana\|loadgen'; }
 
+# The volumes there were before the check (VOLUMES_BEFORE): any other one
+# at the end is the run's, anonymous ones included (they carry no label).
+new_volumes() { comm -13 <(printf '%s\n' "${VOLUMES_BEFORE:-}" | sort -u) <(docker volume ls -q | sort -u); }
 project_leftovers() {
-  { docker ps -aq --filter "$PROJECT_LABEL"; docker network ls -q --filter "$PROJECT_LABEL"; docker volume ls -q --filter "$PROJECT_LABEL"; } | sort -u
+  { docker ps -aq --filter "$PROJECT_LABEL"; docker network ls -q --filter "$PROJECT_LABEL"; docker volume ls -q --filter "$PROJECT_LABEL"; new_volumes; } | grep -v '^$' | sort -u
 }
 
 take_down() {
@@ -120,10 +123,11 @@ take_down() {
   left=$(project_leftovers)
   if [[ -n "$left" ]]; then
     say "left behind by down -v (now removed):"; echo "$left"
-    docker ps -aq --filter "$PROJECT_LABEL" | xargs -r docker rm -f >/dev/null 2>&1 || true
+    docker ps -aq --filter "$PROJECT_LABEL" | xargs -r docker rm -f -v >/dev/null 2>&1 || true
+    new_volumes | xargs -r docker volume rm >/dev/null 2>&1 || true
     return 1
   fi
-  say "nothing of project $PROJECT is left: no container, network or volume"
+  say "nothing of project $PROJECT is left: no container, network or volume (anonymous ones counted)"
 }
 
 # wait_healthy <seconds>: every container of the project running and, where
@@ -252,7 +256,7 @@ run_loadgen() {
   docker rm -f "$name" >/dev/null 2>&1 || true
   "${COMPOSE[@]}" --profile load run --name "$name" loadgen "$@" || status=$?
   if ! docker cp "$name:/reports/." "$dir/" && [[ $status == 0 ]]; then status=1; fi
-  docker rm -f "$name" >/dev/null 2>&1 || true
+  docker rm -f -v "$name" >/dev/null 2>&1 || true
   return "$status"
 }
 
@@ -270,6 +274,7 @@ check_stack() { # check_stack full|quick
     ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null || die "port $port is taken on 127.0.0.1 (a running demo? make demo-stop): the compose stack publishes it"
   done
   mapfile -t services < <(stack_services)
+  VOLUMES_BEFORE=$(docker volume ls -q)
   trap 'take_down || true' EXIT
   trap 'exit 130' INT TERM
   "${COMPOSE[@]}" --profile load down -v --remove-orphans >/dev/null 2>&1 || true

@@ -13,6 +13,7 @@
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Duration;
 
 use anyhow::{bail, Context as _};
 use seckill_launch::{servers, start_on_free_ports_async, Ready, Service};
@@ -96,6 +97,28 @@ impl Clockshift {
         ]
     }
 
+    /// Environment that makes a process's monotonic clocks run at
+    /// 1 + `ppm` / 10^6 of real time (negative: slow); its wall clock is
+    /// left alone.
+    pub fn rate_env(&self, ppm: i64) -> Vec<(String, String)> {
+        vec![
+            ("LD_PRELOAD".into(), self.library.display().to_string()),
+            ("CLOCKSHIFT_RATE_PPM".into(), ppm.to_string()),
+        ]
+    }
+
+    /// The rate a process under [`Clockshift::rate_env`]`(ppm)` sees its
+    /// monotonic clock run at, against the real one (`CLOCK_MONOTONIC_RAW`,
+    /// which the preload leaves alone), over `window`: Python's
+    /// `time.clock_gettime` read under the same preload.
+    pub async fn read_rate(&self, ppm: i64, window: Duration) -> anyhow::Result<f64> {
+        let script = format!(
+            "import time\nm,r=time.CLOCK_MONOTONIC,time.CLOCK_MONOTONIC_RAW\na,b=time.clock_gettime(m),time.clock_gettime(r)\ntime.sleep({})\nprint((time.clock_gettime(m)-a)/(time.clock_gettime(r)-b))",
+            window.as_secs_f64()
+        );
+        printed_under(self.rate_env(ppm), "python3", &["-c", &script]).await
+    }
+
     /// How far ahead of ours (ms) a process under this preload reading
     /// `file` finds the wall clock: `date +%s%3N` run under it, the
     /// midpoint of our clock before and after taken as ours.
@@ -109,17 +132,30 @@ impl Clockshift {
     /// The wall clock (ms since the epoch) a process under this preload
     /// reading `file` sees: `date +%s%3N` run under it.
     pub async fn clock_ms(&self, file: &Path) -> anyhow::Result<i64> {
-        let out = tokio::process::Command::new("date")
-            .arg("+%s%3N")
-            .envs(self.env(file))
-            .output()
-            .await
-            .context("run date under the clock-shifting preload")?;
-        String::from_utf8_lossy(&out.stdout)
-            .trim()
-            .parse()
-            .context("date +%s%3N printed no number")
+        printed_under(self.env(file), "date", &["+%s%3N"]).await
     }
+}
+
+/// What `program args` prints (a number), run under the preload `env`.
+async fn printed_under<T>(
+    env: Vec<(String, String)>,
+    program: &str,
+    args: &[&str],
+) -> anyhow::Result<T>
+where
+    T: std::str::FromStr,
+    T::Err: std::error::Error + Send + Sync + 'static,
+{
+    let out = tokio::process::Command::new(program)
+        .args(args)
+        .envs(env)
+        .output()
+        .await
+        .with_context(|| format!("run {program} under the clock-shifting preload"))?;
+    String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .with_context(|| format!("{program} printed no number"))
 }
 
 /// The power-loss preload (`powerloss.c`): a `redis-server` under it

@@ -52,9 +52,12 @@
 //! shared node's count grows with each holder — but the token is the
 //! *largest* of its majority, which may sit on a node the next majority
 //! lacks, and a node that restarts without persistence comes back at 0.
-//! The token then goes backwards, and the database refuses the holder the
-//! lock rightly belongs to (the `redlock-restart` scenario's
-//! `check_revision` dial measures it). No seeding from the database here,
+//! The token then stops growing or goes backwards, and the database
+//! refuses the newer holder (the `redlock-restart` scenario's
+//! `check_revision` dial measures it; a test here drives the counters to
+//! 1, 2, 3 and back to 2). Attempts that fail still count on the nodes
+//! that said yes, so counters under contention drift apart the other way
+//! too. No seeding from the database here,
 //! unlike `fenced`: that would be the consensus the argument says is
 //! missing, borrowed from PostgreSQL.
 //!

@@ -650,6 +650,70 @@ async fn redlock_loses_safety_when_a_node_restarts_without_persistence() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redlocks_majority_counter_grows_while_a_node_keeps_it_and_goes_back_when_it_loses_it() {
+    let (nodes, d, lock) = redlock_on(5, MS(10_000), MS(500));
+    let mut faults = no_faults();
+    faults.check_revision = true;
+    let cx = GrabContext {
+        deps: &d,
+        faults,
+        pause: false,
+    };
+    // Which nodes grant: another client's key on the others (they answer
+    // "held", and a node that does not grant does not count).
+    let held_by_another = |on: &[usize]| {
+        for (i, node) in nodes.iter().enumerate() {
+            let mut conn = node.conn();
+            if on.contains(&i) {
+                let _: () = redis::cmd("SET")
+                    .arg("lock:product:1")
+                    .arg("another")
+                    .query(&mut conn)
+                    .expect("set");
+            } else {
+                let _: () = redis::cmd("DEL")
+                    .arg("lock:product:1")
+                    .query(&mut conn)
+                    .expect("del");
+            }
+        }
+    };
+    let take = async || {
+        let guard = lock.acquire(cx, 1).await.expect("a majority grants");
+        let token = guard.fence(faults).expect("a token");
+        lock.release(cx, guard).await.expect("release");
+        token
+    };
+    // Two holders on nodes 0, 1, 2: tokens 1 and 2.
+    held_by_another(&[3, 4]);
+    let tokens = [take().await, take().await];
+    assert_eq!(tokens, [1, 2]);
+    // Nodes 2, 3, 4: node 2 shares both majorities and kept its count, so
+    // the token still grows.
+    held_by_another(&[0, 1]);
+    let grown = take().await;
+    assert_eq!(grown, 3, "node 2's count (3) is the largest of 2, 3, 4");
+    // Node 2 loses its data, as a restart without persistence would
+    // (FLUSHALL: the same empty node, its connections kept): the same
+    // majority's largest count is now below the token already handed out.
+    let _: () = redis::cmd("FLUSHALL")
+        .query(&mut nodes[2].conn())
+        .expect("flushall");
+    let back = take().await;
+    eprintln!("redlock's majority counter: {tokens:?}, then {grown}, then {back} after node 2 lost its data");
+    assert_eq!(back, 2, "nodes 3 and 4 count 2, node 2 counts 1 again");
+    assert!(back < grown, "the token went backwards");
+    // Without the switch Redlock hands out no token at all.
+    let plain = GrabContext {
+        faults: no_faults(),
+        ..cx
+    };
+    let guard = lock.acquire(plain, 1).await.expect("acquire");
+    assert_eq!(guard.fence(no_faults()), None);
+    lock.release(plain, guard).await.expect("release");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redlock_deletes_a_key_a_slow_node_grants_after_the_decision() {
     let (nodes, d, lock) = redlock_on(5, MS(10_000), MS(2_000));
     let cx = GrabContext {

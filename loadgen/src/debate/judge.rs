@@ -263,7 +263,7 @@ fn zh_outcome(row: &Row) -> &'static str {
         crate::scenario::Outcome::ExclusionBroken => "互斥被破坏",
         crate::scenario::Outcome::DataDamaged => "数据被损坏",
         crate::scenario::Outcome::Stalled => "停滞",
-        crate::scenario::Outcome::Refused => "合法持有者被 fencing 拒绝",
+        crate::scenario::Outcome::Refused => "较新的持有者被 fencing 拒绝",
     }
 }
 

@@ -339,11 +339,11 @@ fn markdown(doc: &DebateJson, lang: Lang) -> String {
             (Outcome::ExclusionBroken, true) => "exclusion broken",
             (Outcome::DataDamaged, true) => "data damaged",
             (Outcome::Stalled, true) => "stalled",
-            (Outcome::Refused, true) => "rightful holder refused",
+            (Outcome::Refused, true) => "newer holder refused",
             (Outcome::ExclusionBroken, false) => "互斥被破坏",
             (Outcome::DataDamaged, false) => "数据被损坏",
             (Outcome::Stalled, false) => "停滞",
-            (Outcome::Refused, false) => "合法持有者被 fencing 拒绝",
+            (Outcome::Refused, false) => "较新的持有者被 fencing 拒绝",
         };
         let kind = match (r.claim_kind, en) {
             (super::rows::Kind::Never, true) => "never",

@@ -466,6 +466,22 @@ const DRIFT_TENTH: Run = Run {
     ..DRIFT_DEFAULT
 };
 
+// The same premise with the client's own clock slow instead of the
+// nodes' fast (the model's boundary: work / (1 − slew) + the write = TTL,
+// about 13.5 %).
+const CLIENT_SLOW_TENTH: Run = Run {
+    id: "clock-slew-client-drift-0.1",
+    sets: &[
+        ("ttl_ms", "1000"),
+        ("margin_ms", "40"),
+        ("users", "2"),
+        ("drift_factor", "0.1"),
+        ("clock", "client"),
+    ],
+    sweep: ("slew_pct", &["1", "6", "10", "20"]),
+    ..DRIFT_DEFAULT
+};
+
 fn yes(b: bool) -> Expected {
     if b {
         Expected::Breaks
@@ -881,7 +897,7 @@ pub const ROWS: &[Row] = &[
             applies_text: "at every delay longer than the lease (the TTL)",
             applies_zh: "延迟长于租约（TTL）的每一个点",
         },
-        mechanism: "replica a's requests to PostgreSQL are delayed by `delay` from a moment its sections do not choose (no hook), while buyers press on both replicas; a section begun under the delay sends BEGIN, the read and the duplicate check late before its check and the write, the insert and the commit late after it; the next holder reads and commits before the late commit lands",
+        mechanism: "replica a's requests to PostgreSQL are delayed by `delay` from a moment its sections do not choose (no hook), while buyers press on both replicas; a section begun under the delay sends BEGIN, the read and the duplicate check late before its check and the write, the insert and the commit late after it; the next holder reads and commits before the late commit lands. Past about half the TTL a section begun under the delay fails its check: only one caught between its check and its write is damaged (a race)",
         run: NET_PG_ANYWHERE,
         outcome: Outcome::DataDamaged,
         predicts: postgres_write_late,
@@ -963,10 +979,10 @@ pub const ROWS: &[Row] = &[
         states: Claim {
             kind: Kind::CanHappen,
             applies: jump_of_a_ttl,
-            applies_text: "wherever the clock jumps by the TTL or more",
-            applies_zh: "时钟跳变达到 TTL 或更多的每一个点",
+            applies_text: "wherever the clock jumps by the TTL or more (Kleppmann names no size)",
+            applies_zh: "时钟跳变达到 TTL 或更多（Kleppmann 未给出大小）的每一个点",
         },
-        mechanism: "the same partition; node 3 (no persistence) is killed while a holder is inside and its host clock jumps forward by `jump`; a supervisor restarts it once that clock reads the crash time + 1.3 TTL, so it comes back `jump` early and empty",
+        mechanism: "the same partition; node 3 (no persistence) is killed while a holder is inside and its wall clock (the clockshift preload's) jumps forward by `jump`; the supervisor, reading that clock with `date` under the same preload, restarts node 3 once it reads the crash time + 1.3 TTL: after 1.3 TTL − jump of real time (at once from a jump of 1.3 TTL), empty",
         run: RESTART_JUMP,
         outcome: Outcome::ExclusionBroken,
         predicts: |p| predictions::redlock_restart(&RedlockRestartDials::of(p)),
@@ -1029,19 +1045,19 @@ pub const ROWS: &[Row] = &[
         source: KLEPPMANN,
         quote: "Keeping counters on several nodes would mean they would go out of sync.",
         quote_zh: "在多个节点上各自保存计数器，意味着它们会失去同步。",
-        claim: "Redlock's fencing token built from counters on its nodes goes backwards when a node restarts empty, and the database refuses a holder whose lock is valid",
-        claim_zh: "用 Redlock 各节点上的计数器拼出的 fencing 令牌，会在节点清空重启后倒退，数据库随之拒绝一个锁仍然有效的持有者",
+        claim: "Redlock's fencing token built from counters on its nodes does not grow across a node that restarts empty: the database refuses the newer holder",
+        claim_zh: "用 Redlock 各节点上的计数器拼出的 fencing 令牌，跨过一个清空重启的节点就不再增长：数据库拒绝较新的持有者",
         states: Claim {
             kind: Kind::CanHappen,
             applies: counter_lost,
-            applies_text: "wherever node 3 comes back without its data (no AOF)",
-            applies_zh: "节点 3 重启后丢了数据（没有 AOF）的每一个点",
+            applies_text: "wherever node 3 comes back without its data (no AOF; Kleppmann names no condition)",
+            applies_zh: "节点 3 重启后丢了数据（没有 AOF；Kleppmann 未给出条件）的每一个点",
         },
-        mechanism: "the restart's partition (a: nodes 1,2,3; b: 3,4,5); each node's grant also increments its own counter, the holder's token is the largest its majority returned and the database registers it (`check_revision=on`); every counter starts the round at 0; node 3 is killed while a holder is inside and restarts at once",
+        mechanism: "the restart's partition (a: nodes 1,2,3; b: 3,4,5); each node's grant also increments its own counter, the holder's token is the largest its majority returned and the database registers it (`check_revision=on`); every counter starts the round at 0; one buyer on a holds the lock (its token is node 3's count), node 3 is killed and restarts at once, then b's buyers rush: b's first token counts from 0 on nodes 3, 4, 5; counted: b's holders refused by the fence",
         run: FENCE_PERSISTENCE,
         outcome: Outcome::Refused,
         predicts: |p| predictions::redlock_refused(&RedlockRestartDials::of(p)),
-        predicts_text: "refuses a rightful holder whenever node 3 loses its counter (none), never when an AOF keeps it (kill -9 loses nothing written)",
+        predicts_text: "refuses a newer holder whenever node 3 loses its counter (none), never when an AOF keeps it (kill -9 loses nothing written)",
     },
     Row {
         id: "failover-no-wait",
@@ -1117,15 +1133,15 @@ pub const ROWS: &[Row] = &[
     Row {
         id: "wait-best-replica-promoted",
         source: REDIS_WAIT,
-        quote: "both Sentinel and Redis Cluster will do a best-effort attempt to promote the best replica among the set of available replicas",
-        quote_zh: "Sentinel 和 Redis Cluster 都会尽力在可用的副本中提升最好的那一个",
-        claim: "With WAIT 1 acknowledged, promoting the best replica (the one that has the write) keeps the lock",
-        claim_zh: "WAIT 1 得到确认后，提升最好的副本（拥有那次写入的副本），锁就不会丢",
+        quote: "more likely (but not guaranteed) that if the master fails, we'll be able to promote, during a failover, a replica that received the write",
+        quote_zh: "更有可能（但不保证）在主节点故障时，于故障转移中提升一个收到了该写入的副本",
+        claim: "The WAIT page's premise: when the promoted replica is one that received the write (the one that acknowledged WAIT 1), the lock is kept; the promotion itself is only best-effort",
+        claim_zh: "WAIT 页面的前提：被提升的副本若是收到了那次写入的副本（确认了 WAIT 1 的那个），锁就保住了；提升本身只是尽力而为",
         states: Claim {
             kind: Kind::Never,
             applies: best_promoted,
-            applies_text: "wherever the best replica is promoted (promote=best)",
-            applies_zh: "提升最好副本（promote=best）的每一个点",
+            applies_text: "wherever the replica that received the write is promoted (promote=best)",
+            applies_zh: "提升收到了该写入的副本（promote=best）的每一个点",
         },
         mechanism: "the two replicas of the row above, the lag 200 ms; at once after the holder is seen inside, either the lagging replica is promoted or the fast one that acknowledged its WAIT 1 (the other then follows it on a direct link); b's rush then tries the lock on the new primary",
         run: FAILOVER_BEST,
@@ -1189,6 +1205,25 @@ pub const ROWS: &[Row] = &[
         outcome: Outcome::ExclusionBroken,
         predicts: |p| predictions::clock_slew(&ClockSlewDials::of(p)),
         predicts_text: "holds while TTL × slew / (1 + slew) < the drift allowance + the margin − the write (about 15.5 %), breaks above",
+    },
+    Row {
+        id: "client-clock-slow",
+        source: ANTIREZ,
+        quote: "be able to count 5 seconds with a maximum of 10% error",
+        quote_zh: "能够数 5 秒，误差最多 10%",
+        claim: "antirez's premise with the client's own clock slow, not the nodes' fast: with factor 0.1, a client clock up to 10 % slow is fine (his example lets two clocks err opposite ways at once; this sweep errs only the client's)",
+        claim_zh: "antirez 的前提换成客户端自己的时钟偏慢（而不是节点偏快）：系数 0.1 时，客户端时钟慢 10% 以内没问题（他的例子允许两个时钟同时朝相反方向出错；这里只让客户端出错）",
+        states: Claim {
+            kind: Kind::Never,
+            applies: slew_up_to_ten_pct,
+            applies_text: "at every slew up to 10 %",
+            applies_zh: "时钟偏差不超过 10% 的每一个点",
+        },
+        mechanism: "the nodes' clocks true; both replicas under a preload that runs their monotonic clocks (elapsed time, validity, the work's timer) at 1 − slew of real time; the client trusts (TTL − 0.1 TTL − 2 ms) of its own time and works nearly all of it, which lasts 1 / (1 − slew) times as long in real time",
+        run: CLIENT_SLOW_TENTH,
+        outcome: Outcome::ExclusionBroken,
+        predicts: |p| predictions::clock_slew(&ClockSlewDials::of(p)),
+        predicts_text: "holds while work / (1 − slew) + the write < TTL (about 13.5 %), breaks above",
     },
     Row {
         id: "drift-factor-zero",

@@ -20,12 +20,24 @@
 //! the expired keys while the holder still writes. The drift factor moves
 //! the boundary by its own size: 0 vs the docs' 0.01.
 //!
+//! `clock=client` turns it round: the nodes' clocks are true and the
+//! client's own runs `slew_pct` slow — both replicas under the same
+//! preload's rate (`CLOCKSHIFT_RATE_PPM`: their monotonic clocks, the ones
+//! Redlock's client measures elapsed time, validity and work on, run at
+//! 1 − slew of real time, smoothly). The client then trusts its lock for
+//! (TTL − drift) / (1 − slew) of real time and works as much longer, while
+//! the keys live the TTL: the section outlasts them when its work / (1 −
+//! slew) + the write exceeds the TTL. antirez's drift factor was written
+//! for this too: "the clock error", whoever's clock it is.
+//!
 //! Each injection is a round ([`super::inject`]): fresh stock, a new
 //! history run, buyers for about two holds, the round judged. The slew
 //! runs from the first round to the last. The proof it landed: at each
 //! round's end every node's own `TIME` reads ahead of ours by the slew ×
 //! the time it has run (within a fifth of it, plus 10 ms, plus half the
-//! round trip of the best of three readings).
+//! round trip of the best of three readings). With `clock=client`: a
+//! process under the replicas' preload measures `1 − slew` of real time
+//! on its monotonic clock against `CLOCK_MONOTONIC_RAW`, within 0.2 %.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -34,7 +46,7 @@ use serde_json::{json, Value};
 use tokio::time::Instant;
 
 use super::case::Expectation;
-use super::dials::{self, dials, Shape};
+use super::dials::{self, choice, dials, Choice as _, Shape};
 use super::inject::{self, Window};
 use super::lab::Setup;
 use super::params::{Params, Spec};
@@ -43,6 +55,16 @@ use crate::api::Variant;
 use crate::api::{Kind, StrategyEntry};
 use crate::judge::Expected::{self, Breaks, Holds};
 use crate::procs::{self, RedisNode};
+
+choice! {
+    /// Whose clock is off.
+    pub enum SlewClock {
+        /// Every Redlock node's wall clock runs fast.
+        Nodes = "nodes",
+        /// The client's (both replicas') monotonic clock runs slow.
+        Client = "client",
+    }
+}
 
 dials! {
     /// clock-slew's dials.
@@ -55,7 +77,12 @@ dials! {
         injections: u64 = dials::injections("12"),
         slew_pct: f64 = Shape::number(
             "1",
-            "how much faster every Redlock node's clock runs, % (slewed in 1 ms steps)",
+            "how far off the clock runs, %: every Redlock node's faster (slewed in 1 ms steps), or the client's slower",
+        ),
+        clock: SlewClock = Shape::choice(
+            SlewClock::WORDS,
+            "nodes",
+            "whose clock is off: the Redlock nodes' (fast) or the client's own (slow)",
         ),
         drift_factor: f64 = Shape::number(
             "0.01",
@@ -89,10 +116,16 @@ pub const QUICK: &[(&str, &str)] = &[("ttl_ms", "500"), ("users", "4")];
 
 /// How long the holder's section outlasts its keys, ms (≤ 0: the keys
 /// outlive it): the section ends at about the work + [`AROUND_WORK_MS`]
-/// after the SETs, the keys expire TTL / (1 + slew) after them.
+/// after the SETs, the keys expire TTL / (1 + slew) after them; with the
+/// client's clock slow, the work (timed on it) lasts work / (1 − slew) and
+/// the keys the TTL.
 fn exposure_ms(d: &ClockSlewDials) -> f64 {
     let slew = d.slew_pct / 100.0;
-    d.work_ms as f64 + AROUND_WORK_MS - d.ttl_ms as f64 / (1.0 + slew)
+    let (work, ttl) = (d.work_ms as f64, d.ttl_ms as f64);
+    match d.clock {
+        SlewClock::Nodes => work + AROUND_WORK_MS - ttl / (1.0 + slew),
+        SlewClock::Client => work / (1.0 - slew).max(f64::EPSILON) + AROUND_WORK_MS - ttl,
+    }
 }
 
 /// Whether the keys expire before the holder's section ends.
@@ -113,22 +146,25 @@ pub fn expect(strategy: &StrategyEntry, _variant: Option<Variant>, params: &Para
     if !(0.0..=0.5).contains(&d.drift_factor) {
         return Err("drift_factor: between 0 and 0.5 (the service refuses others)".into());
     }
-    if d.slew_pct < 0.0 {
-        return Err("slew_pct: a clock running fast, so ≥ 0".into());
+    if d.slew_pct < 0.0 || (d.clock == SlewClock::Client && d.slew_pct >= 100.0) {
+        return Err(
+            "slew_pct: how far off, so ≥ 0 (and below 100 for a clock that runs slow)".into(),
+        );
     }
     let exposure = exposure_ms(&d);
     Ok(if exposure > 0.0 {
         (
             Breaks,
             format!(
-                "the keys live TTL / (1 + slew): about {exposure:.0} ms before the holder's section ends: another can enter while it writes"
+                "{}: about {exposure:.0} ms before the holder's section ends: another can enter while it writes",
+                if d.clock == SlewClock::Nodes { "the keys live TTL / (1 + slew)" } else { "the client works work / (1 − slew) of real time; the keys expire" }
             ),
         )
     } else {
         (
             Holds,
             format!(
-                "the keys outlive the holder's section by about {:.0} ms: the drift allowance and the margin cover the slew",
+                "the keys outlive the holder's section by about {:.0} ms: the drift allowance and the margin cover the clock's error",
                 -exposure
             ),
         )
@@ -136,7 +172,8 @@ pub fn expect(strategy: &StrategyEntry, _variant: Option<Variant>, params: &Para
 }
 
 /// Run `injections` rounds while every Redlock node's clock runs
-/// `slew_pct` fast. The faults, as reported.
+/// `slew_pct` fast, or the client's own runs that much slow. The faults,
+/// as reported.
 ///
 /// Over 80 lines on purpose: the scenario's steps read top to bottom, each one
 /// logged as it happens.
@@ -146,22 +183,33 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     let (ttl, work_ms, injections) = (d.ttl_ms, d.work_ms, d.injections);
     let (slew, factor) = (d.slew_pct / 100.0, d.drift_factor);
     let users = d.users.max(2);
+    let client = d.clock == SlewClock::Client;
+    // The client's rate, parts per million (clock=client).
+    let ppm = -((slew * 1e6).round() as i64);
     let shift = lab.clockshift()?;
     let offset_file = lab.dir.join("redlock-nodes.clock");
     procs::set_clock_offset(&offset_file, 0)?;
+    let node_env = if client {
+        Vec::new()
+    } else {
+        shift.env(&offset_file)
+    };
     let redis = RedisNode::start(&lab.dir, "redis", &[], Vec::new()).await?;
     let redis_url = redis.url();
     world.nodes.push(redis);
     for i in 1..=3 {
-        world.nodes.push(
-            RedisNode::start(&lab.dir, &format!("node{i}"), &[], shift.env(&offset_file)).await?,
-        );
+        world
+            .nodes
+            .push(RedisNode::start(&lab.dir, &format!("node{i}"), &[], node_env.clone()).await?);
     }
     let urls: Vec<String> = world.nodes[1..].iter().map(RedisNode::url).collect();
-    let drift_env = vec![(
+    let mut drift_env = vec![(
         "SECKILL_REDLOCK_DRIFT_FACTOR".to_owned(),
         factor.to_string(),
     )];
+    if client {
+        drift_env.extend(shift.rate_env(ppm));
+    }
     start_replicas(
         lab,
         world,
@@ -182,11 +230,14 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     let service = world.service();
     arm(&service, strategy, work(work_ms)).await?;
     case.step(format!(
-        "replicas a, b on 3 Redlock nodes under clockshift (TTL {ttl} ms, drift factor {factor}, work {work_ms} ms); {users} buyers on both; every node's clock runs {} % fast; {injections} rounds",
-        slew * 100.0
+        "replicas a, b on 3 Redlock nodes (TTL {ttl} ms, drift factor {factor}, work {work_ms} ms); {users} buyers on both; {} {} % {}; {injections} rounds",
+        if client { "the replicas' own monotonic clocks (clockshift's rate) run" } else { "every node's clock (clockshift) runs" },
+        slew * 100.0,
+        if client { "slow" } else { "fast" }
     ));
-    // The slew: the offset follows the elapsed time.
-    let stop = Arc::new(AtomicBool::new(false));
+    // The slew of the nodes: their offset follows the elapsed time (the
+    // client's rate needs no task: the preload applies it).
+    let stop = Arc::new(AtomicBool::new(client));
     let slewed = Instant::now();
     let task = {
         let (stop, file) = (stop.clone(), offset_file.clone());
@@ -204,6 +255,23 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
             let mut window = Window::starting(case, "every Redlock node's clock", None);
             // About two holds of the lock, each nearly the whole TTL.
             pause(ttl + work_ms + 400).await;
+            if client {
+                // The client's clock, read under the replicas' preload.
+                let rate = shift.read_rate(ppm, std::time::Duration::from_millis(300)).await?;
+                window.end_ms = case.clock_ms();
+                let text = format!(
+                    "a process under the replicas' preload measured {:.4} of real time on its monotonic clock (CLOCK_MONOTONIC_RAW beside it; set: {:.4})",
+                    rate,
+                    1.0 - slew
+                );
+                if (rate - (1.0 - slew)).abs() <= 0.002 {
+                    window.proof = Some(text);
+                } else {
+                    case.step(format!("not proven: {text}"));
+                }
+                round.end(world, case, strategy, window).await?;
+                continue;
+            }
             let expected = (slewed.elapsed().as_secs_f64() * 1000.0 * slew) as i64;
             let mut readings = Vec::new();
             for node in &world.nodes[1..] {
@@ -236,12 +304,16 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     let _ = task.await;
     outcome?;
     case.proven_by_injections(|proven| {
-        format!("{proven} of {injections} rounds: every node's TIME read ahead by the slew × the time it had run")
+        if client {
+            format!("{proven} of {injections} rounds: the replicas' preload ran the monotonic clock at 1 − slew")
+        } else {
+            format!("{proven} of {injections} rounds: every node's TIME read ahead by the slew × the time it had run")
+        }
     });
     Ok(dials::record(
         &d,
         json!({
-            "nodes": "every Redlock node",
+            "nodes": if client { "none (the client's clock is off)" } else { "every Redlock node" },
             "exposure_ms": (exposure_ms(&d) * 10.0).round() / 10.0,
         }),
     ))

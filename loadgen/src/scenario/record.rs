@@ -199,7 +199,7 @@ impl Outcomes {
 
     /// The outcome a case is judged on, and its rate: liveness where the
     /// scenario kills the holder and watches (`stalled`), the fence's
-    /// refusals of a rightful holder where a run checks a token that may go
+    /// refusals of a newer holder where a run checks a token that may go
     /// backwards (`refused`), else exclusion for a lock that promises it,
     /// the data for a fence or a non-lock.
     pub fn judged(&self, guarantee: Guarantee) -> (Outcome, Rate) {
@@ -233,7 +233,7 @@ impl Outcome {
             Outcome::ExclusionBroken => "exclusion broken",
             Outcome::DataDamaged => "data damaged",
             Outcome::Stalled => "stalled",
-            Outcome::Refused => "rightful holder refused",
+            Outcome::Refused => "newer holder refused",
         }
     }
 

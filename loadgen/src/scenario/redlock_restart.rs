@@ -41,16 +41,18 @@
 //! - `check_revision`: `on` arms Redlock's attempt at a fencing token
 //!   (each node counts its own grants; the holder's token is the largest
 //!   its majority returned; the database registers it as `fenced` does).
-//!   Each round then starts with every node's counter at 0, and the round
-//!   also records whether the database refused a holder whose lock was
-//!   valid after node 3 came back (`refused`): node 3 shares every
-//!   majority here, so its counter is the largest while it keeps it; come
-//!   back empty, and the next majority's largest count is below the token
-//!   already registered — the token went backwards. Come back after the
-//!   holder's section (a delayed restart), and the attempts that failed
-//!   meanwhile, each counted by the nodes that said yes, have pushed the
-//!   surviving counters past it (0 refusals in 3 rounds at 1.3 TTL in our
-//!   runs): the token's step back hides behind their growth.
+//!   Each round then starts with every node's counter at 0; one buyer on
+//!   a takes the lock (its token is node 3's count: node 3 shares every
+//!   majority), and b's buyers rush only once node 3 is back. The round
+//!   records whether the database refused one of b's holders (`refused`,
+//!   the fourth outcome): a newer holder whose token is not above the one
+//!   registered. Node 3 back empty, b's majority counts from 0: its first
+//!   token is no larger than a's. Node 3 back with its count, b's token
+//!   is larger. (With both sides pressing the whole round, b's attempts
+//!   that fail while a holds count on nodes 4 and 5 all the same — each
+//!   node counts its own yes — and b's token comes out far above a's: the
+//!   fence then refuses a's late write instead, as a sound fence would.
+//!   That is the other way counters on several nodes go out of sync.)
 //!
 //! The work is long (500 ms of a 1 s TTL; the debate's rows use 1 s of
 //! 2 s) for a reason of this lab's own: a replica's Redis client must use
@@ -70,11 +72,13 @@ use std::time::Duration;
 use anyhow::Context as _;
 use serde_json::{json, Value};
 
+use super::buyers;
 use super::case::Expectation;
 use super::dials::{self, choice, dials, Choice as _, OnOff, Shape};
 use super::inject::{self, Window};
+use super::lab::TOKEN;
 use super::params::{Params, Spec};
-use super::world::{arm, partitioned_redlock, pause, wait_inside, work, CaseRun};
+use super::world::{arm, partitioned_redlock, pause, start_buyers, wait_inside, work, CaseRun};
 use crate::api::Variant;
 use crate::api::{Kind, StrategyEntry};
 use crate::judge::Expected::{self, Breaks, Holds};
@@ -183,16 +187,17 @@ fn keeps_key(d: &RedlockRestartDials) -> bool {
     }
 }
 
-/// With `check_revision=on`: whether the database refuses a rightful
-/// holder after node 3 comes back. Node 3 loses its counter with the lock
-/// key; come back while the holder is inside, the other side's next
-/// majority has node 3 at 0 and its own nodes at its few grants: its
-/// largest count is below the token registered. Come back later, and the
-/// attempts that failed while node 3 was down (each still counted by the
-/// nodes that said yes) have raised the surviving counters past it: the
-/// same window as the exclusion's ([`predicts`]).
+/// With `check_revision=on`: whether the database refuses a newer holder
+/// after node 3 comes back. Node 3 loses its counter with the lock key;
+/// b's buyers start only then, so b's majority (3, 4, 5) counts from 0 and
+/// b's first token is no larger than the one a registered — whatever the
+/// delay (the counter does not come back with time).
 pub fn predicts_refused(d: &RedlockRestartDials) -> Expected {
-    predicts(d)
+    if keeps_key(d) {
+        Expected::Holds
+    } else {
+        Expected::Breaks
+    }
 }
 
 /// How long node 3 stays down in real time: the delay, less the jump of
@@ -231,16 +236,11 @@ pub fn expect(strategy: &StrategyEntry, _variant: Option<Variant>, params: &Para
                     d.persistence, d.crash
                 ),
             )
-        } else if predicts_refused(&d) == Holds {
-            (
-                Holds,
-                format!("node 3 comes back with its counter at 0, but {delay} ms later: the attempts that failed meanwhile have raised the other nodes' counters past the token registered"),
-            )
         } else {
             (
                 Breaks,
                 format!(
-                    "node 3 comes back with its counter at 0 ({} / {}, after {delay} ms): the next majority's token is below the one registered, and the database refuses that holder",
+                    "node 3 comes back with its counter at 0 ({} / {}, after {delay} ms): b's first token is not above the one a registered, and the database refuses that newer holder",
                     d.persistence, d.crash
                 ),
             )
@@ -328,13 +328,18 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
                     .await?;
             }
         }
-        // The refusals so far (the metric counts the whole case).
-        let at_start = if fenced {
-            refusals(&service, strategy).await?
+        // check_revision=on: one buyer on a takes the lock (its token is
+        // node 3's count, shared by every majority); b's buyers rush only
+        // once node 3 is back, so b's first token is its majority's count
+        // from 0 — unless node 3 kept its own. b's fence refusals after the
+        // restart are newer holders refused (a's late write refused would
+        // count on a).
+        let mut round = if fenced {
+            let on_a = buyers::retargeted(world.replica("a")?.url());
+            inject::begin_aimed(&lab.http, world, case, &[(&on_a, 1, Duration::ZERO)], 100).await?
         } else {
-            0.0
+            inject::begin_pinned(&lab.http, world, case, users, 100).await?
         };
-        let round = inject::begin_pinned(&lab.http, world, case, users, 100).await?;
         let mut window = Window::starting(case, "node 3", None);
         if !wait_inside(&service, None, Duration::from_secs(3)).await? {
             case.step("no holder inside within 3 s: not counted");
@@ -344,10 +349,11 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
             let before = run_id(&world.nodes[3]).await?;
             let had = value(&world.nodes[3], key).await?;
             let held = Powerloss::read(&report).map(|(held, _)| held);
+            let b_only = crate::api::Service::new(vec![world.replica("b")?.url()], TOKEN.into());
             let counted = if fenced {
                 Some((
                     counter(&world.nodes[3]).await?,
-                    refusals(&service, strategy).await?,
+                    refusals(&b_only, strategy).await?,
                 ))
             } else {
                 None
@@ -371,15 +377,20 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
             let has = value(&world.nodes[3], key).await?;
             let tokens = match counted {
                 Some((before, refused_before)) => {
-                    // The refusals after node 3 came back, read once the
-                    // round's holders have had the section's time to try.
+                    // b's rush, then its refusals, read once its holders
+                    // have had the section's time to try.
+                    round.add(start_buyers(
+                        lab,
+                        case,
+                        &buyers::retargeted(world.replica("b")?.url()),
+                        users,
+                    ));
                     inject::settle(work_ms).await;
-                    let refused = refusals(&service, strategy).await? - refused_before;
+                    let refused = refusals(&b_only, strategy).await? - refused_before;
                     window.refused = Some(refused >= 1.0);
                     format!(
-                        "; node 3's counter was {before} before the crash and is {} now; the database refused {refused} holder(s) with a valid lock after it came back ({} before the crash)",
-                        counter(&world.nodes[3]).await?,
-                        refused_before - at_start
+                        "; a's holder's token was node 3's count, {before}; after node 3 came back the database refused {refused} of b's holders (a token not above the one registered); node 3 counts {} now",
+                        counter(&world.nodes[3]).await?
                     )
                 }
                 None => String::new(),

@@ -178,7 +178,7 @@ pub fn expect(strategy: &StrategyEntry, _variant: Option<Variant>, params: &Para
 }
 
 /// Round trips to PostgreSQL a section makes: `BEGIN`, the stock read,
-/// then — after its last check — the write, the duplicate check, the
+/// the duplicate check, then — after its last check — the write, the
 /// order's insert, the commit.
 const SECTION_TRIPS: u64 = 6;
 
