@@ -287,70 +287,27 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     let (lab, world, case, strategy, _) = cx.parts();
     let (ttl, work_ms, delay, injections) = (d.ttl_ms, d.work_ms, d.restart_delay, d.injections);
     let (persistence, crash) = (d.persistence, d.crash);
-    let users = d.users.max(2);
-    let report = lab.dir.join("node3.powerloss");
-    let _ = std::fs::remove_file(&report);
-    // node 3's clock, shifted when it jumps.
-    let clock = if d.jump > 0 {
-        let file = lab.dir.join("node3.clock");
-        procs::set_clock_offset(&file, 0)?;
-        Some((lab.clockshift()?, file))
-    } else {
-        None
-    };
-    let env = match (&clock, crash) {
-        (Some((shift, file)), _) => shift.env(file),
-        (None, Crash::Power) => lab.powerloss()?.env(&report),
-        (None, Crash::Process) => Vec::new(),
-    };
-    let mut offset: i64 = 0;
-    partitioned_redlock(lab, world, ttl, aof_args(persistence), env).await?;
+    let mut rig = Rig::set_up(lab, world, &d).await?;
     let service = world.service();
-    let fenced = d.check_revision == OnOff::On;
     let faults = crate::api::FaultsPatch {
-        check_revision: Some(fenced),
+        check_revision: Some(rig.fenced),
         ..work(work_ms)
     };
     arm(&service, strategy, faults).await?;
     case.step(format!(
         "5 Redlock nodes; a reaches nodes 1,2,3 and b nodes 3,4,5 (other links cut); TTL {ttl} ms, work {work_ms} ms; node 3: persistence {persistence}, crash {crash} {} ms after the holder is seen inside, back after {delay} ms; {injections} rounds{}", d.crash_after_ms,
-        if fenced { "; each node counts its grants, the holder's token is its majority's largest count, checked by the database" } else { "" }
+        if rig.fenced { "; each node counts its grants, the holder's token is its majority's largest count, checked by the database" } else { "" }
     ));
-    let key = "lock:product:1";
     for _ in 0..injections {
-        if fenced {
-            // Every node's counter from 0, as the round's product is new.
-            for node in &world.nodes[1..=5] {
-                let mut conn = node.conn().await?;
-                redis::cmd("DEL")
-                    .arg(FENCE_KEY)
-                    .query_async::<()>(&mut conn)
-                    .await?;
-            }
-        }
-        // check_revision=on: one buyer on a takes the lock (its token is
-        // node 3's count, shared by every majority); b's buyers rush only
-        // once node 3 is back, so b's first token is its majority's count
-        // from 0 — unless node 3 kept its own. b's fence refusals after the
-        // restart are newer holders refused (a's late write refused would
-        // count on a).
-        let mut round = if fenced {
-            let on_a = buyers::retargeted(world.replica("a")?.url());
-            inject::begin_aimed(&lab.http, world, case, &[(&on_a, 1, Duration::ZERO)], 100).await?
-        } else {
-            inject::begin_pinned(&lab.http, world, case, users, 100).await?
-        };
+        let mut round = rig.begin_round(lab, world, case).await?;
         let mut window = Window::starting(case, "node 3", None);
         if !wait_inside(&service, None, Duration::from_secs(3)).await? {
             case.step("no holder inside within 3 s: not counted");
         } else {
             pause(d.crash_after_ms).await;
             window.start_ms = case.clock_ms();
-            let before = run_id(&world.nodes[3]).await?;
-            let had = value(&world.nodes[3], key).await?;
-            let held = Powerloss::read(&report).map(|(held, _)| held);
             let b_only = crate::api::Service::new(vec![world.replica("b")?.url()], TOKEN.into());
-            let counted = if fenced {
+            let counted = if rig.fenced {
                 Some((
                     counter(&world.nodes[3]).await?,
                     refusals(&b_only, strategy).await?,
@@ -358,33 +315,14 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
             } else {
                 None
             };
-            world.nodes[3].kill();
-            let down = tokio::time::Instant::now();
-            let jumped = match &clock {
-                Some((shift, file)) => {
-                    offset += i64::try_from(d.jump).unwrap_or(i64::MAX);
-                    Some(wait_on_jumped_clock(shift, file, offset, delay).await?)
-                }
-                None => {
-                    pause(delay).await;
-                    None
-                }
-            };
-            world.nodes[3].restart().await?;
-            let down_ms = down.elapsed().as_millis();
+            let crashed = rig.crash(world, &d).await?;
             window.end_ms = case.clock_ms();
-            let after = run_id(&world.nodes[3]).await?;
-            let has = value(&world.nodes[3], key).await?;
+            // check_revision=on: b's rush, then its refusals, read once its
+            // holders have had the section's time to try.
             let tokens = match counted {
                 Some((before, refused_before)) => {
-                    // b's rush, then its refusals, read once its holders
-                    // have had the section's time to try.
-                    round.add(start_buyers(
-                        lab,
-                        case,
-                        &buyers::retargeted(world.replica("b")?.url()),
-                        users,
-                    ));
+                    let b = buyers::retargeted(world.replica("b")?.url());
+                    round.add(start_buyers(lab, case, &b, rig.users));
                     inject::settle(work_ms).await;
                     let refused = refusals(&b_only, strategy).await? - refused_before;
                     window.refused = Some(refused >= 1.0);
@@ -395,40 +333,9 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
                 }
                 None => String::new(),
             };
-            let jumped = match jumped {
-                Some(at_crash) => format!(
-                    "; node 3's clock read {at_crash} at the crash, jumped +{} ms, and the {delay} ms delay timed on it ended after {down_ms} ms of real time (its TIME now reads {:+} ms ahead)",
-                    d.jump,
-                    super::world::clock_ahead_ms(&world.nodes[3]).await?
-                ),
-                None => String::new(),
-            };
-            let lost = match held {
-                Some(bytes) => format!("; the power cut lost {bytes} unsynced AOF byte(s)"),
-                None => String::new(),
-            };
-            if after == before {
-                case.step(format!(
-                    "node 3's run_id is still {before}: it did not restart, not counted"
-                ));
-            } else if had.is_none() {
-                case.step(
-                    "node 3 held no lock key when it crashed (the holder was between its SETs): not counted",
-                );
-            } else {
-                window.proof = Some(format!(
-                    "node 3's INFO run_id changed ({} → {}) after {} ms down; it held the lock key before the crash and {} after{lost}{jumped}{tokens}",
-                    &before[..8.min(before.len())],
-                    &after[..8.min(after.len())],
-                    window.end_ms - window.start_ms,
-                    // Read after the restart: b's rush may have taken node 3
-                    // by then, so the value tells the holder's key from b's.
-                    match (&had, &has) {
-                        (Some(a), Some(b)) if a == b => "still holds it",
-                        (_, Some(_)) => "holds another holder's key (the holder's was lost)",
-                        _ => "does NOT",
-                    },
-                ));
+            match crashed.proof(&d, window.end_ms - window.start_ms, &tokens) {
+                Ok(proof) => window.proof = Some(proof),
+                Err(not_counted) => case.step(not_counted),
             }
         }
         inject::settle(work_ms).await;
@@ -444,6 +351,179 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
             "node3_restarts": proven,
         }),
     ))
+}
+
+/// The lock key on every node.
+const LOCK_KEY: &str = "lock:product:1";
+
+/// What a case keeps between its rounds: node 3's preloads (the jumped
+/// clock, or the power cut's report) and the load's shape.
+struct Rig {
+    /// Node 3's clock preload and its offset file (`jump` > 0).
+    clock: Option<(procs::Clockshift, std::path::PathBuf)>,
+    /// The jumps so far, ms.
+    offset: i64,
+    /// The power-loss preload's report.
+    report: std::path::PathBuf,
+    /// `check_revision=on`.
+    fenced: bool,
+    /// Buyers.
+    users: usize,
+}
+
+/// What one crash of node 3 showed.
+struct Crashed {
+    /// `INFO` `run_id` before and after.
+    run_ids: (String, String),
+    /// The lock key's value on node 3 before the crash and after.
+    key: (Option<String>, Option<String>),
+    /// Unsynced AOF bytes the power cut lost (`crash=power`).
+    lost: Option<u64>,
+    /// With a jump: node 3's clock at the crash, the real time it was
+    /// down, and how far ahead its clock reads now.
+    jumped: Option<(i64, u128, i64)>,
+}
+
+impl Rig {
+    /// The world: five Redlock nodes in the partition, node 3 under the
+    /// preload its dials need.
+    async fn set_up(
+        lab: &mut super::lab::Lab,
+        world: &mut super::world::World,
+        d: &RedlockRestartDials,
+    ) -> anyhow::Result<Self> {
+        let report = lab.dir.join("node3.powerloss");
+        let _ = std::fs::remove_file(&report);
+        // node 3's clock, shifted when it jumps.
+        let clock = if d.jump > 0 {
+            let file = lab.dir.join("node3.clock");
+            procs::set_clock_offset(&file, 0)?;
+            Some((lab.clockshift()?, file))
+        } else {
+            None
+        };
+        let env = match (&clock, d.crash) {
+            (Some((shift, file)), _) => shift.env(file),
+            (None, Crash::Power) => lab.powerloss()?.env(&report),
+            (None, Crash::Process) => Vec::new(),
+        };
+        partitioned_redlock(lab, world, d.ttl_ms, aof_args(d.persistence), env).await?;
+        Ok(Self {
+            clock,
+            offset: 0,
+            report,
+            fenced: d.check_revision == OnOff::On,
+            users: d.users.max(2),
+        })
+    }
+
+    /// A round's load. check_revision=on: every node's counter from 0, as
+    /// the round's product is new, and one buyer on a takes the lock (its
+    /// token is node 3's count, shared by every majority); b's buyers rush
+    /// only once node 3 is back, so b's first token is its majority's
+    /// count from 0 — unless node 3 kept its own. b's fence refusals after
+    /// the restart are newer holders refused (a's late write refused would
+    /// count on a). Otherwise buyers pinned half to each replica.
+    async fn begin_round(
+        &self,
+        lab: &super::lab::Lab,
+        world: &mut super::world::World,
+        case: &mut super::world::Case,
+    ) -> anyhow::Result<inject::Round> {
+        if !self.fenced {
+            return inject::begin_pinned(&lab.http, world, case, self.users, 100).await;
+        }
+        for node in &world.nodes[1..=5] {
+            let mut conn = node.conn().await?;
+            redis::cmd("DEL")
+                .arg(FENCE_KEY)
+                .query_async::<()>(&mut conn)
+                .await?;
+        }
+        let on_a = buyers::retargeted(world.replica("a")?.url());
+        inject::begin_aimed(&lab.http, world, case, &[(&on_a, 1, Duration::ZERO)], 100).await
+    }
+
+    /// Kill node 3, keep it down `restart_delay` (on its jumped clock when
+    /// it jumps), restart it; what it held before and after.
+    async fn crash(
+        &mut self,
+        world: &mut super::world::World,
+        d: &RedlockRestartDials,
+    ) -> anyhow::Result<Crashed> {
+        let node = &world.nodes[3];
+        let before = run_id(node).await?;
+        let had = value(node, LOCK_KEY).await?;
+        let lost = Powerloss::read(&self.report).map(|(held, _)| held);
+        world.nodes[3].kill();
+        let down = tokio::time::Instant::now();
+        let at_crash = match &self.clock {
+            Some((shift, file)) => {
+                self.offset += i64::try_from(d.jump).unwrap_or(i64::MAX);
+                Some(wait_on_jumped_clock(shift, file, self.offset, d.restart_delay).await?)
+            }
+            None => {
+                pause(d.restart_delay).await;
+                None
+            }
+        };
+        world.nodes[3].restart().await?;
+        let down_ms = down.elapsed().as_millis();
+        let node = &world.nodes[3];
+        let jumped = match at_crash {
+            Some(at) => Some((at, down_ms, super::world::clock_ahead_ms(node).await?)),
+            None => None,
+        };
+        Ok(Crashed {
+            run_ids: (before, run_id(node).await?),
+            key: (had, value(node, LOCK_KEY).await?),
+            lost,
+            jumped,
+        })
+    }
+}
+
+impl Crashed {
+    /// The injection's proof (node 3 restarted, holding the lock key before
+    /// the crash), or why it is not counted; `down_ms` the window, `tokens`
+    /// the fenced run's clause.
+    fn proof(&self, d: &RedlockRestartDials, down_ms: u64, tokens: &str) -> Result<String, String> {
+        let (before, after) = &self.run_ids;
+        if after == before {
+            return Err(format!(
+                "node 3's run_id is still {before}: it did not restart, not counted"
+            ));
+        }
+        if self.key.0.is_none() {
+            return Err(
+                "node 3 held no lock key when it crashed (the holder was between its SETs): not counted"
+                    .into(),
+            );
+        }
+        let lost = match self.lost {
+            Some(bytes) => format!("; the power cut lost {bytes} unsynced AOF byte(s)"),
+            None => String::new(),
+        };
+        let jumped = match self.jumped {
+            Some((at_crash, real_ms, ahead)) => format!(
+                "; node 3's clock read {at_crash} at the crash, jumped +{} ms, and the {} ms delay timed on it ended after {real_ms} ms of real time (its TIME now reads {ahead:+} ms ahead)",
+                d.jump, d.restart_delay
+            ),
+            None => String::new(),
+        };
+        Ok(format!(
+            "node 3's INFO run_id changed ({} → {}) after {down_ms} ms down; it held the lock key before the crash and {} after{lost}{jumped}{tokens}",
+            &before[..8.min(before.len())],
+            &after[..8.min(after.len())],
+            // Read after the restart: b's rush may have taken node 3 by
+            // then, so the value tells the holder's key from b's.
+            match &self.key {
+                (Some(a), Some(b)) if a == b => "still holds it",
+                (_, Some(_)) => "holds another holder's key (the holder's was lost)",
+                _ => "does NOT",
+            },
+        ))
+    }
 }
 
 /// A supervisor's restart delay timed on node 3's host clock, which has
