@@ -798,11 +798,13 @@ pub async fn try_set_nx_px(
                 return Err(e.into());
             }
         };
-        if acked < i64::from(wanted) && cx.faults.ignore_wait_count {
-            // The fault: the client the WAIT page warns, which does not
-            // check the count WAIT returned.
-            tracing::debug!(%key, acked, wanted, "lock write not replicated in time; trusted anyway (ignore_wait_count)");
-        } else if acked < i64::from(wanted) {
+        if acked < i64::from(wanted) {
+            if cx.faults.ignore_wait_count {
+                // The fault: the client the WAIT page warns, which does
+                // not check the count WAIT returned.
+                tracing::debug!(%key, acked, wanted, "lock write not replicated in time; trusted anyway (ignore_wait_count)");
+                return Ok(Some(LockGuard::remote(key, token)));
+            }
             tracing::debug!(%key, acked, wanted, "lock write not replicated in time; giving it back");
             let _: i64 = COMPARE_AND_DELETE
                 .key(&key)

@@ -525,7 +525,7 @@ fn acquire_no_check(p: &Params) -> Expected {
 }
 
 fn failover_key_missing(p: &Params) -> Expected {
-    yes(predictions::key_missing(&FailoverDials::of(p)))
+    yes(promoted_before_the_copy(p))
 }
 
 // Where each source's claim applies, as the source states it.
@@ -608,7 +608,7 @@ fn best_promoted(p: &Params) -> bool {
 }
 
 fn promoted_before_the_copy(p: &Params) -> bool {
-    predictions::key_missing(&FailoverDials::of(p))
+    predictions::promoted_lacks_key(&FailoverDials::of(p), Some(Variant::NoWait))
 }
 
 /// The Redis docs: the guarantee holds while the work fits in the

@@ -87,14 +87,6 @@ choice! {
     }
 }
 
-/// Whether the promoted replica lacks the lock key: the lagging one was
-/// promoted before the replication stream, `lag_ms` late, brought the
-/// key. (The fast replica of `wait-1-two-replicas`, promoted as the best,
-/// has it: it acknowledged the holder's `WAIT 1`.)
-pub fn key_missing(d: &FailoverDials) -> bool {
-    d.promote_after_ms < d.lag_ms
-}
-
 choice! {
     /// What the service does with a `WAIT` that timed out short.
     pub enum WaitCount {
@@ -111,7 +103,7 @@ choice! {
 /// timeout when shorter and its count ignored), and the replica is
 /// promoted `promote_after_ms` later; it lacks the key when that is before
 /// the copy (`lag_ms` after the write). The best of two replicas has it; a
-/// WAIT timed out and checked lets nobody in.
+/// WAIT timed out and checked lets nobody in. `None`: no WAIT in force.
 pub fn promoted_lacks_key(d: &FailoverDials, variant: Option<Variant>) -> bool {
     let entered = match variant {
         Some(Variant::Wait1TwoReplicas) if d.promote == Promote::Best => return false,
@@ -137,7 +129,8 @@ pub fn expect(strategy: &StrategyEntry, variant: Option<Variant>, params: &Param
         return Err("this scenario fails over the service's one Redis; etcd and ZooKeeper replicate by consensus".into());
     }
     let d = FailoverDials::of(params);
-    let missing = key_missing(&d);
+    // For a lock whose writes do not WAIT, whatever the variant.
+    let missing = promoted_lacks_key(&d, None);
     let (expected, why) = match (strategy.kind, variant) {
         (Kind::Validity | Kind::LockTable | Kind::InTransaction | Kind::NotALock | Kind::Session, _) => {
             return Err("this scenario fails over the service's one Redis; it applies to the single-instance Redis locks".into())
@@ -304,6 +297,11 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     // world.nodes' slots of the primary, the lagging replica and the fast
     // one; promote=best (two replicas) promotes the fast one.
     let best = two && d.promote == Promote::Best;
+    let target = if best {
+        "the fast replica"
+    } else {
+        "the lagging replica"
+    };
     let (mut up, mut down, mut quick) = (0usize, 1usize, 2usize);
     for _ in 0..promotions {
         // The replicas in step again, and the lock free, before each round:
@@ -321,7 +319,7 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
             &case.tally,
         );
         let caught = wait_inside(&service, Some("a"), Duration::from_secs(3)).await?;
-        let mut window = Window::starting(case, "the lagging replica", Some("a"));
+        let mut window = Window::starting(case, target, Some("a"));
         pause(promote_after).await;
         let still_inside = inside(&service, "a").await;
         let (chosen, other) = if best { (quick, down) } else { (down, quick) };
@@ -334,8 +332,7 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
         window.end_ms = case.clock_ms();
         if caught && still_inside && master {
             window.proof = Some(format!(
-                "a grab on a was inside when the {} replica was promoted ({promote_after} ms after it was seen inside); its ROLE answers master; it {} the lock key{on_fast}",
-                if best { "fast" } else { "lagging" },
+                "a grab on a was inside when {target} was promoted ({promote_after} ms after it was seen inside); its ROLE answers master; it {} the lock key{on_fast}",
                 if had_key { "had" } else { "did NOT have" }
             ));
         } else {
@@ -380,7 +377,7 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
             "promote": if two { d.promote } else { Promote::Lagging },
             "wait_replicas": u8::from(waited),
             "replicas": if two { 2 } else { 1 },
-            "promoted": if best { "the fast replica" } else { "the lagging replica" },
+            "promoted": target,
         }),
     ))
 }

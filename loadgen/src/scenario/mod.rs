@@ -80,7 +80,7 @@ pub mod predictions {
     pub use super::acquire_pause::{short_validity, unchecked_outlived};
     pub use super::clock_jump::predicts as clock_jump;
     pub use super::clock_slew::predicts as clock_slew;
-    pub use super::failover::{key_missing, promoted_lacks_key};
+    pub use super::failover::promoted_lacks_key;
     pub use super::gc_pause::outlived;
     pub use super::redlock_restart::predicts as redlock_restart;
     pub use super::redlock_restart::predicts_refused as redlock_refused;

@@ -107,9 +107,9 @@ pub struct Injection {
     /// holder).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stalled: Option<bool>,
-    /// A fenced run's liveness: the database's fence refused a holder
-    /// whose lock was valid (its token not above the one registered: the
-    /// token went backwards). Absent where no token is checked.
+    /// A fenced run's: the database's fence refused a newer holder (its
+    /// token not above the one an older holder registered: the token did
+    /// not grow). Absent where no token is checked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refused: Option<bool>,
     /// What an injection that broke exclusion or damaged the data left
@@ -160,8 +160,8 @@ pub struct Window {
     /// A crash scenario's liveness: whether the watch after the crash saw
     /// no order (`None`: not a crash scenario).
     pub stalled: Option<bool>,
-    /// A fenced run's: whether the fence refused a holder whose lock was
-    /// valid (`None`: no token checked).
+    /// A fenced run's: whether the fence refused a newer holder (`None`:
+    /// no token checked).
     pub refused: Option<bool>,
 }
 
@@ -176,7 +176,7 @@ pub struct Outcomes {
     /// watch after the holder (or coordinator) died.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stalled: Option<Rate>,
-    /// A fenced run's: the database refused a holder whose lock was valid.
+    /// A fenced run's: the database refused a newer holder.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refused: Option<Rate>,
 }
@@ -222,7 +222,7 @@ pub enum Outcome {
     DataDamaged,
     /// Nobody bought again within the watch after a crash.
     Stalled,
-    /// The database's fence refused a holder whose lock was valid.
+    /// The database's fence refused a newer holder (its token did not grow).
     Refused,
 }
 

@@ -298,6 +298,8 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
         "5 Redlock nodes; a reaches nodes 1,2,3 and b nodes 3,4,5 (other links cut); TTL {ttl} ms, work {work_ms} ms; node 3: persistence {persistence}, crash {crash} {} ms after the holder is seen inside, back after {delay} ms; {injections} rounds{}", d.crash_after_ms,
         if rig.fenced { "; each node counts its grants, the holder's token is its majority's largest count, checked by the database" } else { "" }
     ));
+    // b alone: its fence refusals are the newer holders' (check_revision).
+    let b_only = crate::api::Service::new(vec![world.replica("b")?.url()], TOKEN.into());
     for _ in 0..injections {
         let mut round = rig.begin_round(lab, world, case).await?;
         let mut window = Window::starting(case, "node 3", None);
@@ -306,7 +308,6 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
         } else {
             pause(d.crash_after_ms).await;
             window.start_ms = case.clock_ms();
-            let b_only = crate::api::Service::new(vec![world.replica("b")?.url()], TOKEN.into());
             let counted = if rig.fenced {
                 Some((
                     counter(&world.nodes[3]).await?,
