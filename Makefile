@@ -1,6 +1,6 @@
 # seckill-lab — the commands a person types. Each target says what it does.
 SHELL := /bin/bash
-.PHONY: check-k8s docker-images check-docker doc import-graph check-lengths check-scripts check-docs fuzz-api cheatsheet check-cheatsheet demo demo-stop scenarios scenarios-table results debate test check check-stack check-panels fmt clippy build bench bench-locks bench-audit
+.PHONY: check-k8s docker-images check-docker doc import-graph check-lengths check-scripts check-docs fuzz-api cheatsheet check-cheatsheet demo demo-stop scenarios scenarios-table results debate atlas test check check-stack check-panels fmt clippy build bench bench-locks bench-audit
 
 ## Run the demo without Docker: own PostgreSQL, Redis, five Redlock nodes,
 ## three replicas, nginx, Prometheus (state in .demo/), then a short
@@ -108,6 +108,15 @@ results:
 ## make debate ROWS=id,id measures those rows into docs/, keeping the rest.
 debate:
 	@scripts/debate.sh
+
+## The atlas: every strategy under every fault, each pair located along
+## the fault's size for exclusion broken and data damaged, or why the
+## fault cannot reach it (release build; INJECTIONS=10 at every probe);
+## reports under loadgen-report/atlas/; writes docs/atlas.{md,json},
+## docs/zh/atlas.md and docs/atlas/atlas.svg. make atlas CELLS=s:f,… measures
+## those cells into docs/, keeping the rest; QUICK=1 the fixed sample.
+atlas:
+	@scripts/atlas.sh
 
 ## Run every test (installs/starts what the tests need).
 test:

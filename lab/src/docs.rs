@@ -260,6 +260,76 @@ pub fn debate_pages_match(root: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The atlas, generated from docs/atlas.json: one cell per (strategy,
+/// fault) pair, each outcome one of the contract's shapes (never blank),
+/// and both pages carry every cell's command.
+pub fn atlas_pages_match(root: &Path) -> anyhow::Result<()> {
+    let read = |path: &str| {
+        std::fs::read_to_string(root.join(path)).with_context(|| format!("read {path}"))
+    };
+    let json: serde_json::Value =
+        serde_json::from_str(&read("docs/atlas.json")?).context("docs/atlas.json is not JSON")?;
+    let cells = json["cells"]
+        .as_array()
+        .context("docs/atlas.json has no cells")?;
+    let mut strategies: Vec<&str> = Vec::new();
+    let mut faults: Vec<&str> = Vec::new();
+    for cell in cells {
+        let (s, f) = (
+            cell["strategy"].as_str().unwrap_or_default(),
+            cell["fault"].as_str().unwrap_or_default(),
+        );
+        if !strategies.contains(&s) {
+            strategies.push(s);
+        }
+        if !faults.contains(&f) {
+            faults.push(f);
+        }
+        for outcome in ["exclusion", "data"] {
+            let shapes = [
+                "bracket",
+                "holds_up_to",
+                "breaks_from",
+                "undecided",
+                "not_applicable",
+            ];
+            let found = shapes
+                .iter()
+                .filter(|k| cell[outcome].get(**k).is_some())
+                .count();
+            if found != 1 {
+                bail!(
+                    "docs/atlas.json: {s}:{f}'s {outcome} is not one of {shapes:?}: {}",
+                    cell[outcome]
+                );
+            }
+        }
+    }
+    if cells.len() != strategies.len() * faults.len() {
+        bail!(
+            "docs/atlas.json: {} cells for {} strategies by {} faults: a pair is missing or twice (make atlas)",
+            cells.len(),
+            strategies.len(),
+            faults.len()
+        );
+    }
+    for page in ["docs/atlas.md", "docs/zh/atlas.md"] {
+        let text = read(page)?;
+        for cell in cells {
+            let command = cell["command"].as_str().unwrap_or_default();
+            if !text.contains(command) {
+                bail!("{page}: no `{command}`: regenerate it from docs/atlas.json (make atlas)");
+            }
+        }
+    }
+    crate::util::say(&format!(
+        "docs/atlas.json: {} strategies by {} faults, every cell one of the contract's shapes; both pages carry every command",
+        strategies.len(),
+        faults.len()
+    ));
+    Ok(())
+}
+
 /// Each `### N. id` heading's id of a debate page, and the first command
 /// of each row's rerun line, in order.
 fn debate_rows(page: &str) -> (Vec<String>, Vec<&str>) {
@@ -417,6 +487,7 @@ pub fn check(print: bool) -> anyhow::Result<()> {
     }
     translations_match(&root)?;
     debate_pages_match(&root)?;
+    atlas_pages_match(&root)?;
     let tested = std::env::var("CHECK_DOCS_SCENARIOS_TESTED").is_ok_and(|v| v == "1");
     let script = driver(&all, tested);
     if print {

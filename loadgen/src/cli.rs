@@ -9,6 +9,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 
 use crate::api::Variant;
+use crate::atlas;
 use crate::compare::{self, Settings};
 use crate::console;
 use crate::debate;
@@ -210,6 +211,41 @@ enum Command {
         /// again; the others run. The JSON lists the runs read back.
         #[arg(long)]
         reuse: bool,
+        #[command(flatten)]
+        lab: LabArgs,
+    },
+    /// The atlas: every strategy under every fault, each pair located
+    /// along the fault's size (both ends, then bisection to 5 % of the TTL)
+    /// for exclusion broken and for data damaged, or the reason the fault
+    /// cannot reach it. Writes under --out; a run of every cell (or
+    /// --write-docs) writes docs/atlas.{md,json}, docs/zh/atlas.md and
+    /// docs/atlas/atlas.svg too. Exit 3 when a run failed, 2 on a bad
+    /// --cells or unwritable files.
+    Atlas {
+        /// Injections at every probe [default: 10; 6 with --quick].
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
+        injections: Option<u32>,
+        /// A fixed sample, one cell per family of locks, with the
+        /// scenarios' --quick dials.
+        #[arg(long)]
+        quick: bool,
+        /// Only these cells: STRATEGY:FAULT, either may be * (comma-separated).
+        #[arg(long, value_delimiter = ',')]
+        cells: Vec<String>,
+        /// Where everything goes: each cell's reports, atlas.{md,json}, the map.
+        #[arg(long, default_value = "loadgen-report/atlas")]
+        out: PathBuf,
+        /// Write the pages into docs/ for some cells too: they replace
+        /// theirs in docs/atlas.json, every other cell is kept.
+        #[arg(long)]
+        write_docs: bool,
+        /// Print each cell's plan (measured, or why the fault cannot reach
+        /// it) and stop.
+        #[arg(long)]
+        plan: bool,
+        /// No per-case lines.
+        #[arg(long, short)]
+        quiet: bool,
         #[command(flatten)]
         lab: LabArgs,
     },
@@ -701,6 +737,48 @@ pub async fn run() -> ExitCode {
                 write_docs,
                 no_locate,
                 reuse,
+                scenario,
+            })
+            .await;
+        }
+        Command::Atlas {
+            injections,
+            quick,
+            cells,
+            out,
+            write_docs,
+            plan,
+            quiet,
+            lab:
+                LabArgs {
+                    database_url,
+                    app_bin,
+                    mysql_url,
+                    jobs,
+                },
+        } => {
+            let scenario = scenario::Options {
+                strategies: Vec::new(),
+                out: out.clone(),
+                database_url,
+                app_bin,
+                quick,
+                quiet,
+                mysql_url,
+                trials: 1,
+                sets: Vec::new(),
+                sweep: None,
+                locate: None,
+                variants: Vec::new(),
+                jobs: usize::from(jobs),
+            };
+            return atlas::main(atlas::Settings {
+                injections: injections.unwrap_or(if quick { 6 } else { 10 }),
+                quick,
+                cells,
+                out,
+                write_docs,
+                plan,
                 scenario,
             })
             .await;

@@ -15,6 +15,8 @@
 //!   the same service client, with a paced load and a live timeline.
 //! - [`debate`] — `debate`: the Redlock debate's claims against a
 //!   scenarios report.
+//! - [`atlas`] — `atlas`: every strategy under every fault, each pair
+//!   located along the fault's size, drawn as a map.
 //! - [`report`] — the side-by-side report: text tables, HTML, SVG charts.
 //! - [`judge`] — the one judge: audit + history → breaches → verdict, for
 //!   every command alike.
@@ -39,6 +41,7 @@
 //! proven) · 130 interrupted.
 
 pub mod api;
+pub mod atlas;
 pub mod cli;
 pub mod compare;
 pub mod console;

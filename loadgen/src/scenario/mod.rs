@@ -113,6 +113,7 @@ pub use params::{Spec as ParamSpec, Unit as ParamUnit};
 pub use rate::{Rate, Standing, DECISION_RATE};
 pub use record::{Injection, Outcome, Outcomes};
 pub use report::{merged as merged_reports, ScenarioReport};
+pub use runner::case_params;
 
 /// Run several batches of scenarios as one plan on one set of lanes
 /// (`make debate`'s rows; each batch's dials checked first) and write
@@ -128,6 +129,18 @@ pub async fn run_batches_and_write(
         report.write(&options.out)?;
     }
     Ok(reports)
+}
+
+/// Every strategy as a replica of this build lists it (its kind, whether
+/// it can run here): one replica started and stopped, the lab's database
+/// dropped. What the atlas reads before it plans.
+pub async fn listed_strategies(options: &Options) -> anyhow::Result<crate::api::StrategiesBody> {
+    let mut lab = lab::Lab::new(options, 0).await?;
+    let read = lab.read_strategies().await;
+    lab.drop_database().await;
+    let _ = std::fs::remove_dir_all(&lab.dir);
+    read?;
+    lab.listed.take().context("no strategies listed")
 }
 
 /// `seckill-loadgen scenario-table DIR`: every report under `DIR` in one

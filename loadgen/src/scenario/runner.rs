@@ -183,16 +183,7 @@ async fn plan_batch(
             for variant in variants.iter().copied().filter(wanted) {
                 group += 1;
                 for point in &points {
-                    let mut sets: Vec<(String, String)> = if options.quick {
-                        params::owned(scenario.quick_sets())
-                    } else {
-                        Vec::new()
-                    };
-                    sets.extend(params::owned(scenario.variant_sets(variant)));
-                    sets.extend(scenario.implied_sets(&strategy, &options.sets));
-                    sets.extend(options.sets.iter().cloned());
-                    sets.extend(point.clone());
-                    let params = Params::new(scenario.name(), scenario.params(), &sets)
+                    let params = case_params(scenario, &strategy, variant, options, point.clone())
                         .map_err(|e| anyhow::anyhow!(e))?;
                     let (expected, why) = match scenario.expect(&entry, variant, &params) {
                         Ok(e) => e,
@@ -228,6 +219,28 @@ async fn plan_batch(
         }
     }
     Ok(planned)
+}
+
+/// The dials of one case, in the order they apply (later wins):
+/// `--quick`'s, the variant's, those the strategy needs, the user's
+/// `--set`s, then the sweep's point.
+pub fn case_params(
+    scenario: Scenario,
+    strategy: &str,
+    variant: Option<Variant>,
+    options: &Options,
+    point: Option<(String, String)>,
+) -> Result<Params, String> {
+    let mut sets: Vec<(String, String)> = if options.quick {
+        params::owned(scenario.quick_sets())
+    } else {
+        Vec::new()
+    };
+    sets.extend(params::owned(scenario.variant_sets(variant)));
+    sets.extend(scenario.implied_sets(strategy, &options.sets));
+    sets.extend(options.sets.iter().cloned());
+    sets.extend(point);
+    Params::new(scenario.name(), scenario.params(), &sets)
 }
 
 /// Run the plan on the lanes, each lane taking the next case as it gets

@@ -63,7 +63,7 @@ use super::lab::{Lab, Setup};
 use super::params::{Params, Spec};
 use super::world::{arm, pause, redis_and_nodes, start_replicas, timed_ping, work, CaseRun, World};
 use crate::api::Variant;
-use crate::api::{FreezeAt, Kind, StrategyEntry};
+use crate::api::{FreezeAt, Kind, StrategyEntry, StrategyName};
 use crate::judge::Expected::{Breaks, Holds};
 use crate::procs::{self, RedisNode};
 use seckill_proxy::Proxy;
@@ -132,12 +132,37 @@ pub fn votes_arrive(d: &SlowNetworkDials) -> bool {
     d.delay < d.node_timeout_ms
 }
 
+/// Whether `strategy` keeps its lock (or its stock) in Redis: what a
+/// slow Redis link can reach.
+pub fn lives_in_redis(strategy: StrategyName) -> bool {
+    matches!(
+        strategy,
+        StrategyName::Setnx
+            | StrategyName::SetnxExpire
+            | StrategyName::SetnxExpireLua
+            | StrategyName::SetnxGetset
+            | StrategyName::SetNxPx
+            | StrategyName::SetNxPxCheckDel
+            | StrategyName::SetNxPxToken
+            | StrategyName::Watchdog
+            | StrategyName::Redlock
+            | StrategyName::Fenced
+            | StrategyName::RedisLuaStock
+    )
+}
+
 /// What `strategy` should do when its grants arrive `delay` late.
 pub fn expect(strategy: &StrategyEntry, _variant: Option<Variant>, params: &Params) -> Expectation {
     let d = SlowNetworkDials::of(params);
     let validity = super::acquire_pause::validity_ms(d.ttl_ms, d.delay);
     if d.link == Link::Postgres {
+        if strategy.kind == Kind::NotALock {
+            return Err("no lock: an injection is proven by replica a's lock attempt or its last check while the delay is in force, and this strategy makes neither (one atomic statement)".into());
+        }
         return Ok(expect_postgres(strategy, &d));
+    }
+    if !strategy.strategy().is_some_and(lives_in_redis) {
+        return Err("its lock is not in Redis: the delayed link (Redis to replica a) carries none of its lock's traffic (link=postgres delays what it uses)".into());
     }
     let (expected, why) = match strategy.kind {
         Kind::Ttl if late_grant_breaks(&d) => (

@@ -1,0 +1,684 @@
+//! `seckill-loadgen atlas` — every lock under every fault, measured to its
+//! boundary.
+//!
+//! The map's rows are the 22 strategies, its columns the faults the lab
+//! injects ([`faults::FAULTS`]: each a scenario, a variant, and the one
+//! dial that sizes the fault, with the range it is measured over). For
+//! each pair the atlas first asks whether the fault can reach the
+//! strategy at all — the scenario's own model says so, with the reason
+//! (no TTL, no Redis to fail over, not a two-phase commit) — and then
+//! measures the pair the way `--locate` does: both ends of the range with
+//! a fixed number of injections, then the midpoint of every bracket still
+//! wider than the tolerance (5 % of the TTL for a duration), round after
+//! round, every cell's probes of a round side by side on the lanes. Both
+//! outcomes are located on the same probes, exclusion broken and data
+//! damaged, each its own verdict ([`cell::Cell`]): a bracket, "holds up to
+//! the largest size (rate < u at 95 %)", "breaks from the smallest", or
+//! why the pair cannot apply — never a blank.
+//!
+//! `--quick` measures a fixed sample, one cell per family of locks, with
+//! the scenarios' `--quick` dials; `--cells STRATEGY:FAULT` (either may be
+//! `*`) chooses cells. The files (`page.rs`) go under `--out`; a run of
+//! every cell, or `--write-docs`, writes them into `docs/` too (a run of
+//! some cells replaces theirs and keeps the others).
+
+mod cell;
+mod faults;
+mod page;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+pub use cell::{AtlasJson, Cell, CellJson, Model, Point};
+pub use faults::{family, fault, Fault, FAULTS};
+
+use crate::api::{Kind, StrategiesBody, StrategyEntry, StrategyName};
+use crate::scenario::locate::{self, Probe};
+use crate::scenario::{self, CaseResult, Outcome};
+
+/// The settings of `seckill-loadgen atlas`.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Injections at every probe.
+    pub injections: u32,
+    /// The sample of [`QUICK`], with the scenarios' `--quick` dials.
+    pub quick: bool,
+    /// `STRATEGY:FAULT` patterns (`*` for any); empty: every cell.
+    pub cells: Vec<String>,
+    /// Where everything goes.
+    pub out: PathBuf,
+    /// Write the pages into `docs/` even for some cells.
+    pub write_docs: bool,
+    /// Print the plan (each cell measured, or why not) and stop.
+    pub plan: bool,
+    /// What every scenario run needs (database, binary, lanes, …).
+    pub scenario: scenario::Options,
+}
+
+/// `--quick`: one cell per family of locks.
+pub const QUICK: &[(StrategyName, &str)] = &[
+    (StrategyName::SetNxPxToken, "pause"),
+    (StrategyName::Watchdog, "pause"),
+    (StrategyName::Fenced, "pause"),
+    (StrategyName::MysqlGetLock, "pause"),
+    (StrategyName::Redlock, "acquire-pause"),
+    (StrategyName::PgLockTable, "killed-holder"),
+    (StrategyName::Setnx, "killed-holder"),
+    (StrategyName::PgForUpdate, "unlock-before-commit"),
+    (StrategyName::PgAtomic, "slow-db-link"),
+];
+
+/// Why a strategy with no lock shared by the replicas has no cell of its
+/// own under any fault.
+const NO_SHARED_LOCK: &str =
+    "no lock shared by the replicas: it breaks with no fault at all (docs/strategies.md)";
+
+/// One cell being measured: the pair, its options, the sizes it starts
+/// with, its probes so far.
+struct Line {
+    strategy: StrategyName,
+    fault: &'static Fault,
+    options: scenario::Options,
+    /// Both ends of the range, and either side of every flip the model
+    /// predicts (half the tolerance away): a window narrower than the
+    /// range, which both ends alone would miss, is probed from the start.
+    start: Vec<String>,
+    cases: Vec<(String, CaseResult)>,
+}
+
+/// One cell planned: measured (a line), or not applicable (the reason).
+enum Plan {
+    Measure(Box<Line>),
+    NotApplicable(StrategyName, &'static Fault, Option<Kind>, String),
+}
+
+/// `seckill-loadgen atlas`. Exit 3 when a run failed, 2 when the cells
+/// named none or the files could not be written, else 0.
+pub async fn main(settings: Settings) -> ExitCode {
+    let started = std::time::Instant::now();
+    let chosen = match chosen_cells(&settings) {
+        Ok(chosen) => chosen,
+        Err(e) => {
+            eprintln!("seckill-loadgen: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let listed = match scenario::listed_strategies(&settings.scenario).await {
+        Ok(listed) => listed,
+        Err(e) => {
+            eprintln!("seckill-loadgen: the atlas could not read the strategies: {e:#}");
+            return ExitCode::from(3);
+        }
+    };
+    let mut plans: Vec<Plan> = chosen
+        .into_iter()
+        .map(|(strategy, fault)| plan(&settings, &listed, strategy, fault))
+        .collect();
+    for p in &plans {
+        crate::progress::line(plan_line(p));
+    }
+    if settings.plan {
+        return ExitCode::SUCCESS;
+    }
+    let bar = crate::progress::begin(settings.scenario.quiet);
+    let mut lines: Vec<&mut Line> = plans
+        .iter_mut()
+        .filter_map(|p| match p {
+            Plan::Measure(line) => Some(&mut **line),
+            Plan::NotApplicable(..) => None,
+        })
+        .collect();
+    let measured = measure(&mut lines).await;
+    drop(bar);
+    if let Err(e) = measured {
+        eprintln!("seckill-loadgen: the atlas's runs failed: {e:#}");
+        return ExitCode::from(3);
+    }
+    let cells: Vec<CellJson> = plans.iter().map(|p| cell_json(&settings, p)).collect();
+    let doc = AtlasJson {
+        tool: "seckill-loadgen".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        profile: if cfg!(debug_assertions) {
+            "debug"
+        } else {
+            "release"
+        }
+        .into(),
+        injections_per_probe: settings.injections,
+        quick: settings.quick,
+        duration_s: (started.elapsed().as_secs_f64() * 10.0).round() / 10.0,
+        cells,
+    };
+    let every = settings.cells.is_empty() && !settings.quick;
+    let written = page::write_all(&doc, &settings.out).and_then(|()| {
+        if every || settings.write_docs {
+            let merged = merged_with_docs(&doc, every)?;
+            page::write_all(&merged, docs_dir())
+        } else {
+            Ok(())
+        }
+    });
+    if let Err(e) = written {
+        eprintln!("seckill-loadgen: {e:#}");
+        return ExitCode::from(2);
+    }
+    println!("{}", summary(&doc, &settings, every));
+    ExitCode::SUCCESS
+}
+
+/// The pairs chosen, strategies in teaching order and faults in the
+/// columns' order: `--quick`'s sample, the `--cells` patterns, or all.
+fn chosen_cells(settings: &Settings) -> Result<Vec<(StrategyName, &'static Fault)>, String> {
+    let all = StrategyName::ALL
+        .into_iter()
+        .flat_map(|s| FAULTS.iter().map(move |f| (s, f)));
+    if settings.quick && settings.cells.is_empty() {
+        return Ok(all.filter(|(s, f)| QUICK.contains(&(*s, f.id))).collect());
+    }
+    if settings.cells.is_empty() {
+        return Ok(all.collect());
+    }
+    let mut patterns = Vec::new();
+    for text in &settings.cells {
+        let (s, f) = text
+            .split_once(':')
+            .ok_or_else(|| format!("--cells {text}: want STRATEGY:FAULT (either may be *)"))?;
+        if s != "*" && s.parse::<StrategyName>().is_err() {
+            return Err(format!("--cells {text}: no strategy {s}"));
+        }
+        if f != "*" && fault(f).is_none() {
+            let ids: Vec<&str> = FAULTS.iter().map(|f| f.id).collect();
+            return Err(format!(
+                "--cells {text}: no fault {f}; the faults: {}",
+                ids.join(", ")
+            ));
+        }
+        patterns.push((s.to_owned(), f.to_owned()));
+    }
+    Ok(all
+        .filter(|(s, f)| {
+            patterns
+                .iter()
+                .any(|(ps, pf)| (ps == "*" || ps == s.as_str()) && (pf == "*" || pf == f.id))
+        })
+        .collect())
+}
+
+/// The options of one cell: its strategy, its variant, its fixed dials
+/// and the injections, its own folder.
+fn cell_options(settings: &Settings, strategy: StrategyName, fault: &Fault) -> scenario::Options {
+    let mut options = settings.scenario.clone();
+    options.strategies = vec![strategy.as_str().to_owned()];
+    options.variants = fault.variant.into_iter().collect();
+    options.sets = scenario::owned_sets(fault.sets);
+    options
+        .sets
+        .push(("injections".into(), settings.injections.to_string()));
+    options.quick = settings.quick;
+    options.trials = 1;
+    options.sweep = None;
+    options.locate = None;
+    options.out = settings
+        .out
+        .join("cells")
+        .join(format!("{}-{}", strategy.as_str(), fault.id));
+    options
+}
+
+/// Whether `fault` can reach `strategy`, and the cell's options if so.
+fn plan(
+    settings: &Settings,
+    listed: &StrategiesBody,
+    strategy: StrategyName,
+    fault: &'static Fault,
+) -> Plan {
+    let entry: Option<&StrategyEntry> = listed.get(strategy.as_str());
+    let kind = entry.map(|e| e.kind);
+    let options = cell_options(settings, strategy, fault);
+    let at = |value: String| {
+        scenario::case_params(
+            fault.scenario,
+            strategy.as_str(),
+            fault.variant,
+            &options,
+            Some((fault.dial.to_owned(), value)),
+        )
+    };
+    let reason = match entry {
+        None => Some("this build's service does not list it".to_owned()),
+        Some(e) if matches!(e.kind, Kind::NoLock | Kind::ProcessLocal) => {
+            Some(NO_SHARED_LOCK.to_owned())
+        }
+        Some(e) => at(fault.lo.to_owned())
+            .and_then(|params| fault.scenario.expect(e, fault.variant, &params))
+            .err(),
+    };
+    match (reason, entry) {
+        (None, Some(entry)) => Plan::Measure(Box::new(Line {
+            strategy,
+            fault,
+            start: start_values(fault, entry, &at),
+            options,
+            cases: Vec::new(),
+        })),
+        (reason, _) => Plan::NotApplicable(
+            strategy,
+            fault,
+            kind,
+            reason.unwrap_or_else(|| "this build's service does not list it".into()),
+        ),
+    }
+}
+
+/// The sizes a cell starts with: both ends of the range, and half the
+/// tolerance either side of every flip the scenario's model predicts
+/// along it.
+fn start_values(
+    fault: &Fault,
+    entry: &StrategyEntry,
+    at: &dyn Fn(String) -> Result<scenario::Params, String>,
+) -> Vec<String> {
+    let mut values = vec![fault.lo.to_owned(), fault.hi.to_owned()];
+    let (Some(unit), Ok(lo), Ok(hi)) = (
+        locate::unit_of(fault.scenario, fault.dial),
+        at(fault.lo.to_owned()),
+        at(fault.hi.to_owned()),
+    ) else {
+        return values;
+    };
+    let size = |p: &scenario::Params| locate::resolved(&p.json(), fault.dial);
+    let (Some(lo_x), Some(hi_x)) = (size(&lo), size(&hi)) else {
+        return values;
+    };
+    let tolerance = locate::tolerance(fault.dial, unit, lo.ttl_ms().unwrap_or(1000));
+    let flips = locate::model_flips(lo_x, hi_x, |x| {
+        let params = at(locate::typed(unit, x)).ok()?;
+        fault
+            .scenario
+            .expect(entry, fault.variant, &params)
+            .ok()
+            .map(|e| e.0)
+    });
+    for x in flips {
+        for side in [x - tolerance / 2.0, x + tolerance / 2.0] {
+            let v = locate::typed(unit, side.clamp(lo_x, hi_x));
+            let inside = v.parse::<f64>().is_ok_and(|y| y > lo_x && y < hi_x);
+            if inside && !values.contains(&v) {
+                values.push(v);
+            }
+        }
+    }
+    values
+}
+
+fn plan_line(p: &Plan) -> String {
+    match p {
+        Plan::Measure(line) => format!(
+            "atlas {:<22} {:<22} measure {}={}..{} starting at {}",
+            line.strategy.as_str(),
+            line.fault.id,
+            line.fault.dial,
+            line.fault.lo,
+            line.fault.hi,
+            line.start.join(",")
+        ),
+        Plan::NotApplicable(s, f, _, reason) => {
+            format!("atlas {:<22} {:<22} n/a: {reason}", s.as_str(), f.id)
+        }
+    }
+}
+
+/// Both ends of every cell, then round after round the midpoints of every
+/// bracket (of either outcome) still wider than the tolerance, each
+/// round's probes of every cell on one plan of lanes.
+async fn measure(lines: &mut [&mut Line]) -> anyhow::Result<()> {
+    let mut wanted: Vec<(usize, Vec<String>)> = lines
+        .iter()
+        .enumerate()
+        .map(|(i, l)| (i, l.start.clone()))
+        .collect();
+    let mut round = 0;
+    while !wanted.is_empty() {
+        let batches: Vec<_> = wanted
+            .iter()
+            .map(|(i, values)| {
+                let line = &lines[*i];
+                let mut options = line.options.clone();
+                if round > 0 {
+                    options.out = options.out.join(format!("round-{round}"));
+                }
+                crate::progress::line(format!(
+                    "== atlas {} · {}: {}={}",
+                    line.strategy.as_str(),
+                    line.fault.id,
+                    line.fault.dial,
+                    values.join(",")
+                ));
+                options.sweep = Some((line.fault.dial.to_owned(), values.clone()));
+                (vec![line.fault.scenario], options)
+            })
+            .collect();
+        let reports = scenario::run_batches_and_write(&batches).await?;
+        for ((i, _), report) in wanted.iter().zip(reports) {
+            let dial = lines[*i].fault.dial;
+            for case in report.scenarios {
+                let value = case.sweep_value(dial).unwrap_or_default();
+                lines[*i].cases.push((value, case));
+            }
+        }
+        round += 1;
+        wanted = lines
+            .iter()
+            .enumerate()
+            .filter_map(|(i, line)| {
+                let values = next_values(line);
+                (!values.is_empty()).then_some((i, values))
+            })
+            .collect();
+    }
+    Ok(())
+}
+
+/// The midpoints a cell wants next: every bracket of either outcome (and
+/// of a stall, where one is watched) still wider than the tolerance.
+fn next_values(line: &Line) -> Vec<String> {
+    let dial = line.fault.dial;
+    let Some(unit) = locate::unit_of(line.fault.scenario, dial) else {
+        return Vec::new();
+    };
+    let probes = probes_of(line);
+    let tolerance = locate::tolerance(dial, unit, ttl_of(line).unwrap_or(1000));
+    let mut values = Vec::new();
+    for outcome in [
+        Outcome::ExclusionBroken,
+        Outcome::DataDamaged,
+        Outcome::Stalled,
+    ] {
+        for value in locate::next_values(&probes, outcome, unit, tolerance) {
+            if !values.contains(&value) {
+                values.push(value);
+            }
+        }
+    }
+    values
+}
+
+fn probes_of(line: &Line) -> Vec<Probe> {
+    line.cases
+        .iter()
+        .map(|(value, case)| Probe::of(case, line.fault.dial, value))
+        .collect()
+}
+
+fn ttl_of(line: &Line) -> Option<u64> {
+    line.cases
+        .first()
+        .and_then(|(_, c)| c.params.get("ttl_ms"))
+        .and_then(serde_json::Value::as_u64)
+}
+
+/// A cell in its JSON shape.
+fn cell_json(settings: &Settings, p: &Plan) -> CellJson {
+    match p {
+        Plan::NotApplicable(strategy, fault, kind, reason) => {
+            let na = Cell::NotApplicable {
+                not_applicable: reason.clone(),
+            };
+            CellJson {
+                strategy: strategy.as_str().into(),
+                fault: fault.id.into(),
+                dial: fault.dial.into(),
+                scenario: fault.scenario,
+                variant: fault.variant,
+                fixed: scenario::owned_sets(fault.sets),
+                kind: *kind,
+                ttl_ms: None,
+                exclusion: na.clone(),
+                data: na,
+                stalled: None,
+                model: None,
+                command: rerun_command(settings, *strategy, fault),
+                check: None,
+            }
+        }
+        Plan::Measure(line) => {
+            let probes = probes_of(line);
+            let exclusion = Cell::of(&probes, Outcome::ExclusionBroken);
+            let data = Cell::of(&probes, Outcome::DataDamaged);
+            let stalled = probes
+                .iter()
+                .any(|p| p.stalled.is_some())
+                .then(|| Cell::of(&probes, Outcome::Stalled));
+            let check = check_command(settings, line, &exclusion, &data);
+            CellJson {
+                strategy: line.strategy.as_str().into(),
+                fault: line.fault.id.into(),
+                dial: line.fault.dial.into(),
+                scenario: line.fault.scenario,
+                variant: line.fault.variant,
+                fixed: scenario::owned_sets(line.fault.sets),
+                kind: line
+                    .cases
+                    .iter()
+                    .find_map(|(_, c)| c.entry.as_ref().map(|e| e.kind)),
+                ttl_ms: ttl_of(line),
+                exclusion,
+                data,
+                stalled,
+                model: model_of(line),
+                command: rerun_command(settings, line.strategy, line.fault),
+                check: Some(check),
+            }
+        }
+    }
+}
+
+/// The scenario's model along the cell's range, for the outcome its cases
+/// are judged on.
+fn model_of(line: &Line) -> Option<Model> {
+    let dial = line.fault.dial;
+    let unit = locate::unit_of(line.fault.scenario, dial)?;
+    let mut cases: Vec<&CaseResult> = line.cases.iter().map(|(_, c)| c).collect();
+    cases.sort_by(|a, b| {
+        let at = |c: &CaseResult| locate::resolved(&c.params, dial).unwrap_or(f64::NAN);
+        at(a).total_cmp(&at(b))
+    });
+    let (first, last) = (cases.first()?, cases.last()?);
+    let lo = locate::resolved(&first.params, dial)?;
+    let hi = locate::resolved(&last.params, dial)?;
+    let outcome = first
+        .outcomes
+        .map_or(Outcome::ExclusionBroken, |o| o.judged(first.guarantee).0);
+    Some(Model {
+        outcome,
+        flips: locate::case_model_flips(first, dial, lo, hi, unit),
+        at_lo: first.expected,
+    })
+}
+
+/// `seckill-loadgen atlas --cells S:F …`: reruns the cell as measured.
+fn rerun_command(settings: &Settings, strategy: StrategyName, fault: &Fault) -> String {
+    format!(
+        "seckill-loadgen atlas --cells {}:{} --injections {}{} --out loadgen-report/atlas-{}-{}",
+        strategy.as_str(),
+        fault.id,
+        settings.injections,
+        if settings.quick { " --quick" } else { "" },
+        strategy.as_str(),
+        fault.id
+    )
+}
+
+/// The scenario sweep over the two ends of the cell's first bracket (the
+/// exclusion's, else the data's), or over the range's ends.
+fn check_command(settings: &Settings, line: &Line, exclusion: &Cell, data: &Cell) -> String {
+    let f = line.fault;
+    let ends = [exclusion, data]
+        .into_iter()
+        .find_map(|c| match c {
+            Cell::Bracket { bracket, .. } => Some((bracket.below.clone(), bracket.above.clone())),
+            _ => None,
+        })
+        .unwrap_or_else(|| (f.lo.to_owned(), f.hi.to_owned()));
+    let mut text = format!(
+        "seckill-loadgen scenario {} --strategies {}",
+        f.scenario.name(),
+        line.strategy.as_str()
+    );
+    if let Some(v) = f.variant {
+        text.push_str(&format!(" --variants {v}"));
+    }
+    if settings.quick {
+        text.push_str(" --quick");
+    }
+    for (k, v) in f.sets {
+        text.push_str(&format!(" --set {k}={v}"));
+    }
+    text.push_str(&format!(
+        " --set injections={} --sweep {}={},{}",
+        settings.injections, f.dial, ends.0, ends.1
+    ));
+    text
+}
+
+/// `docs/`, where the pages of a whole atlas go.
+fn docs_dir() -> &'static Path {
+    Path::new("docs")
+}
+
+/// This run's cells over those `docs/atlas.json` holds (every cell, in
+/// order; a pair neither measured says so and names its command). A run
+/// of every cell replaces the file.
+fn merged_with_docs(doc: &AtlasJson, every: bool) -> anyhow::Result<AtlasJson> {
+    if every {
+        return Ok(doc.clone());
+    }
+    let path = docs_dir().join("atlas.json");
+    let earlier: Option<AtlasJson> = match std::fs::read_to_string(&path) {
+        Ok(text) => Some(
+            serde_json::from_str(&text)
+                .map_err(|e| anyhow::anyhow!("{} cannot be read back: {e}", path.display()))?,
+        ),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(anyhow::anyhow!("read {}: {e}", path.display())),
+    };
+    let mut merged = doc.clone();
+    merged.cells = StrategyName::ALL
+        .into_iter()
+        .flat_map(|s| FAULTS.iter().map(move |f| (s, f)))
+        .map(|(s, f)| {
+            let same = |c: &&CellJson| c.strategy == s.as_str() && c.fault == f.id;
+            doc.cells
+                .iter()
+                .find(same)
+                .or_else(|| earlier.as_ref().and_then(|e| e.cells.iter().find(same)))
+                .cloned()
+                .unwrap_or_else(|| not_measured(doc, s, f))
+        })
+        .collect();
+    Ok(merged)
+}
+
+/// A pair no run has measured yet, with the command that would.
+fn not_measured(doc: &AtlasJson, strategy: StrategyName, fault: &Fault) -> CellJson {
+    let command = format!(
+        "seckill-loadgen atlas --cells {}:{} --injections {} --write-docs",
+        strategy.as_str(),
+        fault.id,
+        doc.injections_per_probe
+    );
+    let none = Cell::Undecided {
+        undecided: format!("not measured yet: {command}"),
+        probes: Vec::new(),
+    };
+    CellJson {
+        strategy: strategy.as_str().into(),
+        fault: fault.id.into(),
+        dial: fault.dial.into(),
+        scenario: fault.scenario,
+        variant: fault.variant,
+        fixed: scenario::owned_sets(fault.sets),
+        kind: None,
+        ttl_ms: None,
+        exclusion: none.clone(),
+        data: none,
+        stalled: None,
+        model: None,
+        command,
+        check: None,
+    }
+}
+
+/// The closing line.
+fn summary(doc: &AtlasJson, settings: &Settings, every: bool) -> String {
+    let na = doc
+        .cells
+        .iter()
+        .filter(|c| matches!(c.exclusion, Cell::NotApplicable { .. }))
+        .count();
+    let excl = doc.cells.iter().filter(|c| c.exclusion.seen()).count();
+    let data = doc.cells.iter().filter(|c| c.data.seen()).count();
+    format!(
+        "{} cells in {:.0} s: {} measured ({} break exclusion somewhere, {} damage data somewhere), {} not applicable. Written under {}{}",
+        doc.cells.len(),
+        doc.duration_s,
+        doc.cells.len() - na,
+        excl,
+        data,
+        na,
+        settings.out.display(),
+        if every || settings.write_docs { " and docs/" } else { "" }
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(cells: &[&str], quick: bool) -> Settings {
+        Settings {
+            injections: 10,
+            quick,
+            cells: cells.iter().map(|c| (*c).to_owned()).collect(),
+            out: PathBuf::from("loadgen-report/atlas"),
+            write_docs: false,
+            plan: false,
+            scenario: scenario::Options {
+                strategies: Vec::new(),
+                out: PathBuf::new(),
+                database_url: String::new(),
+                app_bin: None,
+                quick: false,
+                quiet: true,
+                mysql_url: String::new(),
+                trials: 1,
+                sets: Vec::new(),
+                sweep: None,
+                locate: None,
+                variants: Vec::new(),
+                jobs: 1,
+            },
+        }
+    }
+
+    #[test]
+    fn cells_are_chosen_by_pattern_every_pair_by_default_and_a_bad_name_is_refused() {
+        let all = chosen_cells(&settings(&[], false)).expect("all");
+        assert_eq!(all.len(), StrategyName::ALL.len() * FAULTS.len());
+        let column = chosen_cells(&settings(&["*:pause"], false)).expect("column");
+        assert_eq!(column.len(), StrategyName::ALL.len());
+        let one = chosen_cells(&settings(&["etcd-lease:clock-slew"], false)).expect("one");
+        assert_eq!(one.len(), 1);
+        assert_eq!(
+            chosen_cells(&settings(&[], true)).expect("quick").len(),
+            QUICK.len()
+        );
+        for bad in ["etcd-lease", "etcd:pause", "etcd-lease:gc"] {
+            assert!(chosen_cells(&settings(&[bad], false)).is_err(), "{bad}");
+        }
+        // The sample names real columns.
+        for (_, f) in QUICK {
+            assert!(fault(f).is_some(), "{f}");
+        }
+    }
+}
