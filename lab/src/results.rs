@@ -28,6 +28,7 @@ use seckill_loadgen::judge::CaseVerdict;
 use seckill_loadgen::scenario::ScenarioReport;
 
 use crate::docs;
+use seckill_loadgen::progress;
 
 /// Where each step's output is kept.
 const OUT: &str = "loadgen-report/results";
@@ -56,9 +57,20 @@ fn logged(
     let mut file =
         std::fs::File::create(log).with_context(|| format!("create {}", log.display()))?;
     let stdout = child.stdout.take().context("the child's output")?;
+    let verdict = Regex::new(r"^\s*\S+ \S+\s+\S+\s+(as-expected|UNEXPECTED|inconclusive|not-run) ")
+        .expect("a valid regex");
     for line in BufReader::new(stdout).lines() {
         let line = line.unwrap_or_default();
-        println!("{line}");
+        // The scenarios' own count and each case's verdict line move the
+        // bar (drawn on a terminal only).
+        if let Some(n) = line.strip_prefix(seckill_loadgen::scenario::PLANNED) {
+            progress::planned(n.trim().parse().unwrap_or(0));
+        } else if line.starts_with("== ") {
+            progress::started(&line[3..]);
+        } else if verdict.is_match(&line) {
+            progress::finished_any();
+        }
+        progress::line(&line);
         writeln!(file, "{line}").with_context(|| format!("write {}", log.display()))?;
     }
     let status = child
@@ -282,7 +294,11 @@ pub fn make() -> anyhow::Result<()> {
         std::env::var_os("RESULTS_OUT").map_or_else(|| root.join("docs/results.md"), PathBuf::from);
     let date = crate::util::first_line("date", &["-u", "+%Y-%m-%d %H:%M UTC"], "an unknown date");
 
+    // A bar on a terminal: the demo, the exercise, then every case.
+    let _bar = progress::begin(false);
+    progress::planned(2);
     crate::util::say("results 1/3: make demo");
+    progress::started("make demo");
     let (code, demo_s) = logged(&root, &out.join("demo.log"), "scripts/demo.sh", &[], &[])?;
     if code != Some(0) {
         bail!("make demo failed ({code:?}; see {OUT}/demo.log)");
@@ -293,7 +309,9 @@ pub fn make() -> anyhow::Result<()> {
     }
     copy_folder(&demo_report, &out.join("demo"))?;
 
+    progress::finished("make demo");
     crate::util::say("results 2/3: the workshop's exercise 1");
+    progress::started("the workshop's exercise 1");
     let workshop =
         std::fs::read_to_string(root.join("docs/workshop.md")).context("read docs/workshop.md")?;
     let exercise = docs::blocks("docs/workshop.md", &workshop)
@@ -321,6 +339,7 @@ pub fn make() -> anyhow::Result<()> {
         bail!("the workshop's exercise 1 failed ({code:?}; see {OUT}/exercise-1.log)");
     }
 
+    progress::finished("the workshop's exercise 1");
     crate::util::say("results 3/3: every fault scenario");
     let scenarios_out = out.join("scenarios");
     let scenarios_arg = scenarios_out.to_string_lossy().into_owned();

@@ -282,6 +282,9 @@ enum Command {
         /// [default: SECKILL_DATABASE_URL, else the local one].
         #[arg(long)]
         database_url: Option<String>,
+        /// The atlas whose cells the page offers to run (make atlas writes it).
+        #[arg(long, default_value = "docs/atlas.json")]
+        atlas: PathBuf,
     },
     /// This stack's admin token, for docker-compose: SECKILL_ADMIN_TOKEN
     /// when set, else the token already in FILE, else a new random one
@@ -681,6 +684,7 @@ pub async fn run() -> ExitCode {
             scenario_out,
             app_bin,
             database_url,
+            atlas,
         } => {
             let admin_token = match service.admin_token() {
                 Ok(token) => token,
@@ -696,6 +700,7 @@ pub async fn run() -> ExitCode {
                     out: scenario_out,
                     app_bin,
                     database_url,
+                    atlas,
                 },
             })
             .await;
@@ -716,19 +721,12 @@ pub async fn run() -> ExitCode {
                 },
         } => {
             let scenario = scenario::Options {
-                strategies: Vec::new(),
                 out: out.clone(),
                 database_url,
                 app_bin,
-                quick: false,
-                quiet: true,
                 mysql_url,
-                trials: 1,
-                sets: Vec::new(),
-                sweep: None,
-                locate: None,
-                variants: Vec::new(),
                 jobs: usize::from(jobs),
+                ..scenario::Options::default()
             };
             return debate::main(debate::Settings {
                 injections,
@@ -758,19 +756,14 @@ pub async fn run() -> ExitCode {
                 },
         } => {
             let scenario = scenario::Options {
-                strategies: Vec::new(),
                 out: out.clone(),
                 database_url,
                 app_bin,
                 quick,
                 quiet,
                 mysql_url,
-                trials: 1,
-                sets: Vec::new(),
-                sweep: None,
-                locate: None,
-                variants: Vec::new(),
                 jobs: usize::from(jobs),
+                ..scenario::Options::default()
             };
             return atlas::main(atlas::Settings {
                 injections: injections.unwrap_or(if quick { 6 } else { 10 }),

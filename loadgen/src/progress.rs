@@ -1,4 +1,5 @@
-//! The progress of long work (`scenario`, `debate`): on a terminal, a bar
+//! The progress of long work (`scenario`, `debate`, `atlas`, and `make
+//! results` around them): on a terminal, a bar
 //! on stderr with the cases done of all planned, the cases in hand and
 //! an estimate of the time left; every line the run prints goes above it.
 //! With `--quiet`, or when stderr is not a terminal, there is no bar: a
@@ -81,6 +82,18 @@ pub fn finished(label: &str) {
     with_bar(|b| {
         if let Some(i) = b.running.iter().position(|l| l == label) {
             b.running.remove(i);
+        }
+        b.bar.set_message(b.running.join(" | "));
+        b.bar.inc(1);
+    });
+}
+
+/// One case ended, whichever it was (a run watched from outside, where
+/// only its verdict lines are seen): the oldest in hand leaves.
+pub fn finished_any() {
+    with_bar(|b| {
+        if !b.running.is_empty() {
+            b.running.remove(0);
         }
         b.bar.set_message(b.running.join(" | "));
         b.bar.inc(1);

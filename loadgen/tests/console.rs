@@ -297,11 +297,14 @@ async fn the_console_runs_the_workshop_in_a_real_browser() {
         .collect::<Vec<_>>()
         .join(",");
 
+    let atlas = atlas_fixture();
     let console_port = free_port();
     let _console = Killed(
         Command::new(env!("CARGO_BIN_EXE_seckill-loadgen"))
             .args(["console", "--url", &urls, "--port"])
             .arg(console_port.to_string())
+            .arg("--atlas")
+            .arg(&atlas)
             .env("SECKILL_ADMIN_TOKEN", TOKEN)
             .stdout(Stdio::null())
             .spawn()
@@ -327,6 +330,8 @@ async fn the_console_runs_the_workshop_in_a_real_browser() {
         shots: std::env::var_os("SECKILL_CONSOLE_SCREENSHOTS").map(PathBuf::from),
     };
     exercise(&room).await;
+    atlas_cell(&room).await;
+    let _ = std::fs::remove_file(&atlas);
     let _ = room.browser.clone().close().await;
     let _ = std::fs::remove_dir_all(&profile);
 
@@ -338,6 +343,87 @@ async fn the_console_runs_the_workshop_in_a_real_browser() {
     let _ = room.browser.clone().close().await;
     let _ = std::fs::remove_dir_all(&profile);
     drop(redis);
+}
+
+/// An atlas of two cells, in docs/atlas.json's shape: one located (a
+/// bracket of exclusion broken), one the fault cannot reach.
+fn atlas_fixture() -> PathBuf {
+    let probes = json!([
+        {"value": "0.25ttl", "resolved": 100.0, "k": 0, "n": 2},
+        {"value": "196", "resolved": 196.0, "k": 0, "n": 2},
+        {"value": "204", "resolved": 204.0, "k": 2, "n": 2},
+        {"value": "3ttl", "resolved": 1200.0, "k": 2, "n": 2}
+    ]);
+    let na = json!({"not_applicable": "this scenario fails over the service's one Redis"});
+    let doc = json!({
+        "tool": "seckill-loadgen", "version": "test", "profile": "debug",
+        "injections_per_probe": 2, "quick": false, "duration_s": 1.0,
+        "cells": [
+            {"strategy": "set-nx-px-token", "fault": "pause", "dial": "pause",
+             "scenario": "gc-pause", "variant": null, "fixed": [], "kind": "ttl",
+             "ttl_ms": 400,
+             "exclusion": {"bracket": {"below": "196", "above": "204",
+                 "below_resolved": 196.0, "above_resolved": 204.0, "seen_below": false},
+                 "probes": probes},
+             "data": {"holds_up_to": "3ttl", "k": 0, "n": 2, "upper95": 0.658, "probes": probes},
+             "model": {"outcome": "exclusion_broken", "flips": [210.0], "at_lo": "holds"},
+             "command": "seckill-loadgen atlas --cells set-nx-px-token:pause",
+             "check": null},
+            {"strategy": "mysql-get-lock", "fault": "failover", "dial": "lag_ms",
+             "scenario": "failover", "variant": "no-wait", "fixed": [], "kind": "session",
+             "ttl_ms": null, "exclusion": na, "data": na, "model": null,
+             "command": "seckill-loadgen atlas --cells mysql-get-lock:failover", "check": null}
+        ]
+    });
+    let path =
+        std::env::temp_dir().join(format!("seckill-console-atlas-{}.json", std::process::id()));
+    std::fs::write(&path, doc.to_string()).expect("write the atlas");
+    path
+}
+
+/// An atlas cell picked on the page and run: the located cell is offered
+/// (the one the fault cannot reach is not), the run is that cell's — its
+/// strategy, both ends of its bracket, its injections, no --quick — and
+/// the page says which cell it is; stopped from the page.
+async fn atlas_cell(room: &Room) {
+    let offered = room
+        .js("return [...document.querySelectorAll('[data-testid=atlas-cell] option')].map(o => o.value);")
+        .await;
+    assert_eq!(offered, json!(["set-nx-px-token:pause"]), "{offered}");
+    room.browser
+        .find(Locator::Css("[data-testid=atlas-cell]"))
+        .await
+        .expect("the atlas select")
+        .select_by_value("set-nx-px-token:pause")
+        .await
+        .expect("choose the cell");
+    room.click("run-atlas-cell").await;
+    eventually("the page names the atlas cell running", || async {
+        room.text("atlas-cell-state")
+            .await
+            .starts_with("atlas cell set-nx-px-token × pause")
+            .then_some(())
+    })
+    .await;
+    let state = room.console_state().await;
+    let command = state["scenario"]["lines"][0]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    for part in [
+        "scenario gc-pause",
+        "--strategies set-nx-px-token",
+        "--set injections=2",
+        "--sweep pause=196,204",
+    ] {
+        assert!(command.contains(part), "{part} in {command}");
+    }
+    assert!(!command.contains("--quick"), "{command}");
+    room.click("stop-scenario").await;
+    eventually("the cell's run stopped", || async {
+        (room.console_state().await["scenario"]["running"] == json!(false)).then_some(())
+    })
+    .await;
 }
 
 /// A WebDriver session of headless Chromium at 1280×720 whose

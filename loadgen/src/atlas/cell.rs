@@ -65,6 +65,35 @@ pub struct CellJson {
     pub check: Option<String>,
 }
 
+impl CellJson {
+    /// A cell whose both outcomes are `cell` (not applicable, or not
+    /// measured yet): no TTL, no model, no check.
+    pub fn unmeasured(
+        strategy: crate::api::StrategyName,
+        fault: &super::faults::Fault,
+        kind: Option<Kind>,
+        cell: Cell,
+        command: String,
+    ) -> Self {
+        Self {
+            strategy: strategy.as_str().into(),
+            fault: fault.id.into(),
+            dial: fault.dial.into(),
+            scenario: fault.scenario,
+            variant: fault.variant,
+            fixed: crate::scenario::owned_sets(fault.sets),
+            kind,
+            ttl_ms: None,
+            exclusion: cell.clone(),
+            data: cell,
+            stalled: None,
+            model: None,
+            command,
+            check: None,
+        }
+    }
+}
+
 /// What was measured of one outcome in one cell.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
@@ -238,12 +267,20 @@ impl Cell {
 
     /// In a few words, each size in the dial's unit (` ms`, ` %`).
     pub fn text(&self, unit: &str) -> String {
+        self.text_in(unit, false)
+    }
+
+    /// The same in Chinese (`zh`), the reasons as the scenarios give them.
+    pub fn text_in(&self, unit: &str, zh: bool) -> String {
         let size = |x: f64| {
             let n = format!("{x:.2}");
             format!("{}{unit}", n.trim_end_matches('0').trim_end_matches('.'))
         };
         let first = || self.probes().first().map_or(f64::NAN, |p| p.resolved);
         let last = || self.probes().last().map_or(f64::NAN, |p| p.resolved);
+        if zh {
+            return self.text_zh(&size(first()), &size(last()), &size);
+        }
         match self {
             Cell::Bracket { bracket: b, .. } => format!(
                 "{} between {} and {}{}",
@@ -269,6 +306,35 @@ impl Cell {
             }
             Cell::Undecided { undecided, .. } => format!("undecided: {undecided}"),
             Cell::NotApplicable { not_applicable } => format!("n/a: {not_applicable}"),
+        }
+    }
+}
+
+impl Cell {
+    fn text_zh(&self, first: &str, last: &str, size: &dyn Fn(f64) -> String) -> String {
+        match self {
+            Cell::Bracket { bracket: b, .. } => format!(
+                "在 {} 与 {} 之间{}{}",
+                size(b.below_resolved),
+                size(b.above_resolved),
+                if b.seen_below {
+                    "消失"
+                } else {
+                    "开始出现"
+                },
+                if b.more.is_empty() {
+                    String::new()
+                } else {
+                    format!("（另有 {} 处翻转）", b.more.len())
+                }
+            ),
+            Cell::Holds { k, n, upper95, .. } => format!(
+                "直到 {last} 都未出现（该处 {k}/{n}：95 % 置信上界 < {:.0} %）",
+                upper95 * 100.0
+            ),
+            Cell::Breaks { k, n, .. } => format!("从最小值 {first} 起即出现（{k}/{n}）"),
+            Cell::Undecided { undecided, .. } => format!("无法判定：{undecided}"),
+            Cell::NotApplicable { not_applicable } => format!("不适用：{not_applicable}"),
         }
     }
 }

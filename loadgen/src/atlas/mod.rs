@@ -23,10 +23,11 @@
 //! some cells replaces theirs and keeps the others).
 
 mod cell;
+mod docs;
 mod faults;
 mod page;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 pub use cell::{AtlasJson, Cell, CellJson, Model, Point};
@@ -152,8 +153,8 @@ pub async fn main(settings: Settings) -> ExitCode {
     let every = settings.cells.is_empty() && !settings.quick;
     let written = page::write_all(&doc, &settings.out).and_then(|()| {
         if every || settings.write_docs {
-            let merged = merged_with_docs(&doc, every)?;
-            page::write_all(&merged, docs_dir())
+            let merged = docs::merged_with_docs(&doc, every)?;
+            page::write_all(&merged, docs::docs_dir())
         } else {
             Ok(())
         }
@@ -162,7 +163,7 @@ pub async fn main(settings: Settings) -> ExitCode {
         eprintln!("seckill-loadgen: {e:#}");
         return ExitCode::from(2);
     }
-    println!("{}", summary(&doc, &settings, every));
+    println!("{}", docs::summary(&doc, &settings, every));
     ExitCode::SUCCESS
 }
 
@@ -420,27 +421,15 @@ fn ttl_of(line: &Line) -> Option<u64> {
 /// A cell in its JSON shape.
 fn cell_json(settings: &Settings, p: &Plan) -> CellJson {
     match p {
-        Plan::NotApplicable(strategy, fault, kind, reason) => {
-            let na = Cell::NotApplicable {
+        Plan::NotApplicable(strategy, fault, kind, reason) => CellJson::unmeasured(
+            *strategy,
+            fault,
+            *kind,
+            Cell::NotApplicable {
                 not_applicable: reason.clone(),
-            };
-            CellJson {
-                strategy: strategy.as_str().into(),
-                fault: fault.id.into(),
-                dial: fault.dial.into(),
-                scenario: fault.scenario,
-                variant: fault.variant,
-                fixed: scenario::owned_sets(fault.sets),
-                kind: *kind,
-                ttl_ms: None,
-                exclusion: na.clone(),
-                data: na,
-                stalled: None,
-                model: None,
-                command: rerun_command(settings, *strategy, fault),
-                check: None,
-            }
-        }
+            },
+            docs::rerun_command(settings, *strategy, fault),
+        ),
         Plan::Measure(line) => {
             let probes = probes_of(line);
             let exclusion = Cell::of(&probes, Outcome::ExclusionBroken);
@@ -449,7 +438,7 @@ fn cell_json(settings: &Settings, p: &Plan) -> CellJson {
                 .iter()
                 .any(|p| p.stalled.is_some())
                 .then(|| Cell::of(&probes, Outcome::Stalled));
-            let check = check_command(settings, line, &exclusion, &data);
+            let check = docs::check_command(settings, line, &exclusion, &data);
             CellJson {
                 strategy: line.strategy.as_str().into(),
                 fault: line.fault.id.into(),
@@ -466,7 +455,7 @@ fn cell_json(settings: &Settings, p: &Plan) -> CellJson {
                 data,
                 stalled,
                 model: model_of(line),
-                command: rerun_command(settings, line.strategy, line.fault),
+                command: docs::rerun_command(settings, line.strategy, line.fault),
                 check: Some(check),
             }
         }
@@ -496,141 +485,6 @@ fn model_of(line: &Line) -> Option<Model> {
     })
 }
 
-/// `seckill-loadgen atlas --cells S:F …`: reruns the cell as measured.
-fn rerun_command(settings: &Settings, strategy: StrategyName, fault: &Fault) -> String {
-    format!(
-        "seckill-loadgen atlas --cells {}:{} --injections {}{} --out loadgen-report/atlas-{}-{}",
-        strategy.as_str(),
-        fault.id,
-        settings.injections,
-        if settings.quick { " --quick" } else { "" },
-        strategy.as_str(),
-        fault.id
-    )
-}
-
-/// The scenario sweep over the two ends of the cell's first bracket (the
-/// exclusion's, else the data's), or over the range's ends.
-fn check_command(settings: &Settings, line: &Line, exclusion: &Cell, data: &Cell) -> String {
-    let f = line.fault;
-    let ends = [exclusion, data]
-        .into_iter()
-        .find_map(|c| match c {
-            Cell::Bracket { bracket, .. } => Some((bracket.below.clone(), bracket.above.clone())),
-            _ => None,
-        })
-        .unwrap_or_else(|| (f.lo.to_owned(), f.hi.to_owned()));
-    let mut text = format!(
-        "seckill-loadgen scenario {} --strategies {}",
-        f.scenario.name(),
-        line.strategy.as_str()
-    );
-    if let Some(v) = f.variant {
-        text.push_str(&format!(" --variants {v}"));
-    }
-    if settings.quick {
-        text.push_str(" --quick");
-    }
-    for (k, v) in f.sets {
-        text.push_str(&format!(" --set {k}={v}"));
-    }
-    text.push_str(&format!(
-        " --set injections={} --sweep {}={},{}",
-        settings.injections, f.dial, ends.0, ends.1
-    ));
-    text
-}
-
-/// `docs/`, where the pages of a whole atlas go.
-fn docs_dir() -> &'static Path {
-    Path::new("docs")
-}
-
-/// This run's cells over those `docs/atlas.json` holds (every cell, in
-/// order; a pair neither measured says so and names its command). A run
-/// of every cell replaces the file.
-fn merged_with_docs(doc: &AtlasJson, every: bool) -> anyhow::Result<AtlasJson> {
-    if every {
-        return Ok(doc.clone());
-    }
-    let path = docs_dir().join("atlas.json");
-    let earlier: Option<AtlasJson> = match std::fs::read_to_string(&path) {
-        Ok(text) => Some(
-            serde_json::from_str(&text)
-                .map_err(|e| anyhow::anyhow!("{} cannot be read back: {e}", path.display()))?,
-        ),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => return Err(anyhow::anyhow!("read {}: {e}", path.display())),
-    };
-    let mut merged = doc.clone();
-    merged.cells = StrategyName::ALL
-        .into_iter()
-        .flat_map(|s| FAULTS.iter().map(move |f| (s, f)))
-        .map(|(s, f)| {
-            let same = |c: &&CellJson| c.strategy == s.as_str() && c.fault == f.id;
-            doc.cells
-                .iter()
-                .find(same)
-                .or_else(|| earlier.as_ref().and_then(|e| e.cells.iter().find(same)))
-                .cloned()
-                .unwrap_or_else(|| not_measured(doc, s, f))
-        })
-        .collect();
-    Ok(merged)
-}
-
-/// A pair no run has measured yet, with the command that would.
-fn not_measured(doc: &AtlasJson, strategy: StrategyName, fault: &Fault) -> CellJson {
-    let command = format!(
-        "seckill-loadgen atlas --cells {}:{} --injections {} --write-docs",
-        strategy.as_str(),
-        fault.id,
-        doc.injections_per_probe
-    );
-    let none = Cell::Undecided {
-        undecided: format!("not measured yet: {command}"),
-        probes: Vec::new(),
-    };
-    CellJson {
-        strategy: strategy.as_str().into(),
-        fault: fault.id.into(),
-        dial: fault.dial.into(),
-        scenario: fault.scenario,
-        variant: fault.variant,
-        fixed: scenario::owned_sets(fault.sets),
-        kind: None,
-        ttl_ms: None,
-        exclusion: none.clone(),
-        data: none,
-        stalled: None,
-        model: None,
-        command,
-        check: None,
-    }
-}
-
-/// The closing line.
-fn summary(doc: &AtlasJson, settings: &Settings, every: bool) -> String {
-    let na = doc
-        .cells
-        .iter()
-        .filter(|c| matches!(c.exclusion, Cell::NotApplicable { .. }))
-        .count();
-    let excl = doc.cells.iter().filter(|c| c.exclusion.seen()).count();
-    let data = doc.cells.iter().filter(|c| c.data.seen()).count();
-    format!(
-        "{} cells in {:.0} s: {} measured ({} break exclusion somewhere, {} damage data somewhere), {} not applicable. Written under {}{}",
-        doc.cells.len(),
-        doc.duration_s,
-        doc.cells.len() - na,
-        excl,
-        data,
-        na,
-        settings.out.display(),
-        if every || settings.write_docs { " and docs/" } else { "" }
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -643,21 +497,7 @@ mod tests {
             out: PathBuf::from("loadgen-report/atlas"),
             write_docs: false,
             plan: false,
-            scenario: scenario::Options {
-                strategies: Vec::new(),
-                out: PathBuf::new(),
-                database_url: String::new(),
-                app_bin: None,
-                quick: false,
-                quiet: true,
-                mysql_url: String::new(),
-                trials: 1,
-                sets: Vec::new(),
-                sweep: None,
-                locate: None,
-                variants: Vec::new(),
-                jobs: 1,
-            },
+            scenario: scenario::Options::default(),
         }
     }
 

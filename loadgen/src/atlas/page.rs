@@ -223,6 +223,9 @@ fn family_mechanism(kind: Kind, lang: Lang) -> &'static str {
     }
 }
 
+/// The page in `lang`: its header, the map, the columns, the reading
+/// guide and every cell, in order (over 80 lines: a document's markup in
+/// order).
 fn markdown(doc: &AtlasJson, lang: Lang) -> String {
     let mut out = String::new();
     let zh = lang == Lang::Zh;
@@ -391,15 +394,15 @@ fn markdown(doc: &AtlasJson, lang: Lang) -> String {
             });
             let stalled = match (&c.stalled, stalls) {
                 (_, false) => String::new(),
-                (Some(cell), true) => format!(" {} |", cell.text(unit(c))),
+                (Some(cell), true) => format!(" {} |", cell.text_in(unit(c), zh)),
                 (None, true) => " |".into(),
             };
             let _ = writeln!(
                 out,
                 "| `{}` | {} | {} |{stalled} {} | `{}` |",
                 s.as_str(),
-                c.exclusion.text(unit(c)).replace('|', "\\|"),
-                c.data.text(unit(c)).replace('|', "\\|"),
+                c.exclusion.text_in(unit(c), zh).replace('|', "\\|"),
+                c.data.text_in(unit(c), zh).replace('|', "\\|"),
                 model,
                 c.command
             );

@@ -29,6 +29,7 @@
 //! The page's stable hooks for outside checks are `data-testid` attributes
 //! (see `page.html` and docs/console.md).
 
+mod atlas;
 mod guard;
 pub mod pacer;
 pub mod recording;

@@ -29,7 +29,7 @@ const TIMELINE_SECTIONS: u64 = 800;
 
 /// An error answer of the console.
 #[derive(Debug, thiserror::Error)]
-enum ConsoleError {
+pub(super) enum ConsoleError {
     /// Bad input from the page.
     #[error("{0}")]
     BadRequest(String),
@@ -74,7 +74,7 @@ impl ResponseError for ConsoleError {
     }
 }
 
-type Answer = Result<HttpResponse, ConsoleError>;
+pub(super) type Answer = Result<HttpResponse, ConsoleError>;
 
 /// Serve the console on `bind` until Ctrl-C.
 pub async fn serve(
@@ -112,6 +112,8 @@ pub async fn serve(
                 .service(scenario_start)
                 .service(scenario_stop)
                 .service(scenario_curves)
+                .service(super::atlas::cells)
+                .service(super::atlas::run)
                 .service(run_series)
                 .service(run_csv)
                 .service(run_json)
@@ -669,7 +671,11 @@ async fn scenario_start(console: web::Data<Console>, body: web::Json<ScenarioReq
     // Refused here, by name, as the command line refuses it.
     crate::scenario::check_dials_of(*scenario, &sets, sweep.as_ref())
         .map_err(ConsoleError::BadRequest)?;
-    let dials = super::runner::Dials { sets, sweep };
+    let dials = super::runner::Dials {
+        sets,
+        sweep,
+        cell: None,
+    };
     let out = console
         .runner
         .start(*scenario, &dials, &console.runner_options)

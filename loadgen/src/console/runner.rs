@@ -27,21 +27,58 @@ pub struct RunnerOptions {
     pub app_bin: Option<PathBuf>,
     /// `--database-url`, when the console was given one.
     pub database_url: Option<String>,
+    /// The atlas whose cells the page offers (`--atlas`).
+    pub atlas: PathBuf,
 }
 
-/// The dials a run was started with: `--set` each, and one `--sweep`.
+/// The dials a run was started with: `--set` each, and one `--sweep`;
+/// for an atlas cell, its strategy and variant, without `--quick`.
 #[derive(Debug, Clone, Default)]
 pub struct Dials {
     /// `NAME=VALUE`s.
     pub sets: Vec<(String, String)>,
     /// `NAME` and its values.
     pub sweep: Option<(String, Vec<String>)>,
+    /// The atlas cell this run reruns (its strategy, variant and bracket).
+    pub cell: Option<AtlasRun>,
+}
+
+/// An atlas cell run from the page: both ends of its bracket (or of its
+/// range) as one sweep, the dials it was measured with.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AtlasRun {
+    /// `strategy × fault`.
+    pub label: String,
+    /// What the atlas measured there, in words.
+    pub measured: String,
+    pub strategy: String,
+    pub variant: Option<String>,
+    /// The bracket's ends in the dial's unit, shaded on the curve.
+    pub bracket: Option<(f64, f64)>,
+    /// Where the model predicts the flips.
+    pub model_flips: Vec<f64>,
+    /// Whether the atlas ran with the scenarios' `--quick` dials.
+    pub quick: bool,
 }
 
 impl Dials {
     /// As command-line arguments.
     pub fn args(&self) -> Vec<String> {
         let mut args = Vec::new();
+        match &self.cell {
+            None => args.push("--quick".to_owned()),
+            Some(cell) => {
+                if cell.quick {
+                    args.push("--quick".to_owned());
+                }
+                args.push("--strategies".to_owned());
+                args.push(cell.strategy.clone());
+                if let Some(v) = &cell.variant {
+                    args.push("--variants".to_owned());
+                    args.push(v.clone());
+                }
+            }
+        }
         for (k, v) in &self.sets {
             args.push("--set".to_owned());
             args.push(format!("{k}={v}"));
@@ -77,6 +114,8 @@ pub struct RunView {
     pub out: Option<String>,
     /// Its output, stdout and stderr as they came.
     pub lines: Vec<String>,
+    /// The atlas cell it reruns, when it was started as one.
+    pub cell: Option<AtlasRun>,
 }
 
 /// The last scenario run.
@@ -126,10 +165,16 @@ impl Runner {
             if curves.iter().any(|c| c.title == title) {
                 continue;
             }
-            curves.push(Curve {
-                svg: crate::scenario::curve_svg(&sweep),
-                title,
-            });
+            let svg = match &view.cell {
+                // The atlas's bracket shaded, the model's flips drawn.
+                Some(cell) => crate::scenario::draw_curve(&crate::scenario::Curve {
+                    model_flips: cell.model_flips.clone(),
+                    brackets: cell.bracket.into_iter().collect(),
+                    ..crate::scenario::Curve::of(&sweep)
+                }),
+                None => crate::scenario::curve_svg(&sweep),
+            };
+            curves.push(Curve { svg, title });
         }
         curves
     }
@@ -154,7 +199,6 @@ impl Runner {
         command
             .arg("scenario")
             .arg(scenario.name())
-            .arg("--quick")
             .arg("--out")
             .arg(&out)
             .args(dials.args())
@@ -181,10 +225,11 @@ impl Runner {
             exit_code: None,
             out: Some(out_text.clone()),
             lines: vec![format!(
-                "$ seckill-loadgen scenario {} --quick --out {out_text} {}",
+                "$ seckill-loadgen scenario {} --out {out_text} {}",
                 scenario.name(),
                 dials.args().join(" ")
             )],
+            cell: dials.cell.clone(),
         };
         *lock(&self.pid) = child.id();
         let readers = [

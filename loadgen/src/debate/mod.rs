@@ -542,21 +542,7 @@ mod tests {
             write_docs: false,
             no_locate: false,
             reuse: false,
-            scenario: scenario::Options {
-                strategies: Vec::new(),
-                out: PathBuf::new(),
-                database_url: String::new(),
-                app_bin: None,
-                quick: false,
-                quiet: true,
-                mysql_url: String::new(),
-                trials: 1,
-                sets: Vec::new(),
-                sweep: None,
-                locate: None,
-                variants: Vec::new(),
-                jobs: 1,
-            },
+            scenario: scenario::Options::default(),
         };
         let row = ROWS
             .iter()

@@ -25,24 +25,31 @@ pub struct Curve {
 
 /// The SVG of `sweep` (empty when it has no measured point).
 pub fn svg(sweep: &Sweep) -> String {
-    let curve = Curve {
-        key: sweep.key.clone(),
-        points: sweep
-            .points
-            .iter()
-            .enumerate()
-            .map(|(i, p)| {
-                (
-                    p.resolved.unwrap_or(i as f64),
-                    p.exclusion_broken,
-                    p.data_damaged,
-                )
-            })
-            .collect(),
-        model_flips: Vec::new(),
-        brackets: Vec::new(),
-    };
-    curve_svg(&curve)
+    curve_svg(&Curve::of(sweep))
+}
+
+impl Curve {
+    /// `sweep`'s points (a point without a size at its index), no flip, no
+    /// bracket.
+    pub fn of(sweep: &Sweep) -> Self {
+        Curve {
+            key: sweep.key.clone(),
+            points: sweep
+                .points
+                .iter()
+                .enumerate()
+                .map(|(i, p)| {
+                    (
+                        p.resolved.unwrap_or(i as f64),
+                        p.exclusion_broken,
+                        p.data_damaged,
+                    )
+                })
+                .collect(),
+            model_flips: Vec::new(),
+            brackets: Vec::new(),
+        }
+    }
 }
 
 /// The SVG of `curve` (empty when it has no measured point).

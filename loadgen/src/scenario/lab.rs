@@ -44,6 +44,28 @@ pub struct Options {
     pub locate: Option<super::params::Locate>,
 }
 
+impl Default for Options {
+    /// One lane, one trial, quiet, every strategy and variant of each
+    /// scenario at its own dials; no database named yet.
+    fn default() -> Self {
+        Self {
+            strategies: Vec::new(),
+            out: PathBuf::new(),
+            database_url: String::new(),
+            app_bin: None,
+            quick: false,
+            quiet: true,
+            mysql_url: String::new(),
+            trials: 1,
+            sets: Vec::new(),
+            sweep: None,
+            variants: Vec::new(),
+            jobs: 1,
+            locate: None,
+        }
+    }
+}
+
 /// The admin token of every replica a scenario starts.
 pub const TOKEN: &str = "seckill-scenario-admin";
 

@@ -113,7 +113,7 @@ pub use params::{Spec as ParamSpec, Unit as ParamUnit};
 pub use rate::{Rate, Standing, DECISION_RATE};
 pub use record::{Injection, Outcome, Outcomes};
 pub use report::{merged as merged_reports, ScenarioReport};
-pub use runner::case_params;
+pub use runner::{case_params, PLANNED};
 
 /// Run several batches of scenarios as one plan on one set of lanes
 /// (`make debate`'s rows; each batch's dials checked first) and write

@@ -28,6 +28,9 @@ use crate::api::Variant;
 use crate::api::{StrategyEntry, StrategyName};
 use crate::judge::{CaseVerdict, Expected};
 
+/// The line a run prints once its cases are planned, before the count.
+pub const PLANNED: &str = "== cases planned: ";
+
 /// Run every chosen scenario and collect the report.
 pub async fn run_all(chosen: &[Scenario], options: &Options) -> anyhow::Result<ScenarioReport> {
     let mut reports = run_batches(&[(chosen.to_vec(), options.clone())]).await?;
@@ -56,6 +59,8 @@ pub async fn run_batches(
             plan.extend(plan_batch(first, batch, chosen, options, &mut skipped[batch]).await?);
         }
         crate::progress::planned(plan.len());
+        // Read by `make results`, whose bar counts this run's cases.
+        crate::progress::line(format!("{PLANNED}{}", plan.len()));
         let runnable = plan.iter().filter(|p| p.not_run.is_none()).count();
         let jobs = options.jobs.clamp(1, runnable.max(1));
         let chosen: Vec<Scenario> = batches.iter().flat_map(|b| b.0.clone()).collect();
