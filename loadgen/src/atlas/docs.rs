@@ -81,6 +81,8 @@ pub(super) fn merged_with_docs(doc: &AtlasJson, every: bool) -> anyhow::Result<A
         Err(e) => return Err(anyhow::anyhow!("read {}: {e}", path.display())),
     };
     let mut merged = doc.clone();
+    // The file's time is every run's that measured its cells.
+    merged.duration_s += earlier.as_ref().map_or(0.0, |e| e.duration_s);
     merged.cells = StrategyName::ALL
         .into_iter()
         .flat_map(|s| FAULTS.iter().map(move |f| (s, f)))

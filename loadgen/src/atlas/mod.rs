@@ -432,12 +432,13 @@ fn cell_json(settings: &Settings, p: &Plan) -> CellJson {
         ),
         Plan::Measure(line) => {
             let probes = probes_of(line);
-            let exclusion = Cell::of(&probes, Outcome::ExclusionBroken);
-            let data = Cell::of(&probes, Outcome::DataDamaged);
+            let why = |cell: Cell| why_undecided(cell, line);
+            let exclusion = why(Cell::of(&probes, Outcome::ExclusionBroken));
+            let data = why(Cell::of(&probes, Outcome::DataDamaged));
             let stalled = probes
                 .iter()
                 .any(|p| p.stalled.is_some())
-                .then(|| Cell::of(&probes, Outcome::Stalled));
+                .then(|| why(Cell::of(&probes, Outcome::Stalled)));
             let check = docs::check_command(settings, line, &exclusion, &data);
             CellJson {
                 strategy: line.strategy.as_str().into(),
@@ -459,6 +460,28 @@ fn cell_json(settings: &Settings, p: &Plan) -> CellJson {
                 check: Some(check),
             }
         }
+    }
+}
+
+/// An undecided cell with its cases' own reason (what kept every
+/// injection from landing), not only that none did.
+fn why_undecided(cell: Cell, line: &Line) -> Cell {
+    match cell {
+        Cell::Undecided { probes, .. } => {
+            let reasons: Vec<&str> = line
+                .cases
+                .iter()
+                .map(|(_, c)| c.verdict_reason.as_str())
+                .collect();
+            Cell::Undecided {
+                undecided: format!(
+                    "no probe has a side: {}",
+                    reasons.first().copied().unwrap_or("no case ran")
+                ),
+                probes,
+            }
+        }
+        other => other,
     }
 }
 

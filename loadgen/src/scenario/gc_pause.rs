@@ -126,6 +126,9 @@ pub fn expect(strategy: &StrategyEntry, _variant: Option<Variant>, params: &Para
             "the database checks the random value: a woken holder whose claim a later holder overwrote is refused at its write".into(),
         ));
     }
+    if strategy.kind == Kind::NotALock && d.r#where != FreezeWhere::Anywhere {
+        return Err("no lock: the pause is placed at the lock's last check, and this strategy takes none (one atomic statement, a compare-and-set or a two-phase commit): no injection could land (where=anywhere pauses it at a random moment)".into());
+    }
     let (expected, why) = match strategy.kind {
         Kind::Ttl | Kind::Validity | Kind::LockTable if outlived => (
             Breaks,
