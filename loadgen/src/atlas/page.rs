@@ -136,7 +136,8 @@ fn families(doc: &AtlasJson) -> Vec<(Kind, Vec<StrategyName>)> {
         else {
             continue;
         };
-        match out.iter_mut().find(|(k, _)| *k == kind) {
+        // `none` and `local-mutex` are one family: no shared lock.
+        match out.iter_mut().find(|(k, _)| family(*k) == family(kind)) {
             Some((_, members)) => members.push(s),
             None => out.push((kind, vec![s])),
         }

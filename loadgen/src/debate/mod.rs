@@ -27,6 +27,10 @@ mod doc;
 mod judge;
 mod page;
 pub mod rows;
+mod rows_nodes;
+mod rows_pauses;
+mod rules;
+mod runs;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -478,7 +482,7 @@ mod tests {
 
     #[test]
     fn every_row_names_its_dials_crosses_a_boundary_or_holds_everywhere_and_quotes_briefly() {
-        for row in ROWS {
+        for row in ROWS.iter() {
             assert!(
                 row.quote.split_whitespace().count() <= 25,
                 "{}: quote too long",
