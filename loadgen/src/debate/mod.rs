@@ -538,6 +538,22 @@ mod tests {
     }
 
     #[test]
+    fn the_rows_are_in_the_order_of_the_published_page() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/redlock-debate.json");
+        let doc: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(path).expect("the page's JSON"))
+                .expect("JSON");
+        let published: Vec<&str> = doc["rows"]
+            .as_array()
+            .expect("rows")
+            .iter()
+            .filter_map(|r| r["id"].as_str())
+            .collect();
+        let ours: Vec<&str> = ROWS.iter().map(|r| r.id).collect();
+        assert_eq!(ours, published);
+    }
+
+    #[test]
     fn every_row_carries_a_command_that_reruns_it_under_its_own_folder() {
         let settings = Settings {
             injections: 20,
