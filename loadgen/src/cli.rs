@@ -243,6 +243,15 @@ enum Command {
         /// it) and stop.
         #[arg(long)]
         plan: bool,
+        /// Read back each cell's reports an earlier run left under --out
+        /// and go on from there: an interrupted atlas resumes.
+        #[arg(long)]
+        reuse: bool,
+        /// The starting sizes only (both ends and either side of the
+        /// model's flips): no bisection. With --reuse, the pages from what
+        /// is there.
+        #[arg(long)]
+        no_locate: bool,
         /// No per-case lines.
         #[arg(long, short)]
         quiet: bool,
@@ -746,6 +755,8 @@ pub async fn run() -> ExitCode {
             out,
             write_docs,
             plan,
+            reuse,
+            no_locate,
             quiet,
             lab:
                 LabArgs {
@@ -772,6 +783,8 @@ pub async fn run() -> ExitCode {
                 out,
                 write_docs,
                 plan,
+                reuse,
+                no_locate,
                 scenario,
             })
             .await;

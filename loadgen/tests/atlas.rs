@@ -29,11 +29,9 @@ fn k_at(outcome: &Value, value: f64) -> u64 {
         .unwrap_or_else(|| panic!("no probe at {value}: {outcome}"))
 }
 
-#[test]
-fn three_cells_a_bracket_a_hold_and_a_fault_that_cannot_reach_the_lock() {
-    let out_dir = std::env::temp_dir().join(format!("seckill-atlas-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&out_dir);
-    let out = Command::new(workspace_binary("seckill-loadgen", "seckill-loadgen"))
+/// `atlas --quick --injections 4` on the three cells, under `out_dir`.
+fn atlas(out_dir: &std::path::Path, more: &[&str]) -> std::process::Output {
+    Command::new(workspace_binary("seckill-loadgen", "seckill-loadgen"))
         .args([
             "atlas",
             "--quick",
@@ -44,13 +42,21 @@ fn three_cells_a_bracket_a_hold_and_a_fault_that_cannot_reach_the_lock() {
             "set-nx-px-token:pause,pg-for-update:pause,mysql-get-lock:failover",
             "--out",
         ])
-        .arg(&out_dir)
+        .arg(out_dir)
         .arg("--app-bin")
         .arg(workspace_binary("seckill-app", "seckill-app"))
         .arg("--database-url")
         .arg(admin_database_url())
+        .args(more)
         .output()
-        .expect("run");
+        .expect("run")
+}
+
+#[test]
+fn three_cells_a_bracket_a_hold_and_a_fault_that_cannot_reach_the_lock() {
+    let out_dir = std::env::temp_dir().join(format!("seckill-atlas-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out_dir);
+    let out = atlas(&out_dir, &[]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
@@ -125,5 +131,30 @@ fn three_cells_a_bracket_a_hold_and_a_fault_that_cannot_reach_the_lock() {
     assert!(zh.contains("## 图谱"), "{zh}");
     let svg = std::fs::read_to_string(out_dir.join("atlas").join("atlas.svg")).expect("svg");
     assert!(svg.starts_with("<svg"), "{svg}");
+
+    // --reuse: every probe read back, nothing run again, the same cells.
+    let again = atlas(&out_dir, &["--reuse"]);
+    let stdout = String::from_utf8_lossy(&again.stdout);
+    assert_eq!(again.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains("set-nx-px-token · pause: ") && stdout.contains("probes read back"),
+        "{stdout}"
+    );
+    assert!(
+        !stdout.contains("== atlas set-nx-px-token · pause: pause="),
+        "nothing runs again: {stdout}"
+    );
+    let reread: Value = serde_json::from_str(
+        &std::fs::read_to_string(out_dir.join("atlas.json")).expect("atlas.json"),
+    )
+    .expect("json");
+    for (strategy, fault) in [("set-nx-px-token", "pause"), ("pg-for-update", "pause")] {
+        let (before, after) = (cell(&doc, strategy, fault), cell(&reread, strategy, fault));
+        assert_eq!(
+            before["exclusion"], after["exclusion"],
+            "{strategy}:{fault}"
+        );
+        assert_eq!(before["data"], after["data"], "{strategy}:{fault}");
+    }
     let _ = std::fs::remove_dir_all(&out_dir);
 }

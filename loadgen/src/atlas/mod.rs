@@ -52,6 +52,12 @@ pub struct Settings {
     pub write_docs: bool,
     /// Print the plan (each cell measured, or why not) and stop.
     pub plan: bool,
+    /// Read back what an earlier run left under `out` and go on from
+    /// there (an interrupted atlas resumes).
+    pub reuse: bool,
+    /// The starting sizes only: no bisection (with `--reuse`, the pages
+    /// from what is there).
+    pub no_locate: bool,
     /// What every scenario run needs (database, binary, lanes, …).
     pub scenario: scenario::Options,
 }
@@ -84,7 +90,11 @@ struct Line {
     /// predicts (half the tolerance away): a window narrower than the
     /// range, which both ends alone would miss, is probed from the start.
     start: Vec<String>,
+    /// The strategy as the service lists it (what the model reads).
+    entry: StrategyEntry,
     cases: Vec<(String, CaseResult)>,
+    /// Report folders written so far (its start's, then `round-N`).
+    folders: usize,
 }
 
 /// One cell planned: measured (a line), or not applicable (the reason).
@@ -129,7 +139,7 @@ pub async fn main(settings: Settings) -> ExitCode {
             Plan::NotApplicable(..) => None,
         })
         .collect();
-    let measured = measure(&mut lines).await;
+    let measured = measure(&mut lines, settings.reuse, !settings.no_locate).await;
     drop(bar);
     if let Err(e) = measured {
         eprintln!("seckill-loadgen: the atlas's runs failed: {e:#}");
@@ -259,8 +269,10 @@ fn plan(
             strategy,
             fault,
             start: start_values(fault, entry, &at),
+            entry: entry.clone(),
             options,
             cases: Vec::new(),
+            folders: 0,
         })),
         (reason, _) => Plan::NotApplicable(
             strategy,
@@ -332,21 +344,29 @@ fn plan_line(p: &Plan) -> String {
 /// Both ends of every cell, then round after round the midpoints of every
 /// bracket (of either outcome) still wider than the tolerance, each
 /// round's probes of every cell on one plan of lanes.
-async fn measure(lines: &mut [&mut Line]) -> anyhow::Result<()> {
-    let mut wanted: Vec<(usize, Vec<String>)> = lines
-        .iter()
-        .enumerate()
-        .map(|(i, l)| (i, l.start.clone()))
-        .collect();
-    let mut round = 0;
+async fn measure(lines: &mut [&mut Line], reuse: bool, locate: bool) -> anyhow::Result<()> {
+    let mut wanted: Vec<(usize, Vec<String>)> = Vec::new();
+    for (i, line) in lines.iter_mut().enumerate() {
+        if reuse {
+            read_back(line);
+        }
+        let values = match (line.cases.is_empty(), locate) {
+            (true, _) => line.start.clone(),
+            (false, true) => next_values(line),
+            (false, false) => Vec::new(),
+        };
+        if !values.is_empty() {
+            wanted.push((i, values));
+        }
+    }
     while !wanted.is_empty() {
         let batches: Vec<_> = wanted
             .iter()
             .map(|(i, values)| {
                 let line = &lines[*i];
                 let mut options = line.options.clone();
-                if round > 0 {
-                    options.out = options.out.join(format!("round-{round}"));
+                if line.folders > 0 {
+                    options.out = options.out.join(format!("round-{}", line.folders));
                 }
                 crate::progress::line(format!(
                     "== atlas {} · {}: {}={}",
@@ -361,23 +381,71 @@ async fn measure(lines: &mut [&mut Line]) -> anyhow::Result<()> {
             .collect();
         let reports = scenario::run_batches_and_write(&batches).await?;
         for ((i, _), report) in wanted.iter().zip(reports) {
-            let dial = lines[*i].fault.dial;
+            let line = &mut lines[*i];
+            line.folders += 1;
             for case in report.scenarios {
-                let value = case.sweep_value(dial).unwrap_or_default();
-                lines[*i].cases.push((value, case));
+                let value = case.sweep_value(line.fault.dial).unwrap_or_default();
+                line.cases.push((value, case));
             }
         }
-        round += 1;
         wanted = lines
             .iter()
             .enumerate()
             .filter_map(|(i, line)| {
-                let values = next_values(line);
+                let values = if locate {
+                    next_values(line)
+                } else {
+                    Vec::new()
+                };
                 (!values.is_empty()).then_some((i, values))
             })
             .collect();
     }
     Ok(())
+}
+
+/// `--reuse`: the cases an earlier run of this cell left in its folder
+/// (its start's `scenarios.json`, then each `round-N/`), read back through
+/// the type that wrote them; the bisection goes on from there.
+fn read_back(line: &mut Line) {
+    let read = |folder: &std::path::Path| -> Option<Vec<CaseResult>> {
+        let text = std::fs::read_to_string(folder.join("scenarios.json")).ok()?;
+        serde_json::from_str::<scenario::ScenarioReport>(&text)
+            .ok()
+            .map(|r| r.scenarios)
+    };
+    let Some(start) = read(&line.options.out) else {
+        return;
+    };
+    // Every `round-N` there, in order (a run of several cells numbers its
+    // rounds for all of them, so a cell's may skip some).
+    let mut rounds: Vec<usize> = std::fs::read_dir(&line.options.out)
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .filter_map(|e| e.file_name().to_str()?.strip_prefix("round-")?.parse().ok())
+        .collect();
+    rounds.sort_unstable();
+    let mut all = start;
+    for n in &rounds {
+        all.extend(read(&line.options.out.join(format!("round-{n}"))).unwrap_or_default());
+    }
+    for mut case in all {
+        // Not written to the report: what the model reads.
+        case.entry = Some(line.entry.clone());
+        let value = case.sweep_value(line.fault.dial).unwrap_or_default();
+        line.cases.push((value, case));
+    }
+    line.folders = rounds.last().map_or(1, |n| n + 1);
+    if line.folders > 0 {
+        crate::progress::line(format!(
+            "== atlas {} · {}: {} probes read back from {}",
+            line.strategy.as_str(),
+            line.fault.id,
+            line.cases.len(),
+            line.options.out.display()
+        ));
+    }
 }
 
 /// The midpoints a cell wants next: every bracket of either outcome (and
@@ -447,10 +515,7 @@ fn cell_json(settings: &Settings, p: &Plan) -> CellJson {
                 scenario: line.fault.scenario,
                 variant: line.fault.variant,
                 fixed: scenario::owned_sets(line.fault.sets),
-                kind: line
-                    .cases
-                    .iter()
-                    .find_map(|(_, c)| c.entry.as_ref().map(|e| e.kind)),
+                kind: Some(line.entry.kind),
                 ttl_ms: ttl_of(line),
                 exclusion,
                 data,
@@ -520,6 +585,8 @@ mod tests {
             out: PathBuf::from("loadgen-report/atlas"),
             write_docs: false,
             plan: false,
+            reuse: false,
+            no_locate: false,
             scenario: scenario::Options::default(),
         }
     }
