@@ -7,10 +7,12 @@
 //! each pair the atlas first asks whether the fault can reach the
 //! strategy at all — the scenario's own model says so, with the reason
 //! (no TTL, no Redis to fail over, not a two-phase commit) — and then
-//! measures the pair the way `--locate` does: both ends of the range with
-//! a fixed number of injections, then the midpoint of every bracket still
-//! wider than the tolerance (5 % of the TTL for a duration), round after
-//! round, every cell's probes of a round side by side on the lanes. Both
+//! measures the pair the way `--locate` does: both ends of the range (and
+//! either side of every flip the model predicts) with a fixed number of
+//! injections, then sizes inside every bracket still wider than the
+//! tolerance (5 % of the TTL for a duration) — its midpoint, or two or
+//! three evenly spaced when a round has fewer brackets than lanes — round
+//! after round, every cell's probes of a round side by side on the lanes. Both
 //! outcomes are located on the same probes, exclusion broken and data
 //! damaged, each its own verdict ([`cell::Cell`]): a bracket, "holds up to
 //! the largest size (rate < u at 95 %)", "breaks from the smallest", or
@@ -72,7 +74,8 @@ pub const QUICK: &[(StrategyName, &str)] = &[
     (StrategyName::PgLockTable, "killed-holder"),
     (StrategyName::Setnx, "killed-holder"),
     (StrategyName::PgForUpdate, "unlock-before-commit"),
-    (StrategyName::PgAtomic, "slow-db-link"),
+    (StrategyName::PgAtomic, "killed-holder"),
+    (StrategyName::Pg2pc, "coordinator-crash"),
 ];
 
 /// Why a strategy with no lock shared by the replicas has no cell of its
@@ -350,14 +353,13 @@ async fn measure(lines: &mut [&mut Line], reuse: bool, locate: bool) -> anyhow::
         if reuse {
             read_back(line);
         }
-        let values = match (line.cases.is_empty(), locate) {
-            (true, _) => line.start.clone(),
-            (false, true) => next_values(line),
-            (false, false) => Vec::new(),
-        };
-        if !values.is_empty() {
-            wanted.push((i, values));
+        if line.cases.is_empty() {
+            wanted.push((i, line.start.clone()));
         }
+    }
+    let lanes = lines.first().map_or(1, |l| l.options.jobs);
+    if locate && wanted.is_empty() {
+        wanted = next_round(lines, lanes);
     }
     while !wanted.is_empty() {
         let batches: Vec<_> = wanted
@@ -388,18 +390,11 @@ async fn measure(lines: &mut [&mut Line], reuse: bool, locate: bool) -> anyhow::
                 line.cases.push((value, case));
             }
         }
-        wanted = lines
-            .iter()
-            .enumerate()
-            .filter_map(|(i, line)| {
-                let values = if locate {
-                    next_values(line)
-                } else {
-                    Vec::new()
-                };
-                (!values.is_empty()).then_some((i, values))
-            })
-            .collect();
+        wanted = if locate {
+            next_round(lines, lanes)
+        } else {
+            Vec::new()
+        };
     }
     Ok(())
 }
@@ -448,28 +443,62 @@ fn read_back(line: &mut Line) {
     }
 }
 
-/// The midpoints a cell wants next: every bracket of either outcome (and
-/// of a stall, where one is watched) still wider than the tolerance.
-fn next_values(line: &Line) -> Vec<String> {
+/// The sizes a cell wants next: inside every bracket of either outcome
+/// (and of a stall, where one is watched) still wider than the
+/// tolerance, `k` sizes evenly spaced (k = 1: the midpoint), none twice.
+fn next_values(line: &Line, k: usize) -> Vec<String> {
     let dial = line.fault.dial;
     let Some(unit) = locate::unit_of(line.fault.scenario, dial) else {
         return Vec::new();
     };
     let probes = probes_of(line);
     let tolerance = locate::tolerance(dial, unit, ttl_of(line).unwrap_or(1000));
-    let mut values = Vec::new();
+    let mut values: Vec<String> = Vec::new();
     for outcome in [
         Outcome::ExclusionBroken,
         Outcome::DataDamaged,
         Outcome::Stalled,
     ] {
-        for value in locate::next_values(&probes, outcome, unit, tolerance) {
-            if !values.contains(&value) {
-                values.push(value);
+        for b in locate::brackets(&probes, outcome) {
+            if b.width() <= tolerance || locate::undecided_between(&probes, outcome, &b) {
+                continue;
+            }
+            for i in 1..=k {
+                let x = b.below_resolved + b.width() * i as f64 / (k + 1) as f64;
+                let value = locate::typed(unit, x);
+                // Whole units: a size equal to an end cannot narrow it.
+                let inside = value
+                    .parse::<f64>()
+                    .is_ok_and(|at| at > b.below_resolved && at < b.above_resolved);
+                if inside && !values.contains(&value) {
+                    values.push(value);
+                }
             }
         }
     }
     values
+}
+
+/// Every cell's next sizes, as many per bracket as keeps the lanes busy
+/// (1 to 3: a round of few brackets cuts each in four, not in two, and
+/// the atlas takes fewer rounds).
+fn next_round(lines: &[&mut Line], lanes: usize) -> Vec<(usize, Vec<String>)> {
+    let wanted = |k: usize| -> Vec<(usize, Vec<String>)> {
+        lines
+            .iter()
+            .enumerate()
+            .filter_map(|(i, line)| {
+                let values = next_values(line, k);
+                (!values.is_empty()).then_some((i, values))
+            })
+            .collect()
+    };
+    let single = wanted(1);
+    let brackets: usize = single.iter().map(|(_, v)| v.len()).sum();
+    match (lanes / brackets.max(1)).clamp(1, 3) {
+        1 => single,
+        k => wanted(k),
+    }
 }
 
 fn probes_of(line: &Line) -> Vec<Probe> {
