@@ -65,8 +65,8 @@ fn logged(
         // bar (drawn on a terminal only).
         if let Some(n) = line.strip_prefix(seckill_loadgen::scenario::PLANNED) {
             progress::planned(n.trim().parse().unwrap_or(0));
-        } else if line.starts_with("== ") {
-            progress::started(&line[3..]);
+        } else if let Some(case) = line.strip_prefix("== ") {
+            progress::started(case);
         } else if verdict.is_match(&line) {
             progress::finished_any();
         }

@@ -44,9 +44,13 @@ fn read(console: &Console) -> Result<AtlasJson, ConsoleError> {
         .map_err(|e| ConsoleError::NotFound(format!("{} cannot be read: {e}", path.display())))
 }
 
+/// Two sizes as typed, and the bracket they bound (in the dial's unit)
+/// when they are one.
+type Sizes = ([String; 2], Option<(f64, f64)>);
+
 /// The sizes a rerun sweeps: the exclusion's bracket, else the data's,
 /// else the smallest and largest sizes measured; none where nothing was.
-fn sizes(c: &CellJson) -> Option<([String; 2], Option<(f64, f64)>)> {
+fn sizes(c: &CellJson) -> Option<Sizes> {
     for cell in [&c.exclusion, &c.data] {
         if let Cell::Bracket { bracket, .. } = cell {
             return Some((
