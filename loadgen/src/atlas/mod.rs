@@ -142,7 +142,16 @@ pub async fn main(settings: Settings) -> ExitCode {
             Plan::NotApplicable(..) => None,
         })
         .collect();
-    let measured = measure(&mut lines, settings.reuse, !settings.no_locate).await;
+    let measured = match scenario::until_interrupted(
+        measure(&mut lines, settings.reuse, !settings.no_locate),
+        &settings.scenario.database_url,
+    )
+    .await
+    {
+        Some(measured) => measured,
+        // What finished is kept under --out: --reuse goes on from there.
+        None => return ExitCode::from(130),
+    };
     drop(bar);
     if let Err(e) = measured {
         eprintln!("seckill-loadgen: the atlas's runs failed: {e:#}");

@@ -117,7 +117,14 @@ pub async fn main(settings: Settings) -> ExitCode {
     };
     let mut measurements: Measurements = Vec::new();
     let bar = crate::progress::begin(settings.scenario.quiet);
-    let measured = measure(&settings, &chosen, &mut measurements).await;
+    let Some(measured) = scenario::until_interrupted(
+        measure(&settings, &chosen, &mut measurements),
+        &settings.scenario.database_url,
+    )
+    .await
+    else {
+        return ExitCode::from(130);
+    };
     drop(bar);
     let reused = match measured {
         Ok(reused) => reused,

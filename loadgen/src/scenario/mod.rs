@@ -131,6 +131,26 @@ pub async fn run_batches_and_write(
     Ok(reports)
 }
 
+/// Run `work` until it ends, or until Ctrl-C: then `work` is dropped —
+/// and with it every lab, replica, node and coordination server it
+/// started — its databases are dropped, and `None` comes back (the
+/// command exits 130). `scenario`, `debate` and `atlas` all run this way.
+pub async fn until_interrupted<T>(
+    work: impl std::future::Future<Output = T>,
+    database_url: &str,
+) -> Option<T> {
+    tokio::select! {
+        out = work => Some(out),
+        _ = tokio::signal::ctrl_c() => {
+            // Dropping the run stopped every process it started; the
+            // database needs a word with PostgreSQL.
+            lab::drop_run_database(database_url).await;
+            eprintln!("seckill-loadgen: interrupted; every process the run started is stopped");
+            None
+        }
+    }
+}
+
 /// Every strategy as a replica of this build lists it (its kind, whether
 /// it can run here): one replica started and stopped, the lab's database
 /// dropped. What the atlas reads before it plans.
@@ -315,16 +335,9 @@ pub async fn main(names: &[Selection], list: bool, options: Options) -> ExitCode
         report.write(&out)?;
         anyhow::Ok(report)
     };
-    let report = tokio::select! {
-        report = run => report,
-        _ = tokio::signal::ctrl_c() => {
-            drop(bar);
-            // Dropping the run stopped every process it started; the
-            // database needs a word with PostgreSQL.
-            lab::drop_run_database(&options.database_url).await;
-            eprintln!("seckill-loadgen: interrupted; every process the scenario started is stopped");
-            return ExitCode::from(130);
-        }
+    let Some(report) = until_interrupted(run, &options.database_url).await else {
+        drop(bar);
+        return ExitCode::from(130);
     };
     drop(bar);
     match report {
