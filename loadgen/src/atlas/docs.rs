@@ -6,17 +6,25 @@ use std::path::Path;
 
 use super::cell::{AtlasJson, Cell, CellJson};
 use super::faults::{Fault, FAULTS};
-use super::{Line, Settings};
 use crate::api::StrategyName;
 
+/// How the cells were measured: what their commands repeat.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Measured {
+    /// Injections at every probe.
+    pub injections: u32,
+    /// The scenarios' `--quick` dials.
+    pub quick: bool,
+}
+
 /// `seckill-loadgen atlas --cells S:F …`: reruns the cell as measured.
-pub(super) fn rerun_command(settings: &Settings, strategy: StrategyName, fault: &Fault) -> String {
+pub(super) fn rerun_command(how: Measured, strategy: StrategyName, fault: &Fault) -> String {
     format!(
         "seckill-loadgen atlas --cells {}:{} --injections {}{} --out loadgen-report/atlas-{}-{}",
         strategy.as_str(),
         fault.id,
-        settings.injections,
-        if settings.quick { " --quick" } else { "" },
+        how.injections,
+        if how.quick { " --quick" } else { "" },
         strategy.as_str(),
         fault.id
     )
@@ -25,12 +33,12 @@ pub(super) fn rerun_command(settings: &Settings, strategy: StrategyName, fault: 
 /// The scenario sweep over the two ends of the cell's first bracket (the
 /// exclusion's, else the data's), or over the range's ends.
 pub(super) fn check_command(
-    settings: &Settings,
-    line: &Line,
+    how: Measured,
+    strategy: StrategyName,
+    f: &Fault,
     exclusion: &Cell,
     data: &Cell,
 ) -> String {
-    let f = line.fault;
     let ends = [exclusion, data]
         .into_iter()
         .find_map(|c| match c {
@@ -41,12 +49,12 @@ pub(super) fn check_command(
     let mut text = format!(
         "seckill-loadgen scenario {} --strategies {}",
         f.scenario.name(),
-        line.strategy.as_str()
+        strategy.as_str()
     );
     if let Some(v) = f.variant {
         text.push_str(&format!(" --variants {v}"));
     }
-    if settings.quick {
+    if how.quick {
         text.push_str(" --quick");
     }
     for (k, v) in f.sets {
@@ -54,7 +62,7 @@ pub(super) fn check_command(
     }
     text.push_str(&format!(
         " --set injections={} --sweep {}={},{}",
-        settings.injections, f.dial, ends.0, ends.1
+        how.injections, f.dial, ends.0, ends.1
     ));
     text
 }
@@ -115,7 +123,7 @@ fn not_measured(doc: &AtlasJson, strategy: StrategyName, fault: &Fault) -> CellJ
 }
 
 /// The closing line.
-pub(super) fn summary(doc: &AtlasJson, settings: &Settings, every: bool) -> String {
+pub(super) fn summary(doc: &AtlasJson, out: &Path, into_docs: bool) -> String {
     let na = doc
         .cells
         .iter()
@@ -131,7 +139,7 @@ pub(super) fn summary(doc: &AtlasJson, settings: &Settings, every: bool) -> Stri
         excl,
         data,
         na,
-        settings.out.display(),
-        if every || settings.write_docs { " and docs/" } else { "" }
+        out.display(),
+        if into_docs { " and docs/" } else { "" }
     )
 }

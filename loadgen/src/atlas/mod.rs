@@ -185,7 +185,10 @@ pub async fn main(settings: Settings) -> ExitCode {
         eprintln!("seckill-loadgen: {e:#}");
         return ExitCode::from(2);
     }
-    println!("{}", docs::summary(&doc, &settings, every));
+    println!(
+        "{}",
+        docs::summary(&doc, &settings.out, every || settings.write_docs)
+    );
     ExitCode::SUCCESS
 }
 
@@ -524,6 +527,14 @@ fn ttl_of(line: &Line) -> Option<u64> {
         .and_then(serde_json::Value::as_u64)
 }
 
+/// What a cell's commands repeat of these settings.
+fn measured(settings: &Settings) -> docs::Measured {
+    docs::Measured {
+        injections: settings.injections,
+        quick: settings.quick,
+    }
+}
+
 /// A cell in its JSON shape.
 fn cell_json(settings: &Settings, p: &Plan) -> CellJson {
     match p {
@@ -534,7 +545,7 @@ fn cell_json(settings: &Settings, p: &Plan) -> CellJson {
             Cell::NotApplicable {
                 not_applicable: reason.clone(),
             },
-            docs::rerun_command(settings, *strategy, fault),
+            docs::rerun_command(measured(settings), *strategy, fault),
         ),
         Plan::Measure(line) => {
             let probes = probes_of(line);
@@ -545,7 +556,13 @@ fn cell_json(settings: &Settings, p: &Plan) -> CellJson {
                 .iter()
                 .any(|p| p.stalled.is_some())
                 .then(|| why(Cell::of(&probes, Outcome::Stalled)));
-            let check = docs::check_command(settings, line, &exclusion, &data);
+            let check = docs::check_command(
+                measured(settings),
+                line.strategy,
+                line.fault,
+                &exclusion,
+                &data,
+            );
             CellJson {
                 strategy: line.strategy.as_str().into(),
                 fault: line.fault.id.into(),
@@ -559,7 +576,7 @@ fn cell_json(settings: &Settings, p: &Plan) -> CellJson {
                 data,
                 stalled,
                 model: model_of(line),
-                command: docs::rerun_command(settings, line.strategy, line.fault),
+                command: docs::rerun_command(measured(settings), line.strategy, line.fault),
                 check: Some(check),
             }
         }

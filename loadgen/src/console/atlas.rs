@@ -9,7 +9,7 @@
 use actix_web::{get, post, web, HttpResponse};
 use serde::{Deserialize, Serialize};
 
-use super::routes::{Answer, ConsoleError};
+use super::error::{Answer, ConsoleError};
 use super::runner::{AtlasRun, Dials};
 use super::state::Console;
 use crate::atlas::{AtlasJson, Cell, CellJson};

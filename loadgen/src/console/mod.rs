@@ -30,6 +30,7 @@
 //! (see `page.html` and docs/console.md).
 
 mod atlas;
+mod error;
 mod guard;
 pub mod pacer;
 pub mod recording;

@@ -8,8 +8,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use actix_web::http::StatusCode;
-use actix_web::{delete, get, post, put, web, App, HttpResponse, HttpServer, ResponseError};
+use actix_web::{delete, get, post, put, web, App, HttpResponse, HttpServer};
 use clap::ValueEnum;
 use serde::{Deserialize, Serialize};
 
@@ -17,7 +16,7 @@ use super::pacer::{CountsView, LoadAdjust, LoadSettings, Pacer};
 use super::recording::{faults_on, Recording};
 use super::runner::RunView;
 use super::state::Console;
-use crate::api::{Faults, FaultsPatch, Section, ServiceError, StrategyEntry};
+use crate::api::{Faults, FaultsPatch, Section, StrategyEntry};
 use crate::load::lock;
 use crate::scenario::Scenario;
 use seckill_wire::i18n;
@@ -27,54 +26,7 @@ const PAGE: &str = include_str!("page.html");
 /// The most recent finished sections the timeline asks the arbiter for.
 const TIMELINE_SECTIONS: u64 = 800;
 
-/// An error answer of the console.
-#[derive(Debug, thiserror::Error)]
-pub(super) enum ConsoleError {
-    /// Bad input from the page.
-    #[error("{0}")]
-    BadRequest(String),
-    /// A refused control (a scenario already running, none to stop).
-    #[error("{0}")]
-    Conflict(String),
-    /// Nothing there (no load recorded yet, no such asset).
-    #[error("{0}")]
-    NotFound(String),
-    /// The service refused or could not be reached.
-    #[error("{0}")]
-    Service(#[from] ServiceError),
-}
-
-#[derive(Serialize)]
-struct ErrorJson<'a> {
-    error: &'a str,
-    message: String,
-}
-
-impl ResponseError for ConsoleError {
-    fn status_code(&self) -> StatusCode {
-        match self {
-            ConsoleError::BadRequest(_) => StatusCode::BAD_REQUEST,
-            ConsoleError::Conflict(_) => StatusCode::CONFLICT,
-            ConsoleError::NotFound(_) => StatusCode::NOT_FOUND,
-            ConsoleError::Service(_) => StatusCode::BAD_GATEWAY,
-        }
-    }
-
-    fn error_response(&self) -> HttpResponse {
-        let error = match self {
-            ConsoleError::BadRequest(_) => "bad_request",
-            ConsoleError::Conflict(_) => "conflict",
-            ConsoleError::NotFound(_) => "not_found",
-            ConsoleError::Service(_) => "service",
-        };
-        HttpResponse::build(self.status_code()).json(ErrorJson {
-            error,
-            message: self.to_string(),
-        })
-    }
-}
-
-pub(super) type Answer = Result<HttpResponse, ConsoleError>;
+pub(super) use super::error::{Answer, ConsoleError};
 
 /// Serve the console on `bind` until Ctrl-C.
 pub async fn serve(

@@ -224,7 +224,7 @@ pub fn counterexample(
     let Some(at) = &row.judged.refuted_at else {
         return Ok(None);
     };
-    let run = rows::ROWS
+    let run = super::table::ROWS
         .iter()
         .find(|r| r.id == row.id)
         .map(|r| r.run)

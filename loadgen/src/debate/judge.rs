@@ -428,7 +428,7 @@ fn word_flips(row: &Row, measured: &[Measured]) -> (Vec<Bracket>, Vec<f64>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::debate::rows::ROWS;
+    use crate::debate::table::ROWS;
 
     fn params(row: &Row, value: &str) -> Params {
         let mut sets = crate::scenario::owned_sets(row.run.sets);

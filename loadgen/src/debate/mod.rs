@@ -1,7 +1,7 @@
 //! `seckill-loadgen debate` — the Redlock debate, claim by claim, judged
 //! against its sources on measured curves.
 //!
-//! Each row ([`rows::ROWS`]) is one claim: its source (author, title,
+//! Each row ([`ROWS`]) is one claim: its source (author, title,
 //! year, link, a quote of at most 25 words; a claim this project derived
 //! says so), the claim as the source states it (a "never" or a "can
 //! happen", and where along the sweep it applies), our model's
@@ -31,13 +31,15 @@ mod rows_nodes;
 mod rows_pauses;
 mod rules;
 mod runs;
+mod table;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 pub use doc::{DebateJson, Measurements, RowJson, SweepJson};
 pub use judge::{Judged, SourceStanding};
-pub use rows::{Row, Run, Source, ROWS};
+pub use rows::{Row, Run, Source};
+pub use table::ROWS;
 
 use crate::scenario::locate::{self, Probe};
 use crate::scenario::{self, owned_sets, CaseResult, Params, Scenario, DECISION_RATE};

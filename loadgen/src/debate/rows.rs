@@ -132,24 +132,3 @@ pub struct Row {
     /// The same, in words.
     pub predicts_text: &'static str,
 }
-
-/// The swept claims, in the order of the debate (rows_pauses.rs, then
-/// rows_nodes.rs).
-pub static ROWS: std::sync::LazyLock<Vec<Row>> = std::sync::LazyLock::new(|| {
-    [
-        super::rows_pauses::PAUSES_AND_DELAYS,
-        super::rows_nodes::CLOCKS_NODES_AND_FAILOVER,
-    ]
-    .concat()
-});
-
-/// Every run [`ROWS`] need, each once, in order.
-pub fn runs() -> Vec<Run> {
-    let mut runs: Vec<Run> = Vec::new();
-    for row in ROWS.iter() {
-        if !runs.contains(&row.run) {
-            runs.push(row.run);
-        }
-    }
-    runs
-}
