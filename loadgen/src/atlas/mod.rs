@@ -74,7 +74,7 @@ pub const QUICK: &[(StrategyName, &str)] = &[
     (StrategyName::PgLockTable, "killed-holder"),
     (StrategyName::Setnx, "killed-holder"),
     (StrategyName::PgForUpdate, "unlock-before-commit"),
-    (StrategyName::PgAtomic, "killed-holder"),
+    (StrategyName::PgAtomic, "unlock-before-commit"),
     (StrategyName::Pg2pc, "coordinator-crash"),
 ];
 

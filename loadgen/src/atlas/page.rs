@@ -49,7 +49,11 @@ fn unit(c: &CellJson) -> &'static str {
 /// cell has a TTL.
 fn in_ttl(c: &CellJson, x: f64) -> Option<f64> {
     let ttl = c.ttl_ms.filter(|t| *t > 0)?;
-    (!c.dial.ends_with("_pct")).then(|| x / ttl as f64)
+    // Only where the column's range is itself in TTLs (a pause, a delay,
+    // a jump): a commit delay or an outage reads better in ms.
+    fault(&c.fault)
+        .is_some_and(|f| f.hi.ends_with("ttl"))
+        .then(|| x / ttl as f64)
 }
 
 /// The short text of one outcome in the map's table.
@@ -242,7 +246,7 @@ fn markdown(doc: &AtlasJson, lang: Lang) -> String {
             "由 `seckill-loadgen atlas` 根据上一级目录的 `atlas.json` 生成（{} 构建，每个探测点 {} 次注入{}，用时 {:.0} 秒）。共 {} 个单元格，其中 {} 个实测，其余注明不适用的原因。英文版：[../atlas.md](../atlas.md)。\n",
             doc.profile, doc.injections_per_probe, if doc.quick { "，--quick" } else { "" }, doc.duration_s, doc.cells.len(), measured
         );
-        let _ = writeln!(out, "每个单元格沿故障的大小（一个参数）先测两端及模型预测翻转点的两侧，再在区间内取点（中点，或在通道空闲时均匀取两三个点），直到区间不超过 TTL 的 5 %，每个探测点的注入次数相同。`E` 为互斥被破坏，`D` 为数据受损；`a–b` 是首次出现的区间，`成立 ≤x` 表示直到最大值都未出现，`全部 ≥x` 表示从最小值起就出现，`×` 为 TTL 的倍数。\n");
+        let _ = writeln!(out, "每个单元格沿故障的大小（一个参数）先测两端及模型预测翻转点的两侧，再在区间内取点（中点，或在通道空闲时均匀取两三个点），直到区间不超过 TTL 的 5 %，每个探测点的注入次数相同。`E` 为互斥被破坏，`D` 为数据受损；`a–b` 是首次出现的区间，`成立 ≤x` 表示直到最大值都未出现，`全部 ≥x` 表示从最小值起就出现，`×` 为 TTL 的倍数（仅用于范围以 TTL 表示的列）。\n");
         let _ = writeln!(out, "![图谱](../atlas/atlas.svg)\n");
     } else {
         let _ = writeln!(
@@ -254,7 +258,7 @@ fn markdown(doc: &AtlasJson, lang: Lang) -> String {
             "Written by `seckill-loadgen atlas` from `atlas.json` beside this page ({} build, {} injections per probe{}, {:.0} s). {} cells, {} of them measured; every other one says why the fault cannot reach the strategy. Chinese: [zh/atlas.md](zh/atlas.md).\n",
             doc.profile, doc.injections_per_probe, if doc.quick { ", --quick" } else { "" }, doc.duration_s, doc.cells.len(), measured
         );
-        let _ = writeln!(out, "Each cell measures one dial, the fault's size: both ends of its range and either side of the flip our model predicts, then sizes inside every bracket (its midpoint, or two or three evenly spaced when the lanes would sit idle) until it is at most 5 % of the TTL wide, with the same number of injections at every probe. `E` is exclusion broken, `D` data damaged; `a–b` is where the outcome starts (seen at b, not at a), `ok ≤x` that it was never seen up to the largest size, `all ≥x` that it was seen from the smallest; `×` is a multiple of the TTL. Each cell's command reruns it (below the map).\n");
+        let _ = writeln!(out, "Each cell measures one dial, the fault's size: both ends of its range and either side of the flip our model predicts, then sizes inside every bracket (its midpoint, or two or three evenly spaced when the lanes would sit idle) until it is at most 5 % of the TTL wide, with the same number of injections at every probe. `E` is exclusion broken, `D` data damaged; `a–b` is where the outcome starts (seen at b, not at a), `ok ≤x` that it was never seen up to the largest size, `all ≥x` that it was seen from the smallest; `×` is a multiple of the TTL (in the columns whose range is in TTLs). Each cell's command reruns it (below the map).\n");
         let _ = writeln!(out, "![The map](atlas/atlas.svg)\n");
     }
     // The map.

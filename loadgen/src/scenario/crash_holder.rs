@@ -60,6 +60,9 @@ pub const QUICK: &[(&str, &str)] = &[("ttl_ms", "400"), ("gap", "600"), ("watch_
 
 /// What `strategy` should do when its holder dies.
 pub fn expect(strategy: &StrategyEntry, _variant: Option<Variant>) -> Expectation {
+    if strategy.kind == Kind::NotALock {
+        return Err("no lock: the kill lands on the lock's holder while it holds it, and this strategy takes none (one atomic statement, a compare-and-set or a two-phase commit, whose crash is coordinator-crash)".into());
+    }
     let (expected, why) = match strategy.kind {
         Kind::NoExpiry => (Breaks, "nothing ever deletes the dead holder's key"),
         // Seed 004 v2: the crash window between two commands.

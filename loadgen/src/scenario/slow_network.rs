@@ -161,6 +161,9 @@ pub fn expect(strategy: &StrategyEntry, _variant: Option<Variant>, params: &Para
         }
         return Ok(expect_postgres(strategy, &d));
     }
+    if strategy.kind == Kind::NotALock {
+        return Err("no lock: an injection is proven by replica a's lock attempt while the delay is in force, and this strategy makes none (one script in Redis)".into());
+    }
     if !strategy.strategy().is_some_and(lives_in_redis) {
         return Err("its lock is not in Redis: the delayed link (Redis to replica a) carries none of its lock's traffic (link=postgres delays what it uses)".into());
     }
