@@ -154,22 +154,9 @@ pub async fn run() -> ExitCode {
             write_docs,
             no_locate,
             reuse,
-            lab:
-                LabArgs {
-                    database_url,
-                    app_bin,
-                    mysql_url,
-                    jobs,
-                },
+            lab,
         } => {
-            let scenario = scenario::Options {
-                out: out.clone(),
-                database_url,
-                app_bin,
-                mysql_url,
-                jobs: usize::from(jobs),
-                ..scenario::Options::default()
-            };
+            let scenario = lab.options(out.clone());
             return debate::main(debate::Settings {
                 injections,
                 only: rows,
@@ -191,23 +178,12 @@ pub async fn run() -> ExitCode {
             reuse,
             no_locate,
             quiet,
-            lab:
-                LabArgs {
-                    database_url,
-                    app_bin,
-                    mysql_url,
-                    jobs,
-                },
+            lab,
         } => {
             let scenario = scenario::Options {
-                out: out.clone(),
-                database_url,
-                app_bin,
                 quick,
                 quiet,
-                mysql_url,
-                jobs: usize::from(jobs),
-                ..scenario::Options::default()
+                ..lab.options(out.clone())
             };
             return atlas::main(atlas::Settings {
                 injections: injections.unwrap_or(if quick { 6 } else { 10 }),
@@ -227,13 +203,7 @@ pub async fn run() -> ExitCode {
             list,
             strategies,
             out,
-            lab:
-                LabArgs {
-                    database_url,
-                    app_bin,
-                    mysql_url,
-                    jobs,
-                },
+            lab,
             quick,
             quiet,
             trials,
@@ -252,14 +222,10 @@ pub async fn run() -> ExitCode {
                 locate,
                 variants,
                 strategies,
-                out,
-                database_url,
-                app_bin,
                 quick,
                 quiet,
-                mysql_url,
                 trials,
-                jobs: usize::from(jobs),
+                ..lab.options(out)
             };
             return scenario::main(&names, list, options).await;
         }

@@ -161,21 +161,23 @@ pub async fn main(settings: Settings) -> ExitCode {
     let doc = AtlasJson {
         tool: "seckill-loadgen".into(),
         version: env!("CARGO_PKG_VERSION").into(),
-        profile: if cfg!(debug_assertions) {
-            "debug"
-        } else {
-            "release"
-        }
-        .into(),
+        profile: scenario::profile().into(),
         injections_per_probe: settings.injections,
         quick: settings.quick,
         duration_s: (started.elapsed().as_secs_f64() * 10.0).round() / 10.0,
         cells,
     };
+    write(&doc, &settings)
+}
+
+/// The files under `--out`, and in `docs/` for every cell (or with
+/// `--write-docs`, merged); the closing line. Exit 2 when a file cannot
+/// be written.
+fn write(doc: &AtlasJson, settings: &Settings) -> ExitCode {
     let every = settings.cells.is_empty() && !settings.quick;
-    let written = page::write_all(&doc, &settings.out).and_then(|()| {
+    let written = page::write_all(doc, &settings.out).and_then(|()| {
         if every || settings.write_docs {
-            let merged = docs::merged_with_docs(&doc, every)?;
+            let merged = docs::merged_with_docs(doc, every)?;
             page::write_all(&merged, docs::docs_dir())
         } else {
             Ok(())
@@ -187,7 +189,7 @@ pub async fn main(settings: Settings) -> ExitCode {
     }
     println!(
         "{}",
-        docs::summary(&doc, &settings.out, every || settings.write_docs)
+        docs::summary(doc, &settings.out, every || settings.write_docs)
     );
     ExitCode::SUCCESS
 }

@@ -41,6 +41,21 @@ pub(super) struct LabArgs {
     pub(super) jobs: u16,
 }
 
+impl LabArgs {
+    /// A scenario run's options from these flags, its reports under `out`
+    /// (every other option at its default).
+    pub(super) fn options(self, out: PathBuf) -> crate::scenario::Options {
+        crate::scenario::Options {
+            out,
+            database_url: self.database_url,
+            app_bin: self.app_bin,
+            mysql_url: self.mysql_url,
+            jobs: usize::from(self.jobs),
+            ..crate::scenario::Options::default()
+        }
+    }
+}
+
 /// The replicas to load.
 #[derive(Debug, Args)]
 #[command(next_help_heading = "Service")]

@@ -142,12 +142,7 @@ pub async fn main(settings: Settings) -> ExitCode {
     let doc = DebateJson {
         tool: "seckill-loadgen".into(),
         version: env!("CARGO_PKG_VERSION").into(),
-        profile: if cfg!(debug_assertions) {
-            "debug"
-        } else {
-            "release"
-        }
-        .into(),
+        profile: scenario::profile().into(),
         injections_per_point: settings.injections,
         decision_rate: DECISION_RATE,
         reused: reused.into_iter().map(Into::into).collect(),

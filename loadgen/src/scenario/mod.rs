@@ -131,6 +131,16 @@ pub async fn run_batches_and_write(
     Ok(reports)
 }
 
+/// The build measuring: `release` or `debug` (a debug build's figures
+/// are not the ones to publish).
+pub fn profile() -> &'static str {
+    if cfg!(debug_assertions) {
+        "debug"
+    } else {
+        "release"
+    }
+}
+
 /// Run `work` until it ends, or until Ctrl-C: then `work` is dropped —
 /// and with it every lab, replica, node and coordination server it
 /// started — its databases are dropped, and `None` comes back (the
