@@ -64,10 +64,15 @@ fn short(c: &CellJson, cell: &Cell, lang: Lang) -> String {
     };
     match cell {
         Cell::Bracket { bracket: b, .. } => format!(
-            "{}{}–{}",
+            "{}{}–{}{}",
             if b.seen_below { "≤" } else { "" },
             size(b.below_resolved, &b.below),
-            size(b.above_resolved, &b.above)
+            size(b.above_resolved, &b.above),
+            if b.more.is_empty() {
+                String::new()
+            } else {
+                format!(" (+{} flip)", b.more.len())
+            }
         ),
         Cell::Holds {
             holds_up_to,
@@ -101,8 +106,12 @@ fn map_cell(c: &CellJson, lang: Lang) -> String {
     if matches!(c.exclusion, Cell::NotApplicable { .. }) {
         return "n/a".into();
     }
+    let stall = c
+        .stalled
+        .as_ref()
+        .map_or_else(String::new, |s| format!(" · S {}", short(c, s, lang)));
     format!(
-        "E {} · D {}",
+        "E {} · D {}{stall}",
         short(c, &c.exclusion, lang),
         short(c, &c.data, lang)
     )
@@ -188,13 +197,13 @@ fn family_findings(doc: &AtlasJson, members: &[StrategyName], lang: Lang) -> Str
     };
     match lang {
         Lang::En => format!(
-            "exclusion broken under {}; data damaged under {}; held throughout under {}.",
+            "exclusion broken (by at least one of them) under {}; data damaged (at least one) under {}; held throughout by every one measured under {}.",
             list(&excl, "no fault measured"),
             list(&data, "no fault measured"),
             list(&held, "none")
         ),
         Lang::Zh => format!(
-            "互斥被破坏：{}；数据受损：{}；全程成立：{}。",
+            "互斥被破坏（至少其中之一）：{}；数据受损（至少其中之一）：{}；全部实测成员全程成立：{}。",
             list(&excl, "无"),
             list(&data, "无"),
             list(&held, "无")
@@ -207,10 +216,10 @@ fn family_mechanism(kind: Kind, lang: Lang) -> &'static str {
     match (kind, lang) {
         (Kind::NoLock | Kind::ProcessLocal, Lang::En) => "Nothing the replicas share: they overlap with no fault at all, so no column applies.",
         (Kind::NoLock | Kind::ProcessLocal, Lang::Zh) => "副本之间没有共享任何锁：不注入故障也会重叠，因此没有适用的列。",
-        (Kind::NoExpiry, Lang::En) => "A key nobody expires: it never lets a second holder in, and a dead holder blocks everyone (stalled).",
-        (Kind::NoExpiry, Lang::Zh) => "永不过期的键：不会放入第二个持有者，但持有者死后所有人都被阻塞（停滞）。",
-        (Kind::Ttl, Lang::En) => "Leases: the key expires after the TTL whatever the holder is doing, so any fault that keeps the holder inside longer than the TTL lets a second one in.",
-        (Kind::Ttl, Lang::Zh) => "租约：无论持有者在做什么，键都会在 TTL 后过期；任何让持有者在临界区停留超过 TTL 的故障都会放入第二个持有者。",
+        (Kind::NoExpiry, Lang::En) => "A key nobody expires: a dead holder blocks everyone (stalled); only a fault that loses the key (a failover) or frees it early lets a second holder in.",
+        (Kind::NoExpiry, Lang::Zh) => "永不过期的键：持有者死后所有人都被阻塞（停滞）；只有丢失该键（故障转移）或提前释放它的故障才会放入第二个持有者。",
+        (Kind::Ttl, Lang::En) => "Leases: the key expires after the TTL whatever the holder is doing, so any fault that keeps the holder inside longer than the TTL lets a second one in (setnx-expire's key has no TTL when its holder dies between SETNX and EXPIRE).",
+        (Kind::Ttl, Lang::Zh) => "租约：无论持有者在做什么，键都会在 TTL 后过期；任何让持有者在临界区停留超过 TTL 的故障都会放入第二个持有者（setnx-expire 的持有者若死在 SETNX 与 EXPIRE 之间，键就没有 TTL）。",
         (Kind::Lease, Lang::En) => "Leases kept alive by a background task: renewals cover slow work, but a whole-process pause stops the renewals too.",
         (Kind::Lease, Lang::Zh) => "由后台任务续期的租约：续期能覆盖慢的工作，但整个进程暂停时续期也停止。",
         (Kind::Validity, Lang::En) => "Redlock: a lease on a majority of nodes, with the validity time checked before the write; it rests on the nodes' clocks and their memory.",
@@ -221,8 +230,8 @@ fn family_mechanism(kind: Kind, lang: Lang) -> &'static str {
         (Kind::Fenced, Lang::Zh) => "带令牌的租约：租约可能过期，但数据库按令牌拒绝过期持有者的写入，因此互斥可能被破坏而数据保持正确。",
         (Kind::LockTable, Lang::En) => "A lock-table row swept by age: a lease in a table, with the sweeper's clock as its TTL.",
         (Kind::LockTable, Lang::Zh) => "按年龄清理的锁表行：表中的租约，清理器的时钟就是它的 TTL。",
-        (Kind::InTransaction, Lang::En) => "Locks of the transaction itself: held until commit or rollback, so a paused or slow holder keeps them; only releasing before the commit breaks them.",
-        (Kind::InTransaction, Lang::Zh) => "事务自身的锁：持有到提交或回滚为止，暂停或变慢的持有者继续持有；只有在提交前释放才会破坏它。",
+        (Kind::InTransaction, Lang::En) => "Locks of the transaction itself: held until commit or rollback, so a paused or slow holder keeps them, a dead one frees them with its rolled-back transaction, and no early unlock can come before the commit.",
+        (Kind::InTransaction, Lang::Zh) => "事务自身的锁：持有到提交或回滚为止，暂停或变慢的持有者继续持有，死掉的持有者随事务回滚释放它，也不可能在提交前提前释放。",
         (Kind::NotALock, Lang::En) => "No lock: one atomic write or a compare-and-set, so there is no exclusion to lose; the data is the whole claim.",
         (Kind::NotALock, Lang::Zh) => "不是锁：一次原子写或比较并设置，没有互斥可失去；数据正确就是全部承诺。",
     }
@@ -239,14 +248,19 @@ fn markdown(doc: &AtlasJson, lang: Lang) -> String {
         .iter()
         .filter(|c| !matches!(c.exclusion, Cell::NotApplicable { .. }))
         .count();
+    let undecided = doc
+        .cells
+        .iter()
+        .filter(|c| matches!(c.exclusion, Cell::Undecided { .. }))
+        .count();
     if zh {
         let _ = writeln!(out, "# 图谱：每一种锁在每一种故障下的边界\n");
         let _ = writeln!(
             out,
-            "由 `seckill-loadgen atlas` 根据上一级目录的 `atlas.json` 生成（{} 构建，每个探测点 {} 次注入{}，用时 {:.0} 秒）。共 {} 个单元格，其中 {} 个实测，其余注明不适用的原因。英文版：[../atlas.md](../atlas.md)。\n",
-            doc.profile, doc.injections_per_probe, if doc.quick { "，--quick" } else { "" }, doc.duration_s, doc.cells.len(), measured
+            "由 `seckill-loadgen atlas` 根据上一级目录的 `atlas.json` 生成（{} 构建，每个探测点计划 {} 次注入{}，用时 {:.0} 秒）。共 {} 个单元格：{} 个实测，{} 个无法判定（各自注明原因），{} 个故障无法触及（各自注明原因）。英文版：[../atlas.md](../atlas.md)。\n",
+            doc.profile, doc.injections_per_probe, if doc.quick { "，--quick" } else { "" }, doc.duration_s, doc.cells.len(), measured - undecided, undecided, doc.cells.len() - measured
         );
-        let _ = writeln!(out, "每个单元格沿故障的大小（一个参数）先测两端及模型预测翻转点的两侧，再在区间内取点（中点，或在通道空闲时均匀取两三个点），直到区间不超过 TTL 的 5 %，每个探测点的注入次数相同。`E` 为互斥被破坏，`D` 为数据受损；`a–b` 是首次出现的区间，`成立 ≤x` 表示直到最大值都未出现，`全部 ≥x` 表示从最小值起就出现，`×` 为 TTL 的倍数（仅用于范围以 TTL 表示的列）。\n");
+        let _ = writeln!(out, "每个单元格沿故障的大小（一个参数）先测两端及模型预测翻转点的两侧，再在区间内取点（中点，或在通道空闲时均匀取两三个点），直到区间不超过 TTL 的 5 %，每个探测点的注入次数相同。`E` 为互斥被破坏，`D` 为数据受损，`S` 为杀死持有者后的停滞；`a–b` 是首次出现的区间，`≤a–b` 是消失的区间，`(+1 flip)` 表示更远处还会再翻转一次，`成立 ≤x` 表示直到最大值都未出现，`全部 ≥x` 表示从最小值起就出现，`?` 为无法判定；`×` 为 TTL 的倍数（仅用于范围以 TTL 表示的列），`%` 为时钟漂移率。每个探测点计划的注入次数相同（失败的试验会少一些：每个探测点给出自己的 n）。\n");
         let _ = writeln!(out, "![图谱](../atlas/atlas.svg)\n");
     } else {
         let _ = writeln!(
@@ -255,10 +269,10 @@ fn markdown(doc: &AtlasJson, lang: Lang) -> String {
         );
         let _ = writeln!(
             out,
-            "Written by `seckill-loadgen atlas` from `atlas.json` beside this page ({} build, {} injections per probe{}, {:.0} s). {} cells, {} of them measured; every other one says why the fault cannot reach the strategy. Chinese: [zh/atlas.md](zh/atlas.md).\n",
-            doc.profile, doc.injections_per_probe, if doc.quick { ", --quick" } else { "" }, doc.duration_s, doc.cells.len(), measured
+            "Written by `seckill-loadgen atlas` from `atlas.json` beside this page ({} build, {} injections planned per probe{}, {:.0} s). {} cells: {} measured, {} undecided (each says why), {} the fault cannot reach (each says why). Chinese: [zh/atlas.md](zh/atlas.md).\n",
+            doc.profile, doc.injections_per_probe, if doc.quick { ", --quick" } else { "" }, doc.duration_s, doc.cells.len(), measured - undecided, undecided, doc.cells.len() - measured
         );
-        let _ = writeln!(out, "Each cell measures one dial, the fault's size: both ends of its range and either side of the flip our model predicts, then sizes inside every bracket (its midpoint, or two or three evenly spaced when the lanes would sit idle) until it is at most 5 % of the TTL wide, with the same number of injections at every probe. `E` is exclusion broken, `D` data damaged; `a–b` is where the outcome starts (seen at b, not at a), `ok ≤x` that it was never seen up to the largest size, `all ≥x` that it was seen from the smallest; `×` is a multiple of the TTL (in the columns whose range is in TTLs). Each cell's command reruns it (below the map).\n");
+        let _ = writeln!(out, "Each cell measures one dial, the fault's size: both ends of its range and either side of the flip our model predicts, then sizes inside every bracket (its midpoint, or two or three evenly spaced when the lanes would sit idle) until it is at most 5 % of the TTL wide, with the same number of injections planned at every probe (a trial that fails leaves fewer: each probe shows its n). `E` is exclusion broken, `D` data damaged, `S` a stall after a kill (nobody bought again within the watch); `a–b` is where the outcome starts (seen at b, not at a), `≤a–b` where it stops (seen up to a, not at b), `(+1 flip)` that it changes side again further on (the cell's table gives every flip), `ok ≤x` that it was never seen up to the largest size, `all ≥x` that it was seen from the smallest, `?` undecided (the cell says why); `×` is a multiple of the TTL in the columns whose range is in TTLs, `%` the clock's slew. Each cell's command reruns it (below the map).\n");
         let _ = writeln!(out, "![The map](atlas/atlas.svg)\n");
     }
     // The map.
@@ -386,7 +400,11 @@ fn markdown(doc: &AtlasJson, lang: Lang) -> String {
             let model = c.model.as_ref().map_or_else(String::new, |m| {
                 let at: Vec<String> = m.flips.iter().map(|x| format!("{x:.0}")).collect();
                 if at.is_empty() {
-                    format!("{} {}", m.outcome.as_str(), m.at_lo.as_str())
+                    format!(
+                        "{}: predicted {} at every size",
+                        m.outcome.as_str(),
+                        m.at_lo.as_str()
+                    )
                 } else {
                     format!(
                         "{}: {} from {}, flips at {}",
@@ -425,7 +443,12 @@ fn colour(c: &CellJson) -> &'static str {
     if matches!(c.exclusion, Cell::NotApplicable { .. }) {
         return "#d9d9d9";
     }
-    let at = c.exclusion.breaks_at().or_else(|| c.data.breaks_at());
+    // A stall (nobody buys again after a crash) is a breakage too.
+    let at = c
+        .exclusion
+        .breaks_at()
+        .or_else(|| c.data.breaks_at())
+        .or_else(|| c.stalled.as_ref().and_then(Cell::breaks_at));
     let Some(x) = at else {
         let undecided = matches!(c.exclusion, Cell::Undecided { .. })
             || matches!(c.data, Cell::Undecided { .. });
@@ -445,10 +468,12 @@ fn colour(c: &CellJson) -> &'static str {
     }
 }
 
-/// The mark of a cell: what broke (E: exclusion only, E+D, D: data only).
+/// The mark of a cell: what broke (E: exclusion only, E+D, D: data only,
+/// S: only a stall after a crash).
 fn mark(c: &CellJson) -> &'static str {
     match (c.exclusion.seen(), c.data.seen()) {
         _ if matches!(c.exclusion, Cell::NotApplicable { .. }) => "–",
+        (false, false) if c.stalled.as_ref().is_some_and(Cell::seen) => "S",
         (true, true) => "E+D",
         (true, false) => "E",
         (false, true) => "D",
@@ -522,7 +547,7 @@ fn svg(doc: &AtlasJson) -> String {
     }
     let _ = writeln!(
         out,
-        r#"<text x="10" y="{}">E: exclusion broken only · E+D: data damaged too · D: data only · sizes other than durations: share of the range</text>"#,
+        r#"<text x="10" y="{}">E: exclusion broken only · E+D: data damaged too · D: data only · S: stalled after a kill · columns not sized in TTLs: share of their range</text>"#,
         y + 62.0
     );
     out.push_str("</svg>\n");
