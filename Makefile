@@ -107,7 +107,7 @@ results:
 ## counterexamples). One row: seckill-loadgen debate --rows ID --out DIR;
 ## make debate ROWS=id,id measures those rows into docs/, keeping the rest.
 debate:
-	@scripts/debate.sh
+	@scripts/measure.sh debate
 
 ## The atlas: every strategy under every fault, each pair located along
 ## the fault's size for exclusion broken and data damaged, or why the
@@ -116,7 +116,7 @@ debate:
 ## docs/zh/atlas.md and docs/atlas/atlas.svg. make atlas CELLS=s:f,… measures
 ## those cells into docs/, keeping the rest; QUICK=1 the fixed sample.
 atlas:
-	@scripts/atlas.sh
+	@scripts/measure.sh atlas
 
 ## Run every test (installs/starts what the tests need).
 test:
