@@ -417,13 +417,7 @@ async fn measure(lines: &mut [&mut Line], reuse: bool, locate: bool) -> anyhow::
 /// (its start's `scenarios.json`, then each `round-N/`), read back through
 /// the type that wrote them; the bisection goes on from there.
 fn read_back(line: &mut Line) {
-    let read = |folder: &std::path::Path| -> Option<Vec<CaseResult>> {
-        let text = std::fs::read_to_string(folder.join("scenarios.json")).ok()?;
-        serde_json::from_str::<scenario::ScenarioReport>(&text)
-            .ok()
-            .map(|r| r.scenarios)
-    };
-    let Some(start) = read(&line.options.out) else {
+    let Some(start) = scenario::ScenarioReport::read_cases(&line.options.out) else {
         return;
     };
     // Every `round-N` there, in order (a run of several cells numbers its
@@ -437,7 +431,10 @@ fn read_back(line: &mut Line) {
     rounds.sort_unstable();
     let mut all = start;
     for n in &rounds {
-        all.extend(read(&line.options.out.join(format!("round-{n}"))).unwrap_or_default());
+        all.extend(
+            scenario::ScenarioReport::read_cases(&line.options.out.join(format!("round-{n}")))
+                .unwrap_or_default(),
+        );
     }
     for mut case in all {
         // Not written to the report: what the model reads.

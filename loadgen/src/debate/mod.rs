@@ -366,14 +366,8 @@ fn next_probes(chosen: &[&Row], measurements: &Measurements) -> Vec<(usize, Stri
 /// it — or `None` when its sweep's report is not there or cannot be read.
 fn read_back(out: &std::path::Path, run: &Run) -> Option<Vec<doc::Measured>> {
     let folder = out.join(run.id);
-    let read = |path: std::path::PathBuf| -> Option<Vec<CaseResult>> {
-        let text = std::fs::read_to_string(path).ok()?;
-        serde_json::from_str::<scenario::ScenarioReport>(&text)
-            .ok()
-            .map(|r| r.scenarios)
-    };
     let value = |c: &CaseResult| c.sweep_value(run.sweep.0).unwrap_or_default();
-    let mut cases: Vec<doc::Measured> = read(folder.join("scenarios.json"))?
+    let mut cases: Vec<doc::Measured> = scenario::ScenarioReport::read_cases(&folder)?
         .into_iter()
         .map(|c| (value(&c), c, true))
         .collect();
@@ -388,7 +382,7 @@ fn read_back(out: &std::path::Path, run: &Run) -> Option<Vec<doc::Measured>> {
         .collect();
     probes.sort();
     for probe in probes {
-        for c in read(probe.join("scenarios.json")).unwrap_or_default() {
+        for c in scenario::ScenarioReport::read_cases(&probe).unwrap_or_default() {
             cases.push((value(&c), c, false));
         }
     }

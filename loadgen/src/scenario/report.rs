@@ -114,6 +114,16 @@ impl ScenarioReport {
         Ok(())
     }
 
+    /// The cases of the `scenarios.json` that [`ScenarioReport::write`]
+    /// left in `out`; `None` when there is none or it cannot be read (a
+    /// run that reads back earlier work measures those cases again).
+    pub fn read_cases(out: &Path) -> Option<Vec<super::case::CaseResult>> {
+        let text = std::fs::read_to_string(out.join("scenarios.json")).ok()?;
+        serde_json::from_str::<ScenarioReport>(&text)
+            .ok()
+            .map(|r| r.scenarios)
+    }
+
     /// How many verdicts are `UNEXPECTED`.
     pub fn unexpected(&self) -> usize {
         self.scenarios
