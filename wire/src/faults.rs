@@ -90,6 +90,21 @@ pub struct Faults {
     /// Off: such a lock is given back and the attempt counts as lost.
     #[serde(default)]
     pub ignore_wait_count: bool,
+    /// `watchdog` only, Redisson's reported bug (its issues #2515 and
+    /// #3194): the renewal task ends at its first failed renewal (a cut
+    /// connection, a reconnect) without marking the lease lost, and no
+    /// later lock of that key in the process is renewed while the fault
+    /// stays on. Off: a failed renewal is retried until the lease's
+    /// deadline, then the lease is marked lost.
+    #[serde(default)]
+    pub renewal_stops_on_error: bool,
+    /// `watchdog` only, Redisson's reported bug (its issue #4698): the
+    /// holder is never told its lease failed — the section's last check
+    /// skips the lost mark and the lease's deadline, and the write
+    /// commits. Off: a lost or lapsed lease ends the section `409
+    /// rejected`.
+    #[serde(default)]
+    pub ignore_lost_lease: bool,
 }
 
 impl Faults {
@@ -110,6 +125,8 @@ impl Faults {
             acquire_pause_ms: 0,
             skip_validity_check: false,
             ignore_wait_count: false,
+            renewal_stops_on_error: false,
+            ignore_lost_lease: false,
         }
     }
 }
@@ -159,6 +176,12 @@ pub struct FaultsPatch {
     /// Whether a lock whose WAIT timed out short is trusted anyway.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ignore_wait_count: Option<bool>,
+    /// Whether the watchdog's renewal task ends at its first error.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub renewal_stops_on_error: Option<bool>,
+    /// Whether the watchdog's holder ignores a lost or lapsed lease.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ignore_lost_lease: Option<bool>,
 }
 
 impl FaultsPatch {
@@ -202,6 +225,12 @@ impl FaultsPatch {
         }
         if let Some(v) = self.ignore_wait_count {
             faults.ignore_wait_count = v;
+        }
+        if let Some(v) = self.renewal_stops_on_error {
+            faults.renewal_stops_on_error = v;
+        }
+        if let Some(v) = self.ignore_lost_lease {
+            faults.ignore_lost_lease = v;
         }
         faults
     }

@@ -65,6 +65,14 @@
 //! check and the commit's arrival at the database (or a clock that runs
 //! slow) still lets a stale holder write — the check narrows the window to
 //! the commit itself but cannot close it. Only fencing (`fenced`) closes it.
+//!
+//! **Redisson's reported bugs, as faults** (`scenario replay`): with
+//! `renewal_stops_on_error` the renewal task ends at its first error,
+//! marking nothing, and no later lock of that key in the process is
+//! renewed (Redisson #2515, #3194: renewal stopped for good after a
+//! connection error or reconnect); with `ignore_lost_lease` the holder skips its last check
+//! (Redisson #4698: a failed renewal only logged). Together they are
+//! Redisson as those reports saw it.
 
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex};
@@ -115,6 +123,10 @@ pub struct Watchdog {
     waiters: Arc<Mutex<HashMap<String, Arc<Notify>>>>,
     /// Per key, the FIFO gate of this process's waiters (one permit).
     gates: Mutex<HashMap<String, Arc<Semaphore>>>,
+    /// The keys whose renewal failed while the `renewal_stops_on_error`
+    /// fault was on: no later lock of theirs in this process is renewed
+    /// while it stays on (Redisson's stale renewal entry, #2515, #3194).
+    renewals_broken: Arc<Mutex<std::collections::HashSet<String>>>,
 }
 
 /// What one attempt of the lock script came to.
@@ -143,6 +155,7 @@ impl Watchdog {
             process_id,
             waiters,
             gates: Mutex::default(),
+            renewals_broken: Arc::default(),
         })
     }
 
@@ -299,13 +312,30 @@ impl Watchdog {
             cx.deps.metrics.clone(),
             status.clone(),
         );
-        tokio::spawn(renew_until_stopped(
-            cx.deps.redis.clone(),
-            renewer,
-            key.clone(),
-            owner.clone(),
-            stop_rx,
-        ));
+        let stops_on_error = cx
+            .faults
+            .renewal_stops_on_error
+            .then(|| self.renewals_broken.clone());
+        let broken = stops_on_error.as_ref().is_some_and(|broken| {
+            broken
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .contains(&key)
+        });
+        if broken {
+            tracing::debug!(%key, "not renewed: an earlier renewal of this key failed (renewal_stops_on_error)");
+        } else {
+            tokio::spawn(renew_until_stopped(
+                cx.deps.redis.clone(),
+                renewer,
+                Renewing {
+                    key: key.clone(),
+                    owner: owner.clone(),
+                    stops_on_error,
+                },
+                stop_rx,
+            ));
+        }
         let mut guard = LockGuard::remote(key, owner);
         guard.held = Held::Lease {
             lease: Lease::new(status, stop),
@@ -315,18 +345,34 @@ impl Watchdog {
     }
 }
 
+/// What one renewal task renews: the key, its owner, and, with the
+/// `renewal_stops_on_error` fault, the keys whose renewal broke (the first
+/// error ends the task and adds the key there).
+struct Renewing {
+    key: String,
+    owner: String,
+    stops_on_error: Option<Arc<Mutex<std::collections::HashSet<String>>>>,
+}
+
 /// Renew every lease/3 until the lease's stop sender is used or dropped
 /// ([`Renewer`] keeps the books). A renewal that finds the lock gone marks
 /// the lease lost and ends; one that cannot reach Redis retries until the
 /// deadline has passed, then marks it lost. (A renewal that simply hangs
 /// marks nothing — the holders see the deadline pass on their own.)
+/// With the `renewal_stops_on_error` fault the first failed renewal ends
+/// the task, marks nothing, and no later lock of the key is renewed:
+/// Redisson's reported bug (#2515, #3194).
 async fn renew_until_stopped(
     mut conn: redis::aio::ConnectionManager,
     renewer: Renewer,
-    key: String,
-    owner: String,
+    renewing: Renewing,
     mut stop: oneshot::Receiver<()>,
 ) {
+    let Renewing {
+        key,
+        owner,
+        stops_on_error,
+    } = renewing;
     let lease_ms = renewer.lease().as_millis() as u64;
     // Each renewal is due a period after the last one was sent; the first,
     // a period after the grant was sent (`Renewer::first_due`).
@@ -343,6 +389,16 @@ async fn renew_until_stopped(
         let renewal = match renewed {
             Ok(1) => Renewal::Renewed,
             Ok(_) => Renewal::Lost("the lock is gone or taken".into()),
+            Err(e) if stops_on_error.is_some() => {
+                tracing::warn!(%key, error = %e, "watchdog renewal failed; renewing stops, for this key's later locks too (renewal_stops_on_error)");
+                if let Some(broken) = &stops_on_error {
+                    broken
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .insert(key.clone());
+                }
+                return;
+            }
             Err(e) => Renewal::Failed(e.to_string()),
         };
         if renewer.settle(sent, renewal).is_break() {

@@ -174,6 +174,17 @@ pub const FAULTS: &[Fault] = &[
         lo: "100",
         hi: "3000",
     },
+    Fault {
+        id: "cut-lock-link",
+        title: "the holder's connections to the lock's Redis dropped, then let through again",
+        title_zh: "持锁者与锁服务（Redis）的连接被切断，随后恢复",
+        scenario: Scenario::ConnectionCut,
+        variant: None,
+        sets: &[],
+        dial: "cut_ms",
+        lo: "0.1ttl",
+        hi: "2ttl",
+    },
 ];
 
 /// The column `id`.

@@ -80,7 +80,9 @@ pub(super) enum Command {
     /// judges each strategy against what it promises under that fault.
     /// Writes DIR/scenarios.{json,md,html}. Exit 1 on any UNEXPECTED verdict.
     Scenario {
-        /// Scenario names, or `all` (see --list).
+        /// Scenario names, or `all` (see --list); or `replay` and the ids
+        /// of replayed bug reports (`replay --list` names them; `replay`
+        /// alone runs every one).
         #[arg(value_parser = scenario::selection_parser())]
         names: Vec<Selection>,
         /// List the scenarios, one a line, its name first.

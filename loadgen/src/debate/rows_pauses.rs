@@ -1,4 +1,4 @@
-//! The debate's rows 1–16: the process pause, the delayed grant and the
+//! The debate's rows 1–17: the process pause, the delayed grant and the
 //! paused acquisition, the delayed write.
 
 use super::rows::*;
@@ -6,7 +6,7 @@ use super::rules::*;
 use super::runs::*;
 use crate::scenario::Outcome;
 
-/// Rows 1–16, in the order of the debate.
+/// Rows 1–17, in the order of the debate.
 pub(super) const PAUSES_AND_DELAYS: &[Row] = &[
     Row {
         id: "pause-breaks-redlock",
@@ -234,6 +234,25 @@ pub(super) const PAUSES_AND_DELAYS: &[Row] = &[
         outcome: Outcome::ExclusionBroken,
         predicts: acquire_no_check,
         predicts_text: "breaks when pause + work > TTL, holds below",
+    },
+    Row {
+        id: "acquire-pause-both-clients",
+        source: DERIVED,
+        quote: "",
+        quote_zh: "",
+        claim: "Both clients paused during their acquisitions past the TTL: each one's elapsed-time check refuses its own late quorum, and no two hold the lock at once",
+        claim_zh: "两个客户端都在获取锁时被暂停、且超过 TTL：各自的耗时检查拒绝自己迟到的多数票，不会有两个持有者同时持锁",
+        states: Claim {
+            kind: Kind::Never,
+            applies: acquire_pause_over_ttl,
+            applies_text: "at every pause longer than the TTL (both quorums arrive late)",
+            applies_zh: "暂停长于 TTL（两份多数票都迟到）的每一个点",
+        },
+        mechanism: "a is stopped (SIGSTOP) holding a quorum of yes unread; b's hook is armed, and b stops the same way on its first quorum, won once a's keys expired; each wakes after the pause to its own check (TTL − elapsed − drift)",
+        run: ACQ_BOTH,
+        outcome: Outcome::ExclusionBroken,
+        predicts: acquire_check,
+        predicts_text: "breaks where 0 < TTL − pause − drift < work (the later client enters with too little validity), holds elsewhere",
     },
     Row {
         id: "write-delayed-to-storage",

@@ -106,6 +106,16 @@ pub(super) const ACQ_NO_CHECK: Run = Run {
     variant: Some(Variant::NoCheck),
     ..ACQ_CHECK
 };
+pub(super) const ACQ_BOTH: Run = Run {
+    id: "acquire-redlock-both-clients",
+    sets: &[
+        ("ttl_ms", "400"),
+        ("work_ms", "100"),
+        ("users", "6"),
+        ("stopped", "both"),
+    ],
+    ..ACQ_CHECK
+};
 pub(super) const JUMP: Run = Run {
     id: "clock-jump-redlock",
     scenario: Scenario::ClockJump,

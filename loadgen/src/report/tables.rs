@@ -211,10 +211,16 @@ fn faults_on(f: &Faults) -> Vec<String> {
         ("check_revision", u64::from(f.check_revision), true),
         ("check_token", u64::from(f.check_token), true),
         ("commit_delay_ms", f.commit_delay_ms, false),
+        ("ignore_lost_lease", u64::from(f.ignore_lost_lease), true),
         ("ignore_wait_count", u64::from(f.ignore_wait_count), true),
         ("pause_every", f.pause_every, pausing),
         ("pause_ms", f.pause_ms, false),
         ("release_gap_ms", f.release_gap_ms, false),
+        (
+            "renewal_stops_on_error",
+            u64::from(f.renewal_stops_on_error),
+            true,
+        ),
         ("setnx_expire_gap_ms", f.setnx_expire_gap_ms, false),
         (
             "skip_validity_check",

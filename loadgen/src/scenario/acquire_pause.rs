@@ -20,6 +20,11 @@
 //! it cannot finish within the validity; the service does not know its
 //! work in advance, and this lab shows what that costs.
 //!
+//! With `stopped=both` replica b is stopped the same way on its next
+//! quorum (it can only win one once a's keys are gone): both clients are
+//! paused during acquisition, each for `pause`, and each wakes to its own
+//! check. An injection counts only when both stopped.
+//!
 //! The proof a pause landed: `/proc/<pid>/stat` reads state `T` after the
 //! hook was armed at `during-acquire`, and every replica reads the faults
 //! back.
@@ -27,16 +32,26 @@
 use serde_json::{json, Value};
 
 use super::case::Expectation;
-use super::dials::{self, dials, Shape};
+use super::dials::{self, choice, dials, Choice as _, Shape};
 use super::inject::{self, Window};
 use super::params::{Params, Spec};
-use super::world::{arm, faults_of_each, pause, two_replicas, work, CaseRun};
+use super::world::{arm, faults_of_each, pause, two_replicas, work, Case, CaseRun, World};
 use crate::api::Variant;
 use crate::api::{FaultsPatch, FreezeAt, Kind, StrategyEntry};
 use crate::judge::Expected::{Breaks, Holds};
 
 /// With Redlock's validity check, and with it switched off.
 pub const VARIANTS: &[Variant] = &[Variant::Check, Variant::NoCheck];
+
+choice! {
+    /// Which clients are paused during their acquisition.
+    pub enum Stopped {
+        /// Replica a only; b is free to take the keys once they expire.
+        A = "a",
+        /// Replica a, then replica b on its next quorum.
+        Both = "both",
+    }
+}
 
 dials! {
     /// acquire-pause's dials.
@@ -47,6 +62,11 @@ dials! {
         pause: u64 = Shape::ms(
             "2.6ttl",
             "how long replica a's process stays stopped between the SETs' answers and reading them",
+        ),
+        stopped: Stopped = Shape::choice(
+            Stopped::WORDS,
+            "a",
+            "which clients are paused during acquisition: replica a, or a and then b on its next quorum",
         ),
         users: usize = dials::users("8"),
         lock_wait_ms: u64 = dials::lock_wait("500"),
@@ -151,12 +171,19 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     let each = faults_of_each(world).await?;
     let read_back = each.len() == 2 && each.iter().all(|(_, f)| f.skip_validity_check == skip);
     case.step(format!(
-        "replicas a, b on 3 Redlock nodes (TTL {ttl} ms, work {work_ms} ms); validity check {} (read back on every replica: {read_back}); {injections} injections: replica a stops for {pause_ms} ms between its SETs' answers and reading them",
-        if skip { "OFF (skip_validity_check)" } else { "on" }
+        "replicas a, b on 3 Redlock nodes (TTL {ttl} ms, work {work_ms} ms); validity check {} (read back on every replica: {read_back}); {injections} injections: {} for {pause_ms} ms between its SETs' answers and reading them",
+        if skip { "OFF (skip_validity_check)" } else { "on" },
+        match d.stopped {
+            Stopped::A => "replica a stops",
+            Stopped::Both => "replica a stops, then replica b on its next quorum, each",
+        }
     ));
     for _ in 0..injections {
         let round = inject::begin(&lab.http, world, case, users, 100).await?;
         let window = match inject::stop_replica(world, case, "a", FreezeAt::DuringAcquire).await? {
+            Some(stopped) if d.stopped == Stopped::Both => {
+                stop_both(world, case, stopped, pause_ms, read_back).await?
+            }
             Some(stopped) => {
                 let (pid, mut window) = stopped.hold_and_continue(case, pause_ms).await?;
                 if read_back {
@@ -172,8 +199,14 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
         inject::settle(work_ms).await;
         round.end(world, case, strategy, window).await?;
     }
+    let who = match d.stopped {
+        Stopped::A => "replica a",
+        Stopped::Both => "replicas a and then b",
+    };
     case.proven_by_injections(|landed| {
-        format!("{landed} of {injections} pauses seen: replica a stopped (state T) holding a quorum of yes")
+        format!(
+            "{landed} of {injections} pauses seen: {who} stopped (state T) holding a quorum of yes"
+        )
     });
     service
         .set_faults(FaultsPatch {
@@ -183,4 +216,40 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
         .await?;
     case.step("faults undone");
     Ok(dials::record(&d, json!({"skip_validity_check": skip})))
+}
+
+/// `stopped=both`: a is stopped (`a`); b's hook is armed at once and b
+/// stops on its next quorum (once a's keys are gone), while a is woken
+/// `pause` after it stopped. b is woken `pause` after it stopped. One
+/// window from a's stop to b's wake, proven only when both stopped.
+async fn stop_both(
+    world: &mut World,
+    case: &mut Case,
+    a: inject::Stopped,
+    pause_ms: u64,
+    read_back: bool,
+) -> anyhow::Result<Window> {
+    let (a_pid, mut window) = (a.pid, a.window);
+    let a_held = pause_ms.saturating_sub(case.clock_ms() - window.start_ms);
+    let wake_a = tokio::spawn(async move {
+        pause(a_held).await;
+        crate::procs::signal(a_pid, "CONT")
+    });
+    let b = inject::stop_replica(world, case, "b", FreezeAt::DuringAcquire).await?;
+    wake_a.await??;
+    let Some(b) = b else {
+        window.end_ms = case.clock_ms();
+        return Ok(window);
+    };
+    let b_start = b.window.start_ms;
+    let (b_pid, b_window) = b.hold_and_continue(case, pause_ms).await?;
+    window.end_ms = b_window.end_ms;
+    if read_back {
+        window.proof = Some(format!(
+            "/proc/{a_pid}/stat read T for {pause_ms} ms, then /proc/{b_pid}/stat read T for {} ms ({} ms after a stopped), each with a quorum of yes unread",
+            b_window.end_ms - b_start,
+            b_start - window.start_ms
+        ));
+    }
+    Ok(window)
 }

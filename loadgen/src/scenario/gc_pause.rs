@@ -24,6 +24,17 @@
 //! hand out a random value and no fence (`set-nx-px-token`, `watchdog`,
 //! `redlock`); judged on the data, as `fenced` is.
 //!
+//! `ignore_lost_lease=on` is Redisson's holder as its issue #4698 saw it:
+//! the watchdog's holder skips its last check, so a lease that ran out
+//! while it was stopped no longer ends its section before the write.
+//!
+//! `check_revision=on` is the coordination services' fence: the database
+//! checks the revision the lock service handed out (etcd's create
+//! revision, ZooKeeper's sequence) and refuses a write whose revision is
+//! older than one already written — the cure of Jepsen's etcd 3.4.3
+//! analysis, where a set guarded by the lock alone lost updates when a
+//! lease expired during a pause (`scenario replay`).
+//!
 //! Each injection is a round of its own ([`super::inject`]): fresh stock,
 //! a new history run, the freeze, `SIGCONT`, the round judged. The proof a
 //! freeze landed: `/proc/<pid>/stat` reads state `T` and the arbiter shows
@@ -75,6 +86,16 @@ dials! {
             "off",
             "on: the database checks and sets the lock's random value (antirez's remedy; set-nx-px-token, watchdog, redlock)",
         ),
+        check_revision: OnOff = Shape::choice(
+            OnOff::WORDS,
+            "off",
+            "on: the database checks the revision the lock service handed out as a fence (etcd-lease, zk-ephemeral-seq)",
+        ),
+        ignore_lost_lease: OnOff = Shape::choice(
+            OnOff::WORDS,
+            "off",
+            "on: watchdog's holder skips its last check and commits, never told its lease ran out (Redisson #4698)",
+        ),
         users: usize = dials::users("8"),
         lock_wait_ms: u64 = dials::lock_wait("500"),
     }
@@ -82,6 +103,10 @@ dials! {
 
 /// Its dials.
 pub const PARAMS: &[Spec] = GcPauseDials::SPECS;
+
+/// The locks `check_revision=on` applies to: a coordination service that
+/// hands out a growing revision with the lock.
+const REVISION: [StrategyName; 2] = [StrategyName::EtcdLease, StrategyName::ZkEphemeralSeq];
 
 /// The locks `check_token=on` applies to: a random value, no fence.
 const RANDOM_VALUE: [StrategyName; 3] = [
@@ -93,6 +118,12 @@ const RANDOM_VALUE: [StrategyName; 3] = [
 /// Whether the database checks the lock's random value.
 pub fn checks_token(d: &GcPauseDials) -> bool {
     d.check_token == OnOff::On
+}
+
+/// Whether the database checks something the lock handed out (its random
+/// value, or its revision): the case is then judged on the data.
+pub fn checks_a_fence(d: &GcPauseDials) -> bool {
+    checks_token(d) || d.check_revision == OnOff::On
 }
 
 /// `--quick`: a shorter TTL (the pause, 1.6× it, shrinks with it).
@@ -124,6 +155,18 @@ pub fn expect(strategy: &StrategyEntry, _variant: Option<Variant>, params: &Para
         return Ok((
             Holds,
             "the database checks the random value: a woken holder whose claim a later holder overwrote is refused at its write".into(),
+        ));
+    }
+    if d.check_revision == OnOff::On {
+        if !REVISION.into_iter().any(|s| strategy.is(s)) {
+            return Err(format!(
+                "check_revision=on is for the locks a coordination service hands out with a revision: {}",
+                REVISION.map(StrategyName::as_str).join(", ")
+            ));
+        }
+        return Ok((
+            Holds,
+            "the database checks the lock's revision: a woken holder whose lease a later holder's larger revision replaced is refused at its write".into(),
         ));
     }
     if strategy.kind == Kind::NotALock && d.r#where != FreezeWhere::Anywhere {
@@ -177,15 +220,22 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     two_replicas(lab, world, strategy, ttl, Vec::new()).await?;
     let service = world.service();
     let check_token = checks_token(&d);
+    let check_revision = d.check_revision == OnOff::On;
     let faults = crate::api::FaultsPatch {
         check_token: Some(check_token),
+        check_revision: Some(check_revision),
+        ignore_lost_lease: Some(d.ignore_lost_lease == OnOff::On),
         ..work(work_ms)
     };
     arm(&service, strategy, faults).await?;
     let watcher = Service::new(vec![world.replica("b")?.url()], TOKEN.into());
     case.step(format!(
         "replicas a, b up (lock TTL / lease {ttl} ms, work {work_ms} ms{}); {users} buyers on both; {injections} injections: replica a stops at {} for {freeze_ms} ms",
-        if check_token { "; the database checks and sets the lock's random value" } else { "" },
+        match (check_token, check_revision) {
+            (true, _) => "; the database checks and sets the lock's random value",
+            (_, true) => "; the database checks the lock's revision",
+            _ => "",
+        },
         d.r#where
     ));
     for _ in 0..injections {

@@ -11,8 +11,9 @@ use super::case::Expectation;
 use super::params::{Params, Spec};
 use super::world::CaseRun;
 use super::{
-    acquire_pause, clock_jump, clock_skew, clock_slew, coordinator_crash, crash_holder,
-    dependency_loss, failover, gc_pause, redlock_restart, slow_network, unlock_before_commit,
+    acquire_pause, clock_jump, clock_skew, clock_slew, connection_cut, coordinator_crash,
+    crash_holder, dependency_loss, failover, gc_pause, redlock_restart, slow_network,
+    unlock_before_commit,
 };
 use crate::api::Variant;
 use crate::api::{Kind, StrategyEntry, StrategyName};
@@ -20,24 +21,42 @@ use crate::judge::{Expected, Guarantee};
 
 pub use super::name::Scenario;
 
-/// What the command line named: every scenario, or one.
+/// What the command line named: every scenario, one, or the replays.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Selection {
     /// `all`.
     All,
     /// One scenario by name.
     One(Scenario),
+    /// `replay`: the replayed bug reports (`scenario replay [ID …]`).
+    Replay,
+    /// One replay by its id (after `replay`): its index in the list.
+    ReplayCase(usize),
 }
 
-/// The parser of a scenario name or `all`: an unknown name is refused by
-/// clap with the list of known ones (exit 2).
+/// The parser of a scenario name, `all`, `replay` or a replay's id: an
+/// unknown name is refused by clap with the list of known ones (exit 2).
 pub fn selection_parser() -> impl TypedValueParser<Value = Selection> {
-    let names = std::iter::once(PossibleValue::new("all")).chain(
-        Scenario::value_variants()
-            .iter()
-            .map(|s| PossibleValue::new(s.name())),
-    );
+    let names = ["all", "replay"]
+        .into_iter()
+        .map(PossibleValue::new)
+        .chain(
+            Scenario::value_variants()
+                .iter()
+                .map(|s| PossibleValue::new(s.name())),
+        )
+        .chain(
+            super::replay::REPLAYS
+                .iter()
+                .map(|r| PossibleValue::new(r.id)),
+        );
     PossibleValuesParser::new(names).map(|name| {
+        if name == "replay" {
+            return Selection::Replay;
+        }
+        if let Some(i) = super::replay::REPLAYS.iter().position(|r| r.id == name) {
+            return Selection::ReplayCase(i);
+        }
         Scenario::value_variants()
             .iter()
             .find(|s| s.name() == name)
@@ -72,6 +91,7 @@ impl Scenario {
             Scenario::AcquirePause => "Redlock held between its SETs and reading the votes, past the TTL; with and without the validity check (antirez's reply)",
             Scenario::ClockSlew => "every Redlock node's clock runs slew_pct (1 %) fast, slewed not jumped, against work that nearly fills the validity (antirez: the drift factor covers it)",
             Scenario::CoordinatorCrash => "pg-2pc: kill -9 the coordinator between the phases (or inside phase two); everyone blocks until it restarts and recovers, with and without its decision log",
+            Scenario::ConnectionCut => "the watchdog's holder loses its connections to Redis for cut_ms (0.25x the lease) while its work outlasts the lease: renewed again, or told before commit (Redisson #2515, #3194)",
         }
     }
 
@@ -133,6 +153,7 @@ impl Scenario {
                 StrategyName::MysqlGetLock,
             ],
             Scenario::CoordinatorCrash => &[StrategyName::Pg2pc],
+            Scenario::ConnectionCut => &[StrategyName::Watchdog],
         }
     }
 
@@ -172,6 +193,7 @@ impl Scenario {
             Scenario::CrashHolder => crash_holder::PARAMS,
             Scenario::DependencyLoss => dependency_loss::PARAMS,
             Scenario::CoordinatorCrash => coordinator_crash::PARAMS,
+            Scenario::ConnectionCut => connection_cut::PARAMS,
         }
     }
 
@@ -191,6 +213,7 @@ impl Scenario {
             Scenario::CrashHolder => crash_holder::QUICK,
             Scenario::CoordinatorCrash => coordinator_crash::QUICK,
             Scenario::DependencyLoss => dependency_loss::QUICK,
+            Scenario::ConnectionCut => connection_cut::QUICK,
         }
     }
 
@@ -238,7 +261,7 @@ impl Scenario {
         // nothing is half-written, whatever the lock's kind.
         if matches!(self, Scenario::CoordinatorCrash | Scenario::DependencyLoss)
             || (self == Scenario::GcPause
-                && gc_pause::checks_token(&gc_pause::GcPauseDials::of(params)))
+                && gc_pause::checks_a_fence(&gc_pause::GcPauseDials::of(params)))
         {
             Guarantee::Data
         } else {
@@ -274,6 +297,7 @@ impl Scenario {
             Scenario::AcquirePause => acquire_pause::expect(strategy, variant, params),
             Scenario::ClockSlew => clock_slew::expect(strategy, variant, params),
             Scenario::CoordinatorCrash => coordinator_crash::expect(strategy, variant),
+            Scenario::ConnectionCut => connection_cut::expect(strategy, variant, params),
         }
     }
 
@@ -292,6 +316,7 @@ impl Scenario {
             Scenario::AcquirePause => acquire_pause::run(cx).await,
             Scenario::ClockSlew => clock_slew::run(cx).await,
             Scenario::CoordinatorCrash => coordinator_crash::run(cx).await,
+            Scenario::ConnectionCut => connection_cut::run(cx).await,
         }
     }
 }

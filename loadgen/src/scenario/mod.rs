@@ -42,6 +42,7 @@ mod case;
 mod clock_jump;
 mod clock_skew;
 mod clock_slew;
+mod connection_cut;
 mod coordinator_crash;
 mod crash_holder;
 mod curve;
@@ -59,6 +60,7 @@ mod params;
 mod rate;
 mod record;
 mod redlock_restart;
+mod replay;
 mod report;
 mod runner;
 mod slow_network;
@@ -217,7 +219,7 @@ pub fn describe_params(names: &[Selection]) -> ExitCode {
             .iter()
             .filter_map(|n| match n {
                 Selection::One(s) => Some(*s),
-                Selection::All => None,
+                _ => None,
             })
             .collect()
     };
@@ -302,6 +304,28 @@ pub fn check_dials_of(
 /// Over 80 lines on purpose: the command's run in order — the cases chosen, run
 /// in lanes, reported, the exit status.
 pub async fn main(names: &[Selection], list: bool, options: Options) -> ExitCode {
+    let replays: Vec<&'static replay::Replay> = names
+        .iter()
+        .filter_map(|n| match n {
+            Selection::ReplayCase(i) => replay::REPLAYS.get(*i),
+            _ => None,
+        })
+        .collect();
+    if names.contains(&Selection::Replay) || !replays.is_empty() {
+        if names
+            .iter()
+            .any(|n| matches!(n, Selection::All | Selection::One(_)))
+        {
+            eprintln!(
+                "seckill-loadgen: `replay` runs the replays alone: name no scenario beside it"
+            );
+            return ExitCode::from(2);
+        }
+        if list {
+            return replay::list();
+        }
+        return replay::main(&replays, options).await;
+    }
     if list || names.is_empty() {
         for s in Scenario::value_variants() {
             println!("{:<22} {}", s.name(), s.summary());

@@ -23,6 +23,7 @@ pub enum Scenario {
     AcquirePause,
     ClockSlew,
     CoordinatorCrash,
+    ConnectionCut,
 }
 
 impl Scenario {
@@ -41,6 +42,7 @@ impl Scenario {
             Scenario::AcquirePause => "acquire-pause",
             Scenario::ClockSlew => "clock-slew",
             Scenario::CoordinatorCrash => "coordinator-crash",
+            Scenario::ConnectionCut => "connection-cut",
         }
     }
 }
