@@ -39,7 +39,7 @@ use super::params::{Params, Spec};
 use super::slow_network::lives_in_redis;
 use super::world::{arm, start_replicas, timed_ping, wait_inside, work, CaseRun, World};
 use crate::api::Variant;
-use crate::api::{FaultsPatch, Kind, StrategyEntry};
+use crate::api::{FaultsPatch, Kind, StrategyEntry, StrategyName};
 use crate::judge::Expected::{Breaks, Holds};
 use crate::procs::{self, RedisNode};
 use seckill_proxy::Proxy;
@@ -96,6 +96,12 @@ pub fn expect(strategy: &StrategyEntry, _variant: Option<Variant>, params: &Para
             "its lock is not in Redis: the cut link (Redis to replica a) carries none of its lock's traffic"
                 .into(),
         );
+    }
+    if strategy.kind == Kind::NotALock {
+        return Err("no lock: each grab is one script on the stock in Redis; a grab during the cut fails (503), and there is no holder whose lease a cut could outlast".into());
+    }
+    if strategy.is(StrategyName::Redlock) {
+        return Err("its lock lives on the Redlock nodes: the cut link (the service's Redis to replica a) carries none of its votes".into());
     }
     if strategy.kind != Kind::Lease {
         return Err("no lease to renew: a lock with a fixed TTL expires under work longer than it with or without a cut (the work is 3 TTLs)".into());
