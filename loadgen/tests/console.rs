@@ -196,6 +196,49 @@ impl Room {
             .expect("a count")
     }
 
+    /// The values the `<select>` `testid` offers.
+    async fn options(&self, testid: &str) -> Value {
+        self.js(&format!(
+            "return [...document.querySelectorAll('[data-testid={testid}] option')].map(o => o.value);"
+        ))
+        .await
+    }
+
+    /// Choose `value` in the `<select>` `testid`, click `button`, and wait
+    /// until `state` (a hook's text) starts with `says`: the scenario run
+    /// it started, as `GET /api/state` shows it.
+    async fn run_from(
+        &self,
+        testid: &str,
+        value: &str,
+        button: &str,
+        state: &str,
+        says: &str,
+    ) -> Value {
+        self.browser
+            .find(Locator::Css(&format!("[data-testid={testid}]")))
+            .await
+            .unwrap_or_else(|e| panic!("no [data-testid={testid}]: {e}"))
+            .select_by_value(value)
+            .await
+            .unwrap_or_else(|e| panic!("choose {value}: {e}"));
+        self.click(button).await;
+        eventually(&format!("the page says {says}"), || async {
+            self.text(state).await.starts_with(says).then_some(())
+        })
+        .await;
+        self.console_state().await["scenario"].clone()
+    }
+
+    /// Stop the scenario run from the page, and wait until it stopped.
+    async fn stop_run(&self) {
+        self.click("stop-scenario").await;
+        eventually("the run stopped", || async {
+            (self.console_state().await["scenario"]["running"] == json!(false)).then_some(())
+        })
+        .await;
+    }
+
     /// What `script` returns in the page.
     async fn js(&self, script: &str) -> Value {
         self.browser
@@ -331,6 +374,7 @@ async fn the_console_runs_the_workshop_in_a_real_browser() {
     };
     exercise(&room).await;
     atlas_cell(&room).await;
+    replay(&room).await;
     let _ = std::fs::remove_file(&atlas);
     let _ = room.browser.clone().close().await;
     let _ = std::fs::remove_dir_all(&profile);
@@ -386,30 +430,18 @@ fn atlas_fixture() -> PathBuf {
 /// strategy, both ends of its bracket, its injections, no --quick — and
 /// the page says which cell it is; stopped from the page.
 async fn atlas_cell(room: &Room) {
-    let offered = room
-        .js("return [...document.querySelectorAll('[data-testid=atlas-cell] option')].map(o => o.value);")
-        .await;
+    let offered = room.options("atlas-cell").await;
     assert_eq!(offered, json!(["set-nx-px-token:pause"]), "{offered}");
-    room.browser
-        .find(Locator::Css("[data-testid=atlas-cell]"))
-        .await
-        .expect("the atlas select")
-        .select_by_value("set-nx-px-token:pause")
-        .await
-        .expect("choose the cell");
-    room.click("run-atlas-cell").await;
-    eventually("the page names the atlas cell running", || async {
-        room.text("atlas-cell-state")
-            .await
-            .starts_with("atlas cell set-nx-px-token × pause")
-            .then_some(())
-    })
-    .await;
-    let state = room.console_state().await;
-    let command = state["scenario"]["lines"][0]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned();
+    let run = room
+        .run_from(
+            "atlas-cell",
+            "set-nx-px-token:pause",
+            "run-atlas-cell",
+            "atlas-cell-state",
+            "atlas cell set-nx-px-token × pause",
+        )
+        .await;
+    let command = run["lines"][0].as_str().unwrap_or_default().to_owned();
     for part in [
         "scenario gc-pause",
         "--strategies set-nx-px-token",
@@ -419,11 +451,56 @@ async fn atlas_cell(room: &Room) {
         assert!(command.contains(part), "{part} in {command}");
     }
     assert!(!command.contains("--quick"), "{command}");
-    room.click("stop-scenario").await;
-    eventually("the cell's run stopped", || async {
-        (room.console_state().await["scenario"]["running"] == json!(false)).then_some(())
-    })
-    .await;
+    room.stop_run().await;
+}
+
+/// A replayed bug report picked on the page and run: every replay is
+/// offered, the run is `scenario replay ID` (both variants, its own dials,
+/// no --quick), and the page says which replay is running; stopped from
+/// the page, it shows no result.
+async fn replay(room: &Room) {
+    let offered = room.options("replay").await;
+    for id in ["redisson-2515", "redisson-4698", "jepsen-etcd-3.4.3"] {
+        assert!(
+            offered.as_array().is_some_and(|o| o.contains(&json!(id))),
+            "{id} offered: {offered}"
+        );
+    }
+    let run = room
+        .run_from(
+            "replay",
+            "redisson-4698",
+            "run-replay",
+            "replay-state",
+            "replaying redisson-4698",
+        )
+        .await;
+    let command = run["lines"][0].as_str().unwrap_or_default().to_owned();
+    assert!(
+        command.starts_with("$ seckill-loadgen scenario replay redisson-4698 --out "),
+        "{command}"
+    );
+    assert!(!command.contains("--quick"), "{command}");
+    assert_eq!(run["replay"], json!("redisson-4698"), "{run}");
+    room.stop_run().await;
+    // Stopped before it wrote replays.json: no result, no verdict.
+    let result: serde_json::Value = room
+        .http
+        .get(format!("{}/api/replay/result", room.console))
+        .send()
+        .await
+        .expect("result")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(result, serde_json::Value::Null);
+    assert_eq!(
+        room.js(
+            "return document.querySelector('[data-testid=replay-state]').dataset.held ?? null;"
+        )
+        .await,
+        serde_json::Value::Null
+    );
 }
 
 /// A WebDriver session of headless Chromium at 1280×720 whose

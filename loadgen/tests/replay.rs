@@ -22,8 +22,14 @@ fn the_list_names_each_report_with_its_link_and_an_unknown_id_is_refused() {
     assert!(out.status.success(), "{out:?}");
     let list = String::from_utf8_lossy(&out.stdout);
     for (id, link) in [
-        ("redisson-2515", "https://github.com/redisson/redisson/issues/2515"),
-        ("redisson-4698", "https://github.com/redisson/redisson/issues/4698"),
+        (
+            "redisson-2515",
+            "https://github.com/redisson/redisson/issues/2515",
+        ),
+        (
+            "redisson-4698",
+            "https://github.com/redisson/redisson/issues/4698",
+        ),
         ("jepsen-etcd-3.4.3", "https://jepsen.io/analyses/etcd-3.4.3"),
     ] {
         let line = list
@@ -75,7 +81,10 @@ fn each_replay_shows_the_reported_bug_and_not_ours() {
         (&replays[0], "exclusion broken", 2515),
         (&replays[1], "data damaged", 4698),
     ] {
-        assert_eq!(replay["reproduces"]["project"], "redisson/redisson", "{replay}");
+        assert_eq!(
+            replay["reproduces"]["project"], "redisson/redisson",
+            "{replay}"
+        );
         assert_eq!(replay["reproduces"]["number"], number, "{replay}");
         assert_eq!(replay["outcome"], outcome, "{replay}");
         let bug = &replay["variants"]["reported-bug"];
@@ -92,11 +101,18 @@ fn each_replay_shows_the_reported_bug_and_not_ours() {
         assert!((0.5..0.6).contains(&upper), "{replay}");
         // Each variant's command reruns it alone, as a plain scenario.
         let command = bug["command"].as_str().expect("command");
-        assert!(command.starts_with("seckill-loadgen scenario "), "{command}");
+        assert!(
+            command.starts_with("seckill-loadgen scenario "),
+            "{command}"
+        );
         assert!(command.contains("--strategies watchdog"), "{command}");
         let id = replay["id"].as_str().expect("id");
         assert!(
-            out_dir.join(id).join("ours").join("scenarios.json").is_file(),
+            out_dir
+                .join(id)
+                .join("ours")
+                .join("scenarios.json")
+                .is_file(),
             "{id}: its ours case kept"
         );
     }

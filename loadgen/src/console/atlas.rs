@@ -10,7 +10,7 @@ use actix_web::{get, post, web, HttpResponse};
 use serde::{Deserialize, Serialize};
 
 use super::error::{Answer, ConsoleError};
-use super::runner::{AtlasRun, Dials};
+use super::runner::{AtlasRun, Dials, Target};
 use super::state::Console;
 use crate::atlas::{AtlasJson, Cell, CellJson};
 use crate::scenario::Scenario;
@@ -148,7 +148,11 @@ pub(super) async fn run(console: web::Data<Console>, body: web::Json<RunRequest>
     };
     let out = console
         .runner
-        .start(cell.scenario, &dials, &console.runner_options)
+        .start(
+            Target::Scenario(cell.scenario),
+            &dials,
+            &console.runner_options,
+        )
         .map_err(ConsoleError::Conflict)?;
     Ok(HttpResponse::Accepted().json(serde_json::json!({ "out": out, "cell": body.cell })))
 }

@@ -34,6 +34,7 @@ mod error;
 mod guard;
 pub mod pacer;
 pub mod recording;
+mod replay;
 mod routes;
 pub mod runner;
 mod state;

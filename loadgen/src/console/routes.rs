@@ -66,6 +66,9 @@ pub async fn serve(
                 .service(scenario_curves)
                 .service(super::atlas::cells)
                 .service(super::atlas::run)
+                .service(super::replay::list)
+                .service(super::replay::run)
+                .service(super::replay::result)
                 .service(run_series)
                 .service(run_csv)
                 .service(run_json)
@@ -630,7 +633,11 @@ async fn scenario_start(console: web::Data<Console>, body: web::Json<ScenarioReq
     };
     let out = console
         .runner
-        .start(*scenario, &dials, &console.runner_options)
+        .start(
+            super::runner::Target::Scenario(*scenario),
+            &dials,
+            &console.runner_options,
+        )
         .map_err(ConsoleError::Conflict)?;
     Ok(HttpResponse::Accepted().json(serde_json::json!({ "out": out })))
 }

@@ -116,6 +116,35 @@ pub struct RunView {
     pub lines: Vec<String>,
     /// The atlas cell it reruns, when it was started as one.
     pub cell: Option<AtlasRun>,
+    /// The replay it runs (`scenario replay ID`), when it is one.
+    pub replay: Option<String>,
+}
+
+/// What the page runs: a scenario, or one replayed bug report.
+#[derive(Debug, Clone, Copy)]
+pub enum Target {
+    /// `scenario NAME`.
+    Scenario(Scenario),
+    /// `scenario replay ID`: both its variants, at its own dials.
+    Replay(&'static str),
+}
+
+impl Target {
+    /// As the page names it.
+    fn name(self) -> String {
+        match self {
+            Target::Scenario(s) => s.name().to_owned(),
+            Target::Replay(id) => format!("replay {id}"),
+        }
+    }
+
+    /// The arguments after `scenario`.
+    fn args(self) -> Vec<&'static str> {
+        match self {
+            Target::Scenario(s) => vec![s.name()],
+            Target::Replay(id) => vec!["replay", id],
+        }
+    }
 }
 
 /// The last scenario run.
@@ -179,11 +208,11 @@ impl Runner {
         curves
     }
 
-    /// Start `scenario` with `dials` unless one is running; the report
+    /// Start `target` with `dials` unless a run is going; the report
     /// folder.
     pub fn start(
         &self,
-        scenario: Scenario,
+        target: Target,
         dials: &Dials,
         options: &RunnerOptions,
     ) -> Result<String, String> {
@@ -193,12 +222,15 @@ impl Runner {
         let stamp = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
-        let out = options.out.join(format!("{}-{stamp}", scenario.name()));
+        let name = target.name();
+        let out = options
+            .out
+            .join(format!("{}-{stamp}", name.replace(' ', "-")));
         let exe = std::env::current_exe().map_err(|e| format!("cannot find this binary: {e}"))?;
         let mut command = Command::new(exe);
         command
             .arg("scenario")
-            .arg(scenario.name())
+            .args(target.args())
             .arg("--out")
             .arg(&out)
             .args(dials.args())
@@ -220,16 +252,19 @@ impl Runner {
             .map_err(|e| format!("cannot start the scenario: {e}"))?;
         let out_text = out.display().to_string();
         *lock(&self.view) = RunView {
-            name: Some(scenario.name().to_owned()),
+            name: Some(name.clone()),
             running: true,
             exit_code: None,
             out: Some(out_text.clone()),
             lines: vec![format!(
-                "$ seckill-loadgen scenario {} --out {out_text} {}",
-                scenario.name(),
+                "$ seckill-loadgen scenario {name} --out {out_text} {}",
                 dials.args().join(" ")
             )],
             cell: dials.cell.clone(),
+            replay: match target {
+                Target::Replay(id) => Some(id.to_owned()),
+                Target::Scenario(_) => None,
+            },
         };
         *lock(&self.pid) = child.id();
         let readers = [

@@ -60,7 +60,7 @@ mod params;
 mod rate;
 mod record;
 mod redlock_restart;
-mod replay;
+pub mod replay;
 mod report;
 mod runner;
 mod slow_network;
