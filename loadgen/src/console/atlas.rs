@@ -145,6 +145,7 @@ pub(super) async fn run(console: web::Data<Console>, body: web::Json<RunRequest>
                 .unwrap_or_default(),
             quick: doc.quick,
         }),
+        full: false,
     };
     let out = console
         .runner

@@ -49,7 +49,10 @@ pub(super) async fn run(console: web::Data<Console>, body: web::Json<RunRequest>
         .runner
         .start(
             Target::Replay(replay.id),
-            &Dials::default(),
+            &Dials {
+                full: true,
+                ..Dials::default()
+            },
             &console.runner_options,
         )
         .map_err(ConsoleError::Conflict)?;

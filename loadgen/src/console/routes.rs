@@ -630,6 +630,7 @@ async fn scenario_start(console: web::Data<Console>, body: web::Json<ScenarioReq
         sets,
         sweep,
         cell: None,
+        full: false,
     };
     let out = console
         .runner

@@ -41,6 +41,9 @@ pub struct Dials {
     pub sweep: Option<(String, Vec<String>)>,
     /// The atlas cell this run reruns (its strategy, variant and bracket).
     pub cell: Option<AtlasRun>,
+    /// At the target's own dials, without `--quick` (a replay: its
+    /// variants' dials are the report's).
+    pub full: bool,
 }
 
 /// An atlas cell run from the page: both ends of its bracket (or of its
@@ -66,6 +69,7 @@ impl Dials {
     pub fn args(&self) -> Vec<String> {
         let mut args = Vec::new();
         match &self.cell {
+            None if self.full => {}
             None => args.push("--quick".to_owned()),
             Some(cell) => {
                 if cell.quick {
