@@ -38,5 +38,5 @@ status=0
   --database-url "$PG_ADMIN_URL" \
   --mysql-url "$MYSQL_TEST_URL" \
   --out "$out" ${SCENARIO_FLAGS:-} ${ARGS:-} || status=$?
-say "report: $out/scenarios.{md,html,json}; every run's rows in one table: make scenarios-table"
+if [[ $names == replay* ]]; then say "replays: $out/replays.json (each variant's case under $out/<id>/<variant>/)"; else say "report: $out/scenarios.{md,html,json}; every run's rows in one table: make scenarios-table"; fi
 exit "$status"

@@ -186,6 +186,10 @@ pub struct LeaseStatus {
     /// after this instant the key may have expired in Redis, whether or not
     /// a renewal is under way.
     deadline: std::sync::Mutex<Instant>,
+    /// The holder is never told (the watchdog's `ignore_lost_lease`
+    /// fault: Redisson's holder, its issue #4698): its last check passes
+    /// whatever the renewals found.
+    untold: std::sync::atomic::AtomicBool,
 }
 
 impl LeaseStatus {
@@ -194,12 +198,24 @@ impl LeaseStatus {
         Arc::new(Self {
             lost: std::sync::atomic::AtomicBool::new(false),
             deadline: std::sync::Mutex::new(deadline),
+            untold: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
     /// Whether a renewal found the lock gone or not ours.
     pub fn is_lost(&self) -> bool {
         self.lost.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Never tell the holder: its last check passes even when the lease
+    /// is lost or past its deadline (a fault).
+    pub fn leave_untold(&self) {
+        self.untold.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Whether the holder is never told ([`LeaseStatus::leave_untold`]).
+    pub fn is_untold(&self) -> bool {
+        self.untold.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Mark the lease lost (the holder must abort).
@@ -425,6 +441,7 @@ impl LockGuard {
     /// validity time has passed.
     pub fn check_still_held(&self) -> Result<(), LockLost> {
         match &self.held {
+            Held::Lease { lease, .. } if lease.status().is_untold() => Ok(()),
             Held::Lease { lease, .. } if lease.status().is_lost() => Err(LockLost::LeaseLost),
             Held::Lease { lease, .. } if Instant::now() >= lease.status().deadline() => {
                 Err(LockLost::LeaseExpired)
@@ -589,16 +606,8 @@ pub async fn grab_with_lock(
         .with_check_value(guard.check_value(cx.faults));
     // The lock's last check runs inside the section, just before the
     // write: a lease lost or run out, or Redlock's validity run out, ends
-    // it there with nothing written. The watchdog's `ignore_lost_lease`
-    // fault skips it: Redisson's holder, never told (its issue #4698).
-    let told = !(cx.faults.ignore_lost_lease && name == crate::lock::watchdog::INFO.name);
-    let still_held = || {
-        if told {
-            guard.check_still_held()
-        } else {
-            Ok(())
-        }
-    };
+    // it there with nothing written.
+    let still_held = || guard.check_still_held();
     let prepared = match section::prepare_checked(cx, req, spec, Some(&still_held)).await {
         Ok(Some(prepared)) => prepared,
         Ok(None) => {

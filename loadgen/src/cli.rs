@@ -17,7 +17,7 @@ use crate::token;
 mod args;
 mod commands;
 use args::*;
-use commands::Command;
+use commands::{Command, Named};
 
 /// Load generator for seckill-lab: hammer the flash-sale service under each
 /// lock strategy and compare what holds and what breaks.
@@ -213,8 +213,34 @@ pub async fn run() -> ExitCode {
             params,
             variants,
         } => {
+            let selections: Vec<scenario::Selection> = names
+                .iter()
+                .filter_map(|n| match n {
+                    Named::Scenario(s) => Some(*s),
+                    _ => None,
+                })
+                .collect();
+            let replays: Vec<&'static crate::replay::Replay> = names
+                .iter()
+                .filter_map(|n| match n {
+                    Named::ReplayCase(i) => crate::replay::REPLAYS.get(*i),
+                    _ => None,
+                })
+                .collect();
+            let replaying = names
+                .iter()
+                .any(|n| matches!(n, Named::Replay | Named::ReplayCase(_)));
+            if replaying && !selections.is_empty() {
+                eprintln!(
+                    "seckill-loadgen: `replay` runs the replays alone: name no scenario beside it"
+                );
+                return ExitCode::from(2);
+            }
+            if replaying && list {
+                return crate::replay::list();
+            }
             if params {
-                return scenario::describe_params(&names);
+                return scenario::describe_params(&selections);
             }
             let options = scenario::Options {
                 sets,
@@ -227,7 +253,10 @@ pub async fn run() -> ExitCode {
                 trials,
                 ..lab.options(out)
             };
-            return scenario::main(&names, list, options).await;
+            if replaying {
+                return crate::replay::main(&replays, options).await;
+            }
+            return scenario::main(&selections, list, options).await;
         }
     };
     let workload = match common.load.workload() {

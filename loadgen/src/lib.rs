@@ -51,6 +51,7 @@ pub mod judge;
 pub mod load;
 pub mod procs;
 pub mod progress;
+pub mod replay;
 pub mod report;
 pub mod scenario;
 pub mod token;

@@ -3,12 +3,44 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::Subcommand;
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+use clap::{Subcommand, ValueEnum as _};
 
 use super::args::*;
 use crate::api::Variant;
 use crate::load::Shard;
-use crate::scenario::{self, Selection};
+use crate::replay::REPLAYS;
+use crate::scenario::{self, Scenario, Selection};
+
+/// What `scenario` names: a scenario (or `all`), or the replays.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Named {
+    /// A scenario, or `all`.
+    Scenario(Selection),
+    /// `replay`: the replayed bug reports (`scenario replay [ID …]`).
+    Replay,
+    /// A replay's id (after `replay`): its index in [`REPLAYS`].
+    ReplayCase(usize),
+}
+
+/// The parser of a scenario name, `all`, `replay` or a replay's id: an
+/// unknown name is refused by clap with the list of known ones (exit 2).
+fn named_parser() -> impl TypedValueParser<Value = Named> {
+    let names = ["all", "replay"]
+        .into_iter()
+        .chain(Scenario::value_variants().iter().map(|s| s.name()))
+        .chain(REPLAYS.iter().map(|r| r.id))
+        .map(PossibleValue::new);
+    PossibleValuesParser::new(names).map(|name| {
+        if name == "replay" {
+            return Named::Replay;
+        }
+        if let Some(i) = REPLAYS.iter().position(|r| r.id == name) {
+            return Named::ReplayCase(i);
+        }
+        Named::Scenario(scenario::selection(&name).unwrap_or(Selection::All))
+    })
+}
 
 #[derive(Debug, Subcommand)]
 pub(super) enum Command {
@@ -83,8 +115,8 @@ pub(super) enum Command {
         /// Scenario names, or `all` (see --list); or `replay` and the ids
         /// of replayed bug reports (`replay --list` names them; `replay`
         /// alone runs every one).
-        #[arg(value_parser = scenario::selection_parser())]
-        names: Vec<Selection>,
+        #[arg(value_parser = named_parser())]
+        names: Vec<Named>,
         /// List the scenarios, one a line, its name first.
         #[arg(long)]
         list: bool,

@@ -223,34 +223,8 @@ impl Runner {
         if lock(&self.view).running {
             return Err("a scenario is already running: stop it first".into());
         }
-        let stamp = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
         let name = target.name();
-        let out = options
-            .out
-            .join(format!("{}-{stamp}", name.replace(' ', "-")));
-        let exe = std::env::current_exe().map_err(|e| format!("cannot find this binary: {e}"))?;
-        let mut command = Command::new(exe);
-        command
-            .arg("scenario")
-            .args(target.args())
-            .arg("--out")
-            .arg(&out)
-            .args(dials.args())
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            // Its own process group: a Ctrl-C in the console's terminal
-            // reaches the console, which stops the run the same way.
-            .process_group(0);
-        if let Some(bin) = &options.app_bin {
-            command.arg("--app-bin").arg(bin);
-        }
-        if let Some(url) = &options.database_url {
-            command.arg("--database-url").arg(url);
-        }
+        let (mut command, out) = command(target, dials, options)?;
         let mut child = command
             .spawn()
             .map_err(|e| format!("cannot start the scenario: {e}"))?;
@@ -307,6 +281,44 @@ impl Runner {
         let pid = (*lock(&self.pid)).ok_or("no scenario is running")?;
         seckill_launch::process::send_signal(pid, "INT").map_err(|e| e.to_string())
     }
+}
+
+/// The child that runs `target` (this very binary), and its report
+/// folder: a new one under the console's, named by the target and the
+/// time.
+fn command(
+    target: Target,
+    dials: &Dials,
+    options: &RunnerOptions,
+) -> Result<(Command, PathBuf), String> {
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let out = options
+        .out
+        .join(format!("{}-{stamp}", target.name().replace(' ', "-")));
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find this binary: {e}"))?;
+    let mut command = Command::new(exe);
+    command
+        .arg("scenario")
+        .args(target.args())
+        .arg("--out")
+        .arg(&out)
+        .args(dials.args())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        // Its own process group: a Ctrl-C in the console's terminal
+        // reaches the console, which stops the run the same way.
+        .process_group(0);
+    if let Some(bin) = &options.app_bin {
+        command.arg("--app-bin").arg(bin);
+    }
+    if let Some(url) = &options.database_url {
+        command.arg("--database-url").arg(url);
+    }
+    Ok((command, out))
 }
 
 fn keep_lines(

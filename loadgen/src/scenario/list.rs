@@ -21,47 +21,24 @@ use crate::judge::{Expected, Guarantee};
 
 pub use super::name::Scenario;
 
-/// What the command line named: every scenario, one, or the replays.
+/// What the command line named: every scenario, or one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Selection {
     /// `all`.
     All,
     /// One scenario by name.
     One(Scenario),
-    /// `replay`: the replayed bug reports (`scenario replay [ID …]`).
-    Replay,
-    /// One replay by its id (after `replay`): its index in the list.
-    ReplayCase(usize),
 }
 
-/// The parser of a scenario name, `all`, `replay` or a replay's id: an
-/// unknown name is refused by clap with the list of known ones (exit 2).
-pub fn selection_parser() -> impl TypedValueParser<Value = Selection> {
-    let names = ["all", "replay"]
-        .into_iter()
-        .map(PossibleValue::new)
-        .chain(
-            Scenario::value_variants()
-                .iter()
-                .map(|s| PossibleValue::new(s.name())),
-        )
-        .chain(
-            super::replay::REPLAYS
-                .iter()
-                .map(|r| PossibleValue::new(r.id)),
-        );
-    PossibleValuesParser::new(names).map(|name| {
-        if name == "replay" {
-            return Selection::Replay;
-        }
-        if let Some(i) = super::replay::REPLAYS.iter().position(|r| r.id == name) {
-            return Selection::ReplayCase(i);
-        }
-        Scenario::value_variants()
-            .iter()
-            .find(|s| s.name() == name)
-            .map_or(Selection::All, |s| Selection::One(*s))
-    })
+/// A scenario name, or `all`, as a [`Selection`] (`None`: neither).
+pub fn selection(name: &str) -> Option<Selection> {
+    if name == "all" {
+        return Some(Selection::All);
+    }
+    Scenario::value_variants()
+        .iter()
+        .find(|s| s.name() == name)
+        .map(|s| Selection::One(*s))
 }
 
 /// The parser of a variant name (`--variants`): an unknown one is refused

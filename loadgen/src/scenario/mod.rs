@@ -60,7 +60,6 @@ mod params;
 mod rate;
 mod record;
 mod redlock_restart;
-pub mod replay;
 mod report;
 mod runner;
 mod slow_network;
@@ -108,7 +107,7 @@ pub mod typed {
 }
 pub use curve::{curve_svg as draw_curve, svg as curve_svg, Curve};
 pub use lab::Options;
-pub use list::{selection_parser, variant_parser, Scenario, Selection};
+pub use list::{selection, variant_parser, Scenario, Selection};
 pub use params::{owned as owned_sets, parse_set, parse_sweep, Params};
 pub use params::{parse_locate, Locate};
 pub use params::{Spec as ParamSpec, Unit as ParamUnit};
@@ -219,7 +218,7 @@ pub fn describe_params(names: &[Selection]) -> ExitCode {
             .iter()
             .filter_map(|n| match n {
                 Selection::One(s) => Some(*s),
-                _ => None,
+                Selection::All => None,
             })
             .collect()
     };
@@ -304,28 +303,6 @@ pub fn check_dials_of(
 /// Over 80 lines on purpose: the command's run in order — the cases chosen, run
 /// in lanes, reported, the exit status.
 pub async fn main(names: &[Selection], list: bool, options: Options) -> ExitCode {
-    let replays: Vec<&'static replay::Replay> = names
-        .iter()
-        .filter_map(|n| match n {
-            Selection::ReplayCase(i) => replay::REPLAYS.get(*i),
-            _ => None,
-        })
-        .collect();
-    if names.contains(&Selection::Replay) || !replays.is_empty() {
-        if names
-            .iter()
-            .any(|n| matches!(n, Selection::All | Selection::One(_)))
-        {
-            eprintln!(
-                "seckill-loadgen: `replay` runs the replays alone: name no scenario beside it"
-            );
-            return ExitCode::from(2);
-        }
-        if list {
-            return replay::list();
-        }
-        return replay::main(&replays, options).await;
-    }
     if list || names.is_empty() {
         for s in Scenario::value_variants() {
             println!("{:<22} {}", s.name(), s.summary());

@@ -21,9 +21,8 @@ use std::process::ExitCode;
 
 use serde::Serialize;
 
-use super::lab::Options;
-use super::{owned_sets, CaseResult, Outcome, Rate, Scenario};
 use crate::api::StrategyName;
+use crate::scenario::{owned_sets, CaseResult, Options, Outcome, Outcomes, Rate, Scenario};
 
 /// The report a replay reproduces.
 #[derive(Debug, Clone, Copy, Serialize)]
@@ -205,7 +204,7 @@ pub struct VariantJson {
     /// The command that reruns it.
     pub command: String,
     /// k of n for each outcome (`null`: the case recorded none).
-    pub outcomes: Option<super::Outcomes>,
+    pub outcomes: Option<Outcomes>,
     /// The replay's outcome, k of n.
     pub shows: Option<Rate>,
     /// Its case's verdict line.
@@ -317,8 +316,8 @@ pub async fn main(ids: &[&'static Replay], options: Options) -> ExitCode {
     let out = options.out.clone();
     let batches = batches(&chosen, &options);
     let bar = crate::progress::begin(options.quiet);
-    let run = super::run_batches_and_write(&batches);
-    let Some(reports) = super::until_interrupted(run, &options.database_url).await else {
+    let run = crate::scenario::run_batches_and_write(&batches);
+    let Some(reports) = crate::scenario::until_interrupted(run, &options.database_url).await else {
         drop(bar);
         return ExitCode::from(130);
     };
@@ -340,7 +339,7 @@ pub async fn main(ids: &[&'static Replay], options: Options) -> ExitCode {
         .collect();
     print_table(&replays);
     let doc = ReplaysJson {
-        profile: super::profile(),
+        profile: crate::scenario::profile(),
         replays,
     };
     if let Err(e) = write(&out, &doc) {
