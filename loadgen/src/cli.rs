@@ -213,23 +213,17 @@ pub async fn run() -> ExitCode {
             params,
             variants,
         } => {
-            let selections: Vec<scenario::Selection> = names
-                .iter()
-                .filter_map(|n| match n {
-                    Named::Scenario(s) => Some(*s),
-                    _ => None,
-                })
-                .collect();
-            let replays: Vec<&'static crate::replay::Replay> = names
-                .iter()
-                .filter_map(|n| match n {
-                    Named::ReplayCase(i) => crate::replay::REPLAYS.get(*i),
-                    _ => None,
-                })
-                .collect();
-            let replaying = names
-                .iter()
-                .any(|n| matches!(n, Named::Replay | Named::ReplayCase(_)));
+            let (mut selections, mut replays, mut replaying) = (Vec::new(), Vec::new(), false);
+            for name in names {
+                match name {
+                    Named::Scenario(s) => selections.push(s),
+                    Named::Replay => replaying = true,
+                    Named::ReplayCase(i) => {
+                        replaying = true;
+                        replays.extend(crate::replay::REPLAYS.get(i));
+                    }
+                }
+            }
             if replaying && !selections.is_empty() {
                 eprintln!(
                     "seckill-loadgen: `replay` runs the replays alone: name no scenario beside it"

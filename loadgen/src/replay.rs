@@ -145,9 +145,9 @@ pub const REPLAYS: &[Replay] = &[
 ];
 
 impl Replay {
-    /// The dials of `variant` (`reported-bug` or `ours`): the shared ones,
-    /// then its own.
-    pub fn sets_of(&self, variant: &str) -> Vec<(String, String)> {
+    /// The dials `variant` (`reported-bug` or `ours`) runs with: the
+    /// shared ones, then its own, then the command line's `extra` ones.
+    pub fn sets_of(&self, variant: &str, extra: &[(String, String)]) -> Vec<(String, String)> {
         let own = if variant == VARIANTS[0] {
             self.bug
         } else {
@@ -155,21 +155,22 @@ impl Replay {
         };
         let mut sets = owned_sets(self.sets);
         sets.extend(owned_sets(own));
+        sets.extend(extra.iter().cloned());
         sets
     }
 
-    /// The scenario command that reruns `variant` on its own.
-    pub fn command(&self, variant: &str, out: &Path) -> String {
-        let sets: Vec<String> = self
-            .sets_of(variant)
-            .iter()
-            .map(|(k, v)| format!("--set {k}={v}"))
-            .collect();
+    /// The scenario command that reruns `variant` on its own, at `sets`
+    /// (its [`Replay::sets_of`]), its report under `out`.
+    pub fn command(&self, variant: &str, sets: &[(String, String)], out: &Path) -> String {
         format!(
-            "seckill-loadgen scenario {} --strategies {} {} --out {}",
-            self.scenario.name(),
-            self.strategy,
-            sets.join(" "),
+            "{} --out {}",
+            crate::scenario::command_line(
+                self.scenario,
+                self.strategy.as_str(),
+                None,
+                false,
+                sets.iter().map(|(k, v)| (k, v)),
+            ),
             out.join(self.id).join(variant).display()
         )
     }
@@ -242,17 +243,23 @@ pub struct ReplaysJson {
     pub replays: Vec<ReplayJson>,
 }
 
-fn entry(replay: &'static Replay, cases: [Option<&CaseResult>; 2], out: &Path) -> ReplayJson {
+fn entry(
+    replay: &'static Replay,
+    cases: [Option<&CaseResult>; 2],
+    options: &Options,
+) -> ReplayJson {
+    let out = &options.out;
     let mut variants = std::collections::BTreeMap::new();
     let mut rates = [None, None];
     for ((variant, case), rate) in VARIANTS.iter().zip(cases).zip(&mut rates) {
         let outcomes = case.and_then(|c| c.outcomes);
         *rate = outcomes.and_then(|o| replay.shows.of(&o));
+        let sets = replay.sets_of(variant, &options.sets);
         variants.insert(
             *variant,
             VariantJson {
-                sets: replay.sets_of(variant),
-                command: replay.command(variant, out),
+                command: replay.command(variant, &sets, out),
+                sets,
                 outcomes,
                 shows: *rate,
                 verdict: case.map_or_else(
@@ -293,9 +300,7 @@ fn batches(chosen: &[&'static Replay], options: &Options) -> Vec<(Vec<Scenario>,
                 let mut one = options.clone();
                 one.strategies = vec![replay.strategy.as_str().to_owned()];
                 one.variants = Vec::new();
-                let mut sets = replay.sets_of(variant);
-                sets.extend(options.sets.iter().cloned());
-                one.sets = sets;
+                one.sets = replay.sets_of(variant, &options.sets);
                 one.sweep = None;
                 one.locate = None;
                 one.trials = 1;
@@ -334,7 +339,7 @@ pub async fn main(ids: &[&'static Replay], options: Options) -> ExitCode {
         .iter()
         .map(|replay| {
             let (bug, ours) = (cases.next().flatten(), cases.next().flatten());
-            entry(replay, [bug, ours], &out)
+            entry(replay, [bug, ours], &options)
         })
         .collect();
     print_table(&replays);
@@ -430,12 +435,16 @@ mod tests {
             .iter()
             .find(|r| r.id == "redisson-4698")
             .expect("listed");
-        let c = r.command("reported-bug", Path::new("out"));
+        let extra = [("injections".to_owned(), "3".to_owned())];
+        let sets = r.sets_of("reported-bug", &extra);
+        let c = r.command("reported-bug", &sets, Path::new("out"));
         assert!(c.contains("--set ignore_lost_lease=on"), "{c}");
         assert!(c.contains("--strategies watchdog"), "{c}");
         assert!(c.ends_with("--out out/redisson-4698/reported-bug"), "{c}");
+        // The command line's own dials run too, so the command carries them.
+        assert!(c.contains("--set injections=3 --out"), "{c}");
         assert!(r
-            .command("ours", Path::new("out"))
+            .command("ours", &r.sets_of("ours", &[]), Path::new("out"))
             .contains("ignore_lost_lease=off"));
     }
 }

@@ -392,17 +392,17 @@ async fn renew_until_stopped(
         let renewal = match renewed {
             Ok(1) => Renewal::Renewed,
             Ok(_) => Renewal::Lost("the lock is gone or taken".into()),
-            Err(e) if stops_on_error.is_some() => {
-                tracing::warn!(%key, error = %e, "watchdog renewal failed; renewing stops, for this key's later locks too (renewal_stops_on_error)");
+            Err(e) => {
                 if let Some(broken) = &stops_on_error {
+                    tracing::warn!(%key, error = %e, "watchdog renewal failed; renewing stops, for this key's later locks too (renewal_stops_on_error)");
                     broken
                         .lock()
                         .unwrap_or_else(std::sync::PoisonError::into_inner)
                         .insert(key.clone());
+                    return;
                 }
-                return;
+                Renewal::Failed(e.to_string())
             }
-            Err(e) => Renewal::Failed(e.to_string()),
         };
         if renewer.settle(sent, renewal).is_break() {
             return;

@@ -46,20 +46,13 @@ pub(super) fn check_command(
             _ => None,
         })
         .unwrap_or_else(|| (f.lo.to_owned(), f.hi.to_owned()));
-    let mut text = format!(
-        "seckill-loadgen scenario {} --strategies {}",
-        f.scenario.name(),
-        strategy.as_str()
+    let mut text = crate::scenario::command_line(
+        f.scenario,
+        strategy.as_str(),
+        f.variant,
+        how.quick,
+        f.sets.iter().copied(),
     );
-    if let Some(v) = f.variant {
-        text.push_str(&format!(" --variants {v}"));
-    }
-    if how.quick {
-        text.push_str(" --quick");
-    }
-    for (k, v) in f.sets {
-        text.push_str(&format!(" --set {k}={v}"));
-    }
     text.push_str(&format!(
         " --set injections={} --sweep {}={},{}",
         how.injections, f.dial, ends.0, ends.1

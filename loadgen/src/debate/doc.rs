@@ -266,18 +266,13 @@ pub fn counterexample(
 
 /// The scenario command of `run` without its sweep (nor its injections).
 pub fn scenario_command_at(run: &rows::Run) -> String {
-    let mut command = format!(
-        "seckill-loadgen scenario {} --strategies {}",
-        run.scenario.name(),
-        run.strategy
-    );
-    if let Some(variant) = run.variant {
-        command.push_str(&format!(" --variants {variant}"));
-    }
-    for (key, value) in run.sets {
-        command.push_str(&format!(" --set {key}={value}"));
-    }
-    command
+    scenario::command_line(
+        run.scenario,
+        run.strategy.as_str(),
+        run.variant,
+        false,
+        run.sets.iter().copied(),
+    )
 }
 
 #[cfg(test)]

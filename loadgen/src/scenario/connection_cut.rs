@@ -37,7 +37,7 @@ use super::inject::{self, Window};
 use super::lab::{Lab, Setup};
 use super::params::{Params, Spec};
 use super::slow_network::lives_in_redis;
-use super::world::{arm, start_replicas, timed_ping, wait_inside, work, CaseRun, World};
+use super::world::{arm, pause, start_replicas, timed_ping, wait_inside, work, CaseRun, World};
 use crate::api::Variant;
 use crate::api::{FaultsPatch, Kind, StrategyEntry, StrategyName};
 use crate::judge::Expected::{Breaks, Holds};
@@ -173,16 +173,13 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
         // Centred on the holder's first renewal (a third of the lease
         // after its grant): a cut that began as it entered would end
         // before any renewal was due, and no renewal would meet it.
-        tokio::time::sleep(Duration::from_millis((ttl / 3).saturating_sub(cut_ms / 2))).await;
+        pause((ttl / 3).saturating_sub(cut_ms / 2)).await;
         let mut window = Window::starting(case, "replica a's link to Redis", Some("a"));
         set_cut(world, true);
         let refused = timed_ping(link_port, Duration::from_millis(cut_ms.max(20)))
             .await
             .is_err();
-        tokio::time::sleep(Duration::from_millis(
-            cut_ms.saturating_sub(case.clock_ms() - window.start_ms),
-        ))
-        .await;
+        pause(cut_ms.saturating_sub(case.clock_ms() - window.start_ms)).await;
         set_cut(world, false);
         window.end_ms = case.clock_ms();
         if inside && refused {

@@ -142,6 +142,33 @@ pub fn profile() -> &'static str {
     }
 }
 
+/// The command line that runs `scenario` on `strategy` (its `variant`,
+/// with `--quick` when `quick`) at `sets`: how the debate's rows, the
+/// atlas's cells and the replays print what reruns them. The caller adds
+/// what follows (injections, a sweep, `--out`).
+pub fn command_line<K: std::fmt::Display, V: std::fmt::Display>(
+    scenario: Scenario,
+    strategy: &str,
+    variant: Option<crate::api::Variant>,
+    quick: bool,
+    sets: impl IntoIterator<Item = (K, V)>,
+) -> String {
+    let mut command = format!(
+        "seckill-loadgen scenario {} --strategies {strategy}",
+        scenario.name()
+    );
+    if let Some(variant) = variant {
+        command.push_str(&format!(" --variants {variant}"));
+    }
+    if quick {
+        command.push_str(" --quick");
+    }
+    for (key, value) in sets {
+        command.push_str(&format!(" --set {key}={value}"));
+    }
+    command
+}
+
 /// Run `work` until it ends, or until Ctrl-C: then `work` is dropped —
 /// and with it every lab, replica, node and coordination server it
 /// started — its databases are dropped, and `None` comes back (the
