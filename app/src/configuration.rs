@@ -156,6 +156,22 @@ pub struct Settings {
     /// transactions and rolls them back (presumed abort): the workshop's
     /// lesson of a coordinator without a log.
     pub two_pc_decision_log: bool,
+    /// `pg-3pc`'s participant in front of the stock database (`host:port`
+    /// of a `seckill-app participant --side stock`). Unset: this replica
+    /// runs the participant in its own process, on a loopback port — it
+    /// then dies with its coordinator, so a crash proves nothing about
+    /// blocking (the scenarios start participants of their own).
+    pub three_pc_stock_participant: Option<String>,
+    /// `pg-3pc`'s participant in front of the order database (`host:port`
+    /// of a `seckill-app participant --side order`); unset: in-process, as
+    /// above.
+    pub three_pc_order_participant: Option<String>,
+    /// A `pg-3pc` participant's own timeout: pre-committed this long with
+    /// no word from the coordinator, it commits on its own (3PC's rule,
+    /// what keeps it from blocking); having voted yes, it waits this long
+    /// plus `lock_wait_ms` for the pre-commit, then aborts. The
+    /// coordinator waits as long for each answer.
+    pub three_pc_timeout_ms: u64,
     /// The scenario runner's hooks (`POST /admin/freeze`: the process
     /// stops itself at a named point of its next critical section, until
     /// a `SIGCONT`). Off, those routes answer 403: a replica nobody will
@@ -202,6 +218,9 @@ impl Default for Settings {
             order_batch_queue: 4_096,
             stock_database_url: None,
             two_pc_decision_log: true,
+            three_pc_stock_participant: None,
+            three_pc_order_participant: None,
+            three_pc_timeout_ms: 2_000,
             scenario_hooks: false,
         }
     }
@@ -408,6 +427,12 @@ impl Settings {
                 ));
             }
         }
+        if self.three_pc_timeout_ms == 0 {
+            return Err(SettingsError::new(
+                "three_pc_timeout_ms",
+                "must be above 0: a participant that never waits commits before the coordinator has asked everyone",
+            ));
+        }
         if let Some(url) = self.mysql_url() {
             if !url.starts_with("mysql://") && !url.starts_with("mariadb://") {
                 return Err(SettingsError::new(
@@ -590,6 +615,17 @@ impl Settings {
             .as_deref()
             .map(str::trim)
             .filter(|url| !url.is_empty())
+    }
+
+    /// `pg-3pc`'s participants (stock side, order side) when both are set
+    /// and not blank.
+    pub fn three_pc_participants(&self) -> Option<(&str, &str)> {
+        let stock = self.three_pc_stock_participant.as_deref().map(str::trim);
+        let order = self.three_pc_order_participant.as_deref().map(str::trim);
+        match (stock, order) {
+            (Some(s), Some(o)) if !s.is_empty() && !o.is_empty() => Some((s, o)),
+            _ => None,
+        }
     }
 
     /// `etcd_urls` without blank entries.

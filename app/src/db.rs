@@ -13,10 +13,12 @@ use std::str::FromStr;
 use std::sync::RwLock;
 use std::time::Duration;
 
+use sqlx::pool::PoolConnection;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
-use sqlx::PgPool;
+use sqlx::{PgPool, Postgres};
 
 use crate::configuration::{SeedProduct, Settings};
+use crate::error::GrabError;
 
 /// Build the pool. Connections are opened lazily, so the service starts
 /// (and answers 503) even while the database is still coming up.
@@ -61,6 +63,18 @@ pub fn read_pool(settings: &Settings) -> Result<PgPool, sqlx::Error> {
 /// size — so [`ServerWitness`] asks the server too).
 pub fn pool_exhausted(pool: &PgPool) -> bool {
     pool.size() >= pool.options().get_max_connections() && pool.num_idle() == 0
+}
+
+/// A pooled connection for a grab that may wait for a row: a timeout
+/// with every connection open and taken is a pool starved by grabs
+/// waiting for that row, not a dead server ([`GrabError::PoolStarved`],
+/// answered busy); any other failure is the database's.
+pub async fn acquire_or_starved(pool: &PgPool) -> Result<PoolConnection<Postgres>, GrabError> {
+    match pool.acquire().await {
+        Ok(conn) => Ok(conn),
+        Err(sqlx::Error::PoolTimedOut) if pool_exhausted(pool) => Err(GrabError::PoolStarved),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// How long [`ServerWitness`] waits for the server's answer.

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use clap::{CommandFactory, FromArgMatches, Parser};
 use seckill_app::configuration::{settings_help, Settings};
+use seckill_app::lock::participant::{Participant, Side};
 use seckill_app::startup::Application;
 use seckill_app::telemetry;
 
@@ -20,6 +21,26 @@ struct Cli {
     /// variables still override it.
     #[arg(long, short = 'c', value_name = "FILE", env = "SECKILL_CONFIG")]
     config: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+/// What else the binary runs.
+#[derive(Debug, clap::Subcommand)]
+enum Command {
+    /// A `pg-3pc` participant: one database behind a process with its own
+    /// timeout (`SECKILL_THREE_PC_TIMEOUT_MS`); the coordinators reach it
+    /// through `SECKILL_THREE_PC_STOCK_PARTICIPANT` /
+    /// `SECKILL_THREE_PC_ORDER_PARTICIPANT`.
+    Participant {
+        /// The database it fronts: stock (`SECKILL_STOCK_DATABASE_URL`)
+        /// or order (`SECKILL_DATABASE_URL`).
+        #[arg(long, value_enum)]
+        side: Side,
+        /// Where it listens.
+        #[arg(long, default_value = "127.0.0.1:7300")]
+        listen: String,
+    },
 }
 
 #[tokio::main]
@@ -45,6 +66,9 @@ async fn main() -> std::process::ExitCode {
         }
     };
     telemetry::init(&settings.log_format);
+    if let Some(Command::Participant { side, listen }) = cli.command {
+        return participant(&settings, side, &listen).await;
+    }
     let strategy = settings.strategy.clone();
     let app = match Application::build(settings).await {
         Ok(app) => app,
@@ -62,4 +86,29 @@ async fn main() -> std::process::ExitCode {
             std::process::ExitCode::from(1)
         }
     }
+}
+
+/// Serve as `side`'s participant until killed.
+async fn participant(settings: &Settings, side: Side, listen: &str) -> std::process::ExitCode {
+    let participant = match Participant::new(settings, side) {
+        Ok(Some(p)) => p,
+        Ok(None) => {
+            eprintln!("seckill-app participant: the stock side needs SECKILL_STOCK_DATABASE_URL");
+            return std::process::ExitCode::from(2);
+        }
+        Err(e) => {
+            eprintln!("seckill-app participant: {e:#}");
+            return std::process::ExitCode::from(2);
+        }
+    };
+    let listener = match tokio::net::TcpListener::bind(listen).await {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("seckill-app participant: cannot listen on {listen}: {e}");
+            return std::process::ExitCode::from(1);
+        }
+    };
+    tracing::info!(side = side.as_str(), listen, "3pc participant listening");
+    participant.serve(listener).await;
+    std::process::ExitCode::SUCCESS
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use crate::configuration::Settings;
 use crate::lock::{
-    etcd_lease, fenced, local_mutex, mysql_get_lock, none, pg_2pc, pg_advisory, pg_atomic,
+    etcd_lease, fenced, local_mutex, mysql_get_lock, none, pg_2pc, pg_3pc, pg_advisory, pg_atomic,
     pg_for_update, pg_lock_table, pg_optimistic, redis_lua_stock, redlock, set_nx_px,
     set_nx_px_check_del, set_nx_px_token, setnx, setnx_expire, setnx_expire_lua, setnx_getset,
     watchdog, zk_ephemeral_seq,
@@ -46,6 +46,7 @@ const INFOS: &[&StrategyInfo] = &[
     &pg_atomic::INFO,
     &redis_lua_stock::INFO,
     &pg_2pc::INFO,
+    &pg_3pc::INFO,
 ];
 
 // The names settings accept are exactly the strategies' own, in order.
@@ -128,6 +129,7 @@ impl Strategies {
                 settings.order_batch_queue,
             )),
             two_pc.clone(),
+            Arc::new(pg_3pc::Pg3pc::new(settings, two_pc.clone())?),
         ];
         debug_assert_eq!(
             all.iter().map(|s| s.info().name).collect::<Vec<_>>(),

@@ -181,9 +181,14 @@ impl Prepared {
     }
 }
 
-/// Roll back and record the section's exit, in the order that can never
-/// show a false overlap: before the rollback when the rollback releases
-/// the lock, after it otherwise.
+/// Roll back and record the section's exit: before the rollback when the
+/// rollback releases the lock, after it otherwise. When a statement failed
+/// (the `order-insert-fails` scenario's refused `INSERT`), PostgreSQL has
+/// already aborted the transaction and released its row or advisory lock
+/// at the error, before this runs: the next holder may enter before this
+/// exit is recorded, and the history shows the overlap — the holder's code
+/// ran on past its lock, though nothing it wrote in the aborted
+/// transaction can commit.
 async fn finish(
     history: &History,
     entered: Option<Entered>,

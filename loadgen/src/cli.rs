@@ -154,6 +154,7 @@ pub async fn run() -> ExitCode {
             write_docs,
             no_locate,
             reuse,
+            rejudge,
             lab,
         } => {
             let scenario = lab.options(out.clone());
@@ -164,6 +165,7 @@ pub async fn run() -> ExitCode {
                 write_docs,
                 no_locate,
                 reuse,
+                rejudge,
                 scenario,
             })
             .await;

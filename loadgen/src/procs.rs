@@ -367,6 +367,60 @@ impl Replica {
     }
 }
 
+/// A `pg-3pc` participant this run started (`seckill-app participant`):
+/// one database behind a process with its own timeout.
+#[derive(Debug)]
+pub struct Participant {
+    /// `stock` or `order`.
+    pub side: &'static str,
+    /// Its port.
+    pub port: u16,
+    service: Service,
+}
+
+impl Participant {
+    /// Start `binary participant --side side` with `env` only (plus
+    /// `PATH`), its output in `dir/participant-<side>.log`, and wait until
+    /// its port answers.
+    pub async fn start(
+        binary: &Path,
+        dir: &Path,
+        side: &'static str,
+        env: Vec<(String, String)>,
+    ) -> anyhow::Result<Self> {
+        let path = std::env::var("PATH").unwrap_or_default();
+        let ([port], service) = start_on_free_ports_async(|[port]| {
+            let launch = servers::seckill_app(binary, port)
+                .name(format!("{side} participant"))
+                .clean_env()
+                .env("PATH", &path)
+                .envs(env.iter().cloned())
+                .env("RUST_LOG", "warn,seckill_app=info")
+                .args(["participant", "--side", side])
+                .arg("--listen")
+                .arg(format!("127.0.0.1:{port}"))
+                .log(dir.join(format!("participant-{side}.log")));
+            Ok(Service::new(launch, Ready::port(local(port))))
+        })
+        .await?;
+        Ok(Self {
+            side,
+            port,
+            service,
+        })
+    }
+
+    /// `127.0.0.1:port`, as `SECKILL_THREE_PC_*_PARTICIPANT` takes it.
+    pub fn addr(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// The process id, while running.
+    pub fn pid(&self) -> Option<u32> {
+        self.service.pid()
+    }
+}
+
 /// The state letter of process `pid` as the kernel reports it (the third
 /// field of `/proc/<pid>/stat`: `R`, `S`, `T` for stopped, `Z`, …), or
 /// `None` when there is no such process (it was killed and reaped).

@@ -142,6 +142,37 @@ pub const REPLAYS: &[Replay] = &[
         ours: &[("check_revision", "on")],
         shows: Outcome::DataDamaged,
     },
+    Replay {
+        id: "miaosha-decr",
+        reproduces: Report {
+            project: "MaJesTySA/miaosha_Shop",
+            number: Some(3),
+            title: "请问怎么解决“少卖”问题",
+            url: "https://github.com/MaJesTySA/miaosha_Shop/issues/3",
+        },
+        also: &[
+            Report {
+                project: "techa03/goodsKill",
+                number: Some(134),
+                title: "秒杀场景八，Redis获取商品及扣库存不是原子操作",
+                url: "https://github.com/techa03/goodsKill/issues/134",
+            },
+            Report {
+                project: "haopengmai/dianping",
+                number: Some(1),
+                title: "秒杀可能出现的问题",
+                url: "https://github.com/haopengmai/dianping/issues/1",
+            },
+        ],
+        saw: "the stock was decremented in Redis and then placing the order failed; nothing rolled Redis back, so the unit was never sold (少卖, an undersell), and the demos' authors answered that failures were not handled yet",
+        mechanism: "the grab takes its unit in Redis first and inserts the order afterwards; when PostgreSQL refuses the insert, nothing gives the unit back. Redis then holds less stock than the orders explain: sold out with units unsold, unless a cancel gives the unit back once the order surely does not exist.",
+        scenario: Scenario::OrderInsertFails,
+        strategy: StrategyName::RedisLuaStock,
+        sets: &[],
+        bug: &[("compensate", "off")],
+        ours: &[("compensate", "on")],
+        shows: Outcome::DataDamaged,
+    },
 ];
 
 impl Replay {
@@ -371,7 +402,7 @@ fn write(out: &Path, doc: &ReplaysJson) -> anyhow::Result<PathBuf> {
 fn rate_text(rate: Option<Rate>) -> String {
     rate.map_or_else(
         || "not measured".to_owned(),
-        |r| format!("{} of {} (≤ {:.0} % at 95 %)", r.k, r.n, r.ci95[1] * 100.0),
+        |r| format!("{} of {} (≤ {} % at 95 %)", r.k, r.n, r.upper_pct()),
     )
 }
 

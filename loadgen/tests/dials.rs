@@ -252,17 +252,20 @@ fn a_case_that_cannot_run_here_is_not_run_and_exits_4_naming_the_setting() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(4), "{stdout}\n{stderr}");
-    assert!(
-        stderr.contains("NOT RUN coordinator-crash · pg-2pc"),
-        "{stderr}"
-    );
+    for strategy in ["pg-2pc", "pg-3pc"] {
+        assert!(
+            stderr.contains(&format!("NOT RUN coordinator-crash · {strategy}")),
+            "{stderr}"
+        );
+    }
     assert!(stderr.contains("max_prepared_transactions"), "{stderr}");
     let report: Value = serde_json::from_str(
         &std::fs::read_to_string(out_dir.join("scenarios.json")).expect("report"),
     )
     .expect("json");
     let cases = report["scenarios"].as_array().expect("cases");
-    assert_eq!(cases.len(), 4, "each variant reported");
+    // pg-2pc's four variants and pg-3pc's two.
+    assert_eq!(cases.len(), 6, "each variant reported");
     assert!(cases.iter().all(|c| c["verdict"] == "not-run"), "{report}");
     let _ = std::fs::remove_dir_all(&out_dir);
 }

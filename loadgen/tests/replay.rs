@@ -2,7 +2,10 @@
 //! link, and two replays — Redisson's renewal that stops after a cut
 //! connection (the connection-cut scenario) and its holder never told of
 //! a failed renewal (gc-pause) — each show the reported behaviour in the
-//! bug's variant and none in ours, written to replays.json.
+//! bug's variant and none in ours, written to replays.json; and the
+//! seckill demos' Redis decrement with nothing given back when PostgreSQL
+//! refuses the order (order-insert-fails): undersold every time, and
+//! never with the cancel.
 
 use std::process::Command;
 
@@ -31,6 +34,10 @@ fn the_list_names_each_report_with_its_link_and_an_unknown_id_is_refused() {
             "https://github.com/redisson/redisson/issues/4698",
         ),
         ("jepsen-etcd-3.4.3", "https://jepsen.io/analyses/etcd-3.4.3"),
+        (
+            "miaosha-decr",
+            "https://github.com/MaJesTySA/miaosha_Shop/issues/3",
+        ),
     ] {
         let line = list
             .lines()
@@ -46,21 +53,15 @@ fn the_list_names_each_report_with_its_link_and_an_unknown_id_is_refused() {
     assert!(String::from_utf8_lossy(&unknown.stderr).contains("redisson-2515"));
 }
 
-#[test]
-fn each_replay_shows_the_reported_bug_and_not_ours() {
-    let out_dir = std::env::temp_dir().join(format!("seckill-replay-{}", std::process::id()));
+/// `scenario replay IDS --set injections=3` into a folder of its own
+/// (`tag`): it must exit 0; its folder and its replays.json.
+fn replay(tag: &str, ids: &[&str]) -> (std::path::PathBuf, Value) {
+    let out_dir = std::env::temp_dir().join(format!("seckill-replay-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&out_dir);
     let out = loadgen()
-        .args([
-            "scenario",
-            "replay",
-            "redisson-2515",
-            "redisson-4698",
-            "--quiet",
-            "--set",
-            "injections=3",
-            "--out",
-        ])
+        .args(["scenario", "replay"])
+        .args(ids)
+        .args(["--quiet", "--set", "injections=3", "--out"])
         .arg(&out_dir)
         .arg("--app-bin")
         .arg(workspace_binary("seckill-app", "seckill-app"))
@@ -75,6 +76,12 @@ fn each_replay_shows_the_reported_bug_and_not_ours() {
         &std::fs::read_to_string(out_dir.join("replays.json")).expect("replays.json"),
     )
     .expect("json");
+    (out_dir, doc)
+}
+
+#[test]
+fn each_replay_shows_the_reported_bug_and_not_ours() {
+    let (out_dir, doc) = replay("redisson", &["redisson-2515", "redisson-4698"]);
     let replays = doc["replays"].as_array().expect("replays");
     assert_eq!(replays.len(), 2, "{doc}");
     for (replay, outcome, number) in [
@@ -130,5 +137,46 @@ fn each_replay_shows_the_reported_bug_and_not_ours() {
     let params = &case["scenarios"][0]["params"];
     assert_eq!(params["renewal_stops_on_error"], "on", "{params}");
     assert_eq!(params["ignore_lost_lease"], "on", "{params}");
+    let _ = std::fs::remove_dir_all(&out_dir);
+}
+
+#[test]
+fn a_refused_order_undersells_without_the_cancel_and_never_with_it() {
+    let (out_dir, doc) = replay("decr", &["miaosha-decr"]);
+    let replay = &doc["replays"][0];
+    assert_eq!(replay["id"], "miaosha-decr", "{doc}");
+    assert_eq!(replay["outcome"], "data damaged", "{replay}");
+    // Every refused insert leaves its unit taken in Redis with no order:
+    // 3 of 3, not "at least one"; with the cancel, none.
+    assert_eq!(
+        replay["variants"]["reported-bug"]["shows"]["k"], 3,
+        "{replay}"
+    );
+    assert_eq!(
+        replay["variants"]["reported-bug"]["shows"]["n"], 3,
+        "{replay}"
+    );
+    assert_eq!(replay["variants"]["ours"]["shows"]["k"], 0, "{replay}");
+    assert_eq!(replay["variants"]["ours"]["shows"]["n"], 3, "{replay}");
+    // The damage is the undersell, in every round of the bug's case.
+    let case: Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            out_dir
+                .join("miaosha-decr")
+                .join("reported-bug")
+                .join("scenarios.json"),
+        )
+        .expect("scenarios.json"),
+    )
+    .expect("json");
+    let scenario = &case["scenarios"][0];
+    assert_eq!(scenario["params"]["compensate"], "off", "{scenario}");
+    let injections = scenario["injections"].as_array().expect("injections");
+    assert_eq!(injections.len(), 3, "{scenario}");
+    for i in injections {
+        assert!(i["proof"].is_string(), "{i}");
+        let damage = i["damage"].as_str().expect("damage");
+        assert!(damage.starts_with("undersold "), "{i}");
+    }
     let _ = std::fs::remove_dir_all(&out_dir);
 }

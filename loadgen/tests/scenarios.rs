@@ -50,6 +50,9 @@ fn every_scenario_ends_as_its_design_predicts() {
         "acquire-pause",
         "clock-slew",
         "coordinator-crash",
+        "connection-cut",
+        "partition-precommit",
+        "order-insert-fails",
     ] {
         assert!(names.iter().any(|n| n == name), "{name} listed: {names:?}");
     }
@@ -161,7 +164,20 @@ fn every_scenario_ends_as_its_design_predicts() {
     // made the run exit 4, failing the assertion on its status above).
     for c in cases {
         let injections = c["injections"].as_array().expect("injections");
-        assert_eq!(injections.len(), 12, "{c}");
+        // 12 under --quick; partition-precommit injects 14 (a round whose
+        // grab is not caught between its sides' prepares is not proven).
+        let fixed = if c["name"] == "partition-precommit" {
+            14
+        } else {
+            12
+        };
+        if c["name"] == "connection-cut" {
+            // A cut not counted (an overrun on a busy machine) is injected
+            // again, up to a third more rounds: 12 proven whenever it can.
+            assert!((fixed..=fixed + 4).contains(&injections.len()), "{c}");
+        } else {
+            assert_eq!(injections.len(), fixed, "{c}");
+        }
         // A crash can land while the holder is between its SETs (node 3
         // held no key yet): that round is recorded, not counted.
         let proven = injections.iter().filter(|i| i["proof"].is_string()).count();
@@ -184,13 +200,20 @@ fn every_scenario_ends_as_its_design_predicts() {
                 assert!(i["trace"]["audit"]["product_id"] == 1, "{i}");
             }
         }
-        assert!(proven >= 10, "{proven} of 12 proven: {c}");
-        let judged = if c["outcomes"]["stalled"].is_object() {
-            "stalled"
-        } else if c["guarantee"] == "exclusion" {
-            "exclusion_broken"
-        } else {
-            "data_damaged"
+        assert!(proven >= 10, "{proven} of {fixed} proven: {c}");
+        // A commit protocol (2PC, 3PC) is judged on its data, its stall
+        // measured beside it; a killed lock holder's stall is judged.
+        let (stalled, refused) = (
+            c["outcomes"]["stalled"].is_object(),
+            c["outcomes"]["refused"].is_object(),
+        );
+        let data = c["guarantee"] == "data";
+        let judged = match (stalled, refused, data) {
+            (true, _, true) => "data_damaged",
+            (true, _, false) => "stalled",
+            (false, true, _) => "refused",
+            (false, false, false) => "exclusion_broken",
+            (false, false, true) => "data_damaged",
         };
         let rate = &c["outcomes"][judged];
         assert_eq!(rate["n"], proven, "{c}");
@@ -224,14 +247,11 @@ fn every_scenario_ends_as_its_design_predicts() {
         "no-decision-log-mid-commit",
     ] {
         let c = case(cases, "coordinator-crash", "pg-2pc", Some(variant));
-        // Each counted crash blocked b: busy answers, no order.
-        for i in c["injections"].as_array().expect("injections") {
-            let proof = i["proof"].as_str().unwrap_or("");
-            assert!(
-                proof.is_empty() || proof.contains("busy answers and no order on b"),
-                "blocked during the crash: {i}"
-            );
-        }
+        // Each counted crash blocked b: busy answers, no order (2PC's
+        // stall, k of n).
+        let stalled = &c["outcomes"]["stalled"];
+        assert!(stalled["n"].as_u64() > Some(0), "{c}");
+        assert_eq!(stalled["k"], stalled["n"], "2PC blocks at every crash: {c}");
         assert!(c["observed"]["recovered_after_ms"].is_number(), "{c}");
         // A unit's decrement lost at every counted crash inside phase two
         // without the log; at none otherwise (a crash that also caught
@@ -248,6 +268,43 @@ fn every_scenario_ends_as_its_design_predicts() {
         }
         assert_eq!(c["observed"]["oversold"], 0, "{c}");
     }
+    // 3PC, the same kill after both pre-commits: the participants commit
+    // at their timeout, b sells on, nothing is half-written.
+    for variant in ["decision-log", "decision-log-mid-commit"] {
+        let c = case(cases, "coordinator-crash", "pg-3pc", Some(variant));
+        let stalled = &c["outcomes"]["stalled"];
+        assert!(stalled["n"].as_u64() > Some(0), "{c}");
+        assert!(
+            stalled["k"].as_u64() < stalled["n"].as_u64(),
+            "3PC sells on while its coordinator is dead: {c}"
+        );
+        assert_eq!(c["outcomes"]["data_damaged"]["k"], 0, "{c}");
+    }
+    // The partition during pre-commit: 3PC splits (a unit gone with no
+    // order), 2PC blocks and keeps the data.
+    let split = case(cases, "partition-precommit", "pg-3pc", None);
+    let damaged = &split["outcomes"]["data_damaged"];
+    assert!(damaged["n"].as_u64() > Some(0), "{split}");
+    assert_eq!(
+        damaged["k"], damaged["n"],
+        "3PC splits at every cut: {split}"
+    );
+    assert!(
+        split["observed"]["undersold"].as_u64() >= damaged["k"].as_u64(),
+        "{split}"
+    );
+    let sold_on = &split["outcomes"]["stalled"];
+    assert!(
+        sold_on["k"].as_u64() < sold_on["n"].as_u64(),
+        "3PC sells on through the cut: {split}"
+    );
+    let blocked = case(cases, "partition-precommit", "pg-2pc", None);
+    assert_eq!(blocked["outcomes"]["data_damaged"]["k"], 0, "{blocked}");
+    let stalled = &blocked["outcomes"]["stalled"];
+    assert_eq!(
+        stalled["k"], stalled["n"],
+        "2PC waits out the cut: {blocked}"
+    );
     assert!(out.join("scenarios.html").exists());
     let _ = std::fs::remove_dir_all(&out);
 }

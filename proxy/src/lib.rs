@@ -186,6 +186,9 @@ async fn pump(
         }
     };
     let reader = async move {
+        // Owned here, so it is dropped when the reader ends: the writer
+        // then drains what was read before the end, and stops.
+        let tx = tx;
         let mut buf = vec![0u8; 16 * 1024];
         loop {
             tokio::select! {
@@ -208,9 +211,13 @@ async fn pump(
             }
         }
     };
+    // A reply read just before its sender closed still reaches the other
+    // side (a peer that answers and hangs up); a cut stops the writer at
+    // its next chunk.
+    tokio::pin!(writer);
     tokio::select! {
-        () = writer => {}
-        () = reader => {}
+        () = &mut writer => {}
+        () = reader => writer.await,
     }
 }
 
@@ -270,5 +277,33 @@ mod tests {
         );
         proxy.set_cut(false);
         assert!(round_trip(proxy.port).await.is_ok(), "restored");
+    }
+
+    #[tokio::test]
+    async fn an_answer_sent_just_before_the_server_hangs_up_gets_through() {
+        // A server that reads one request, answers and closes at once (a
+        // 3PC participant): the answer must not be lost with the close.
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                let mut buf = [0u8; 16];
+                let _ = socket.read(&mut buf).await;
+                let _ = socket.write_all(b"answer\n").await;
+            }
+        });
+        let proxy = Proxy::start(addr).await.expect("proxy");
+        for _ in 0..50 {
+            let mut stream = TcpStream::connect(("127.0.0.1", proxy.port))
+                .await
+                .expect("connect");
+            stream.write_all(b"ask\n").await.expect("write");
+            let mut got = Vec::new();
+            tokio::time::timeout(Duration::from_secs(2), stream.read_to_end(&mut got))
+                .await
+                .expect("answered in time")
+                .expect("read");
+            assert_eq!(got, b"answer\n");
+        }
     }
 }

@@ -105,6 +105,14 @@ pub struct Faults {
     /// rejected`.
     #[serde(default)]
     pub ignore_lost_lease: bool,
+    /// `redis-lua-stock` only, the miaosha-style bug (the seckill demos'
+    /// `DECR` in Redis, then the order `INSERT`): a confirm that failed
+    /// gives nothing back — no *cancel*, and the reservation forgotten so
+    /// the stale-reservation sweep cannot give it back either. The unit
+    /// stays taken in Redis with no order: an undersell. Off: the cancel
+    /// runs whenever the order surely does not exist.
+    #[serde(default)]
+    pub skip_cancel: bool,
 }
 
 impl Faults {
@@ -127,6 +135,7 @@ impl Faults {
             ignore_wait_count: false,
             renewal_stops_on_error: false,
             ignore_lost_lease: false,
+            skip_cancel: false,
         }
     }
 }
@@ -182,6 +191,9 @@ pub struct FaultsPatch {
     /// Whether the watchdog's holder ignores a lost or lapsed lease.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ignore_lost_lease: Option<bool>,
+    /// Whether `redis-lua-stock` skips its cancel after a failed confirm.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skip_cancel: Option<bool>,
 }
 
 impl FaultsPatch {
@@ -231,6 +243,9 @@ impl FaultsPatch {
         }
         if let Some(v) = self.ignore_lost_lease {
             faults.ignore_lost_lease = v;
+        }
+        if let Some(v) = self.skip_cancel {
+            faults.skip_cancel = v;
         }
         faults
     }

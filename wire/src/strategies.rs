@@ -91,11 +91,15 @@ pub enum StrategyName {
     RedisLuaStock,
     #[serde(rename = "pg-2pc")]
     Pg2pc,
+    /// `pg-3pc`: three-phase commit over the same two databases, each
+    /// behind a participant that commits at its own timeout.
+    #[serde(rename = "pg-3pc")]
+    Pg3pc,
 }
 
 impl StrategyName {
     /// Every strategy, in teaching order.
-    pub const ALL: [StrategyName; 22] = [
+    pub const ALL: [StrategyName; 23] = [
         StrategyName::None,
         StrategyName::LocalMutex,
         StrategyName::Setnx,
@@ -118,10 +122,11 @@ impl StrategyName {
         StrategyName::PgAtomic,
         StrategyName::RedisLuaStock,
         StrategyName::Pg2pc,
+        StrategyName::Pg3pc,
     ];
 
     /// Every name as written on the wire, in the order of [`Self::ALL`].
-    pub const NAMES: [&'static str; 22] = names_of!(Self::ALL, 22);
+    pub const NAMES: [&'static str; 23] = names_of!(Self::ALL, 23);
 
     /// As written on the wire (its serde name).
     pub const fn as_str(self) -> &'static str {
@@ -148,6 +153,7 @@ impl StrategyName {
             StrategyName::PgAtomic => "pg-atomic",
             StrategyName::RedisLuaStock => "redis-lua-stock",
             StrategyName::Pg2pc => "pg-2pc",
+            StrategyName::Pg3pc => "pg-3pc",
         }
     }
 }

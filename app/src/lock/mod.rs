@@ -28,7 +28,9 @@
 //! - *Not locks at all* (`pg-atomic`, `redis-lua-stock`) replace the
 //!   read-modify-write with one atomic operation; they are the floors and
 //!   ceilings the locks are measured against. `pg-2pc` splits the same
-//!   decrement and order over two databases, in a two-phase commit.
+//!   decrement and order over two databases, in a two-phase commit;
+//!   `pg-3pc` in a three-phase one, each database behind a participant
+//!   with its own timeout (`participant`).
 //!
 //! `none` runs the section bare, to show what the locks are for.
 
@@ -37,7 +39,9 @@ pub mod fenced;
 pub mod local_mutex;
 pub mod mysql_get_lock;
 pub mod none;
+pub mod participant;
 pub mod pg_2pc;
+pub mod pg_3pc;
 pub mod pg_advisory;
 pub mod pg_atomic;
 pub mod pg_for_update;

@@ -4,7 +4,7 @@
 //! **Seed step:** 001's distributed transactions: *2PC* — a coordinator
 //! asks every participant to prepare (the vote), then tells all of them to
 //! commit. Beside it, `redis-lua-stock` is 001's *TCC* (the same split at
-//! the business layer); 3PC gets no strategy (docs/strategies.md says why).
+//! the business layer); `pg-3pc` is 001's *3PC* over the same two databases.
 //!
 //! Stock and orders live in two databases. The **stock side** is a second
 //! database, `SECKILL_STOCK_DATABASE_URL` (a second database on the same
@@ -70,6 +70,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use seckill_wire::strategies::StrategyName;
 use sqlx::pool::PoolConnection;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{PgConnection, PgPool, Postgres};
@@ -91,6 +92,13 @@ pub const INFO: StrategyInfo = StrategyInfo {
     safety: Safety::Safe,
     kind: Kind::NotALock,
 };
+
+/// Whether strategy `name` keeps its stock in the stock database
+/// (`pg-2pc`, `pg-3pc`): a reset writes it there, an audit or a switch
+/// away copies it into the column first.
+pub fn uses_stock_database(name: &str) -> bool {
+    name == INFO.name || name == StrategyName::Pg3pc.as_str()
+}
 
 /// The stock database's schema (`pg_2pc_stock.sql`), created on start.
 pub const STOCK_SCHEMA: &str = include_str!("pg_2pc_stock.sql");
@@ -368,7 +376,7 @@ impl Pg2pc {
     /// Copy the stock side into the column [`WRITE_BEHIND`] from now, in
     /// the background, unless a copy is scheduled already (it will see
     /// this grab: it reads after its wait).
-    fn write_behind(&self, main: &PgPool) {
+    pub(crate) fn write_behind(&self, main: &PgPool) {
         if self.copy_pending.swap(true, Ordering::AcqRel) {
             return;
         }
@@ -402,15 +410,9 @@ impl Pg2pc {
         // must never wait for a pooled connection held by a grab that
         // waits for the row it holds.
         pause_at(cx, PauseAt::BeforeRead).await;
-        let mut sconn = match stock.acquire().await {
-            Ok(conn) => conn,
-            // Every stock connection open and taken, by grabs waiting for
-            // the row: a pool starved by its own waiters, not a dead server.
-            Err(sqlx::Error::PoolTimedOut) if crate::db::pool_exhausted(stock) => {
-                return Err(GrabError::PoolStarved)
-            }
-            Err(e) => return Err(e.into()),
-        };
+        // Every stock connection open and taken, by grabs waiting for the
+        // row: a pool starved by its own waiters, not a dead server.
+        let mut sconn = crate::db::acquire_or_starved(stock).await?;
         match prepare_stock(&mut sconn, req, &gid_stock).await {
             Ok(()) => {}
             Err(GrabError::NotFound) => {
@@ -476,7 +478,7 @@ impl Pg2pc {
 }
 
 /// The pause of this grab, when it takes one at `at`.
-async fn pause_at(cx: GrabContext<'_>, at: PauseAt) {
+pub(crate) async fn pause_at(cx: GrabContext<'_>, at: PauseAt) {
     if cx.pause && cx.faults.pause_at == at && cx.faults.pause_ms > 0 {
         tokio::time::sleep(Duration::from_millis(cx.faults.pause_ms)).await;
     }
@@ -485,7 +487,7 @@ async fn pause_at(cx: GrabContext<'_>, at: PauseAt) {
 /// `BEGIN`, run `body`, `PREPARE TRANSACTION gid`; on any error the
 /// transaction is rolled back — or, when even that fails, the connection
 /// is closed, never returned to the pool inside a transaction.
-async fn in_prepared<T>(
+pub(crate) async fn in_prepared<T>(
     conn: &mut PoolConnection<Postgres>,
     gid: &str,
     body: impl for<'c> FnOnce(
@@ -515,7 +517,7 @@ async fn prepare_stock(
     in_prepared(conn, gid, |conn| Box::pin(decrement(conn, req))).await
 }
 
-async fn decrement(conn: &mut PgConnection, req: GrabRequest) -> Result<(), GrabError> {
+pub(crate) async fn decrement(conn: &mut PgConnection, req: GrabRequest) -> Result<(), GrabError> {
     let left: Option<i64> = sqlx::query_scalar(
         "UPDATE stock SET stock = stock - $2 WHERE product_id = $1 AND stock >= $2 RETURNING stock",
     )

@@ -13,7 +13,11 @@
 //! so a hot product can exhaust the pool for every other product. Seed 003's
 //! MySQL caveat (a table lock when the index is not used) does not apply to
 //! a primary-key lookup in PostgreSQL. The `unlock_before_commit` fault has
-//! no effect: the lock *is* the transaction.
+//! no effect: the lock *is* the transaction. And the transaction can end
+//! before its `ROLLBACK`: a statement that fails (a refused `INSERT`,
+//! `order-insert-fails`) aborts it there and frees the row at once, while
+//! the grab's code still runs — the next holder may enter first (the
+//! history's overlap); nothing more commits from the aborted transaction.
 
 use async_trait::async_trait;
 

@@ -68,6 +68,11 @@
 //! sweep, which decides once the database answers — and the grab answers
 //! `503`. (A pool timeout needs no check: no connection, no statement.)
 //!
+//! **The `skip_cancel` fault** switches the cancel off: a failed confirm
+//! gives nothing back and its reservation is forgotten, as the demos that
+//! `DECR` the stock in Redis and then insert the order do. The unit stays
+//! taken with no order — an undersell (the `miaosha-decr` replay).
+//!
 //! **How it fails:** the two stores can drift. If Confirm fails *and* Cancel
 //! cannot reach Redis, or whether the order exists cannot be told, the
 //! reservation waits for the sweep; a crashed holder's unit (or one whose
@@ -508,6 +513,26 @@ async fn undo_later(deps: Deps, ids: Vec<i64>) {
         "redis-lua-stock: conflicting orders could not be undone; the audit shows them oversold");
 }
 
+/// The `skip_cancel` fault, the miaosha-style bug: a failed confirm gives
+/// nothing back, and its reservation is forgotten so the sweep cannot
+/// either. The unit stays taken with no order; `error` is answered.
+async fn forget_reservation(deps: &Deps, req: GrabRequest, error: GrabError) -> GrabError {
+    let mut conn = deps.redis.clone();
+    let forgotten: Result<i64, _> = redis::cmd("ZREM")
+        .arg(reservations_key(req.product_id))
+        .arg(reservation_member(req.user_id, req.quantity))
+        .query_async(&mut conn)
+        .await;
+    tracing::warn!(
+        product_id = req.product_id,
+        user_id = req.user_id,
+        error = %error,
+        forgotten = ?forgotten,
+        "redis-lua-stock: confirm failed and skip_cancel is on: the unit is not given back"
+    );
+    error
+}
+
 /// The *cancel*: give a reservation back (stock up, buyer out), only if it
 /// is still on record and was made at or before `newest_ms` (Redis time).
 /// Returns whether anything was given back.
@@ -768,6 +793,8 @@ impl Strategy for RedisLuaStock {
             Ok(order) => Ok(order),
             // Committed, then undone by the confirm (a conflict): settled.
             Err(GrabError::SoldOut) => Err(GrabError::SoldOut),
+            // The `skip_cancel` fault: give nothing back (the miaosha bug).
+            Err(e) if cx.faults.skip_cancel => Err(forget_reservation(deps, req, e).await),
             // Cancel only when the order surely does not exist.
             Err(e) => self.after_failed_confirm(deps, req, e).await,
         };

@@ -19,7 +19,8 @@ use crate::error::{ApiError, ErrorBody, GrabError};
 use crate::faults::{Faults, FaultsPatch};
 use crate::freeze::{FreezeArmed, FreezeBody};
 use crate::history::{HistoryReport, SectionsBody};
-use crate::lock::{fenced, pg_2pc, redis_lua_stock};
+use crate::lock::pg_2pc::uses_stock_database;
+use crate::lock::{fenced, redis_lua_stock};
 use crate::locking::lock_key;
 use crate::orders;
 use crate::registry::STRATEGY_NAMES;
@@ -190,7 +191,7 @@ pub async fn reset_product(
         .map_err(GrabError::from)?;
     // pg-2pc's stock side before the row: a copy written behind in
     // between then carries the new stock, not the old one back.
-    if state.control.active().info().name == pg_2pc::INFO.name {
+    if uses_stock_database(state.control.active().info().name) {
         state
             .control
             .strategies()
@@ -211,7 +212,7 @@ pub async fn reset_product(
 /// the database's own numbers are still the truth of what was ordered, so
 /// a failed copy is logged and `what` goes on.
 async fn settle_write_behind(state: &AppState, what: &str) {
-    if state.control.active().info().name == pg_2pc::INFO.name {
+    if uses_stock_database(state.control.active().info().name) {
         let two_pc = state.control.strategies().two_pc();
         if let Err(e) = two_pc.sync_stock_column(&state.deps.pool).await {
             tracing::warn!(error = %e, "{what}: could not copy pg-2pc's stock side into the column first");

@@ -279,6 +279,7 @@ async fn every_listed_strategy_carries_its_kind() {
         ("pg-atomic", "not-a-lock"),
         ("redis-lua-stock", "not-a-lock"),
         ("pg-2pc", "not-a-lock"),
+        ("pg-3pc", "not-a-lock"),
     ];
     let listed: Vec<(&str, &str)> = body["strategies"]
         .as_array()
@@ -307,6 +308,7 @@ async fn coordination_locks_without_their_server_are_listed_unavailable() {
         ("etcd-lease", "SECKILL_ETCD_URLS"),
         ("zk-ephemeral-seq", "SECKILL_ZOOKEEPER_URL"),
         ("pg-2pc", "SECKILL_STOCK_DATABASE_URL"),
+        ("pg-3pc", "SECKILL_STOCK_DATABASE_URL"),
     ] {
         let entry = body["strategies"]
             .as_array()

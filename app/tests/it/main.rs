@@ -14,4 +14,5 @@ mod history_truth;
 mod openapi;
 mod orders_route;
 mod pg_2pc;
+mod pg_3pc;
 mod status;

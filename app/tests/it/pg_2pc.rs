@@ -15,7 +15,7 @@ use crate::harness::{fresh_database, hammer, RedisServer, TestApp};
 
 /// A main database and a stock database, or `None` (with a line) where
 /// the server refuses prepared transactions.
-async fn two_databases() -> Option<(String, String)> {
+pub(crate) async fn two_databases() -> Option<(String, String)> {
     let main = fresh_database().await;
     let pool = PgPool::connect(&main).await.expect("connect");
     let allowed: String = sqlx::query_scalar("SHOW max_prepared_transactions")
@@ -37,7 +37,7 @@ async fn two_databases() -> Option<(String, String)> {
     Some((main, fresh_database().await))
 }
 
-fn settings(
+pub(crate) fn settings(
     main: &str,
     stock: &str,
     redis: &str,
@@ -54,7 +54,7 @@ fn settings(
 }
 
 /// The gids still prepared in either database.
-async fn in_doubt(main: &str, stock: &str) -> Vec<String> {
+pub(crate) async fn in_doubt(main: &str, stock: &str) -> Vec<String> {
     let mut gids = Vec::new();
     for url in [main, stock] {
         let pool = PgPool::connect(url).await.expect("connect");
@@ -75,7 +75,7 @@ async fn in_doubt(main: &str, stock: &str) -> Vec<String> {
     gids
 }
 
-async fn stock_side(stock: &str) -> i64 {
+pub(crate) async fn stock_side(stock: &str) -> i64 {
     let pool = PgPool::connect(stock).await.expect("connect");
     let units = sqlx::query_scalar("SELECT stock FROM stock WHERE product_id = 1")
         .fetch_one(&pool)

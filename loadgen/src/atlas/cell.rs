@@ -294,9 +294,9 @@ impl Cell {
                 }
             ),
             Cell::Holds { k, n, upper95, .. } => format!(
-                "holds up to {} ({k} of {n} there: rate < {:.0} % at 95 %)",
+                "holds up to {} ({k} of {n} there: rate < {} % at 95 %)",
                 size(last()),
-                upper95 * 100.0
+                crate::scenario::ceil_pct(*upper95)
             ),
             Cell::Breaks { k, n, .. } => {
                 format!(
@@ -329,8 +329,8 @@ impl Cell {
                 }
             ),
             Cell::Holds { k, n, upper95, .. } => format!(
-                "直到 {last} 都未出现（该处 {k}/{n}：95 % 置信上界 < {:.0} %）",
-                upper95 * 100.0
+                "直到 {last} 都未出现（该处 {k}/{n}：95 % 置信上界 < {} %）",
+                crate::scenario::ceil_pct(*upper95)
             ),
             Cell::Breaks { k, n, .. } => format!("从最小值 {first} 起即出现（{k}/{n}）"),
             Cell::Undecided { undecided, .. } => format!("无法判定：{undecided}"),

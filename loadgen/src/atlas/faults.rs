@@ -165,8 +165,9 @@ pub const FAULTS: &[Fault] = &[
     },
     Fault {
         id: "coordinator-crash",
-        title: "the two-phase commit's coordinator killed between the phases",
-        title_zh: "两阶段提交的协调者在两阶段之间被杀死",
+        title:
+            "the commit's coordinator killed between the phases (2PC: prepared; 3PC: pre-committed)",
+        title_zh: "提交的协调者在两阶段之间被杀死（2PC：已 prepare；3PC：已 pre-commit）",
         scenario: Scenario::CoordinatorCrash,
         variant: Some(Variant::DecisionLog),
         sets: &[],
@@ -184,6 +185,28 @@ pub const FAULTS: &[Fault] = &[
         dial: "cut_ms",
         lo: "0.1ttl",
         hi: "2ttl",
+    },
+    Fault {
+        id: "partition-precommit",
+        title: "the commit's coordinator cut off from both sides after the stock side's pre-commit",
+        title_zh: "库存一方 pre-commit 之后，协调者与双方的网络被切断",
+        scenario: Scenario::PartitionPrecommit,
+        variant: None,
+        sets: &[],
+        dial: "cut_ms",
+        lo: "100",
+        hi: "3000",
+    },
+    Fault {
+        id: "order-insert-fails",
+        title: "PostgreSQL refuses order inserts after the stock was taken",
+        title_zh: "库存扣减之后，PostgreSQL 拒绝订单插入",
+        scenario: Scenario::OrderInsertFails,
+        variant: None,
+        sets: &[],
+        dial: "refused",
+        lo: "1",
+        hi: "8",
     },
 ];
 

@@ -1,7 +1,7 @@
 //! `seckill-loadgen atlas` — every lock under every fault, measured to its
 //! boundary.
 //!
-//! The map's rows are the 22 strategies, its columns the faults the lab
+//! The map's rows are the 23 strategies, its columns the faults the lab
 //! injects ([`faults::FAULTS`]: each a scenario, a variant, and the one
 //! dial that sizes the fault, with the range it is measured over). For
 //! each pair the atlas first asks whether the fault can reach the
@@ -76,6 +76,7 @@ pub const QUICK: &[(StrategyName, &str)] = &[
     (StrategyName::PgForUpdate, "unlock-before-commit"),
     (StrategyName::PgAtomic, "unlock-before-commit"),
     (StrategyName::Pg2pc, "coordinator-crash"),
+    (StrategyName::Pg3pc, "partition-precommit"),
 ];
 
 /// Why a strategy with no lock shared by the replicas has no cell of its

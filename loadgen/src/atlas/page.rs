@@ -230,8 +230,8 @@ fn family_mechanism(kind: Kind, lang: Lang) -> &'static str {
         (Kind::Fenced, Lang::Zh) => "带令牌的租约：租约可能过期，但数据库按令牌拒绝过期持有者的写入，因此互斥可能被破坏而数据保持正确。",
         (Kind::LockTable, Lang::En) => "A lock-table row swept by age: a lease in a table, with the sweeper's clock as its TTL.",
         (Kind::LockTable, Lang::Zh) => "按年龄清理的锁表行：表中的租约，清理器的时钟就是它的 TTL。",
-        (Kind::InTransaction, Lang::En) => "Locks of the transaction itself: held until commit or rollback, so a paused or slow holder keeps them, a dead one frees them with its rolled-back transaction, and no early unlock can come before the commit.",
-        (Kind::InTransaction, Lang::Zh) => "事务自身的锁：持有到提交或回滚为止，暂停或变慢的持有者继续持有，死掉的持有者随事务回滚释放它，也不可能在提交前提前释放。",
+        (Kind::InTransaction, Lang::En) => "Locks of the transaction itself: held until the transaction ends, so a paused or slow holder keeps them, a dead one frees them with its rolled-back transaction, and no early unlock can come before the commit. A statement that fails ends the transaction at once: PostgreSQL aborts it there and its locks go while the holder's code still runs to its ROLLBACK (order-insert-fails: exclusion broken, data exact — nothing more can be written in an aborted transaction, but anything else done \"under the lock\" after the error runs unprotected).",
+        (Kind::InTransaction, Lang::Zh) => "事务自身的锁：持有到事务结束为止，暂停或变慢的持有者继续持有，死掉的持有者随事务回滚释放它，也不可能在提交前提前释放。一条语句失败就会立刻结束事务：PostgreSQL 在出错处中止事务，锁随即释放，而持有者的代码还在走向它的 ROLLBACK（order-insert-fails：互斥被破坏，数据正确——中止的事务再也写不进任何东西，但出错之后“在锁内”做的其他事情就不再受保护）。",
         (Kind::NotALock, Lang::En) => "No lock: one atomic write or a compare-and-set, so there is no exclusion to lose; the data is the whole claim.",
         (Kind::NotALock, Lang::Zh) => "不是锁：一次原子写或比较并设置，没有互斥可失去；数据正确就是全部承诺。",
     }

@@ -206,6 +206,12 @@ pub(super) enum Command {
         /// again; the others run. The JSON lists the runs read back.
         #[arg(long)]
         reuse: bool,
+        /// Measure nothing: judge every row of docs/redlock-debate.json
+        /// again from the probes it keeps, with this build's claims, rules
+        /// and words, and write the pages under --out (docs/ too with
+        /// --write-docs). The page says so.
+        #[arg(long, conflicts_with_all = ["rows", "reuse", "no_locate"])]
+        rejudge: bool,
         #[command(flatten)]
         lab: LabArgs,
     },

@@ -135,6 +135,11 @@ pub struct DebateJson {
     /// (`debate --rows ID --write-docs` measures only its rows).
     #[serde(default)]
     pub kept: Vec<Text>,
+    /// Every verdict judged again from the probes an earlier run kept, by
+    /// this build's claims, rules and words (`debate --rejudge`): nothing
+    /// of it measured by this run.
+    #[serde(default)]
+    pub rejudged: bool,
     pub duration_s: f64,
     pub rows: Vec<RowJson>,
 }
@@ -194,6 +199,9 @@ pub fn merge<'a>(
         rows,
         kept,
         reused,
+        // The kept rows keep the words they were judged with: a page
+        // judged again from its probes stays marked so.
+        rejudged: earlier.rejudged || now.rejudged,
         ..now.clone_head()
     })
 }
@@ -208,6 +216,7 @@ impl DebateJson {
             injections_per_point: self.injections_per_point,
             decision_rate: self.decision_rate,
             reused: Vec::new(),
+            rejudged: self.rejudged,
             kept: Vec::new(),
             duration_s: self.duration_s,
             rows: Vec::new(),

@@ -97,6 +97,12 @@ pub struct Model {
     /// Whether every predicted flip lies inside a measured bracket and
     /// every bracket holds one (`null`: neither flips).
     pub inside_bracket: Option<bool>,
+    /// How far each predicted flip lies from the nearest measured bracket,
+    /// in the dial's unit (0: inside one; `null`: no bracket measured), in
+    /// the order of `boundaries`: a miss of 0.6 ms beside a bracket 20 ms
+    /// wide reads differently from a miss of 200.
+    #[serde(default)]
+    pub misses: Vec<Option<f64>>,
 }
 
 /// A row, judged.
@@ -149,8 +155,8 @@ fn at_each(key: &str, row: &Row, of: &[&Measured]) -> String {
 }
 
 /// The 95 % upper bound on the rate after 0 of `n`, in %.
-fn upper(n: u64) -> f64 {
-    Rate::of(0, n).ci95[1] * 100.0
+fn upper(n: u64) -> u64 {
+    Rate::of(0, n).upper_pct()
 }
 
 /// The source's claim against the probes where it applies.
@@ -224,12 +230,12 @@ fn verdict(row: &Row, seen: &[&Measured], clean: &[&Measured]) -> Verdict {
         (Kind::Never, None) => (
             SourceStanding::Supported,
             format!(
-                "0 of {clean_n} injections {where_en} ({} points) showed {outcome}: the rate is below {:.0} % at 95 %",
+                "0 of {clean_n} injections {where_en} ({} points) showed {outcome}: the rate is below {} % at 95 %",
                 clean.len(),
                 upper(clean_n)
             ),
             format!(
-                "在{where_zh}（{} 个点）共 {clean_n} 次注入，0 次{}：95% 置信上界低于 {:.0}%",
+                "在{where_zh}（{} 个点）共 {clean_n} 次注入，0 次{}：95% 置信上界低于 {}%",
                 clean.len(),
                 zh_outcome(row),
                 upper(clean_n)
@@ -245,11 +251,11 @@ fn verdict(row: &Row, seen: &[&Measured], clean: &[&Measured]) -> Verdict {
         (Kind::CanHappen, None) => (
             SourceStanding::Undecided,
             format!(
-                "{outcome} not seen {where_en}: 0 of {clean_n} injections, the rate below {:.0} % at 95 % — a \"can happen\" claim is not refuted by absence",
+                "{outcome} not seen {where_en}: 0 of {clean_n} injections, the rate below {} % at 95 % — a \"can happen\" claim is not refuted by absence",
                 upper(clean_n)
             ),
             format!(
-                "在{where_zh}没有观察到{}：{clean_n} 次注入中 0 次，95% 置信上界 {:.0}%——“可能发生”的论断不会因为没看到而被推翻",
+                "在{where_zh}没有观察到{}：{clean_n} 次注入中 0 次，95% 置信上界低于 {}%——“可能发生”的论断不会因为没看到而被推翻",
                 zh_outcome(row),
                 upper(clean_n)
             ),
@@ -314,12 +320,11 @@ pub fn judge_row(
             model_flips(row, measured, params_at),
         )
     };
+    let misses: Vec<Option<f64>> = boundaries.iter().map(|x| miss(&brackets, *x)).collect();
     let inside_bracket = if brackets.is_empty() && boundaries.is_empty() {
         None
     } else {
-        let each_flip_inside = boundaries
-            .iter()
-            .all(|x| brackets.iter().any(|b| b.contains(*x)));
+        let each_flip_inside = misses.iter().all(|m| *m == Some(0.0));
         let each_bracket_held = brackets
             .iter()
             .all(|b| boundaries.iter().any(|x| b.contains(*x)));
@@ -334,6 +339,7 @@ pub fn judge_row(
         model: Model {
             predicts: row.predicts_text.into(),
             boundary: boundaries.first().copied(),
+            misses,
             boundaries,
             inside_bracket,
         },
@@ -343,6 +349,15 @@ pub fn judge_row(
         probes,
         points,
     }
+}
+
+/// How far `x` lies outside the nearest of `brackets` (0 inside one;
+/// `None`: no bracket).
+fn miss(brackets: &[Bracket], x: f64) -> Option<f64> {
+    brackets
+        .iter()
+        .map(|b| (b.below_resolved - x).max(x - b.above_resolved).max(0.0))
+        .min_by(f64::total_cmp)
 }
 
 /// The sweep's fixed points, each with the model's prediction and the
@@ -560,5 +575,26 @@ mod tests {
         );
         assert_eq!(judged.model.inside_bracket, Some(false));
         assert_eq!(judged.model_standing, Standing::Contradicts);
+        // The miss is the distance to the bracket's nearer end.
+        let b = judged.bracket.expect("a bracket");
+        let x = judged.model.boundary.expect("a boundary");
+        assert!(x > b.above_resolved, "{x} vs {b:?}");
+        assert_eq!(judged.model.misses, vec![Some(x - b.above_resolved)]);
+    }
+
+    #[test]
+    fn a_miss_is_the_distance_to_the_nearest_bracket_and_zero_inside_one() {
+        let bracket = |below: f64, above: f64| Bracket {
+            below: below.to_string(),
+            above: above.to_string(),
+            below_resolved: below,
+            above_resolved: above,
+            seen_below: false,
+        };
+        let brackets = [bracket(280.0, 300.0), bracket(375.0, 393.0)];
+        assert_eq!(miss(&brackets, 294.25), Some(0.0));
+        assert_eq!(miss(&brackets, 393.5), Some(0.5));
+        assert_eq!(miss(&brackets, 270.0), Some(10.0));
+        assert_eq!(miss(&[], 270.0), None);
     }
 }

@@ -60,6 +60,9 @@ pub struct Settings {
     /// Read back the runs already measured under `out` instead of running
     /// them again (`--reuse`).
     pub reuse: bool,
+    /// Measure nothing: judge the rows of docs/redlock-debate.json again
+    /// from the probes it keeps (`--rejudge`).
+    pub rejudge: bool,
     /// What every scenario run needs (database, binary, …).
     pub scenario: scenario::Options,
 }
@@ -97,6 +100,9 @@ fn batch(
 /// 0: a refuted source or a contradicted model is a finding, printed and
 /// written, not a failure of the tool.
 pub async fn main(settings: Settings) -> ExitCode {
+    if settings.rejudge {
+        return rejudge(&settings);
+    }
     let started = std::time::Instant::now();
     // With --rows, the page in docs/ keeps every other row as measured
     // before: read it first, so a page that cannot be read stops the run
@@ -147,6 +153,7 @@ pub async fn main(settings: Settings) -> ExitCode {
         decision_rate: DECISION_RATE,
         reused: reused.into_iter().map(Into::into).collect(),
         kept: Vec::new(),
+        rejudged: false,
         duration_s: (started.elapsed().as_secs_f64() * 10.0).round() / 10.0,
         rows,
     };
@@ -403,7 +410,95 @@ fn row_json(settings: &Settings, row: &Row, measurements: &Measurements) -> Opti
             })
         })
         .collect();
-    let judged = judge::judge_row(row, &measured, &|v| params_at(&row.run, v));
+    Some(judged_json(settings, row, &measured))
+}
+
+/// `--rejudge`: every row of docs/redlock-debate.json judged again from
+/// the probes it keeps, with this build's claims, rules and words;
+/// nothing measured. Exit 2 when the page cannot be read, lacks a row, or
+/// a row now refuted has no kept trace.
+fn rejudge(settings: &Settings) -> ExitCode {
+    let done = (|| -> anyhow::Result<DebateJson> {
+        let earlier = doc::read(&docs_json())?;
+        let settings = Settings {
+            injections: earlier.injections_per_point,
+            ..settings.clone()
+        };
+        let mut rows = Vec::new();
+        for row in ROWS.iter() {
+            let Some(kept) = earlier.rows.iter().find(|r| r.id == row.id) else {
+                anyhow::bail!(
+                    "row {} is not on the page: measure it (--rows {})",
+                    row.id,
+                    row.id
+                );
+            };
+            let measured: Vec<judge::Measured> = kept
+                .judged
+                .probes
+                .iter()
+                .filter_map(|probe| {
+                    let point = kept.sweep.points.iter().find(|p| p.value == probe.value);
+                    Some(judge::Measured {
+                        params: params_at(&row.run, &probe.value)?,
+                        probe: probe.clone(),
+                        swept: point.is_some(),
+                        case_verdict: point.map(|p| p.case_verdict.clone()).unwrap_or_default(),
+                    })
+                })
+                .collect();
+            let mut now = judged_json(&settings, row, &measured);
+            now.report.clone_from(&kept.report);
+            if let Some(trace) = &now.counterexample {
+                anyhow::ensure!(
+                    docs_dir().join(trace).exists(),
+                    "row {} is now refuted and no trace of its violation is kept: measure it (--rows {})",
+                    row.id,
+                    row.id
+                );
+            }
+            rows.push(now);
+        }
+        Ok(DebateJson {
+            tool: earlier.tool,
+            version: env!("CARGO_PKG_VERSION").into(),
+            profile: earlier.profile,
+            injections_per_point: earlier.injections_per_point,
+            decision_rate: DECISION_RATE,
+            reused: earlier.reused,
+            // Every row was measured by an earlier run.
+            kept: ROWS.iter().map(|r| r.id.into()).collect(),
+            rejudged: true,
+            duration_s: earlier.duration_s,
+            rows,
+        })
+    })();
+    let written = done.and_then(|doc| {
+        page::write_all(&doc, &Vec::new(), &settings.out)?;
+        page::copy_traces(&doc, docs_dir(), &settings.out)?;
+        if settings.write_docs {
+            page::write_all(&doc, &Vec::new(), docs_dir())?;
+        }
+        Ok(doc)
+    });
+    match written {
+        Ok(doc) => {
+            println!(
+                "rejudged from docs/redlock-debate.json, nothing measured. {}",
+                summary(&doc, settings)
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("seckill-loadgen: debate --rejudge: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// A row judged from `measured` and put in its JSON shape.
+fn judged_json(settings: &Settings, row: &Row, measured: &[judge::Measured]) -> RowJson {
+    let judged = judge::judge_row(row, measured, &|v| params_at(&row.run, v));
     let flips_at = (!judged.brackets.is_empty()).then(|| {
         judged
             .brackets
@@ -416,7 +511,7 @@ fn row_json(settings: &Settings, row: &Row, measurements: &Measurements) -> Opti
         .refuted_at
         .as_ref()
         .map(|_| format!("redlock-debate/counterexamples/{}.json", row.id));
-    Some(RowJson {
+    RowJson {
         id: row.id.into(),
         source: row.source.into(),
         quote: row.quote.into(),
@@ -449,7 +544,7 @@ fn row_json(settings: &Settings, row: &Row, measurements: &Measurements) -> Opti
             .display()
             .to_string(),
         judged,
-    })
+    }
 }
 
 /// `seckill-loadgen debate --rows ID --injections N --out DIR`: reruns
@@ -560,6 +655,7 @@ mod tests {
             write_docs: false,
             no_locate: false,
             reuse: false,
+            rejudge: false,
             scenario: scenario::Options::default(),
         };
         let row = ROWS

@@ -41,7 +41,7 @@ pub fn write_all(doc: &DebateJson, measurements: &Measurements, dir: &Path) -> a
     for row in &doc.rows {
         write(assets.join(format!("{}.svg", row.id)), curve(row))?;
         // A kept row's trace was written by the run that measured it.
-        if doc.kept.contains(&row.id) {
+        if doc.rejudged || doc.kept.contains(&row.id) {
             continue;
         }
         if let Some(trace) = counterexample(row, measurements)? {
@@ -49,6 +49,23 @@ pub fn write_all(doc: &DebateJson, measurements: &Measurements, dir: &Path) -> a
                 traces.join(format!("{}.json", row.id)),
                 serde_json::to_string_pretty(&trace)? + "\n",
             )?;
+        }
+    }
+    Ok(())
+}
+
+/// `--rejudge`: the kept traces of the refuted rows, copied from `from`
+/// (docs/) to `to` beside the pages written there.
+pub fn copy_traces(doc: &DebateJson, from: &Path, to: &Path) -> anyhow::Result<()> {
+    for trace in doc.rows.iter().filter_map(|r| r.counterexample.as_deref()) {
+        let (src, dst) = (from.join(trace), to.join(trace));
+        let same = src
+            .canonicalize()
+            .ok()
+            .is_some_and(|s| dst.canonicalize().ok() == Some(s));
+        if !same {
+            std::fs::copy(&src, &dst)
+                .with_context(|| format!("copy {} to {}", src.display(), dst.display()))?;
         }
     }
     Ok(())
@@ -140,12 +157,30 @@ fn model_text(row: &RowJson, lang: Lang) -> String {
         (false, Lang::En) => format!("boundary at {}", at.join(", ")),
         (false, Lang::Zh) => format!("边界在 {}", at.join("、")),
     };
+    // How far each flip missed its bracket: a stop seen a millisecond
+    // late reads differently from a model off by a hundred.
+    let missed: Vec<String> = m
+        .misses
+        .iter()
+        .zip(&m.boundaries)
+        .filter_map(|(miss, x)| Some((miss.filter(|d| *d > 0.0)?, x)))
+        .map(|(d, x)| match lang {
+            Lang::En => format!("{x:.1}{unit} lies {d:.1}{unit} outside"),
+            Lang::Zh => format!("{x:.1}{unit} 差 {d:.1}{unit}"),
+        })
+        .collect();
     let inside = match (m.inside_bracket, lang) {
-        (Some(true), Lang::En) => ", inside the bracket",
-        (Some(false), Lang::En) => ", NOT inside the bracket",
-        (Some(true), Lang::Zh) => "，落在区间内",
-        (Some(false), Lang::Zh) => "，不在区间内",
-        (None, _) => "",
+        (Some(true), Lang::En) => ", inside the bracket".to_owned(),
+        (Some(false), Lang::En) if missed.is_empty() => {
+            ", NOT inside the bracket (a measured flip the model does not predict)".to_owned()
+        }
+        (Some(false), Lang::En) => format!(", NOT inside the bracket: {}", missed.join(", ")),
+        (Some(true), Lang::Zh) => "，落在区间内".to_owned(),
+        (Some(false), Lang::Zh) if missed.is_empty() => {
+            "，不在区间内（测得的翻转模型没有预测）".to_owned()
+        }
+        (Some(false), Lang::Zh) => format!("，不在区间内：{}", missed.join("、")),
+        (None, _) => String::new(),
     };
     match lang {
         Lang::En => format!(
@@ -211,7 +246,9 @@ fn markdown(doc: &DebateJson, lang: Lang) -> String {
              neighbouring points differ, the runner bisects between them until the bracket is at most 5 % \
              of the TTL (a duration) or 1 (a slew, %) wide; a bisection probe of a duration is written in ms. Our model's prediction is a separate column: it \
              agrees when its boundary lies inside the measured bracket and every fixed point of the sweep \
-             lies on its side of the {:.0} % line.\n",
+             lies on its side of the {:.0} % line (a point whose 95 % interval straddles the line is \
+             undecided, and so is the model on that row unless another point contradicts it). \
+             Each row's `Rerun` command measures it again under a folder of its own.\n",
             doc.profile,
             doc.duration_s,
             doc.injections_per_point,
@@ -231,6 +268,11 @@ fn markdown(doc: &DebateJson, lang: Lang) -> String {
                 "{} of the rows were measured by an earlier run and kept as it measured them (`debate --rows ID --write-docs` measures only its rows): {}.\n",
                 doc.kept.len(),
                 doc.kept.join(", ")
+            );
+        }
+        if doc.rejudged {
+            md.push_str(
+                "Judged again: the kept rows' verdicts were derived again by `seckill-loadgen debate --rejudge` from their kept probes, under a later build's claims, rules and words; no injection was run again for them.\n\n",
             );
         }
         let _ = writeln!(
@@ -255,7 +297,8 @@ fn markdown(doc: &DebateJson, lang: Lang) -> String {
              （同时给出发生率的 95% 置信上界），一次违例就推翻它，并保存那次违例的轨迹；说某事“可能”发生的论断，\
              一次被证实的注入就算成立。每个扫描点 {} 次注入；相邻两点结果不同时，在两点之间二分，直到区间不超过 TTL 的 5%\
              （时长）或 1（时钟偏快，%）。我们自己模型的预测单列一栏：它的边界落在测得的区间内、且扫描的每个固定点都在 {:.0}% \
-             线的预测一侧时，才算一致。命令与英文版完全相同。\n",
+             线的预测一侧时，才算一致（95% 区间跨过这条线的点记为未定；若没有别的点与模型矛盾，这一行的模型也记为未定）。\
+             每行的“重跑”命令会在它自己的目录下重新测量这一行。命令与英文版完全相同。\n",
             doc.profile,
             doc.duration_s,
             doc.injections_per_point,
@@ -267,6 +310,11 @@ fn markdown(doc: &DebateJson, lang: Lang) -> String {
                 "其中 {} 行由更早的一次运行测得，按原样保留（`debate --rows ID --write-docs` 只测它列出的行）：{}。\n",
                 doc.kept.len(),
                 doc.kept.join(", ")
+            );
+        }
+        if doc.rejudged {
+            md.push_str(
+                "重新判定：保留下来的各行，其判定由 `seckill-loadgen debate --rejudge` 依据保留的探测点、按后来构建的论断、规则和措辞重新得出；没有为此重跑任何注入。\n\n",
             );
         }
         let _ = writeln!(
@@ -416,31 +464,64 @@ fn markdown(doc: &DebateJson, lang: Lang) -> String {
             r.command,
             r.scenario_command
         );
-        let _ = writeln!(
-            md,
-            "| {} | {} | {} |\n|---|---|---|",
-            r.sweep.key,
-            if en {
-                "exclusion broken"
-            } else {
-                "互斥被破坏"
-            },
-            if en {
-                "data damaged"
-            } else {
-                "数据被损坏"
-            }
-        );
-        for p in &r.judged.probes {
-            let _ = writeln!(
-                md,
-                "| {} | {} | {} |",
-                p.value,
-                rate(p.exclusion_broken),
-                rate(p.data_damaged)
-            );
-        }
+        probe_table(&mut md, r, en);
         let _ = writeln!(md, "\n![{}]({up}{})", r.id, r.curve);
     }
     md
+}
+
+/// A row's probes, both outcomes at each, and the stall or the refused
+/// newer holder where the run measures one.
+fn probe_table(md: &mut String, r: &RowJson, en: bool) {
+    let probes = &r.judged.probes;
+    let stalled = probes.iter().any(|p| p.stalled.is_some());
+    let refused = probes.iter().any(|p| p.refused.is_some());
+    let mut head = vec![
+        r.sweep.key.to_string(),
+        if en {
+            "exclusion broken"
+        } else {
+            "互斥被破坏"
+        }
+        .to_owned(),
+        if en {
+            "data damaged"
+        } else {
+            "数据被损坏"
+        }
+        .to_owned(),
+    ];
+    if stalled {
+        head.push(if en { "stalled" } else { "停滞" }.to_owned());
+    }
+    if refused {
+        head.push(
+            if en {
+                "newer holder refused"
+            } else {
+                "较新的持有者被拒绝"
+            }
+            .to_owned(),
+        );
+    }
+    let _ = writeln!(
+        md,
+        "| {} |\n|{}",
+        head.join(" | "),
+        "---|".repeat(head.len())
+    );
+    for p in probes {
+        let mut cells = vec![
+            p.value.clone(),
+            rate(p.exclusion_broken),
+            rate(p.data_damaged),
+        ];
+        if stalled {
+            cells.push(rate(p.stalled));
+        }
+        if refused {
+            cells.push(rate(p.refused));
+        }
+        let _ = writeln!(md, "| {} |", cells.join(" | "));
+    }
 }

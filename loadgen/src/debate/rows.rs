@@ -44,7 +44,9 @@ pub const ANTIREZ: Source = Source {
 pub const REDIS_DOCS: Source = Source {
     author: "the Redis documentation",
     title: "Distributed Locks with Redis",
-    year: 2016,
+    // First published May 2014 (redis-doc, topics/distlock.md); the
+    // quotes are the living page's.
+    year: 2014,
     url: "https://redis.io/docs/latest/develop/use/patterns/distributed-locks/",
 };
 

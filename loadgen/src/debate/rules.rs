@@ -111,7 +111,7 @@ pub(super) fn slew_up_to_ten_pct(p: &Params) -> bool {
 
 pub(super) fn timeout_within_ttl_minus_work(p: &Params) -> bool {
     let d = SlowNetworkDials::of(p);
-    d.node_timeout_ms <= d.ttl_ms.saturating_sub(d.work_ms)
+    d.node_timeout_ms + predictions::drift_ms(d.ttl_ms) <= d.ttl_ms.saturating_sub(d.work_ms)
 }
 
 pub(super) fn slew_from_six_pct(p: &Params) -> bool {
@@ -138,11 +138,11 @@ pub(super) fn promoted_before_the_copy(p: &Params) -> bool {
     predictions::promoted_lacks_key(&FailoverDials::of(p), Some(Variant::NoWait))
 }
 
-/// The Redis docs: the guarantee holds while the work fits in the
-/// validity; a quorum with no validity left is refused (nobody enters).
-pub(super) fn work_fits_validity(p: &Params) -> bool {
+/// The Redis docs' "only as long as", its necessary side: a quorum that
+/// leaves some validity, but less than the work.
+pub(super) fn work_outlives_validity(p: &Params) -> bool {
     let d = AcquirePauseDials::of(p);
-    !predictions::short_validity(d.ttl_ms, d.work_ms, d.pause)
+    predictions::short_validity(d.ttl_ms, d.work_ms, d.pause)
 }
 
 pub(super) const NEVER_ANYWHERE: Claim = Claim {

@@ -128,6 +128,8 @@ pub(super) const JUMP: Run = Run {
 pub(super) const JUMP_CONTROL: Run = Run {
     id: "clock-jump-control",
     variant: Some(Variant::Partition),
+    // The work is the dial swept: only the TTL is held.
+    sets: &[("ttl_ms", "1000")],
     sweep: ("work_ms", &["100", "300"]),
     ..JUMP
 };

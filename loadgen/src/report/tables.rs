@@ -222,6 +222,7 @@ fn faults_on(f: &Faults) -> Vec<String> {
             true,
         ),
         ("setnx_expire_gap_ms", f.setnx_expire_gap_ms, false),
+        ("skip_cancel", u64::from(f.skip_cancel), true),
         (
             "skip_validity_check",
             u64::from(f.skip_validity_check),

@@ -221,7 +221,9 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
 /// `stopped=both`: a is stopped (`a`); b's hook is armed at once and b
 /// stops on its next quorum (once a's keys are gone), while a is woken
 /// `pause` after it stopped. b is woken `pause` after it stopped. One
-/// window from a's stop to b's wake, proven only when both stopped.
+/// window from a's stop to b's wake, proven only when both stopped. The
+/// window names no holder: b, not a, is the one that may enter with too
+/// little validity left, so an overlap of any two holders counts.
 async fn stop_both(
     world: &mut World,
     case: &mut Case,
@@ -231,12 +233,16 @@ async fn stop_both(
 ) -> anyhow::Result<Window> {
     let (a_pid, mut window) = (a.pid, a.window);
     let a_held = pause_ms.saturating_sub(case.clock_ms() - window.start_ms);
+    window.holder = None;
+    let a_stopped_at = window.start_ms;
+    let started = case.started;
     let wake_a = tokio::spawn(async move {
         pause(a_held).await;
         crate::procs::signal(a_pid, "CONT")
+            .map(|()| u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX))
     });
     let b = inject::stop_replica(world, case, "b", FreezeAt::DuringAcquire).await?;
-    wake_a.await??;
+    let a_woken_at = wake_a.await??;
     let Some(b) = b else {
         window.end_ms = case.clock_ms();
         return Ok(window);
@@ -246,7 +252,8 @@ async fn stop_both(
     window.end_ms = b_window.end_ms;
     if read_back {
         window.proof = Some(format!(
-            "/proc/{a_pid}/stat read T for {pause_ms} ms, then /proc/{b_pid}/stat read T for {} ms ({} ms after a stopped), each with a quorum of yes unread",
+            "/proc/{a_pid}/stat read T for {} ms, then /proc/{b_pid}/stat read T for {} ms ({} ms after a stopped), each with a quorum of yes unread",
+            a_woken_at - a_stopped_at,
             b_window.end_ms - b_start,
             b_start - window.start_ms
         ));

@@ -350,6 +350,11 @@ pub struct Checks {
     pub crash: bool,
     /// The case cuts the dependencies: some request must have failed.
     pub outage: bool,
+    /// The strategy takes a lock, so a round must show contention for
+    /// it (waits, retries, busy answers, overlaps). A design with no lock
+    /// (`pg-atomic`, `redis-lua-stock`) has none to show: its fault
+    /// landing and its orders sold make the case conclusive.
+    pub locks: bool,
 }
 
 /// Judge a case from its observations.
@@ -391,7 +396,7 @@ pub fn judge(
     if o.orders == 0 && !checks.crash {
         return inconclusive("nothing was sold");
     }
-    if !o.contended {
+    if checks.locks && !o.contended {
         return inconclusive("no contention: no waits, retries, busy answers or overlaps");
     }
     if checks.outage && o.unavailable + o.errors == 0 {
@@ -476,6 +481,7 @@ mod tests {
             fault_landed: true,
             crash: false,
             outage: false,
+            locks: true,
         };
         let (verdict, reason) = judge(checks, Guarantee::Exclusion, Expected::Holds, &observed);
         assert_eq!(verdict, CaseVerdict::Unexpected);
@@ -535,6 +541,7 @@ mod tests {
             fault_landed: true,
             crash: false,
             outage: false,
+            locks: true,
         };
         let missed = Checks {
             fault_landed: false,
@@ -578,11 +585,43 @@ mod tests {
     }
 
     #[test]
+    fn a_design_without_a_lock_needs_no_contention_to_be_judged() {
+        let lockless = Checks {
+            fault_landed: true,
+            crash: false,
+            outage: false,
+            locks: false,
+        };
+        let quiet = Observed {
+            contended: false,
+            ..clean()
+        };
+        let (verdict, why) = judge(lockless, Guarantee::Data, Expected::Holds, &quiet);
+        assert_eq!(verdict, CaseVerdict::AsExpected, "{why}");
+        let undersold = Observed {
+            undersold: 3,
+            contended: false,
+            ..clean()
+        };
+        let (verdict, why) = judge(lockless, Guarantee::Data, Expected::Holds, &undersold);
+        assert_eq!(verdict, CaseVerdict::Unexpected, "{why}");
+        assert_eq!(why, "broke: undersold 3");
+        // The same quiet round of a lock cannot tell.
+        let locked = Checks {
+            locks: true,
+            ..lockless
+        };
+        let (verdict, _) = judge(locked, Guarantee::Data, Expected::Holds, &quiet);
+        assert_eq!(verdict, CaseVerdict::Inconclusive);
+    }
+
+    #[test]
     fn a_lost_acknowledgement_is_unexpected_even_where_a_break_is_expected() {
         let landed = Checks {
             fault_landed: false,
             crash: false,
             outage: false,
+            locks: true,
         };
         let lied = Observed {
             accounting: Some(Accounting {
@@ -603,6 +642,7 @@ mod tests {
             fault_landed: true,
             crash: false,
             outage: false,
+            locks: true,
         };
         for observed in [
             Observed {

@@ -25,7 +25,12 @@
 //! work before it is judged.
 //!
 //! The proof a cut landed: the arbiter showed replica a inside as the cut
-//! began, and a `PING` through a's link failed while it was cut.
+//! began, a `PING` through a's link failed while it was cut, and the link
+//! was restored within a fifth of `cut_ms` (at least 20 ms) of its size —
+//! a runner descheduled past that made a longer cut than the dial says. A
+//! cut not counted is injected again (decided before its round is
+//! judged), up to a third more rounds, so a trial has `injections`
+//! proven cuts whenever it can.
 
 use std::time::Duration;
 
@@ -167,7 +172,14 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
         "replicas a, b up (lease {ttl} ms, work {work_ms} ms; renewal_stops_on_error {}, ignore_lost_lease {}); {} buyers on a, {b_users} on b pausing {B_THINK_MS} ms between grabs; {injections} injections: replica a's connections to Redis dropped for {cut_ms} ms while it is inside",
         d.renewal_stops_on_error, d.ignore_lost_lease, users - b_users
     ));
-    for _ in 0..injections {
+    // `injections` proven cuts: a cut not counted (not inside, the link
+    // not refusing, or overrun) is injected again, decided before its
+    // round is judged, at most a third of `injections` more times.
+    let mut proven = 0;
+    for _ in 0..injections + injections.div_ceil(3) {
+        if proven == injections {
+            break;
+        }
         let round = inject::begin_aimed(&lab.http, world, case, &loads, 100).await?;
         let inside = wait_inside(&watcher, Some("a"), Duration::from_secs(3)).await?;
         // Centred on the holder's first renewal (a third of the lease
@@ -182,14 +194,16 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
         pause(cut_ms.saturating_sub(case.clock_ms() - window.start_ms)).await;
         set_cut(world, false);
         window.end_ms = case.clock_ms();
-        if inside && refused {
+        let lasted = window.end_ms - window.start_ms;
+        if inside && refused && lasted <= overran_after(cut_ms) {
+            proven += 1;
             window.proof = Some(format!(
-                "the arbiter showed replica a inside as the cut began; a PING through its link failed; restored after {} ms",
-                window.end_ms - window.start_ms
+                "the arbiter showed replica a inside as the cut began; a PING through its link failed; restored after {lasted} ms"
             ));
         } else {
             case.step(format!(
-                "not counted: replica a inside at the cut {inside}, a PING refused {refused}"
+                "not counted: replica a inside at the cut {inside}, a PING refused {refused}, the cut lasted {lasted} ms of {cut_ms} (counted up to {})",
+                overran_after(cut_ms)
             ));
         }
         inject::settle(ttl + work_ms).await;
@@ -199,6 +213,14 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
         format!("{landed} of {injections} cuts seen: replica a inside, its link refusing")
     });
     Ok(dials::record(&d, json!({"replica": "a", "link": "redis"})))
+}
+
+/// The longest a cut of `cut_ms` may last and still count as one of that
+/// size: a fifth more, at least 20 ms. A runner descheduled on a busy
+/// machine restores the link late; that cut was a longer fault than the
+/// dial says, and is left out of k of n (its round is kept).
+fn overran_after(cut_ms: u64) -> u64 {
+    cut_ms + (cut_ms / 5).max(20)
 }
 
 fn set_cut(world: &World, cut: bool) {
@@ -231,6 +253,15 @@ async fn wire_up(lab: &Lab, world: &mut World, ttl: u64) -> anyhow::Result<u16> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cut_that_overran_its_size_by_more_than_a_fifth_is_not_counted() {
+        // 150 ms: restored after 151 or 155 ms counts; after 259 ms (a
+        // runner descheduled for 108 ms) it was another fault.
+        assert_eq!(overran_after(150), 180);
+        assert!(155 <= overran_after(150) && 259 > overran_after(150));
+        assert_eq!(overran_after(50), 70);
+    }
 
     #[test]
     fn a_cut_centred_on_the_first_renewal_is_outlived_below_two_thirds_of_the_lease() {

@@ -276,13 +276,7 @@ impl Lab {
     /// through it (for a replica whose link to the database a scenario
     /// cuts or delays).
     pub async fn database_proxy(&self) -> anyhow::Result<(seckill_proxy::Proxy, String)> {
-        let proxy = seckill_proxy::Proxy::start(host_port(&self.db_url, 5432)?).await?;
-        let mut via = reqwest::Url::parse(&self.db_url)?;
-        via.set_port(Some(proxy.port))
-            .map_err(|()| anyhow::anyhow!("cannot set the port of the database URL"))?;
-        via.set_host(Some("127.0.0.1"))
-            .context("database URL host")?;
-        Ok((proxy, via.to_string()))
+        proxy_to(&self.db_url).await
     }
 
     /// Drop this lane's databases.
@@ -377,6 +371,18 @@ async fn drop_databases(admin_url: &str, name: &str) {
     }
 }
 
+/// A proxy in front of the PostgreSQL server of `url`, and the URL that
+/// goes through it.
+pub async fn proxy_to(url: &str) -> anyhow::Result<(seckill_proxy::Proxy, String)> {
+    let proxy = seckill_proxy::Proxy::start(host_port(url, 5432)?).await?;
+    let mut via = reqwest::Url::parse(url)?;
+    via.set_port(Some(proxy.port))
+        .map_err(|()| anyhow::anyhow!("cannot set the port of the database URL"))?;
+    via.set_host(Some("127.0.0.1"))
+        .context("database URL host")?;
+    Ok((proxy, via.to_string()))
+}
+
 /// `host:port` of a URL as a socket address (the proxies need an IP).
 pub fn host_port(url: &str, default_port: u16) -> anyhow::Result<std::net::SocketAddr> {
     let parsed = reqwest::Url::parse(url).with_context(|| format!("not a URL: {url}"))?;
@@ -439,7 +445,7 @@ pub async fn roll_back_leftovers(url: &str) {
         return;
     };
     let gids: Vec<String> = sqlx::query_scalar(
-        "SELECT gid FROM pg_prepared_xacts WHERE database = current_database() AND gid LIKE 'seckill2pc:%'",
+        "SELECT gid FROM pg_prepared_xacts WHERE database = current_database() AND (gid LIKE 'seckill2pc:%' OR gid LIKE 'seckill3pc:%')",
     )
     .fetch_all(&mut conn)
     .await

@@ -12,8 +12,8 @@ use super::params::{Params, Spec};
 use super::world::CaseRun;
 use super::{
     acquire_pause, clock_jump, clock_skew, clock_slew, connection_cut, coordinator_crash,
-    crash_holder, dependency_loss, failover, gc_pause, redlock_restart, slow_network,
-    unlock_before_commit,
+    crash_holder, dependency_loss, failover, gc_pause, order_insert_fails, partition_precommit,
+    redlock_restart, slow_network, unlock_before_commit,
 };
 use crate::api::Variant;
 use crate::api::{Kind, StrategyEntry, StrategyName};
@@ -67,7 +67,9 @@ impl Scenario {
             Scenario::DependencyLoss => "Redis killed and restarted, then PostgreSQL (and etcd/ZooKeeper/MariaDB) cut and restored, mid-run: 503s, never a half-written order",
             Scenario::AcquirePause => "Redlock held between its SETs and reading the votes, past the TTL; with and without the validity check (antirez's reply)",
             Scenario::ClockSlew => "every Redlock node's clock runs slew_pct (1 %) fast, slewed not jumped, against work that nearly fills the validity (antirez: the drift factor covers it)",
-            Scenario::CoordinatorCrash => "pg-2pc: kill -9 the coordinator between the phases (or inside phase two); everyone blocks until it restarts and recovers, with and without its decision log",
+            Scenario::CoordinatorCrash => "pg-2pc: kill -9 the coordinator between the phases (or inside phase two); everyone blocks until it restarts and recovers, with and without its decision log. pg-3pc: its participants commit at their timeout, nobody blocks",
+            Scenario::PartitionPrecommit => "pg-3pc: the coordinator cut off from both sides between their pre-commits; the stock side commits at its timeout, the coordinator aborts: undersold. pg-2pc beside it: blocked, never split",
+            Scenario::OrderInsertFails => "PostgreSQL refuses one order INSERT per round after the stock was taken: a Redis decrement without its cancel undersells (the seckill demos' DECR); one transaction takes the decrement back",
             Scenario::ConnectionCut => "the watchdog's holder loses its connections to Redis for cut_ms (0.25x the lease) while its work outlasts the lease: renewed again, or told before commit (Redisson #2515, #3194)",
         }
     }
@@ -129,8 +131,11 @@ impl Scenario {
                 StrategyName::ZkEphemeralSeq,
                 StrategyName::MysqlGetLock,
             ],
-            Scenario::CoordinatorCrash => &[StrategyName::Pg2pc],
+            Scenario::CoordinatorCrash | Scenario::PartitionPrecommit => {
+                &[StrategyName::Pg2pc, StrategyName::Pg3pc]
+            }
             Scenario::ConnectionCut => &[StrategyName::Watchdog],
+            Scenario::OrderInsertFails => &[StrategyName::RedisLuaStock, StrategyName::PgForUpdate],
         }
     }
 
@@ -171,6 +176,8 @@ impl Scenario {
             Scenario::DependencyLoss => dependency_loss::PARAMS,
             Scenario::CoordinatorCrash => coordinator_crash::PARAMS,
             Scenario::ConnectionCut => connection_cut::PARAMS,
+            Scenario::PartitionPrecommit => partition_precommit::PARAMS,
+            Scenario::OrderInsertFails => order_insert_fails::PARAMS,
         }
     }
 
@@ -191,6 +198,8 @@ impl Scenario {
             Scenario::CoordinatorCrash => coordinator_crash::QUICK,
             Scenario::DependencyLoss => dependency_loss::QUICK,
             Scenario::ConnectionCut => connection_cut::QUICK,
+            Scenario::PartitionPrecommit => partition_precommit::QUICK,
+            Scenario::OrderInsertFails => order_insert_fails::QUICK,
         }
     }
 
@@ -236,9 +245,14 @@ impl Scenario {
     pub fn guarantee(self, kind: Kind, params: &Params) -> Guarantee {
         // A crashed coordinator or a lost dependency: the claim is that
         // nothing is half-written, whatever the lock's kind.
-        if matches!(self, Scenario::CoordinatorCrash | Scenario::DependencyLoss)
-            || (self == Scenario::GcPause
-                && gc_pause::checks_a_fence(&gc_pause::GcPauseDials::of(params)))
+        if matches!(
+            self,
+            Scenario::CoordinatorCrash
+                | Scenario::PartitionPrecommit
+                | Scenario::DependencyLoss
+                | Scenario::OrderInsertFails
+        ) || (self == Scenario::GcPause
+            && gc_pause::checks_a_fence(&gc_pause::GcPauseDials::of(params)))
         {
             Guarantee::Data
         } else {
@@ -275,6 +289,8 @@ impl Scenario {
             Scenario::ClockSlew => clock_slew::expect(strategy, variant, params),
             Scenario::CoordinatorCrash => coordinator_crash::expect(strategy, variant),
             Scenario::ConnectionCut => connection_cut::expect(strategy, variant, params),
+            Scenario::PartitionPrecommit => partition_precommit::expect(strategy, variant),
+            Scenario::OrderInsertFails => order_insert_fails::expect(strategy, variant, params),
         }
     }
 
@@ -294,6 +310,8 @@ impl Scenario {
             Scenario::ClockSlew => clock_slew::run(cx).await,
             Scenario::CoordinatorCrash => coordinator_crash::run(cx).await,
             Scenario::ConnectionCut => connection_cut::run(cx).await,
+            Scenario::PartitionPrecommit => partition_precommit::run(cx).await,
+            Scenario::OrderInsertFails => order_insert_fails::run(cx).await,
         }
     }
 }

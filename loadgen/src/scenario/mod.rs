@@ -56,7 +56,9 @@ mod list;
 pub mod locate;
 mod name;
 mod observe;
+mod order_insert_fails;
 mod params;
+mod partition_precommit;
 mod rate;
 mod record;
 mod redlock_restart;
@@ -78,7 +80,7 @@ pub use case::{CaseResult, Sweep};
 /// What each measured scenario predicts at its dials: the one model, read
 /// by the scenario's verdict and by the debate's rows alike.
 pub mod predictions {
-    pub use super::acquire_pause::{short_validity, unchecked_outlived};
+    pub use super::acquire_pause::{drift_ms, short_validity, unchecked_outlived};
     pub use super::clock_jump::predicts as clock_jump;
     pub use super::clock_slew::predicts as clock_slew;
     pub use super::failover::promoted_lacks_key;
@@ -101,6 +103,7 @@ pub mod typed {
     pub use super::dials::OnOff;
     pub use super::failover::{FailoverDials, Promote};
     pub use super::gc_pause::{FreezeWhere, GcPauseDials};
+    pub use super::order_insert_fails::OrderInsertFailsDials;
     pub use super::redlock_restart::{Crash, Persistence, RedlockRestartDials};
     pub use super::slow_network::{DelayFrom, Link, SlowNetworkDials};
     pub use super::unlock_before_commit::UnlockBeforeCommitDials;
@@ -111,7 +114,7 @@ pub use list::{selection, variant_parser, Scenario, Selection};
 pub use params::{owned as owned_sets, parse_set, parse_sweep, Params};
 pub use params::{parse_locate, Locate};
 pub use params::{Spec as ParamSpec, Unit as ParamUnit};
-pub use rate::{Rate, Standing, DECISION_RATE};
+pub use rate::{ceil_pct, Rate, Standing, DECISION_RATE};
 pub use record::{Injection, Outcome, Outcomes};
 pub use report::{merged as merged_reports, ScenarioReport};
 pub use runner::{case_params, PLANNED};

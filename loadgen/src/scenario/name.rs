@@ -24,6 +24,8 @@ pub enum Scenario {
     ClockSlew,
     CoordinatorCrash,
     ConnectionCut,
+    PartitionPrecommit,
+    OrderInsertFails,
 }
 
 impl Scenario {
@@ -43,6 +45,8 @@ impl Scenario {
             Scenario::ClockSlew => "clock-slew",
             Scenario::CoordinatorCrash => "coordinator-crash",
             Scenario::ConnectionCut => "connection-cut",
+            Scenario::PartitionPrecommit => "partition-precommit",
+            Scenario::OrderInsertFails => "order-insert-fails",
         }
     }
 }

@@ -69,6 +69,12 @@ impl Rate {
         }
     }
 
+    /// The 95 % upper bound in whole percent, rounded *up*: "below N %"
+    /// must be true (0 of 12 is 24.25 %: below 25 %, not 24).
+    pub fn upper_pct(&self) -> u64 {
+        ceil_pct(self.ci95[1])
+    }
+
     /// `k of n [lo–hi %]`.
     pub fn text(&self) -> String {
         format!(
@@ -119,6 +125,12 @@ impl Standing {
     }
 }
 
+/// A share as whole percent rounded up (a float's last bit of noise
+/// above a whole number does not count): the bound a "below" can state.
+pub fn ceil_pct(share: f64) -> u64 {
+    ((share * 100.0 - 1e-9).ceil().max(0.0)) as u64
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -159,5 +171,17 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_stated_upper_bound_is_rounded_up_so_below_is_true() {
+        // Wilson's upper bound for 0 of n: 24.25 % at 12, 6.02 % at 60,
+        // 8.76 % at 40, 2.09 % at 180.
+        assert_eq!(Rate::of(0, 12).upper_pct(), 25);
+        assert_eq!(Rate::of(0, 60).upper_pct(), 7);
+        assert_eq!(Rate::of(0, 40).upper_pct(), 9);
+        assert_eq!(Rate::of(0, 180).upper_pct(), 3);
+        assert_eq!(ceil_pct(0.25), 25);
+        assert_eq!(ceil_pct(0.0), 0);
     }
 }

@@ -198,12 +198,15 @@ impl Outcomes {
     }
 
     /// The outcome a case is judged on, and its rate: liveness where the
-    /// scenario kills the holder and watches (`stalled`), the fence's
+    /// scenario kills a lock's holder and watches (`stalled`), the fence's
     /// refusals of a newer holder where a run checks a token that may go
     /// backwards (`refused`), else exclusion for a lock that promises it,
     /// the data for a fence or a non-lock.
     pub fn judged(&self, guarantee: Guarantee) -> (Outcome, Rate) {
         match (self.stalled, self.refused, guarantee) {
+            // A commit protocol (2PC, 3PC) promises its data: its stall
+            // is measured beside it, not judged.
+            (Some(_), _, Guarantee::Data) => (Outcome::DataDamaged, self.data_damaged),
             (Some(stalled), _, _) => (Outcome::Stalled, stalled),
             (None, Some(refused), _) => (Outcome::Refused, refused),
             (None, None, Guarantee::Exclusion) => (Outcome::ExclusionBroken, self.exclusion_broken),

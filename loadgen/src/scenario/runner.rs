@@ -25,7 +25,7 @@ use super::record::Outcomes;
 use super::report::{ScenarioReport, Skipped};
 use super::world::{Case, CaseRun, World};
 use crate::api::Variant;
-use crate::api::{StrategyEntry, StrategyName};
+use crate::api::{Kind, StrategyEntry, StrategyName};
 use crate::judge::{CaseVerdict, Expected};
 
 /// The line a run prints once its cases are planned, before the count.
@@ -675,6 +675,7 @@ async fn run_case(lab: &mut Lab, trial: Trial<'_>, case: &mut Case) -> anyhow::R
         fault_landed: case.fault_landed,
         crash: matches!(scenario, Scenario::CrashHolder | Scenario::CoordinatorCrash),
         outage: scenario == Scenario::DependencyLoss,
+        locks: entry.kind != Kind::NotALock,
     };
     let (verdict, verdict_reason) = judge(checks, guarantee, expected, &observed);
     let measured = !case.injections.is_empty();

@@ -141,6 +141,8 @@ pub struct World {
     pub nodes: Vec<RedisNode>,
     pub proxies: Vec<Proxy>,
     pub replicas: Vec<Replica>,
+    /// `pg-3pc`'s participants, when the case started its own.
+    pub participants: Vec<procs::Participant>,
 }
 
 impl World {

@@ -1,0 +1,135 @@
+//! `pg-3pc`: three-phase commit over the same two real PostgreSQL
+//! databases as `pg-2pc`, each behind a participant with its own timeout
+//! (here the replica's own, in-process). Exclusion under concurrent buyers
+//! on two replicas; and the rule that makes 3PC non-blocking: a coordinator
+//! silent after the pre-commits, its participants commit on their own and
+//! the product sells on. Skipped like pg-2pc's where the server refuses
+//! prepared transactions.
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::harness::{hammer, RedisServer, TestApp};
+use crate::pg_2pc::{in_doubt, settings, stock_side, two_databases};
+
+fn three_pc(
+    main: &str,
+    stock: &str,
+    redis: &str,
+    instance: &str,
+    timeout_ms: u64,
+) -> seckill_app::configuration::Settings {
+    let mut s = settings(main, stock, redis, instance);
+    s.strategy = "pg-3pc".into();
+    s.three_pc_timeout_ms = timeout_ms;
+    s
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn pg_3pc_sells_exactly_the_stock_across_two_replicas() {
+    let Some((main, stock)) = two_databases().await else {
+        return;
+    };
+    let redis = RedisServer::start();
+    let a = TestApp::start(three_pc(&main, &stock, &redis.url(), "a", 2000)).await;
+    let b = TestApp::start(three_pc(&main, &stock, &redis.url(), "b", 2000)).await;
+    a.switch("pg-3pc").await;
+    a.reset(1, 60).await;
+    a.set_faults(json!({ "work_delay_ms": 1 })).await;
+    // A hundred buyers at once: more than each participant's pool holds
+    // (four connections here). A grab that finds every one taken by grabs
+    // waiting for the stock row answers busy, never 503: the databases
+    // are up.
+    let outcomes = hammer(&[&a, &b], 1, 1, 100).await;
+    eprintln!("pg-3pc: {outcomes:?}");
+    assert!(
+        !outcomes.keys().any(|k| k.starts_with("503")),
+        "{outcomes:?}"
+    );
+    assert_eq!(outcomes.get("201").copied(), Some(60), "{outcomes:?}");
+    let (status, body) = a.grab(1, 1, 1).await;
+    assert!(status == 409, "a repeat buyer is refused: {status} {body}");
+    // A side whose do-commit was not heard commits at its timeout: wait
+    // until nothing is left in doubt before the audit reads both sides.
+    seckill_testkit::eventually("nothing left in doubt", Duration::from_secs(5), || async {
+        let gids = in_doubt(&main, &stock).await;
+        if gids.is_empty() {
+            Ok(())
+        } else {
+            Err(gids)
+        }
+    })
+    .await;
+    let audit = a.audit(1).await;
+    eprintln!("{audit}");
+    assert_eq!(audit["orders"], 60, "{audit}");
+    for field in ["oversold", "lost_updates", "undersold", "duplicates"] {
+        assert_eq!(audit[field], 0, "{field}: {audit}");
+    }
+    assert_eq!(stock_side(&stock).await, 0);
+    assert!(in_doubt(&main, &stock).await.is_empty());
+    a.stop().await;
+    b.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn pg_3pc_participants_commit_at_their_timeout_while_the_coordinator_is_silent() {
+    let Some((main, stock)) = two_databases().await else {
+        return;
+    };
+    let redis = RedisServer::start();
+    let a = TestApp::start(three_pc(&main, &stock, &redis.url(), "a", 400)).await;
+    let b = TestApp::start(three_pc(&main, &stock, &redis.url(), "b", 400)).await;
+    a.switch("pg-3pc").await;
+    a.reset(1, 10).await;
+    // The coordinator stops after both pre-commits, for a minute.
+    a.set_faults(json!({ "pause_ms": 60_000, "pause_every": 1, "pause_at": "before-commit" }))
+        .await;
+    let client = a.client.clone();
+    let url = format!("{}/api/v1/products/1/grab", a.address);
+    let stuck = tokio::spawn(async move {
+        client
+            .post(url)
+            .json(&json!({ "user_id": 2, "quantity": 1 }))
+            .send()
+            .await
+    });
+    // Both sides prepared for a moment, then committed by the participants
+    // alone: nothing is left in doubt while the coordinator still sleeps.
+    let mut seen = Vec::new();
+    let mut settled = false;
+    for _ in 0..300 {
+        let gids = in_doubt(&main, &stock).await;
+        if gids.len() == 2 {
+            seen = gids;
+        } else if gids.is_empty() && !seen.is_empty() {
+            settled = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(seen.len(), 2, "both sides were pre-committed: {seen:?}");
+    assert!(
+        settled,
+        "the participants committed without the coordinator"
+    );
+    assert!(!stuck.is_finished(), "the coordinator is still silent");
+    assert_eq!(stock_side(&stock).await, 9, "the stock side committed");
+    // Nobody is blocked: the other replica sells at once.
+    b.set_faults(json!({ "pause_ms": 0 })).await;
+    let (status, body) = b.grab(1, 3, 1).await;
+    assert_eq!(status, 201, "the stock row is free again: {body}");
+    let audit = b.audit(1).await;
+    eprintln!("{audit}");
+    assert_eq!(
+        audit["orders"], 2,
+        "the silent coordinator's grab committed: {audit}"
+    );
+    for field in ["oversold", "lost_updates", "undersold", "duplicates"] {
+        assert_eq!(audit[field], 0, "{field}: {audit}");
+    }
+    stuck.abort();
+    a.stop().await;
+    b.stop().await;
+}
