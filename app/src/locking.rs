@@ -59,6 +59,12 @@ pub trait DistributedLock: Send + Sync {
     /// Give the lock back.
     async fn release(&self, cx: GrabContext<'_>, guard: LockGuard) -> Result<Released, GrabError>;
 
+    /// Just before the section's last check (after its work): what the
+    /// lock does with the servers first. Nothing, but for `redlock` with
+    /// the `redlock_extend` switch, which extends itself there (a refusal
+    /// marks its lease lost, and the check then ends the section).
+    async fn before_last_check(&self, _cx: GrabContext<'_>, _guard: &LockGuard) {}
+
     /// Attempts with jittered pauses until the wait budget is spent, then
     /// `busy`. Deadlines use the monotonic clock.
     async fn acquire(&self, cx: GrabContext<'_>, product_id: i64) -> Result<LockGuard, GrabError> {
@@ -412,6 +418,11 @@ impl Lease {
         &self.inner.status
     }
 
+    /// What the renewal task reported, shared (for a task of its own).
+    pub fn shared_status(&self) -> Arc<LeaseStatus> {
+        self.inner.status.clone()
+    }
+
     /// Stop the renewal task now, for every guard sharing this lease.
     pub fn stop_renewing(&self) {
         drop(
@@ -607,7 +618,13 @@ pub async fn grab_with_lock(
     // The lock's last check runs inside the section, just before the
     // write: a lease lost or run out, or Redlock's validity run out, ends
     // it there with nothing written.
-    let still_held = || guard.check_still_held();
+    let guard_ref = &guard;
+    let still_held = move || -> futures::future::BoxFuture<'_, Result<(), LockLost>> {
+        Box::pin(async move {
+            lock.before_last_check(cx, guard_ref).await;
+            guard_ref.check_still_held()
+        })
+    };
     let prepared = match section::prepare_checked(cx, req, spec, Some(&still_held)).await {
         Ok(Some(prepared)) => prepared,
         Ok(None) => {

@@ -236,7 +236,11 @@ pub async fn prepare(
 }
 
 /// The lock's last check, as the caller holding the lock runs it.
-pub type StillHeld<'g> = &'g (dyn Fn() -> Result<(), LockLost> + Sync);
+///
+/// Async, because a lock may talk to its servers first: `redlock` with
+/// the `redlock_extend` switch extends itself there, then checks.
+pub type StillHeld<'g> =
+    &'g (dyn Fn() -> futures::future::BoxFuture<'g, Result<(), LockLost>> + Sync);
 
 /// [`prepare`] under an external lock: just before the write (step 4) the
 /// lock's last check runs (`check`, the guard's
@@ -435,7 +439,7 @@ async fn run_steps(
     // Holding a value read, before the lock's last check and the write.
     cx.deps.freeze.at(FreezeAt::BeforeCheck);
     if let Some(still_held) = check {
-        if let Err(lost) = still_held() {
+        if let Err(lost) = still_held().await {
             // The holder knows it no longer holds the lock and writes
             // nothing: its section ends here, before the rollback of a
             // transaction that only read. (Ended after that rollback, a

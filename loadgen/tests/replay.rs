@@ -5,7 +5,9 @@
 //! bug's variant and none in ours, written to replays.json; and the
 //! seckill demos' Redis decrement with nothing given back when PostgreSQL
 //! refuses the order (order-insert-fails): undersold every time, and
-//! never with the cancel.
+//! never with the cancel; and Redlock's extension — the majority that
+//! erodes when nodes restart empty (redsync #149, rolling-restart) and
+//! the extension of an expired lock (node-redlock #283, gc-pause).
 
 use std::process::Command;
 
@@ -32,6 +34,14 @@ fn the_list_names_each_report_with_its_link_and_an_unknown_id_is_refused() {
         (
             "redisson-4698",
             "https://github.com/redisson/redisson/issues/4698",
+        ),
+        (
+            "redsync-149",
+            "https://github.com/go-redsync/redsync/pull/149",
+        ),
+        (
+            "node-redlock-283",
+            "https://github.com/mike-marcacci/node-redlock/issues/283",
         ),
         ("jepsen-etcd-3.4.3", "https://jepsen.io/analyses/etcd-3.4.3"),
         (
@@ -177,6 +187,29 @@ fn a_refused_order_undersells_without_the_cancel_and_never_with_it() {
         assert!(i["proof"].is_string(), "{i}");
         let damage = i["damage"].as_str().expect("damage");
         assert!(damage.starts_with("undersold "), "{i}");
+    }
+    let _ = std::fs::remove_dir_all(&out_dir);
+}
+
+#[test]
+fn redlocks_extension_erodes_or_extends_an_expired_lock_only_in_the_reported_variants() {
+    let (out_dir, doc) = replay("extend", &["redsync-149", "node-redlock-283"]);
+    let replays = doc["replays"].as_array().expect("replays");
+    assert_eq!(replays.len(), 2, "{doc}");
+    for (replay, id, outcome) in [
+        (&replays[0], "redsync-149", "exclusion broken"),
+        (&replays[1], "node-redlock-283", "data damaged"),
+    ] {
+        assert_eq!(replay["id"], id, "{replay}");
+        assert_eq!(replay["outcome"], outcome, "{replay}");
+        let bug = &replay["variants"]["reported-bug"];
+        let ours = &replay["variants"]["ours"];
+        assert_eq!(bug["shows"]["n"], 3, "{replay}");
+        assert_eq!(ours["shows"]["n"], 3, "{replay}");
+        assert!(bug["shows"]["k"].as_u64() >= Some(1), "{replay}");
+        assert_eq!(ours["shows"]["k"], 0, "{replay}");
+        let command = bug["command"].as_str().expect("command");
+        assert!(command.contains("--strategies redlock"), "{command}");
     }
     let _ = std::fs::remove_dir_all(&out_dir);
 }

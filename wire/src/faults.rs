@@ -113,6 +113,30 @@ pub struct Faults {
     /// runs whenever the order surely does not exist.
     #[serde(default)]
     pub skip_cancel: bool,
+    /// `redlock` only: the holder extends its lock, as redsync's `Extend`
+    /// and node-redlock's `extend` let a client do — every third of the
+    /// TTL while it holds the lock, and once more just before its last
+    /// check. On every node, `PEXPIRE` where the key is still its own and
+    /// `SET … PX` where a node that restarted empty lost it (redsync's
+    /// "extend or lock", its PR #149), answered at quorum; an extension
+    /// asked for once the holder's validity ran out is refused ("Cannot
+    /// extend an already-expired lock", node-redlock #283) and the section
+    /// ends `409 rejected`. Off: no extension (the work must fit in the
+    /// validity).
+    #[serde(default)]
+    pub redlock_extend: bool,
+    /// `redlock` with `redlock_extend` only, redsync's behaviour before
+    /// its PR #149: an extension `PEXPIRE`s only where the key is still
+    /// its own, so a node that restarted empty never holds it again and
+    /// the holder's majority erodes, restart by restart.
+    #[serde(default)]
+    pub extend_held_only: bool,
+    /// `redlock` with `redlock_extend` only, redlock-rb's reported
+    /// behaviour (its issue #36): an extension is not refused once the
+    /// holder's validity ran out; where the keys are free again it locks
+    /// them anew and the holder goes on as if it had always held them.
+    #[serde(default)]
+    pub extend_expired: bool,
 }
 
 impl Faults {
@@ -136,6 +160,9 @@ impl Faults {
             renewal_stops_on_error: false,
             ignore_lost_lease: false,
             skip_cancel: false,
+            redlock_extend: false,
+            extend_held_only: false,
+            extend_expired: false,
         }
     }
 }
@@ -194,6 +221,15 @@ pub struct FaultsPatch {
     /// Whether `redis-lua-stock` skips its cancel after a failed confirm.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub skip_cancel: Option<bool>,
+    /// Whether `redlock`'s holder extends its lock.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub redlock_extend: Option<bool>,
+    /// Whether an extension touches only the nodes still holding the key.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub extend_held_only: Option<bool>,
+    /// Whether an extension is granted once the validity ran out.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub extend_expired: Option<bool>,
 }
 
 impl FaultsPatch {
@@ -246,6 +282,15 @@ impl FaultsPatch {
         }
         if let Some(v) = self.skip_cancel {
             faults.skip_cancel = v;
+        }
+        if let Some(v) = self.redlock_extend {
+            faults.redlock_extend = v;
+        }
+        if let Some(v) = self.extend_held_only {
+            faults.extend_held_only = v;
+        }
+        if let Some(v) = self.extend_expired {
+            faults.extend_expired = v;
         }
         faults
     }

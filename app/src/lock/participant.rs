@@ -42,7 +42,7 @@ use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::time::Instant;
 
-use super::pg_2pc::{decrement, finish_prepared, in_prepared};
+use super::pg_2pc::{decrement, finish_prepared, in_prepared, settle_later};
 use crate::configuration::Settings;
 use crate::db::acquire_or_starved;
 use crate::error::GrabError;
@@ -408,7 +408,13 @@ impl Participant {
                     gid,
                     "3pc participant: no word from the coordinator within the timeout: committed on its own"
                 ),
-                Err(e) => tracing::error!(gid, error = %e, "3pc participant: timeout commit failed"),
+                Err(e) => {
+                    // Its decision stands: the commit is retried until it
+                    // lands, never dropped with a prepared transaction
+                    // left behind.
+                    tracing::error!(gid, error = %e, "3pc participant: timeout commit failed; retried");
+                    settle_later(this.finisher.clone(), gid, true);
+                }
             }
         });
     }
@@ -429,10 +435,17 @@ impl Participant {
         }
         match finish_prepared(&self.finisher, &gid, commit).await {
             Ok(()) => Reply::Done,
-            Err(e) => Reply::No {
-                refusal: Refusal::Failed,
-                detail: e.to_string(),
-            },
+            Err(e) => {
+                // The state is gone already, so the timeout will not
+                // commit it: the decision is retried until it lands (a cut
+                // link to the database left the order prepared for ever,
+                // unseen, beside a stock side that committed).
+                settle_later(self.finisher.clone(), gid, commit);
+                Reply::No {
+                    refusal: Refusal::Failed,
+                    detail: format!("{e}; retried every second"),
+                }
+            }
         }
     }
 }

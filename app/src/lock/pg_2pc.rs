@@ -586,8 +586,9 @@ fn commit_later(pool: PgPool, gid: String) {
     settle_later(pool, gid, true);
 }
 
-/// Retry a phase-two step (or a rollback) every second for [`RETRY_FOR`].
-fn settle_later(pool: PgPool, gid: String, commit: bool) {
+/// Retry a phase-two step (or a rollback) every second for [`RETRY_FOR`]
+/// (also `pg-3pc`'s participants', whose commit or rollback failed).
+pub(crate) fn settle_later(pool: PgPool, gid: String, commit: bool) {
     tokio::spawn(async move {
         let deadline = tokio::time::Instant::now() + RETRY_FOR;
         while tokio::time::Instant::now() < deadline {

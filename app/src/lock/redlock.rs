@@ -61,6 +61,25 @@
 //! unlike `fenced`: that would be the consensus the argument says is
 //! missing, borrowed from PostgreSQL.
 //!
+//! **Extending the lock** (the `redlock_extend` switch; off, the work must
+//! fit in the validity). The holder extends its lock every third of the
+//! TTL while it holds it, and once more just before its last check, as
+//! redsync's `Extend` and node-redlock's `extend` let a client do:
+//! `redlock_extend.lua` on every node, answered at quorum — `PEXPIRE`
+//! where the key still holds the token, `SET … PX` where it is missing (a
+//! node that restarted empty lost it; without that, every such restart
+//! takes one node from the holder's majority for good: redsync's report,
+//! its PR #149). Granted, the lock is trusted until the extension's send
+//! time + TTL − drift. An extension asked for once that time has passed is
+//! refused without asking the nodes ("Cannot extend an already-expired
+//! lock", node-redlock #283): the keys may have expired and been taken
+//! and given back meanwhile, so re-locking them would make a holder of a
+//! client that was not one; its section ends `409 rejected`. Two faults
+//! put the reported behaviours back: `extend_held_only` (redsync before
+//! #149: `redlock_extend_held.lua`, the key extended only where it is
+//! still ours) and `extend_expired` (redlock-rb #36: the expired lock
+//! extended all the same, locked anew where the keys are free).
+//!
 //! **Guarantee:** mutual exclusion while a majority of nodes keep their
 //! keys and the work fits in the validity time; tolerates a minority of
 //! nodes down or slow.
@@ -74,7 +93,7 @@
 //! caught by step 4 — unless the `skip_validity_check` fault removes it.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -85,8 +104,10 @@ use tokio::time::{timeout, Instant};
 
 use crate::error::{Dependency, GrabError};
 use crate::locking::{
-    lock_key, new_token, DistributedLock, Held, LockGuard, Released, COMPARE_AND_DELETE,
+    lock_key, new_token, DistributedLock, Held, Lease, LeaseStatus, LockGuard, Released,
+    COMPARE_AND_DELETE,
 };
+use crate::metrics::Metrics;
 use crate::redis_client::connection as redis_connection;
 use crate::strategy::{GrabContext, Kind, Safety, StrategyInfo};
 
@@ -124,6 +145,15 @@ pub struct Redlock {
 static FENCE_LOCK: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("redlock_fence_lock.lua")));
 
+/// `redlock_extend.lua`: one node's extension — `PEXPIRE` where the key
+/// holds our token, `SET … PX` where it is missing.
+static EXTEND: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("redlock_extend.lua")));
+
+/// `redlock_extend_held.lua`: the `extend_held_only` fault's extension,
+/// only where the key still holds our token.
+static EXTEND_HELD: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("redlock_extend_held.lua")));
+
 /// What one node answered to the `SET NX PX`.
 enum Vote {
     /// Granted; with `check_revision`, the node's counter after its `INCR`.
@@ -138,6 +168,118 @@ pub fn node_name(url: &str) -> String {
     url.trim_start_matches("redis://")
         .trim_end_matches('/')
         .to_owned()
+}
+
+/// What extending one held lock needs (the `redlock_extend` switch):
+/// shared by its background task and the extension before the last check.
+#[derive(Debug, Clone)]
+struct Extender {
+    nodes: Vec<Node>,
+    node_timeout: Duration,
+    ttl: Duration,
+    drift: Duration,
+    /// The `extend_held_only` fault.
+    held_only: bool,
+    /// The `extend_expired` fault.
+    expired: bool,
+    metrics: Metrics,
+    key: String,
+    token: String,
+    status: Arc<LeaseStatus>,
+}
+
+impl Extender {
+    /// One extension on every node at once, decided at quorum within the
+    /// node timeout; `false` when the lock is lost (refused, or no
+    /// quorum: the lease is marked lost and the holder aborts).
+    async fn extend(&self) -> bool {
+        if self.status.is_lost() {
+            return false;
+        }
+        let sent = Instant::now();
+        if !self.expired && sent >= self.status.deadline() {
+            self.lose("cannot extend an already-expired lock");
+            return false;
+        }
+        let script = if self.held_only {
+            &EXTEND_HELD
+        } else {
+            &EXTEND
+        };
+        let ttl_ms = self.ttl.as_millis() as u64;
+        let mut answers: FuturesUnordered<_> = self
+            .nodes
+            .iter()
+            .map(|node| {
+                let mut conn = node.conn.clone();
+                let mut invocation = script.key(&self.key);
+                invocation.arg(&self.token).arg(ttl_ms);
+                async move { matches!(invocation.invoke_async::<i64>(&mut conn).await, Ok(1)) }
+            })
+            .collect();
+        let (total, quorum) = (self.nodes.len(), self.nodes.len() / 2 + 1);
+        let (mut yes, mut no) = (0, 0);
+        let decided = async {
+            while let Some(extended) = answers.next().await {
+                if extended {
+                    yes += 1;
+                } else {
+                    no += 1;
+                }
+                if yes >= quorum || no > total - quorum {
+                    break;
+                }
+            }
+        };
+        let _ = timeout(self.node_timeout, decided).await;
+        let until = sent + self.ttl.saturating_sub(self.drift);
+        if yes >= quorum && Instant::now() < until {
+            self.metrics
+                .lock_renewals
+                .with_label_values(&[INFO.name, "renewed"])
+                .inc();
+            self.status.extend_to(until);
+            true
+        } else {
+            self.lose(&format!(
+                "{yes} of {total} nodes extended it, quorum is {quorum}"
+            ));
+            false
+        }
+    }
+
+    /// Mark the lease lost (the holder aborts at its last check).
+    fn lose(&self, why: &str) {
+        self.metrics
+            .lock_renewals
+            .with_label_values(&[INFO.name, "lost"])
+            .inc();
+        self.metrics.lock_lost.with_label_values(&[INFO.name]).inc();
+        tracing::warn!(key = %self.key, why, "redlock extension failed; the holder will abort");
+        self.status.mark_lost();
+    }
+
+    /// Extend every third of the TTL (the first a third after the grant
+    /// was sent) until the lease's stop sender is used or dropped, or an
+    /// extension loses the lock.
+    async fn until_stopped(self, mut stop: tokio::sync::oneshot::Receiver<()>) {
+        let period = self.ttl / 3;
+        let mut due = self.status.deadline() - self.ttl.saturating_sub(self.drift) + period;
+        loop {
+            tokio::select! {
+                _ = &mut stop => return,
+                () = tokio::time::sleep_until(due) => {}
+            }
+            due = Instant::now() + period;
+            let held = tokio::select! {
+                _ = &mut stop => return,
+                held = self.extend() => held,
+            };
+            if !held {
+                return;
+            }
+        }
+    }
 }
 
 impl Redlock {
@@ -173,6 +315,52 @@ impl Redlock {
         }
         let n = self.attempts.fetch_add(1, Ordering::Relaxed);
         n.is_multiple_of(cx.faults.pause_every.max(1))
+    }
+
+    /// The `redlock_extend` switch's lease: trusted until `until`, extended
+    /// by a task every third of the TTL until the lease is stopped.
+    fn extended(
+        &self,
+        cx: GrabContext<'_>,
+        guard: &LockGuard,
+        until: Instant,
+        revision: Option<i64>,
+    ) -> Held {
+        let status = LeaseStatus::new(until);
+        let (stop, stop_rx) = tokio::sync::oneshot::channel();
+        let extender = self.extender(cx, guard, status.clone());
+        tokio::spawn(extender.until_stopped(stop_rx));
+        Held::Lease {
+            lease: Lease::new(status, stop),
+            revision,
+        }
+    }
+
+    /// What extending `guard`'s lock needs.
+    fn extender(
+        &self,
+        cx: GrabContext<'_>,
+        guard: &LockGuard,
+        status: Arc<LeaseStatus>,
+    ) -> Extender {
+        let ttl = cx.deps.lock_ttl;
+        Extender {
+            nodes: self.nodes.clone(),
+            node_timeout: self.node_timeout,
+            ttl,
+            drift: self.drift(ttl),
+            held_only: cx.faults.extend_held_only,
+            expired: cx.faults.extend_expired,
+            metrics: cx.deps.metrics.clone(),
+            key: guard.key.clone(),
+            token: guard.token.clone(),
+            status,
+        }
+    }
+
+    /// The clocks' allowance: TTL × drift factor + 2 ms.
+    fn drift(&self, ttl: Duration) -> Duration {
+        ttl.mul_f64(self.drift_factor) + Duration::from_millis(2)
     }
 
     /// Compare-and-delete `token` on every node in parallel, deciding at
@@ -363,7 +551,7 @@ impl DistributedLock for Redlock {
             cx.deps.freeze.at(crate::freeze::FreezeAt::DuringAcquire);
         }
 
-        let drift = ttl.mul_f64(self.drift_factor) + Duration::from_millis(2);
+        let drift = self.drift(ttl);
         let (started, elapsed) = if cx.faults.skip_validity_check {
             // The fault: a quorum of yes is trusted as if granted just now.
             (Instant::now(), Duration::ZERO)
@@ -378,9 +566,11 @@ impl DistributedLock for Redlock {
                 // SETs were sent: the lock is trusted until TTL − drift
                 // after them, the earliest the keys can expire less the
                 // clocks' allowance.
-                guard.held = Held::Validity {
-                    until: started + elapsed + validity,
-                    revision,
+                let until = started + elapsed + validity;
+                guard.held = if cx.faults.redlock_extend {
+                    self.extended(cx, &guard, until, revision)
+                } else {
+                    Held::Validity { until, revision }
                 };
                 Ok(Some(guard))
             }
@@ -400,7 +590,20 @@ impl DistributedLock for Redlock {
         }
     }
 
+    /// With `redlock_extend`: one extension before the last check (the
+    /// check then reads what it came to).
+    async fn before_last_check(&self, cx: GrabContext<'_>, guard: &LockGuard) {
+        if let (true, Some(lease)) = (cx.faults.redlock_extend, guard.lease()) {
+            self.extender(cx, guard, lease.shared_status())
+                .extend()
+                .await;
+        }
+    }
+
     async fn release(&self, cx: GrabContext<'_>, guard: LockGuard) -> Result<Released, GrabError> {
+        if let Some(lease) = guard.lease() {
+            lease.stop_renewing();
+        }
         let ttl = cx.deps.lock_ttl;
         Ok(
             if self.release_everywhere(&guard.key, &guard.token, ttl).await > 0 {

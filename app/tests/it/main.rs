@@ -15,4 +15,5 @@ mod openapi;
 mod orders_route;
 mod pg_2pc;
 mod pg_3pc;
+mod redlock_extend;
 mod status;

@@ -3,8 +3,9 @@
 //! (here the replica's own, in-process). Exclusion under concurrent buyers
 //! on two replicas; and the rule that makes 3PC non-blocking: a coordinator
 //! silent after the pre-commits, its participants commit on their own and
-//! the product sells on. Skipped like pg-2pc's where the server refuses
-//! prepared transactions.
+//! the product sells on; and a participant whose do-commit fails on a cut
+//! link retries it until the order commits, never leaving it prepared.
+//! Skipped like pg-2pc's where the server refuses prepared transactions.
 
 use std::time::Duration;
 
@@ -132,4 +133,75 @@ async fn pg_3pc_participants_commit_at_their_timeout_while_the_coordinator_is_si
     stuck.abort();
     a.stop().await;
     b.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_do_commit_that_fails_on_a_cut_link_is_retried_until_the_order_commits() {
+    use seckill_app::lock::participant::{Grab, Message, Participant, Reply, Side};
+    use std::str::FromStr as _;
+    let Some((main, stock)) = two_databases().await else {
+        return;
+    };
+    let redis = RedisServer::start();
+    // A replica only to make the product (its own participants stay idle).
+    let a = TestApp::start(three_pc(&main, &stock, &redis.url(), "a", 60_000)).await;
+    a.switch("pg-3pc").await;
+    a.reset(1, 10).await;
+    // The order side's participant of this test, its database behind a
+    // proxy, its own timeout a minute away: only a retry can commit.
+    let options = sqlx::postgres::PgConnectOptions::from_str(&main).expect("url");
+    let target = format!("{}:{}", options.get_host(), options.get_port())
+        .parse()
+        .or_else(|_| format!("127.0.0.1:{}", options.get_port()).parse())
+        .expect("address");
+    let proxy = seckill_proxy::Proxy::start(target).await.expect("proxy");
+    let database = options.get_database().expect("database name");
+    let behind = format!("postgres://postgres@127.0.0.1:{}/{database}", proxy.port);
+    let participant = Participant::new(
+        &three_pc(&behind, &stock, &redis.url(), "t", 60_000),
+        Side::Order,
+    )
+    .expect("participant")
+    .expect("the order side");
+    let gid = "seckill3pc:test-retry:order".to_owned();
+    let grab = Grab {
+        product_id: 1,
+        user_id: 7,
+        quantity: 1,
+    };
+    let vote = participant
+        .on(Message::CanCommit {
+            gid: gid.clone(),
+            grab,
+        })
+        .await;
+    assert!(matches!(vote, Reply::Yes { .. }), "{vote:?}");
+    let prepared = participant
+        .on(Message::PreCommit {
+            gid: gid.clone(),
+            grab,
+        })
+        .await;
+    assert!(matches!(prepared, Reply::Yes { .. }), "{prepared:?}");
+    assert_eq!(in_doubt(&main, &stock).await, vec![gid.clone()]);
+    // The link to the order database is cut as the do-commit comes.
+    proxy.set_cut(true);
+    let done = participant.on(Message::DoCommit { gid: gid.clone() }).await;
+    assert!(
+        matches!(done, Reply::No { .. }),
+        "the commit failed: {done:?}"
+    );
+    proxy.set_cut(false);
+    seckill_testkit::eventually("the order committed", Duration::from_secs(10), || async {
+        let gids = in_doubt(&main, &stock).await;
+        if gids.is_empty() {
+            Ok(())
+        } else {
+            Err(gids)
+        }
+    })
+    .await;
+    let audit = a.audit(1).await;
+    assert_eq!(audit["orders"], 1, "the retried commit's order: {audit}");
+    a.stop().await;
 }

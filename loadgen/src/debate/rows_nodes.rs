@@ -1,4 +1,4 @@
-//! The debate's rows 18–35: clocks that jump, nodes that restart, the
+//! The debate's rows 19–36: clocks that jump, nodes that restart, the
 //! failover and WAIT, clocks that slew.
 
 use super::rows::*;
@@ -9,7 +9,7 @@ use crate::scenario::predictions;
 use crate::scenario::typed::*;
 use crate::scenario::Outcome;
 
-/// Rows 18–35, in the order of the debate.
+/// Rows 19–36, in the order of the debate.
 pub(super) const CLOCKS_NODES_AND_FAILOVER: &[Row] = &[
     Row {
         id: "clock-jump-partition-control",

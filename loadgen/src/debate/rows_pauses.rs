@@ -1,4 +1,4 @@
-//! The debate's rows 1–17: the process pause, the delayed grant and the
+//! The debate's rows 1–18: the process pause, the delayed grant and the
 //! paused acquisition, the delayed write.
 
 use super::rows::*;
@@ -6,7 +6,7 @@ use super::rules::*;
 use super::runs::*;
 use crate::scenario::Outcome;
 
-/// Rows 1–17, in the order of the debate.
+/// Rows 1–18, in the order of the debate.
 pub(super) const PAUSES_AND_DELAYS: &[Row] = &[
     Row {
         id: "pause-breaks-redlock",
@@ -164,15 +164,34 @@ pub(super) const PAUSES_AND_DELAYS: &[Row] = &[
         source: DERIVED,
         quote: "",
         quote_zh: "",
-        claim: "A per-node timeout no longer than TTL − work − the drift allowance keeps late votes from leaving the holder less validity than its work: exclusion holds; a longer one can let them count",
-        claim_zh: "每节点超时不超过 TTL − 工作时长 − 漂移容差时，迟到的票不会让持有者的有效期短于工作：互斥成立；超时更长，迟到的票就可能被计入",
+        claim: "A per-node timeout no longer than TTL − work − the drift allowance keeps late votes from leaving the holder less validity than its work, whatever the delay: votes within it leave at least the work, later ones are dropped",
+        claim_zh: "每节点超时不超过 TTL − 工作时长 − 漂移容差时，无论延迟多大，迟到的票都不会让持有者的有效期短于工作：超时之内到达的票至少留下工作所需的有效期，更晚的票被丢弃",
         states: Claim {
             kind: Kind::Never,
             applies: timeout_within_ttl_minus_work,
-            applies_text: "at every node timeout no longer than TTL − work − drift (400 − 100 − 6 = 294 ms), at the one delay measured",
-            applies_zh: "每节点超时不超过 TTL − 工作时长 − 漂移（400 − 100 − 6 = 294 毫秒）的每一个点，只测了一种延迟",
+            applies_text: "at every delay, the node timeout at TTL − work − drift (400 − 100 − 6 = 294 ms)",
+            applies_zh: "每节点超时取 TTL − 工作时长 − 漂移（400 − 100 − 6 = 294 毫秒）时的每一种延迟",
         },
-        mechanism: "a's replies from the three Redlock nodes arrive 0.9 TTL (360 ms) late, one delay for the whole sweep; a vote slower than the node timeout is dropped; one within it arrives with 34 ms of validity (400 − 360 − 6) for 100 ms of work, and the keys expire inside the section. Only a timeout above the delay lets the late votes in, so the flip sits at the delay, above 294 ms: the claim's bound is sufficient, not tight",
+        mechanism: "a's replies from the three Redlock nodes arrive `delay` late and the node timeout is 294 ms: a vote within it leaves at least 400 − 294 − 6 = 100 ms of validity for 100 ms of work; a later vote is dropped, and with no quorum a retries. The sweep crosses the timeout (290 ms counts, 300 ms is dropped)",
+        run: NET_REDLOCK_AT_BOUND,
+        outcome: Outcome::ExclusionBroken,
+        predicts: redlock_delay,
+        predicts_text: "holds at every delay (within the timeout the validity left covers the work; beyond it no vote counts)",
+    },
+    Row {
+        id: "node-timeout-above-delay",
+        source: DERIVED,
+        quote: "",
+        quote_zh: "",
+        claim: "A per-node timeout longer than TTL − work − the drift allowance can let late votes count that leave the holder less validity than its work: a second holder enters",
+        claim_zh: "每节点超时长于 TTL − 工作时长 − 漂移容差时，迟到的票可能被计入，而它们留给持有者的有效期短于工作：第二个持有者进入",
+        states: Claim {
+            kind: Kind::CanHappen,
+            applies: timeout_over_delay,
+            applies_text: "at every node timeout longer than the delay (0.9 TTL = 360 ms), where the late votes count",
+            applies_zh: "每节点超时长于延迟（0.9 TTL = 360 毫秒）、迟到的票被计入的每一个点",
+        },
+        mechanism: "a's replies from the three Redlock nodes arrive 0.9 TTL (360 ms) late, one delay for the whole sweep; a vote slower than the node timeout is dropped; one within it arrives with 34 ms of validity (400 − 360 − 6) for 100 ms of work, and the keys expire inside the section. Timeouts up to the delay drop every vote (no quorum: nothing to break), so the flip sits at the delay",
         run: NET_REDLOCK_TIMEOUTS,
         outcome: Outcome::ExclusionBroken,
         predicts: redlock_delay,

@@ -114,6 +114,11 @@ pub(super) fn timeout_within_ttl_minus_work(p: &Params) -> bool {
     d.node_timeout_ms + predictions::drift_ms(d.ttl_ms) <= d.ttl_ms.saturating_sub(d.work_ms)
 }
 
+/// Where the late votes count: the node timeout longer than the delay.
+pub(super) fn timeout_over_delay(p: &Params) -> bool {
+    predictions::votes_arrive(&SlowNetworkDials::of(p))
+}
+
 pub(super) fn slew_from_six_pct(p: &Params) -> bool {
     ClockSlewDials::of(p).slew_pct >= 6.0
 }

@@ -93,6 +93,19 @@ pub(super) const NET_REDLOCK_TIMEOUTS: Run = Run {
     sweep: ("node_timeout_ms", &["50", "200", "500", "1000"]),
     ..NET_REDLOCK_SHORT
 };
+// The per-node timeout at the bound TTL − work − drift (400 − 100 − 6 =
+// 294 ms), the delay swept on both sides of it: a vote within the
+// timeout leaves at least the work's validity, a later one is dropped.
+pub(super) const NET_REDLOCK_AT_BOUND: Run = Run {
+    id: "net-redlock-node-timeout-at-bound",
+    sets: &[
+        ("ttl_ms", "400"),
+        ("work_ms", "100"),
+        ("node_timeout_ms", "294"),
+    ],
+    sweep: ("delay", &["0.5ttl", "250", "280", "290", "300", "0.9ttl"]),
+    ..NET_REDLOCK_SHORT
+};
 pub(super) const ACQ_CHECK: Run = Run {
     id: "acquire-redlock-check",
     scenario: Scenario::AcquirePause,

@@ -211,10 +211,13 @@ fn faults_on(f: &Faults) -> Vec<String> {
         ("check_revision", u64::from(f.check_revision), true),
         ("check_token", u64::from(f.check_token), true),
         ("commit_delay_ms", f.commit_delay_ms, false),
+        ("extend_expired", u64::from(f.extend_expired), true),
+        ("extend_held_only", u64::from(f.extend_held_only), true),
         ("ignore_lost_lease", u64::from(f.ignore_lost_lease), true),
         ("ignore_wait_count", u64::from(f.ignore_wait_count), true),
         ("pause_every", f.pause_every, pausing),
         ("pause_ms", f.pause_ms, false),
+        ("redlock_extend", u64::from(f.redlock_extend), true),
         ("release_gap_ms", f.release_gap_ms, false),
         (
             "renewal_stops_on_error",

@@ -28,6 +28,14 @@
 //! the watchdog's holder skips its last check, so a lease that ran out
 //! while it was stopped no longer ends its section before the write.
 //!
+//! `extend=on` has `redlock`'s holder extend its lock (every third of the
+//! TTL, and once more before its last check); a holder woken past its
+//! validity is refused the extension and writes nothing. `extend=expired`
+//! grants it all the same where the keys are free again (redlock-rb #36;
+//! node-redlock refuses it, its #283): the woken holder writes the stock
+//! it read before the pause. `think_ms` spaces each buyer's grabs, so the
+//! keys are free part of the time.
+//!
 //! `check_revision=on` is the coordination services' fence: the database
 //! checks the revision the lock service handed out (etcd's create
 //! revision, ZooKeeper's sequence) and refuses a write whose revision is
@@ -66,6 +74,20 @@ choice! {
     }
 }
 
+choice! {
+    /// Whether `redlock`'s holder extends its lock (the service's
+    /// `redlock_extend` and `extend_expired`).
+    pub enum Extend {
+        /// No extension: the work must fit in the validity.
+        Off = "off",
+        /// Extended every third of the TTL and before the last check;
+        /// refused once the validity ran out.
+        On = "on",
+        /// Extended even once the validity ran out (redlock-rb #36).
+        Expired = "expired",
+    }
+}
+
 dials! {
     /// gc-pause's dials.
     pub struct GcPauseDials {
@@ -96,7 +118,16 @@ dials! {
             "off",
             "on: watchdog's holder skips its last check and commits, never told its lease ran out (Redisson #4698)",
         ),
+        extend: Extend = Shape::choice(
+            Extend::WORDS,
+            "off",
+            "redlock only: on, the holder extends its lock (every third of the TTL, and before its last check), refused once it expired; expired, granted all the same where the keys are free (redlock-rb #36, the refusal of node-redlock #283)",
+        ),
         users: usize = dials::users("8"),
+        think_ms: u64 = Shape::ms(
+            "0",
+            "how long each buyer waits after an answer before its next grab (0: at once)",
+        ),
         lock_wait_ms: u64 = dials::lock_wait("500"),
     }
 }
@@ -157,6 +188,11 @@ pub fn expect(strategy: &StrategyEntry, _variant: Option<Variant>, params: &Para
             "the database checks the random value: a woken holder whose claim a later holder overwrote is refused at its write".into(),
         ));
     }
+    if d.extend != Extend::Off && !strategy.is(StrategyName::Redlock) {
+        return Err(
+            "extend=on|expired is redlock's extension (the service's redlock_extend)".into(),
+        );
+    }
     if d.check_revision == OnOff::On {
         if !REVISION.into_iter().any(|s| strategy.is(s)) {
             return Err(format!(
@@ -171,6 +207,16 @@ pub fn expect(strategy: &StrategyEntry, _variant: Option<Variant>, params: &Para
     }
     if strategy.kind == Kind::NotALock && d.r#where != FreezeWhere::Anywhere {
         return Err("no lock: the pause is placed at the lock's last check, and this strategy takes none (one atomic statement, a compare-and-set or a two-phase commit): no injection could land (where=anywhere pauses it at a random moment)".into());
+    }
+    if d.extend != Extend::Off && outlived {
+        return Ok((
+            Breaks,
+            match d.extend {
+                Extend::Expired => "the frozen holder's keys expire and another enters; woken, its extension is granted where the keys are free again, and it writes the stock it read before (data too)",
+                _ => "the frozen holder's keys expire and another enters; woken, its extension is refused (already expired) and it writes nothing",
+            }
+            .into(),
+        ));
     }
     let (expected, why) = match strategy.kind {
         Kind::Ttl | Kind::Validity | Kind::LockTable if outlived => (
@@ -225,6 +271,8 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
         check_token: Some(check_token),
         check_revision: Some(check_revision),
         ignore_lost_lease: Some(d.ignore_lost_lease == OnOff::On),
+        redlock_extend: Some(d.extend != Extend::Off),
+        extend_expired: Some(d.extend == Extend::Expired),
         ..work(work_ms)
     };
     arm(&service, strategy, faults).await?;
@@ -242,7 +290,9 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
         // Pinned: a buyer sent round-robin would park its grab on the
         // frozen replica until the thaw, leaving b no waiter to take the
         // expired lock (the watchdog measured 16 of 24 that way).
-        let round = inject::begin_pinned(&lab.http, world, case, users, 100).await?;
+        let think = Duration::from_millis(d.think_ms);
+        let round =
+            inject::begin_pinned_thinking(&lab.http, world, case, (users, think), 100).await?;
         let window = match inject::stop_replica(world, case, "a", at).await? {
             Some(stopped) => {
                 let inside = wait_inside(&watcher, Some("a"), Duration::from_millis(1)).await?;

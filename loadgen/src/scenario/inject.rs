@@ -151,11 +151,23 @@ pub async fn begin_pinned(
     users: usize,
     warm_ms: u64,
 ) -> anyhow::Result<Round> {
+    begin_pinned_thinking(http, world, case, (users, Duration::ZERO), warm_ms).await
+}
+
+/// [`begin_pinned`] with each buyer waiting `think` after an answer
+/// before its next grab: `(users, think)`.
+pub async fn begin_pinned_thinking(
+    http: &reqwest::Client,
+    world: &World,
+    case: &mut Case,
+    (users, think): (usize, Duration),
+    warm_ms: u64,
+) -> anyhow::Result<Round> {
     let urls = world.urls();
     let sides: Vec<buyers::Targets> = urls.iter().cloned().map(buyers::retargeted).collect();
     let each = users.div_ceil(sides.len().max(1)).max(1);
     let loads: Vec<(&buyers::Targets, usize, Duration)> =
-        sides.iter().map(|t| (t, each, Duration::ZERO)).collect();
+        sides.iter().map(|t| (t, each, think)).collect();
     begin_aimed(http, world, case, &loads, warm_ms).await
 }
 

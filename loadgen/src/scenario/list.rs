@@ -13,7 +13,7 @@ use super::world::CaseRun;
 use super::{
     acquire_pause, clock_jump, clock_skew, clock_slew, connection_cut, coordinator_crash,
     crash_holder, dependency_loss, failover, gc_pause, order_insert_fails, partition_precommit,
-    redlock_restart, slow_network, unlock_before_commit,
+    redlock_restart, rolling_restart, slow_network, unlock_before_commit,
 };
 use crate::api::Variant;
 use crate::api::{Kind, StrategyEntry, StrategyName};
@@ -70,6 +70,7 @@ impl Scenario {
             Scenario::CoordinatorCrash => "pg-2pc: kill -9 the coordinator between the phases (or inside phase two); everyone blocks until it restarts and recovers, with and without its decision log. pg-3pc: its participants commit at their timeout, nobody blocks",
             Scenario::PartitionPrecommit => "pg-3pc: the coordinator cut off from both sides between their pre-commits; the stock side commits at its timeout, the coordinator aborts: undersold. pg-2pc beside it: blocked, never split",
             Scenario::OrderInsertFails => "PostgreSQL refuses one order INSERT per round after the stock was taken: a Redis decrement without its cancel undersells (the seckill demos' DECR); one transaction takes the decrement back",
+            Scenario::RollingRestart => "redlock's three nodes restarted one after the other without persistence while the holder extends its lock: locked again on each, or eroded until another client holds a majority (redsync #149)",
             Scenario::ConnectionCut => "the watchdog's holder loses its connections to Redis for cut_ms (0.25x the lease) while its work outlasts the lease: renewed again, or told before commit (Redisson #2515, #3194)",
         }
     }
@@ -136,6 +137,7 @@ impl Scenario {
             }
             Scenario::ConnectionCut => &[StrategyName::Watchdog],
             Scenario::OrderInsertFails => &[StrategyName::RedisLuaStock, StrategyName::PgForUpdate],
+            Scenario::RollingRestart => &[StrategyName::Redlock],
         }
     }
 
@@ -178,6 +180,7 @@ impl Scenario {
             Scenario::ConnectionCut => connection_cut::PARAMS,
             Scenario::PartitionPrecommit => partition_precommit::PARAMS,
             Scenario::OrderInsertFails => order_insert_fails::PARAMS,
+            Scenario::RollingRestart => rolling_restart::PARAMS,
         }
     }
 
@@ -200,6 +203,7 @@ impl Scenario {
             Scenario::ConnectionCut => connection_cut::QUICK,
             Scenario::PartitionPrecommit => partition_precommit::QUICK,
             Scenario::OrderInsertFails => order_insert_fails::QUICK,
+            Scenario::RollingRestart => rolling_restart::QUICK,
         }
     }
 
@@ -291,6 +295,7 @@ impl Scenario {
             Scenario::ConnectionCut => connection_cut::expect(strategy, variant, params),
             Scenario::PartitionPrecommit => partition_precommit::expect(strategy, variant),
             Scenario::OrderInsertFails => order_insert_fails::expect(strategy, variant, params),
+            Scenario::RollingRestart => rolling_restart::expect(strategy, variant, params),
         }
     }
 
@@ -312,6 +317,7 @@ impl Scenario {
             Scenario::ConnectionCut => connection_cut::run(cx).await,
             Scenario::PartitionPrecommit => partition_precommit::run(cx).await,
             Scenario::OrderInsertFails => order_insert_fails::run(cx).await,
+            Scenario::RollingRestart => rolling_restart::run(cx).await,
         }
     }
 }

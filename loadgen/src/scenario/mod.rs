@@ -8,7 +8,7 @@
 //! against a fresh database on `--database-url`; resets the product,
 //! switches the strategy, starts a new mutual-exclusion history run, drives
 //! closed-loop buyers, applies its fault (a real `SIGSTOP`, a clock jump,
-//! a node restart, a promoted replica, a slow link, a `kill -9`, a stopped
+//! a node restart, a rolling restart under an extended lock, a promoted replica, a slow link, a `kill -9`, a stopped
 //! Redis or a cut PostgreSQL, a paused Redlock acquisition, a slewed
 //! clock, a two-phase-commit coordinator killed between its phases),
 //! undoes it, and stops everything it started
@@ -63,6 +63,7 @@ mod rate;
 mod record;
 mod redlock_restart;
 mod report;
+mod rolling_restart;
 mod runner;
 mod slow_network;
 mod unlock_before_commit;
@@ -102,9 +103,10 @@ pub mod typed {
     pub use super::dependency_loss::DependencyLossDials;
     pub use super::dials::OnOff;
     pub use super::failover::{FailoverDials, Promote};
-    pub use super::gc_pause::{FreezeWhere, GcPauseDials};
+    pub use super::gc_pause::{Extend, FreezeWhere, GcPauseDials};
     pub use super::order_insert_fails::OrderInsertFailsDials;
     pub use super::redlock_restart::{Crash, Persistence, RedlockRestartDials};
+    pub use super::rolling_restart::{Extension, RollingRestartDials};
     pub use super::slow_network::{DelayFrom, Link, SlowNetworkDials};
     pub use super::unlock_before_commit::UnlockBeforeCommitDials;
 }

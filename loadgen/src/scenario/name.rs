@@ -26,6 +26,7 @@ pub enum Scenario {
     ConnectionCut,
     PartitionPrecommit,
     OrderInsertFails,
+    RollingRestart,
 }
 
 impl Scenario {
@@ -47,6 +48,7 @@ impl Scenario {
             Scenario::ConnectionCut => "connection-cut",
             Scenario::PartitionPrecommit => "partition-precommit",
             Scenario::OrderInsertFails => "order-insert-fails",
+            Scenario::RollingRestart => "rolling-restart",
         }
     }
 }

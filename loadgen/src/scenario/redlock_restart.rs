@@ -573,7 +573,7 @@ async fn value(node: &RedisNode, key: &str) -> anyhow::Result<Option<String>> {
 }
 
 /// `node`'s `run_id` (`INFO server`): a new one for every process.
-async fn run_id(node: &RedisNode) -> anyhow::Result<String> {
+pub(super) async fn run_id(node: &RedisNode) -> anyhow::Result<String> {
     let mut conn = node.conn().await?;
     let info: String = redis::cmd("INFO")
         .arg("server")

@@ -1,0 +1,170 @@
+//! `rolling-restart` — the three Redlock nodes restarted one after the
+//! other, without persistence, while a holder keeps its lock by extending
+//! it (the service's `redlock_extend`): the maintenance a Redis fleet
+//! gets, and redsync's report (its PR #149, "Improve extending").
+//!
+//! A node that restarts empty forgets the holder's key. The holder's next
+//! extension either locks it there again (`extend=on`, the service's
+//! extend-or-lock) or extends only where the key is still its own
+//! (`extend=held-only`, redsync before #149, the service's
+//! `extend_held_only`). In the second case every restart takes one node
+//! from the holder's majority for good: after node 1 and then node 2
+//! restart, another client builds a majority on the two empty nodes while
+//! the holder is still inside. The holder learns it at its next extension
+//! (one node left: no quorum) and writes nothing, so the data stay exact:
+//! exclusion is what breaks.
+//!
+//! Each injection is a round of its own ([`super::inject`]): fresh stock,
+//! a new history run, buyers pinned half to each replica; once a holder is
+//! inside (its work longer than the TTL, kept by extensions), node 1
+//! restarts, `gap_ms` later node 2 does. The gap must leave the holder an
+//! extension with node 1 back (a third of the TTL, plus the replica's
+//! reconnection to node 1). The proof an injection landed: both nodes'
+//! `INFO` `run_id` changed (new processes) while the arbiter showed a
+//! holder inside.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::case::Expectation;
+use super::dials::{self, choice, dials, Choice as _, Shape};
+use super::inject::{self, Window};
+use super::lab::TOKEN;
+use super::params::{Params, Spec};
+use super::redlock_restart::run_id;
+use super::world::{arm, pause, two_replicas, wait_inside, work, CaseRun};
+use crate::api::Variant;
+use crate::api::{FaultsPatch, Service, StrategyEntry, StrategyName};
+use crate::judge::Expected::{Breaks, Holds};
+
+choice! {
+    /// How the holder extends its lock.
+    pub enum Extension {
+        /// Extend where the key is ours, lock again where it is missing.
+        On = "on",
+        /// Extend only where the key is still ours (redsync before #149).
+        HeldOnly = "held-only",
+    }
+}
+
+dials! {
+    /// rolling-restart's dials.
+    pub struct RollingRestartDials {
+        ttl_ms: u64 = dials::ttl("1000"),
+        work_ms: u64 = dials::work("3ttl"),
+        injections: u64 = dials::injections("12"),
+        gap_ms: u64 = Shape::ms(
+            "1ttl",
+            "how long after node 1's restart node 2 restarts",
+        ),
+        extend: Extension = Shape::choice(
+            Extension::WORDS,
+            "on",
+            "how the holder extends its lock: on, extend or lock again where a node lost the key; held-only, only where the key is still its own (redsync before its PR #149)",
+        ),
+        users: usize = dials::users("4"),
+        lock_wait_ms: u64 = dials::lock_wait("500"),
+    }
+}
+
+/// Its dials.
+pub const PARAMS: &[Spec] = RollingRestartDials::SPECS;
+
+/// `--quick`: a shorter TTL, the work and the gap with it.
+pub const QUICK: &[(&str, &str)] = &[("ttl_ms", "600")];
+
+/// What `strategy` should do when the nodes restart one by one under a
+/// holder that extends its lock.
+pub fn expect(strategy: &StrategyEntry, _variant: Option<Variant>, params: &Params) -> Expectation {
+    if !strategy.is(StrategyName::Redlock) {
+        return Err(
+            "the holder's extension across node restarts: redlock only (the service's redlock_extend)"
+                .into(),
+        );
+    }
+    let d = RollingRestartDials::of(params);
+    Ok(match d.extend {
+        Extension::On => (
+            Holds,
+            "each extension locks a restarted node again: when the second node restarts the holder still has two of three".into(),
+        ),
+        Extension::HeldOnly => (
+            Breaks,
+            "the restarted nodes are never locked again: after the second restart another client builds a majority on the two empty nodes beside the holder".into(),
+        ),
+    })
+}
+
+/// `injections` rounds, each restarting node 1 and, `gap_ms` later,
+/// node 2 under a holder. The fault, as reported.
+pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
+    let d = RollingRestartDials::of(cx.params);
+    let (lab, world, case, strategy, _) = cx.parts();
+    two_replicas(lab, world, strategy, d.ttl_ms, Vec::new()).await?;
+    let service = world.service();
+    let held_only = d.extend == Extension::HeldOnly;
+    let faults = FaultsPatch {
+        redlock_extend: Some(true),
+        extend_held_only: Some(held_only),
+        ..work(d.work_ms)
+    };
+    arm(&service, strategy, faults).await?;
+    let watcher = Service::new(vec![world.replica("b")?.url()], TOKEN.into());
+    let users = d.users.max(2);
+    case.step(format!(
+        "replicas a, b up on three Redlock nodes (TTL {} ms, work {} ms, extended every third of the TTL{}); {users} buyers pinned to both; {} injections: once a holder is inside, node 1 restarts empty, node 2 {} ms later",
+        d.ttl_ms,
+        d.work_ms,
+        if held_only { ", only where the key is still the holder's" } else { "" },
+        d.injections,
+        d.gap_ms
+    ));
+    for _ in 0..d.injections {
+        let round = inject::begin_pinned(&lab.http, world, case, users, 100).await?;
+        let mut window = Window::starting(case, "Redlock nodes 1 and 2", None);
+        let inside = wait_inside(&watcher, None, Duration::from_millis(d.ttl_ms)).await?;
+        let before = (
+            run_id(&world.nodes[1]).await?,
+            run_id(&world.nodes[2]).await?,
+        );
+        window.start_ms = case.clock_ms();
+        world.nodes[1].restart().await?;
+        pause(d.gap_ms).await;
+        world.nodes[2].restart().await?;
+        window.end_ms = case.clock_ms();
+        let after = (
+            run_id(&world.nodes[1]).await?,
+            run_id(&world.nodes[2]).await?,
+        );
+        if inside && after.0 != before.0 && after.1 != before.1 {
+            window.proof = Some(format!(
+                "node 1 and node 2 came back as new processes (INFO run_id), {} ms apart, a holder inside",
+                window.end_ms - window.start_ms
+            ));
+        } else {
+            case.step("no holder was seen inside, or a node kept its run_id: not counted");
+        }
+        // The rest of the holder's section, and a second holder's if one
+        // entered on the two empty nodes.
+        inject::settle(d.work_ms).await;
+        round.end(world, case, strategy, window).await?;
+    }
+    case.proven_by_injections(|landed| {
+        format!(
+            "{landed} of {} rounds: nodes 1 and 2 restarted empty under a holder",
+            d.injections
+        )
+    });
+    service
+        .set_faults(FaultsPatch {
+            redlock_extend: Some(false),
+            extend_held_only: Some(false),
+            ..FaultsPatch::default()
+        })
+        .await?;
+    Ok(dials::record(
+        &d,
+        json!({"restarted": ["node1", "node2"], "persistence": "none"}),
+    ))
+}
