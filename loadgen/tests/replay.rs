@@ -89,6 +89,20 @@ fn replay(tag: &str, ids: &[&str]) -> (std::path::PathBuf, Value) {
     (out_dir, doc)
 }
 
+/// `replay` is about `outcome`, judged 3 of 3 in each variant (every
+/// injection landed): seen at least once with the reported bug, never in
+/// ours. Its reported-bug variant.
+fn shown_by_the_bug_only<'r>(replay: &'r Value, outcome: &str) -> &'r Value {
+    assert_eq!(replay["outcome"], outcome, "{replay}");
+    let bug = &replay["variants"]["reported-bug"];
+    let ours = &replay["variants"]["ours"];
+    assert_eq!(bug["shows"]["n"], 3, "{replay}");
+    assert_eq!(ours["shows"]["n"], 3, "{replay}");
+    assert!(bug["shows"]["k"].as_u64() >= Some(1), "{replay}");
+    assert_eq!(ours["shows"]["k"], 0, "{replay}");
+    bug
+}
+
 #[test]
 fn each_replay_shows_the_reported_bug_and_not_ours() {
     let (out_dir, doc) = replay("redisson", &["redisson-2515", "redisson-4698"]);
@@ -103,14 +117,7 @@ fn each_replay_shows_the_reported_bug_and_not_ours() {
             "{replay}"
         );
         assert_eq!(replay["reproduces"]["number"], number, "{replay}");
-        assert_eq!(replay["outcome"], outcome, "{replay}");
-        let bug = &replay["variants"]["reported-bug"];
-        let ours = &replay["variants"]["ours"];
-        // Every injection landed: 3 of 3 judged in each variant.
-        assert_eq!(bug["shows"]["n"], 3, "{replay}");
-        assert_eq!(ours["shows"]["n"], 3, "{replay}");
-        assert!(bug["shows"]["k"].as_u64() >= Some(1), "{replay}");
-        assert_eq!(ours["shows"]["k"], 0, "{replay}");
+        let bug = shown_by_the_bug_only(replay, outcome);
         assert_eq!(replay["reproduced"], true, "{replay}");
         assert_eq!(replay["ours_holds"], true, "{replay}");
         // 0 of 3: below 57 % at 95 %, no tighter.
@@ -201,13 +208,7 @@ fn redlocks_extension_erodes_or_extends_an_expired_lock_only_in_the_reported_var
         (&replays[1], "node-redlock-283", "data damaged"),
     ] {
         assert_eq!(replay["id"], id, "{replay}");
-        assert_eq!(replay["outcome"], outcome, "{replay}");
-        let bug = &replay["variants"]["reported-bug"];
-        let ours = &replay["variants"]["ours"];
-        assert_eq!(bug["shows"]["n"], 3, "{replay}");
-        assert_eq!(ours["shows"]["n"], 3, "{replay}");
-        assert!(bug["shows"]["k"].as_u64() >= Some(1), "{replay}");
-        assert_eq!(ours["shows"]["k"], 0, "{replay}");
+        let bug = shown_by_the_bug_only(replay, outcome);
         let command = bug["command"].as_str().expect("command");
         assert!(command.contains("--strategies redlock"), "{command}");
     }

@@ -53,6 +53,7 @@ fn every_scenario_ends_as_its_design_predicts() {
         "connection-cut",
         "partition-precommit",
         "order-insert-fails",
+        "rolling-restart",
     ] {
         assert!(names.iter().any(|n| n == name), "{name} listed: {names:?}");
     }

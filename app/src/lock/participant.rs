@@ -197,6 +197,11 @@ impl Reply {
 enum State {
     /// Voted yes; aborts at the deadline.
     Waiting(Instant),
+    /// Its pre-commit's transaction is being prepared.
+    Preparing,
+    /// An abort came while it was being prepared (the coordinator gave
+    /// up waiting): rolled back as soon as the prepare ends.
+    AbortedWhilePreparing,
     /// Prepared; commits on its own at the timeout.
     PreCommitted,
     /// Committed on its own at the timeout (kept a minute, so an abort
@@ -325,7 +330,9 @@ impl Participant {
                     states.retain(|_, s| match s {
                         State::Waiting(d) => *d >= now,
                         State::CommittedAlone(at) => now.duration_since(*at) < FORGET_AFTER,
-                        State::PreCommitted => true,
+                        State::PreCommitted | State::Preparing | State::AbortedWhilePreparing => {
+                            true
+                        }
                     });
                     states.insert(gid, State::Waiting(deadline));
                     Reply::Yes { order: None }
@@ -333,19 +340,41 @@ impl Participant {
                 Err(e) => Reply::no(&e),
             },
             Message::PreCommit { gid, grab } => {
-                let waited = self.state().remove(&gid);
-                if !matches!(waited, Some(State::Waiting(d)) if Instant::now() <= d) {
+                let waited = {
+                    let mut states = self.state();
+                    let waited = states.remove(&gid);
+                    let in_time = matches!(waited, Some(State::Waiting(d)) if Instant::now() <= d);
+                    if in_time {
+                        states.insert(gid.clone(), State::Preparing);
+                    }
+                    in_time
+                };
+                if !waited {
                     return Reply::No {
                         refusal: Refusal::TimedOut,
                         detail: "no vote waiting for this pre-commit (timed out: aborted)".into(),
                     };
                 }
                 match self.prepare(&gid, grab.into()).await {
-                    Ok(order) => {
-                        self.pre_committed(gid);
-                        Reply::Yes { order }
+                    Ok(order) if self.pre_committed(gid.clone()) => Reply::Yes { order },
+                    Ok(_) => {
+                        // Aborted while it was being prepared: the
+                        // coordinator answered the buyer already; roll it
+                        // back (an abort that found nothing prepared yet
+                        // must not let it commit at the timeout).
+                        if let Err(e) = finish_prepared(&self.finisher, &gid, false).await {
+                            tracing::warn!(gid, error = %e, "3pc participant: rollback after a late prepare failed; retried");
+                            settle_later(self.finisher.clone(), gid, false);
+                        }
+                        Reply::No {
+                            refusal: Refusal::TimedOut,
+                            detail: "aborted while it was being prepared: rolled back".into(),
+                        }
                     }
-                    Err(e) => Reply::no(&e),
+                    Err(e) => {
+                        self.state().remove(&gid);
+                        Reply::no(&e)
+                    }
                 }
             }
             Message::DoCommit { gid } => self.finish(gid, true).await,
@@ -390,9 +419,17 @@ impl Participant {
     }
 
     /// Mark `gid` pre-committed and start its timeout: still pre-committed
-    /// then, it commits.
-    fn pre_committed(&self, gid: String) {
-        self.state().insert(gid.clone(), State::PreCommitted);
+    /// then, it commits. `false` (nothing marked) when an abort came while
+    /// it was being prepared.
+    fn pre_committed(&self, gid: String) -> bool {
+        {
+            let mut states = self.state();
+            if matches!(states.get(&gid), Some(State::AbortedWhilePreparing)) {
+                states.remove(&gid);
+                return false;
+            }
+            states.insert(gid.clone(), State::PreCommitted);
+        }
         let this = self.clone();
         tokio::spawn(async move {
             tokio::time::sleep(this.timeout).await;
@@ -417,10 +454,21 @@ impl Participant {
                 }
             }
         });
+        true
     }
 
     async fn finish(&self, gid: String, commit: bool) -> Reply {
-        if let Some(State::CommittedAlone(_)) = self.state().remove(&gid) {
+        let before = {
+            let mut states = self.state();
+            if !commit && matches!(states.get(&gid), Some(State::Preparing)) {
+                // Rolled back by the pre-commit itself once its prepare
+                // ends (nothing to roll back yet).
+                states.insert(gid.clone(), State::AbortedWhilePreparing);
+                return Reply::Done;
+            }
+            states.remove(&gid)
+        };
+        if let Some(State::CommittedAlone(_)) = before {
             if !commit {
                 tracing::error!(
                     gid,

@@ -70,7 +70,8 @@
 //! node that restarted empty lost it; without that, every such restart
 //! takes one node from the holder's majority for good: redsync's report,
 //! its PR #149). Granted, the lock is trusted until the extension's send
-//! time + TTL − drift. An extension asked for once that time has passed is
+//! time + TTL − drift; without a quorum it stands until its deadline and
+//! the task retries, marking it lost once the deadline passed. An extension asked for once that time has passed is
 //! refused without asking the nodes ("Cannot extend an already-expired
 //! lock", node-redlock #283): the keys may have expired and been taken
 //! and given back meanwhile, so re-locking them would make a holder of a
@@ -170,6 +171,17 @@ pub fn node_name(url: &str) -> String {
         .to_owned()
 }
 
+/// What one extension came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Extension {
+    /// A majority extended it: trusted until its send time + TTL − drift.
+    Renewed,
+    /// Fewer than a majority: the lock stands until its deadline.
+    NoQuorum,
+    /// Refused (already expired) or marked lost before.
+    Lost,
+}
+
 /// What extending one held lock needs (the `redlock_extend` switch):
 /// shared by its background task and the extension before the last check.
 #[derive(Debug, Clone)]
@@ -190,16 +202,18 @@ struct Extender {
 
 impl Extender {
     /// One extension on every node at once, decided at quorum within the
-    /// node timeout; `false` when the lock is lost (refused, or no
-    /// quorum: the lease is marked lost and the holder aborts).
-    async fn extend(&self) -> bool {
+    /// node timeout. Refused without asking once the validity ran out
+    /// (the lease is marked lost: the holder aborts). Without a quorum the
+    /// lock still stands until its deadline (the keys set on a majority
+    /// have not expired yet): [`Extension::NoQuorum`], retried by the task.
+    async fn extend(&self) -> Extension {
         if self.status.is_lost() {
-            return false;
+            return Extension::Lost;
         }
         let sent = Instant::now();
         if !self.expired && sent >= self.status.deadline() {
             self.lose("cannot extend an already-expired lock");
-            return false;
+            return Extension::Lost;
         }
         let script = if self.held_only {
             &EXTEND_HELD
@@ -232,6 +246,16 @@ impl Extender {
             }
         };
         let _ = timeout(self.node_timeout, decided).await;
+        // The other nodes' extensions are finished, not dropped: a node
+        // that restarted lacks the script, answers NOSCRIPT, and needs a
+        // second request (load, then run) — which a dropped future never
+        // sends, so the restarted node would never be locked again while
+        // the others answer first.
+        if !answers.is_empty() {
+            tokio::spawn(timeout(self.ttl, async move {
+                while answers.next().await.is_some() {}
+            }));
+        }
         let until = sent + self.ttl.saturating_sub(self.drift);
         if yes >= quorum && Instant::now() < until {
             self.metrics
@@ -239,12 +263,14 @@ impl Extender {
                 .with_label_values(&[INFO.name, "renewed"])
                 .inc();
             self.status.extend_to(until);
-            true
+            Extension::Renewed
         } else {
-            self.lose(&format!(
-                "{yes} of {total} nodes extended it, quorum is {quorum}"
-            ));
-            false
+            self.metrics
+                .lock_renewals
+                .with_label_values(&[INFO.name, "error"])
+                .inc();
+            tracing::debug!(key = %self.key, yes, total, "redlock extension without a quorum");
+            Extension::NoQuorum
         }
     }
 
@@ -260,8 +286,10 @@ impl Extender {
     }
 
     /// Extend every third of the TTL (the first a third after the grant
-    /// was sent) until the lease's stop sender is used or dropped, or an
-    /// extension loses the lock.
+    /// was sent) until the lease's stop sender is used or dropped, or the
+    /// lock is lost: refused as expired, or no quorum extended it before
+    /// its deadline (a failed extension is retried every 20 ms or so
+    /// until then, as the watchdog retries a failed renewal).
     async fn until_stopped(self, mut stop: tokio::sync::oneshot::Receiver<()>) {
         let period = self.ttl / 3;
         let mut due = self.status.deadline() - self.ttl.saturating_sub(self.drift) + period;
@@ -271,12 +299,21 @@ impl Extender {
                 () = tokio::time::sleep_until(due) => {}
             }
             due = Instant::now() + period;
-            let held = tokio::select! {
+            let extension = tokio::select! {
                 _ = &mut stop => return,
-                held = self.extend() => held,
+                extension = self.extend() => extension,
             };
-            if !held {
-                return;
+            match extension {
+                Extension::Renewed => {}
+                Extension::Lost => return,
+                // Retried soon, until the deadline passes: then lost.
+                Extension::NoQuorum if Instant::now() < self.status.deadline() => {
+                    due = Instant::now() + crate::locking::jittered(Duration::from_millis(20));
+                }
+                Extension::NoQuorum => {
+                    self.lose("no quorum extended it before its deadline");
+                    return;
+                }
             }
         }
     }

@@ -14,6 +14,19 @@ use serde_json::json;
 use crate::harness::{hammer, RedisServer, TestApp};
 use crate::pg_2pc::{in_doubt, settings, stock_side, two_databases};
 
+/// Wait until neither database holds a prepared transaction.
+async fn until_nothing_in_doubt(main: &str, stock: &str, within: Duration) {
+    seckill_testkit::eventually("nothing left in doubt", within, || async {
+        let gids = in_doubt(main, stock).await;
+        if gids.is_empty() {
+            Ok(())
+        } else {
+            Err(gids)
+        }
+    })
+    .await;
+}
+
 fn three_pc(
     main: &str,
     stock: &str,
@@ -53,15 +66,7 @@ async fn pg_3pc_sells_exactly_the_stock_across_two_replicas() {
     assert!(status == 409, "a repeat buyer is refused: {status} {body}");
     // A side whose do-commit was not heard commits at its timeout: wait
     // until nothing is left in doubt before the audit reads both sides.
-    seckill_testkit::eventually("nothing left in doubt", Duration::from_secs(5), || async {
-        let gids = in_doubt(&main, &stock).await;
-        if gids.is_empty() {
-            Ok(())
-        } else {
-            Err(gids)
-        }
-    })
-    .await;
+    until_nothing_in_doubt(&main, &stock, Duration::from_secs(5)).await;
     let audit = a.audit(1).await;
     eprintln!("{audit}");
     assert_eq!(audit["orders"], 60, "{audit}");
@@ -192,15 +197,7 @@ async fn a_do_commit_that_fails_on_a_cut_link_is_retried_until_the_order_commits
         "the commit failed: {done:?}"
     );
     proxy.set_cut(false);
-    seckill_testkit::eventually("the order committed", Duration::from_secs(10), || async {
-        let gids = in_doubt(&main, &stock).await;
-        if gids.is_empty() {
-            Ok(())
-        } else {
-            Err(gids)
-        }
-    })
-    .await;
+    until_nothing_in_doubt(&main, &stock, Duration::from_secs(10)).await;
     let audit = a.audit(1).await;
     assert_eq!(audit["orders"], 1, "the retried commit's order: {audit}");
     a.stop().await;

@@ -208,6 +208,17 @@ pub const FAULTS: &[Fault] = &[
         lo: "1",
         hi: "8",
     },
+    Fault {
+        id: "rolling-restart",
+        title: "the lock's nodes restarted empty one after the other, under a holder that extends its lock",
+        title_zh: "持锁者不断续期时，锁的节点逐个清空重启",
+        scenario: Scenario::RollingRestart,
+        variant: None,
+        sets: &[],
+        dial: "down_ms",
+        lo: "0",
+        hi: "1ttl",
+    },
 ];
 
 /// The column `id`.

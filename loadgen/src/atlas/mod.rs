@@ -624,7 +624,7 @@ fn model_of(line: &Line) -> Option<Model> {
     Some(Model {
         outcome,
         flips: locate::case_model_flips(first, dial, lo, hi, unit),
-        at_lo: first.expected,
+        at_lo: locate::case_model_at(first, dial, lo, unit).unwrap_or(first.expected),
     })
 }
 

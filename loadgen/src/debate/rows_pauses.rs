@@ -172,7 +172,7 @@ pub(super) const PAUSES_AND_DELAYS: &[Row] = &[
             applies_text: "at every delay, the node timeout at TTL − work − drift (400 − 100 − 6 = 294 ms)",
             applies_zh: "每节点超时取 TTL − 工作时长 − 漂移（400 − 100 − 6 = 294 毫秒）时的每一种延迟",
         },
-        mechanism: "a's replies from the three Redlock nodes arrive `delay` late and the node timeout is 294 ms: a vote within it leaves at least 400 − 294 − 6 = 100 ms of validity for 100 ms of work; a later vote is dropped, and with no quorum a retries. The sweep crosses the timeout (290 ms counts, 300 ms is dropped)",
+        mechanism: "a's replies from the three Redlock nodes arrive `delay` late and the node timeout is 294 ms: a vote within it leaves at least 400 − 294 − 6 = 100 ms of validity for 100 ms of work; a later vote is dropped, and with no quorum a retries. The sweep crosses the timeout (290 ms counts, 300 ms is dropped); at 290 ms the validity left (about 104 ms) barely covers the work and the write, and the holder's last check refuses the writes that would have run past it (409): the check spends the margin, exclusion holds",
         run: NET_REDLOCK_AT_BOUND,
         outcome: Outcome::ExclusionBroken,
         predicts: redlock_delay,

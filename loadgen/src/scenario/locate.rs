@@ -362,19 +362,25 @@ pub fn sets_of(case: &CaseResult, key: &str) -> Vec<(String, String)> {
 /// the scenario's own expectation at each value, the other dials as the
 /// case ran them.
 pub fn case_model_flips(case: &CaseResult, key: &str, lo: f64, hi: f64, unit: Unit) -> Vec<f64> {
-    let Some(entry) = case.entry.as_ref() else {
+    if case.entry.is_none() {
         return Vec::new();
-    };
-    let base = sets_of(case, key);
-    model_flips(lo, hi, |x| {
-        let mut sets = base.clone();
-        sets.push((key.to_owned(), typed(unit, x)));
-        let params = Params::new(case.name.name(), case.name.params(), &sets).ok()?;
-        case.name
-            .expect(entry, case.variant, &params)
-            .ok()
-            .map(|e| e.0)
-    })
+    }
+    model_flips(lo, hi, |x| case_model_at(case, key, x, unit))
+}
+
+/// What this build's model predicts for `case`'s strategy with `key` at
+/// `x` and the case's other dials (`None`: no strategy entry, or the
+/// scenario does not apply): the model as it is now, not as it was when
+/// the case ran.
+pub fn case_model_at(case: &CaseResult, key: &str, x: f64, unit: Unit) -> Option<Expected> {
+    let entry = case.entry.as_ref()?;
+    let mut sets = sets_of(case, key);
+    sets.push((key.to_owned(), typed(unit, x)));
+    let params = Params::new(case.name.name(), case.name.params(), &sets).ok()?;
+    case.name
+        .expect(entry, case.variant, &params)
+        .ok()
+        .map(|e| e.0)
 }
 
 #[cfg(test)]
