@@ -171,6 +171,60 @@ pub fn node_name(url: &str) -> String {
         .to_owned()
 }
 
+/// One script call, as [`on_every_node`] sends it to each node.
+struct Invocation<'a> {
+    script: &'static Script,
+    key: &'a str,
+    args: &'a [String],
+}
+
+/// Run `call` on every node at once and count its answers — yes when the
+/// script returned 1 — until `decided(yes, no)` or the first of `within`
+/// passes (a timeout leaves the count so far). The other nodes' calls are
+/// finished by a task, for up to the second of `within` (the lock's TTL,
+/// after which its keys are gone anyway), never dropped: redis-rs sends
+/// EVALSHA and, on a node that lacks the script — restarted or flushed —
+/// loads it and sends EVALSHA again, a second request a dropped future
+/// never sends. The release and the extension decide this way.
+async fn on_every_node(
+    nodes: &[Node],
+    call: Invocation<'_>,
+    within: (Duration, Duration),
+    decided: impl Fn(usize, usize) -> bool,
+) -> (usize, usize) {
+    let mut answers: FuturesUnordered<_> = nodes
+        .iter()
+        .map(|node| {
+            let mut conn = node.conn.clone();
+            let mut invocation = call.script.key(call.key);
+            for arg in call.args {
+                invocation.arg(arg);
+            }
+            async move { matches!(invocation.invoke_async::<i64>(&mut conn).await, Ok(1)) }
+        })
+        .collect();
+    let (mut yes, mut no) = (0, 0);
+    let counting = async {
+        while !decided(yes, no) {
+            let Some(one) = answers.next().await else {
+                break;
+            };
+            if one {
+                yes += 1;
+            } else {
+                no += 1;
+            }
+        }
+    };
+    let _ = timeout(within.0, counting).await;
+    if !answers.is_empty() {
+        tokio::spawn(timeout(within.1, async move {
+            while answers.next().await.is_some() {}
+        }));
+    }
+    (yes, no)
+}
+
 /// What one extension came to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Extension {
@@ -215,47 +269,26 @@ impl Extender {
             self.lose("cannot extend an already-expired lock");
             return Extension::Lost;
         }
-        let script = if self.held_only {
+        let script: &'static Script = if self.held_only {
             &EXTEND_HELD
         } else {
             &EXTEND
         };
-        let ttl_ms = self.ttl.as_millis() as u64;
-        let mut answers: FuturesUnordered<_> = self
-            .nodes
-            .iter()
-            .map(|node| {
-                let mut conn = node.conn.clone();
-                let mut invocation = script.key(&self.key);
-                invocation.arg(&self.token).arg(ttl_ms);
-                async move { matches!(invocation.invoke_async::<i64>(&mut conn).await, Ok(1)) }
-            })
-            .collect();
         let (total, quorum) = (self.nodes.len(), self.nodes.len() / 2 + 1);
-        let (mut yes, mut no) = (0, 0);
-        let decided = async {
-            while let Some(extended) = answers.next().await {
-                if extended {
-                    yes += 1;
-                } else {
-                    no += 1;
-                }
-                if yes >= quorum || no > total - quorum {
-                    break;
-                }
-            }
-        };
-        let _ = timeout(self.node_timeout, decided).await;
-        // The other nodes' extensions are finished, not dropped: a node
-        // that restarted lacks the script, answers NOSCRIPT, and needs a
-        // second request (load, then run) — which a dropped future never
-        // sends, so the restarted node would never be locked again while
-        // the others answer first.
-        if !answers.is_empty() {
-            tokio::spawn(timeout(self.ttl, async move {
-                while answers.next().await.is_some() {}
-            }));
-        }
+        // The restarted node's extension is finished too, not dropped:
+        // otherwise it would never be locked again while the others
+        // answer first ([`on_every_node`]).
+        let (yes, _) = on_every_node(
+            &self.nodes,
+            Invocation {
+                script,
+                key: &self.key,
+                args: &[self.token.clone(), self.ttl.as_millis().to_string()],
+            },
+            (self.node_timeout, self.ttl),
+            |yes, no| yes >= quorum || no > total - quorum,
+        )
+        .await;
         let until = sent + self.ttl.saturating_sub(self.drift);
         if yes >= quorum && Instant::now() < until {
             self.metrics
@@ -410,41 +443,18 @@ impl Redlock {
     /// second request, which a dropped future would never send, leaving
     /// the key (granted late, or never released) until its TTL.
     async fn release_everywhere(&self, key: &str, token: &str, ttl: Duration) -> usize {
-        // The compare-and-delete script on every node (redis-rs sends
-        // EVALSHA and, on a node that lacks the script — restarted or
-        // flushed — loads it and sends EVALSHA again). Each future owns its
-        // arguments, so the task below can finish it after we decided.
-        let mut deletions: FuturesUnordered<_> = self
-            .nodes
-            .iter()
-            .map(|node| {
-                let mut conn = node.conn.clone();
-                let (key, token) = (key.to_owned(), token.to_owned());
-                async move {
-                    let mut release = COMPARE_AND_DELETE.key(key);
-                    release.arg(token);
-                    matches!(release.invoke_async::<i64>(&mut conn).await, Ok(1))
-                }
-            })
-            .collect();
         let quorum = self.quorum();
-        let (mut answered, mut deleted) = (0, 0);
-        let decided = async {
-            while answered < quorum {
-                let Some(one) = deletions.next().await else {
-                    break;
-                };
-                answered += 1;
-                deleted += usize::from(one);
-            }
-        };
-        // A timeout leaves the count of the answers so far.
-        let _ = timeout(self.node_timeout, decided).await;
-        if !deletions.is_empty() {
-            tokio::spawn(timeout(ttl, async move {
-                while deletions.next().await.is_some() {}
-            }));
-        }
+        let (deleted, _) = on_every_node(
+            &self.nodes,
+            Invocation {
+                script: &COMPARE_AND_DELETE,
+                key,
+                args: &[token.to_owned()],
+            },
+            (self.node_timeout, ttl),
+            |deleted, not| deleted + not >= quorum,
+        )
+        .await;
         deleted
     }
 }
