@@ -263,9 +263,6 @@ impl Coordinator<'_> {
     /// grab in doubt; watch b blocked; start a again and wait for its
     /// recovery; judge the round (its proof, when the crash landed as
     /// meant).
-    ///
-    /// Over 80 lines on purpose: the crash's steps read top to bottom, each one
-    /// logged as it happens.
     async fn crash_once(
         &self,
         lab: &super::lab::Lab,
@@ -273,30 +270,8 @@ impl Coordinator<'_> {
         case: &mut super::world::Case,
         strategy: &str,
     ) -> anyhow::Result<()> {
-        let a_url = world.replica("a")?.url();
-        let b_url = world.replica("b")?.url();
-        let targets = buyers::targets(vec![a_url.clone(), b_url.clone()]);
-        let round = inject::begin_aimed(
-            &lab.http,
-            world,
-            case,
-            &[(&targets, 3, Duration::ZERO)],
-            200,
-        )
-        .await?;
-        // Only a buys now: the pause is every replica's fault, and b must
-        // not take it.
-        buyers::retarget(&targets, vec![a_url.clone()]);
-        pause(100).await;
-        world
-            .service()
-            .set_faults(FaultsPatch {
-                pause_ms: Some(60_000),
-                pause_every: Some(1),
-                pause_at: Some(self.pause_at),
-                ..work(self.work_ms)
-            })
-            .await?;
+        let (round, targets, b_url) =
+            begin_holding_a(lab, world, case, (60_000, self.pause_at, self.work_ms)).await?;
         // A grab a started before the pause does not take it: waiting for
         // the row lock (up to the lock wait), then preparing and logging
         // its decision (an fsync: slow on a loaded machine), its sides can
@@ -442,4 +417,40 @@ pub async fn wait_settled(
         }
         pause(20).await;
     }
+}
+
+/// A round of three buyers on both replicas; then only replica a buys
+/// (the pause is every replica's fault, and b must not take it), and its
+/// next grab is held `hold_ms` at `at` (with `work_ms` of work): the grab
+/// the coordinator-crash and partition-precommit scenarios strike. The
+/// round, its buyers' targets (to move them later) and replica b's URL.
+pub(super) async fn begin_holding_a(
+    lab: &super::lab::Lab,
+    world: &mut super::world::World,
+    case: &mut super::world::Case,
+    (hold_ms, at, work_ms): (u64, PauseAt, u64),
+) -> anyhow::Result<(inject::Round, buyers::Targets, String)> {
+    let a_url = world.replica("a")?.url();
+    let b_url = world.replica("b")?.url();
+    let targets = buyers::targets(vec![a_url.clone(), b_url.clone()]);
+    let round = inject::begin_aimed(
+        &lab.http,
+        world,
+        case,
+        &[(&targets, 3, Duration::ZERO)],
+        200,
+    )
+    .await?;
+    buyers::retarget(&targets, vec![a_url]);
+    pause(100).await;
+    world
+        .service()
+        .set_faults(FaultsPatch {
+            pause_ms: Some(hold_ms),
+            pause_every: Some(1),
+            pause_at: Some(at),
+            ..work(work_ms)
+        })
+        .await?;
+    Ok((round, targets, b_url))
 }

@@ -33,14 +33,14 @@ use serde_json::{json, Value};
 
 use super::buyers;
 use super::case::Expectation;
-use super::coordinator_crash::{in_doubt, start_participants, wait_settled};
+use super::coordinator_crash::{begin_holding_a, in_doubt, start_participants, wait_settled};
 use super::dials::{self, dials, Shape};
-use super::inject::{self, Window};
+use super::inject::Window;
 use super::lab::{Lab, Setup};
 use super::params::Spec;
 use super::world::{arm, pause, start_replicas, work, CaseRun, World};
 use crate::api::Variant;
-use crate::api::{FaultsPatch, PauseAt, StrategyEntry, StrategyName};
+use crate::api::{PauseAt, StrategyEntry, StrategyName};
 use crate::judge::Expected::{Breaks, Holds};
 use crate::load::Outcome;
 use crate::procs::RedisNode;
@@ -201,28 +201,13 @@ async fn one_round(
     dbs: &[String; 2],
     prefix: &str,
 ) -> anyhow::Result<()> {
-    let a_url = world.replica("a")?.url();
-    let b_url = world.replica("b")?.url();
-    let targets = buyers::targets(vec![a_url.clone(), b_url.clone()]);
-    let round = inject::begin_aimed(
-        &lab.http,
+    let (round, targets, b_url) = begin_holding_a(
+        lab,
         world,
         case,
-        &[(&targets, 3, Duration::ZERO)],
-        200,
+        (d.hold_ms, PauseAt::BeforeWrite, d.work_ms),
     )
     .await?;
-    buyers::retarget(&targets, vec![a_url]);
-    pause(100).await;
-    world
-        .service()
-        .set_faults(FaultsPatch {
-            pause_ms: Some(d.hold_ms),
-            pause_every: Some(1),
-            pause_at: Some(PauseAt::BeforeWrite),
-            ..work(d.work_ms)
-        })
-        .await?;
     // A grab a started before the pause does not take it, and may be
     // seen stock side only for a moment: let those end (the row lock's
     // wait) first. Then the stock side of one grab prepared, its order
