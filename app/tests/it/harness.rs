@@ -273,6 +273,21 @@ impl TestApp {
         .await
     }
 
+    /// A grab sent in the background (one a fault will hold): its task,
+    /// to ask whether it has answered, or to abort.
+    pub fn grab_in_background(
+        &self,
+        product: i64,
+        user: i64,
+        quantity: i64,
+    ) -> tokio::task::JoinHandle<reqwest::Result<reqwest::Response>> {
+        let request = self
+            .client
+            .post(format!("{}/api/v1/products/{product}/grab", self.address))
+            .json(&json!({ "user_id": user, "quantity": quantity }));
+        tokio::spawn(request.send())
+    }
+
     pub async fn post_json(&self, path: &str, body: &Value) -> (u16, Value) {
         let response = self
             .client

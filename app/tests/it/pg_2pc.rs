@@ -175,15 +175,7 @@ async fn crash_and_recover(
     assert_eq!(status, 201);
     a.set_faults(json!({ "pause_ms": 60_000, "pause_every": 1, "pause_at": pause_at }))
         .await;
-    let client = a.client.clone();
-    let url = format!("{}/api/v1/products/1/grab", a.address);
-    let stuck = tokio::spawn(async move {
-        client
-            .post(url)
-            .json(&json!({ "user_id": 2, "quantity": 1 }))
-            .send()
-            .await
-    });
+    let stuck = a.grab_in_background(1, 2, 1);
     let prepared = until_prepared(main, stock, 2 - committed_sides).await;
     // The crash: the coordinator stops mid-grab (its future dropped, no
     // rollback); its prepared transactions outlive it.

@@ -92,15 +92,7 @@ async fn pg_3pc_participants_commit_at_their_timeout_while_the_coordinator_is_si
     // The coordinator stops after both pre-commits, for a minute.
     a.set_faults(json!({ "pause_ms": 60_000, "pause_every": 1, "pause_at": "before-commit" }))
         .await;
-    let client = a.client.clone();
-    let url = format!("{}/api/v1/products/1/grab", a.address);
-    let stuck = tokio::spawn(async move {
-        client
-            .post(url)
-            .json(&json!({ "user_id": 2, "quantity": 1 }))
-            .send()
-            .await
-    });
+    let stuck = a.grab_in_background(1, 2, 1);
     // Both sides prepared for a moment, then committed by the participants
     // alone: nothing is left in doubt while the coordinator still sleeps.
     let mut seen = Vec::new();
