@@ -1,6 +1,6 @@
 # seckill-lab — the commands a person types. Each target says what it does.
 SHELL := /bin/bash
-.PHONY: check-k8s docker-images check-docker doc import-graph check-lengths check-scripts check-docs fuzz-api cheatsheet check-cheatsheet demo demo-stop scenarios scenarios-table results debate atlas test check check-stack check-panels fmt clippy build bench bench-locks bench-audit
+.PHONY: check-k8s docker-images check-docker doc import-graph check-lengths check-scripts check-docs fuzz-api cheatsheet check-cheatsheet demo demo-stop scenarios scenarios-table results debate atlas test check check-stack check-panels fmt clippy build bench bench-build bench-locks bench-audit
 
 ## Run the demo without Docker: own PostgreSQL, Redis, five Redlock nodes,
 ## three replicas, nginx, Prometheus (state in .demo/), then a short
@@ -142,6 +142,13 @@ build:
 ## Redis locks beside pg-for-update, goose beside wrk, peak RSS at 1000 users.
 bench:
 	@scripts/bench.sh
+
+## A clean release build of what `make demo` runs beside its floor: an
+## empty crate with the same external dependencies, versions, features and
+## profile, both built from clean in one run (about twice a clean build's
+## time; lab/src/build_floor.rs). Prints ours / floor.
+bench-build:
+	@cargo run --quiet --locked --release -p seckill-lab -- bench-build
 
 ## Lock benchmarks: each figure beside the raw Redis floor of the same run,
 ## etcd, ZooKeeper and MariaDB locks included (what consensus costs here).

@@ -2,7 +2,8 @@
 # `make bench` (`scripts/bench.sh history`: the history's cost alone): what
 # shell does best — pgbench and wrk installed, PostgreSQL answering, the
 # release build — then `seckill-lab bench` (lab/src/bench.rs) measures and
-# prints each figure beside its floor and its goal.
+# prints each figure beside its floor and its goal; then the clean build
+# beside its floor (`seckill-lab bench-build`, lab/src/build_floor.rs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/services.sh
@@ -10,4 +11,6 @@ ensure_packages
 require_packages pgbench:postgresql-client wrk:wrk
 ensure_postgres
 release_build seckill-app seckill-loadgen seckill-lab 2>&1 | grep -v '^ *Compiling'
-PG_ADMIN_URL=$PG_ADMIN_URL exec target/release/seckill-lab bench "$@"
+PG_ADMIN_URL=$PG_ADMIN_URL target/release/seckill-lab bench "$@"
+# The build row (twice a clean build's time); BUILD=0 leaves it out.
+[[ "${BUILD:-1}" == 0 || "${1:-}" == history ]] || exec target/release/seckill-lab bench-build

@@ -379,11 +379,24 @@ impl Settings {
         Ok(self)
     }
 
-    /// Range and shape checks that types alone cannot express. Over 80
-    /// lines on purpose: one flat list of checks, setting by setting, each
+    /// Range and shape checks that types alone cannot express, each
     /// naming its `SECKILL_*` variable in its error.
     pub fn validate(&self) -> Result<(), SettingsError> {
         self.listen_addr()?;
+        self.check_store_urls()?;
+        self.check_three_pc_timeout()?;
+        self.check_coordinator_urls()?;
+        self.check_order_batching()?;
+        self.check_strategy_name()?;
+        self.check_positive_values()?;
+        self.check_redlock_and_fault_bounds()?;
+        self.check_admin_token_and_log_format()?;
+        self.seed_products()?;
+        Ok(())
+    }
+
+    /// The schemes of the database, Redis, history, Redlock and stock-database URLs.
+    fn check_store_urls(&self) -> Result<(), SettingsError> {
         for (field, url, schemes) in [
             (
                 "database_url",
@@ -427,12 +440,22 @@ impl Settings {
                 ));
             }
         }
+        Ok(())
+    }
+
+    /// The three-phase-commit participant timeout is above zero.
+    fn check_three_pc_timeout(&self) -> Result<(), SettingsError> {
         if self.three_pc_timeout_ms == 0 {
             return Err(SettingsError::new(
                 "three_pc_timeout_ms",
                 "must be above 0: a participant that never waits commits before the coordinator has asked everyone",
             ));
         }
+        Ok(())
+    }
+
+    /// The shapes of the MySQL, etcd and ZooKeeper addresses.
+    fn check_coordinator_urls(&self) -> Result<(), SettingsError> {
         if let Some(url) = self.mysql_url() {
             if !url.starts_with("mysql://") && !url.starts_with("mariadb://") {
                 return Err(SettingsError::new(
@@ -455,6 +478,11 @@ impl Settings {
                 "must be a connect string like 127.0.0.1:2181 (no scheme)",
             ));
         }
+        Ok(())
+    }
+
+    /// Order-batch sizes, the batch queue, and `synchronous_commit`.
+    fn check_order_batching(&self) -> Result<(), SettingsError> {
         for (field, value) in [
             ("order_batch_max", self.order_batch_max),
             ("order_batch_commits", self.order_batch_commits),
@@ -477,6 +505,11 @@ impl Settings {
                 "must be one of on, off, local, remote_write, remote_apply",
             ));
         }
+        Ok(())
+    }
+
+    /// The strategy is one of [`STRATEGY_NAMES`].
+    fn check_strategy_name(&self) -> Result<(), SettingsError> {
         if !STRATEGY_NAMES.contains(&self.strategy.as_str()) {
             return Err(SettingsError::new(
                 "strategy",
@@ -487,6 +520,11 @@ impl Settings {
                 ),
             ));
         }
+        Ok(())
+    }
+
+    /// Timings, pool size and quantity limit that must be above zero.
+    fn check_positive_values(&self) -> Result<(), SettingsError> {
         let positive = [
             ("lock_ttl_ms", self.lock_ttl_ms),
             ("lock_wait_ms", self.lock_wait_ms),
@@ -511,6 +549,11 @@ impl Settings {
                 return Err(SettingsError::new(field, "must be greater than 0"));
             }
         }
+        Ok(())
+    }
+
+    /// The Redlock drift factor and the fault-delay ceiling stay in range.
+    fn check_redlock_and_fault_bounds(&self) -> Result<(), SettingsError> {
         if !(0.0..=0.5).contains(&self.redlock_drift_factor) {
             return Err(SettingsError::new(
                 "redlock_drift_factor",
@@ -523,6 +566,11 @@ impl Settings {
                 format!("must be at most {FAULT_DELAY_MAX_MS} (ten minutes)"),
             ));
         }
+        Ok(())
+    }
+
+    /// A set admin token is not blank, and the log format is known.
+    fn check_admin_token_and_log_format(&self) -> Result<(), SettingsError> {
         if matches!(&self.admin_token, Some(t) if t.trim().is_empty()) {
             return Err(SettingsError::new(
                 "admin_token",
@@ -532,7 +580,6 @@ impl Settings {
         if !["text", "json"].contains(&self.log_format.as_str()) {
             return Err(SettingsError::new("log_format", "must be `text` or `json`"));
         }
-        self.seed_products()?;
         Ok(())
     }
 

@@ -269,6 +269,7 @@ pub async fn reset_product(pool: &PgPool, id: i64, stock: i64) -> Result<(), sql
 /// The ground truth of one product (the audit of docs/api.md): a wire type,
 /// shared with the load generator (`GET /admin/audit`).
 pub use seckill_wire::audit::AuditRow;
+use seckill_wire::damage::Damage;
 
 /// `row` judged against `stock` read elsewhere — the Redis stock of
 /// `redis-lua-stock`, whose column is written behind.
@@ -279,7 +280,7 @@ pub fn with_stock(row: &AuditRow, stock: i64) -> AuditRow {
         stock,
         row.orders,
         row.ordered_units,
-        row.duplicates,
+        row.damage.duplicates,
     )
 }
 
@@ -293,17 +294,13 @@ fn judge(
     ordered_units: i64,
     duplicates: i64,
 ) -> AuditRow {
-    let taken = initial_stock - stock;
     AuditRow {
         product_id,
         initial_stock,
         stock,
         orders,
         ordered_units,
-        oversold: (ordered_units - initial_stock).max(0),
-        lost_updates: (ordered_units - taken).max(0),
-        undersold: (taken - ordered_units).max(0),
-        duplicates,
+        damage: Damage::of_product(initial_stock, stock, ordered_units, duplicates),
         negative_stock: stock < 0,
     }
 }

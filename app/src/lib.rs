@@ -37,6 +37,7 @@
 //!     [`openapi`] — its OpenAPI document, generated from the handlers;
 //!     [`startup`] — wiring; [`telemetry`] — logs.
 
+pub mod cli;
 pub mod configuration;
 pub mod control;
 pub mod db;

@@ -393,16 +393,16 @@ impl Metrics {
                 .set(row.stock as f64);
             self.oversold_units
                 .with_label_values(&labels)
-                .set(row.oversold as f64);
+                .set(row.damage.oversold as f64);
             self.lost_updates
                 .with_label_values(&labels)
-                .set(row.lost_updates as f64);
+                .set(row.damage.lost_updates as f64);
             self.undersold_units
                 .with_label_values(&labels)
-                .set(row.undersold as f64);
+                .set(row.damage.undersold as f64);
             self.duplicate_orders
                 .with_label_values(&labels)
-                .set(row.duplicates as f64);
+                .set(row.damage.duplicates as f64);
         }
     }
 

@@ -29,6 +29,7 @@ use std::process::{Command, Stdio};
 
 use anyhow::{bail, Context};
 use seckill_launch::{servers, start_on_free_ports, Ready, Running, Service};
+use seckill_loadgen::api::StrategyName;
 use seckill_loadgen::load::probe::Probe;
 use seckill_loadgen::report::{Report, Run};
 
@@ -87,12 +88,12 @@ fn with_database(url: &str, db: &str) -> String {
 }
 
 /// `a / b` to two decimals.
-fn ratio(a: f64, b: f64) -> String {
+pub(crate) fn ratio(a: f64, b: f64) -> String {
     format!("{:.2}", a / b)
 }
 
 /// `ok` or `SHORT`.
-fn check(ok: bool) -> &'static str {
+pub(crate) fn check(ok: bool) -> &'static str {
     if ok {
         "ok"
     } else {
@@ -101,7 +102,14 @@ fn check(ok: bool) -> &'static str {
 }
 
 /// One line of the table.
-fn row(name: &str, ours: &str, floor: &str, ratio: &str, goal: &str, ok: &str) -> String {
+pub(crate) fn row(
+    name: &str,
+    ours: &str,
+    floor: &str,
+    ratio: &str,
+    goal: &str,
+    ok: &str,
+) -> String {
     format!("{name:<52} {ours:>10} {floor:>10} {ratio:>6} {goal:>8} {ok}")
 }
 
@@ -267,7 +275,8 @@ impl Bench {
 
     /// One `seckill-loadgen run`, its report read back. A run that exits
     /// non-zero or has any error outcome stops the bench.
-    fn load(&self, strategy: &str, users: u32, extra: Option<&str>) -> anyhow::Result<Run> {
+    fn load(&self, strategy: StrategyName, users: u32, extra: Option<&str>) -> anyhow::Result<Run> {
+        let strategy = strategy.as_str();
         self.reset()?;
         let out = self.state.join(format!(
             "run-{strategy}-{users}{}",
@@ -348,9 +357,11 @@ impl Bench {
         self.work_delay(5)?;
         let (mut with, mut without) = (0.0, 0.0);
         for _ in 0..2 {
-            without += self.load("set-nx-px-token", 50, None)?.grabs_per_sec;
+            without += self
+                .load(StrategyName::SetNxPxToken, 50, None)?
+                .grabs_per_sec;
             with += self
-                .load("set-nx-px-token", 50, Some("--history"))?
+                .load(StrategyName::SetNxPxToken, 50, Some("--history"))?
                 .grabs_per_sec;
         }
         self.work_delay(0)?;
@@ -378,22 +389,26 @@ impl Bench {
         ));
         let atomic_floor = self.pgbench("bench/pgbench/pg-atomic.sql")?;
         crate::util::say("HTTP pg-atomic");
-        let atomic = self.load("pg-atomic", c, None)?;
+        let atomic = self.load(StrategyName::PgAtomic, c, None)?;
         crate::util::say("pgbench, pg-for-update transaction");
         let for_update_floor = self.pgbench("bench/pgbench/pg-for-update.sql")?;
         crate::util::say("HTTP pg-for-update");
-        let for_update = self.load("pg-for-update", c, None)?.grabs_per_sec;
+        let for_update = self.load(StrategyName::PgForUpdate, c, None)?.grabs_per_sec;
         crate::util::say("HTTP set-nx-px-token");
-        let token = self.load("set-nx-px-token", c, None)?.grabs_per_sec;
+        let token = self
+            .load(StrategyName::SetNxPxToken, c, None)?
+            .grabs_per_sec;
         crate::util::say("HTTP redlock (5 nodes)");
-        let redlock = self.load("redlock", c, None)?.grabs_per_sec;
+        let redlock = self.load(StrategyName::Redlock, c, None)?.grabs_per_sec;
         crate::util::say("HTTP redis-lua-stock");
-        let lua = self.load("redis-lua-stock", c, None)?.orders_per_sec;
+        let lua = self
+            .load(StrategyName::RedisLuaStock, c, None)?
+            .orders_per_sec;
         crate::util::say(&format!(
             "HTTP redis-lua-stock, the ceiling: {} users",
             k.ceiling
         ));
-        let ceiling_run = self.load("redis-lua-stock", k.ceiling, None)?;
+        let ceiling_run = self.load(StrategyName::RedisLuaStock, k.ceiling, None)?;
         let batches = ceiling_run
             .batch
             .as_ref()
@@ -410,7 +425,7 @@ impl Bench {
             "memory: 1000 concurrent users (GET product, then grabs under set-nx-px-token)",
         );
         let p99_1000 = self.probe(1000)?.p99_ms;
-        self.load("set-nx-px-token", 1000, None)?;
+        self.load(StrategyName::SetNxPxToken, 1000, None)?;
         let rss = status_kib(self.app_pid, "VmHWM:")? / 1024.0;
 
         let ceiling_name = format!(

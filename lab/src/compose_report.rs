@@ -6,6 +6,7 @@
 use std::path::Path;
 
 use anyhow::{bail, Context as _};
+use seckill_loadgen::api::StrategyName;
 use seckill_loadgen::judge::RunVerdict;
 use seckill_loadgen::report::{Report, Run};
 
@@ -15,10 +16,10 @@ use seckill_loadgen::report::{Report, Run};
 fn faults_of(run: &Run) -> Vec<String> {
     let name = &run.strategy;
     let mut bad = Vec::new();
-    let damage = run.oversold
-        + run.lost_updates
-        + run.undersold
-        + run.duplicates
+    let damage = run.damage.oversold
+        + run.damage.lost_updates
+        + run.damage.undersold
+        + run.damage.duplicates
         + i64::from(run.negative_stock);
     if run.verdict == RunVerdict::Inconclusive {
         bad.push(format!(
@@ -39,10 +40,13 @@ fn faults_of(run: &Run) -> Vec<String> {
     if run.verdict == RunVerdict::Violation || (run.verdict == RunVerdict::Safe && damage > 0) {
         bad.push(format!(
             "{name}: classed safe, verdict {}, oversold {}, lost {}, undersold {}, dup {}, negative stock {}",
-            run.verdict.as_str(), run.oversold, run.lost_updates, run.undersold, run.duplicates, run.negative_stock
+            run.verdict.as_str(), run.damage.oversold, run.damage.lost_updates, run.damage.undersold, run.damage.duplicates, run.negative_stock
         ));
     }
-    if name == "none" && run.oversold == 0 && run.lost_updates == 0 {
+    if name == StrategyName::None.as_str()
+        && run.damage.oversold == 0
+        && run.damage.lost_updates == 0
+    {
         bad.push("none: no oversold unit and no lost update: the race did not show".into());
     }
     if run.orders == 0 {
@@ -60,7 +64,10 @@ pub fn judge(dir: &Path) -> anyhow::Result<()> {
     let report: Report =
         serde_json::from_str(&text).with_context(|| format!("parse {}", path.display()))?;
     let mut bad: Vec<String> = report.runs.iter().flat_map(faults_of).collect();
-    let none = report.runs.iter().find(|r| r.strategy == "none");
+    let none = report
+        .runs
+        .iter()
+        .find(|r| r.strategy == StrategyName::None.as_str());
     if none.is_none() {
         bad.push("the report has no `none` run".into());
     }
@@ -75,7 +82,7 @@ pub fn judge(dir: &Path) -> anyhow::Result<()> {
     let summary = format!(
         "compare over the three replicas: {} strategies; {safe} classed safe, all exact; none oversold {}",
         report.runs.len(),
-        none.map_or_else(|| "-".to_owned(), |r| r.oversold.to_string())
+        none.map_or_else(|| "-".to_owned(), |r| r.damage.oversold.to_string())
     );
     if !bad.is_empty() {
         bail!("{summary}: {} problems", bad.len());

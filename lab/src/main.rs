@@ -12,6 +12,7 @@
 //! same chores where no cargo is installed.
 
 mod bench;
+mod build_floor;
 mod cheatsheet;
 mod check_stack;
 mod compose_report;
@@ -76,6 +77,10 @@ enum Command {
         #[arg(value_parser = ["history"])]
         only: Option<String>,
     },
+    /// A clean release build of what `make demo` runs beside its floor
+    /// (an empty crate with the same dependencies and features), both
+    /// from clean in one run (`make bench-build`).
+    BenchBuild,
     /// The shell that is left: `bash -n`, shellcheck, no function
     /// written twice, no early reader behind a pipe.
     CheckScripts,
@@ -161,6 +166,7 @@ fn main() -> ExitCode {
         Command::CheckScripts => scripts::check(),
         Command::Results => results::make(),
         Command::Bench { only } => bench::run(only.is_some()),
+        Command::BenchBuild => build_floor::run(),
         Command::Cheatsheet { check } => cheatsheet::make(check),
         Command::Demo { action } => demo::run(action),
         Command::Stack {

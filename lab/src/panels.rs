@@ -253,8 +253,7 @@ fn queries(dashboard: &Value, file: &str, tally: &mut Tally) -> Vec<(String, Str
     out
 }
 
-/// Over 80 lines on purpose: each query's checks in the order a reader of the
-/// failure wants them.
+/// Each query's checks, in the order a reader of a failure wants them.
 async fn check_queries(
     api: &Api,
     args: &Check,
@@ -286,50 +285,86 @@ async fn check_queries(
                     continue;
                 }
             };
-            let (series, scalar) = match answer {
-                Answer::Series(series) => (series, None),
-                Answer::Scalar(v) => (Vec::new(), Some(v)),
-            };
-            let count = if scalar.is_some() { 1 } else { series.len() };
-            let value = |r: &Value| r["value"][1].as_str().unwrap_or("").to_owned();
-            // All NaN (a quantile of nothing) draws nothing either.
-            let nan = !series.is_empty() && series.iter().all(|r| value(r) == "NaN");
-            if nan || count == 0 {
+            judge_answer(args, label, where_, expr, &query, answer, tally);
+        }
+    }
+}
+
+/// One query's answer judged: not empty, not only NaN, and above 0 where `--positive` asks it.
+fn judge_answer(
+    args: &Check,
+    label: &str,
+    where_: &str,
+    expr: &str,
+    query: &str,
+    answer: Answer,
+    tally: &mut Tally,
+) {
+    let (series, scalar) = match answer {
+        Answer::Series(series) => (series, None),
+        Answer::Scalar(v) => (Vec::new(), Some(v)),
+    };
+    let count = if scalar.is_some() { 1 } else { series.len() };
+    let value = |r: &Value| r["value"][1].as_str().unwrap_or("").to_owned();
+    // All NaN (a quantile of nothing) draws nothing either.
+    let nan = !series.is_empty() && series.iter().all(|r| value(r) == "NaN");
+    if nan || count == 0 {
+        tally.report(
+            false,
+            count,
+            where_,
+            query,
+            if nan {
+                "  only NaN: no observations in the window"
+            } else {
+                ""
+            },
+        );
+        return;
+    }
+    let wanted = args.positive.iter().find(|m| {
+        Regex::new(&format!(r"\b{}\b", regex::escape(m))).is_ok_and(|re| re.is_match(expr))
+    });
+    if let (Some(metric), true) = (wanted, label == "All") {
+        let top = match largest(&series, scalar) {
+            Ok(top) => top,
+            Err(unreadable) => {
                 tally.report(
                     false,
                     count,
                     where_,
-                    &query,
-                    if nan {
-                        "  only NaN: no observations in the window"
-                    } else {
-                        ""
-                    },
+                    query,
+                    &format!("  a value that is not a number: {unreadable:?}"),
                 );
-                continue;
+                return;
             }
-            let wanted = args.positive.iter().find(|m| {
-                Regex::new(&format!(r"\b{}\b", regex::escape(m))).is_ok_and(|re| re.is_match(expr))
-            });
-            if let (Some(metric), true) = (wanted, label == "All") {
-                let top = scalar.unwrap_or_else(|| {
-                    series
-                        .iter()
-                        .filter_map(|r| value(r).parse::<f64>().ok())
-                        .fold(f64::MIN, f64::max)
-                });
-                tally.report(
-                    top > 0.0,
-                    count,
-                    where_,
-                    &query,
-                    &format!("  max {top} (must be > 0: the load provoked {metric})"),
-                );
-                continue;
-            }
-            tally.report(true, count, where_, &query, "");
-        }
+        };
+        tally.report(
+            top > 0.0,
+            count,
+            where_,
+            query,
+            &format!("  max {top} (must be > 0: the load provoked {metric})"),
+        );
+        return;
     }
+    tally.report(true, count, where_, query, "");
+}
+
+/// The largest value of an answer: its scalar, or the largest of its
+/// series' values. A value that is not a number is an error (the value),
+/// never left out.
+fn largest(series: &[Value], scalar: Option<f64>) -> Result<f64, String> {
+    if let Some(v) = scalar {
+        return Ok(v);
+    }
+    series
+        .iter()
+        .map(|r| {
+            let v = r["value"][1].as_str().unwrap_or("");
+            v.parse::<f64>().map_err(|_| v.to_owned())
+        })
+        .try_fold(f64::MIN, |top, v| Ok(top.max(v?)))
 }
 
 /// What Prometheus answered a query: its series, or one scalar.
@@ -487,9 +522,6 @@ async fn check_variables(
 }
 
 /// Every query of the dashboards against the Prometheus of `args`.
-///
-/// Over 80 lines on purpose: the check's steps in order — Prometheus up, the
-/// scrapes, every query, the summary.
 pub async fn check(args: &Check) -> anyhow::Result<()> {
     let api = Api::new(&args.prometheus)?;
     let since = args.since.unwrap_or_else(|| now() - 60.0);
@@ -497,13 +529,32 @@ pub async fn check(args: &Check) -> anyhow::Result<()> {
     if args.replicas > 0 {
         api.wait_scrapes(now(), 2, args.replicas).await?;
     }
+    let targets = targets_up(&api, args, &mut tally).await?;
+    let all = vec![("strategy", ".*".to_owned()), ("instance", ".*".to_owned())];
+    let passes = variable_passes(args, &targets, &all);
+    let files = if args.dashboards.is_empty() {
+        crate::dashboards::files(Path::new("."))?
+    } else {
+        args.dashboards.clone()
+    };
+    for path in &files {
+        check_dashboard(&api, args, path, since, &all, &passes, &mut tally).await?;
+    }
+    summary(&tally)
+}
+
+/// The `seckill` targets Prometheus has up, sorted and printed; too few
+/// (under `--replicas`) is a failure in `tally`.
+async fn targets_up(api: &Api, args: &Check, tally: &mut Tally) -> anyhow::Result<Vec<String>> {
     let up = api.query("up{job=\"seckill\"} == 1").await;
-    let mut targets: Vec<String> = up["data"]["result"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|r| r["metric"]["instance"].as_str().map(str::to_owned))
-        .collect();
+    // An answer that cannot be read is an error, not "no target up".
+    let mut targets: Vec<String> = match read_answer(&up).map_err(anyhow::Error::msg)? {
+        Answer::Series(series) => series
+            .iter()
+            .filter_map(|r| r["metric"]["instance"].as_str().map(str::to_owned))
+            .collect(),
+        Answer::Scalar(v) => anyhow::bail!("up{{job=\"seckill\"}} answered a scalar ({v})"),
+    };
     targets.sort();
     println!(
         "seckill targets up: {}",
@@ -520,14 +571,23 @@ pub async fn check(args: &Check) -> anyhow::Result<()> {
             args.replicas
         ));
     }
+    Ok(targets)
+}
+
+/// The two passes' variable values: every variable at "All", then one
+/// concrete strategy and instance (`--instance`, else the first target up).
+fn variable_passes(
+    args: &Check,
+    targets: &[String],
+    all: &[(&'static str, String)],
+) -> Vec<(String, Vec<(&'static str, String)>)> {
     let instance = args
         .instance
         .clone()
         .or(targets.first().cloned())
         .unwrap_or_else(|| "127.0.0.1:0".into());
-    let all = vec![("strategy", ".*".to_owned()), ("instance", ".*".to_owned())];
-    let passes = vec![
-        ("All".to_owned(), all.clone()),
+    vec![
+        ("All".to_owned(), all.to_vec()),
         (
             format!("strategy={} instance={instance}", args.strategy),
             vec![
@@ -535,31 +595,42 @@ pub async fn check(args: &Check) -> anyhow::Result<()> {
                 ("instance", grafana_regex(&instance)),
             ],
         ),
-    ];
-    let files = if args.dashboards.is_empty() {
-        crate::dashboards::files(Path::new("."))?
-    } else {
-        args.dashboards.clone()
-    };
-    for path in &files {
-        let dashboard: Value = serde_json::from_str(
-            &std::fs::read_to_string(path).with_context(|| format!("read {}", path.display()))?,
-        )
-        .with_context(|| format!("parse {}", path.display()))?;
-        println!(
-            "\n== {} ({})",
-            path.display(),
-            dashboard["title"].as_str().unwrap_or("?")
-        );
-        let file = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let list = queries(&dashboard, &file, &mut tally);
-        check_queries(&api, args, &list, &passes, &mut tally).await;
-        check_annotations(&api, &dashboard, since, &all, &mut tally).await;
-        check_variables(&api, &dashboard, since, &all, &mut tally).await;
-    }
+    ]
+}
+
+/// One dashboard file read and its panel queries, annotations and
+/// variables checked.
+async fn check_dashboard(
+    api: &Api,
+    args: &Check,
+    path: &Path,
+    since: f64,
+    all: &[(&str, String)],
+    passes: &[(String, Vec<(&str, String)>)],
+    tally: &mut Tally,
+) -> anyhow::Result<()> {
+    let dashboard: Value = serde_json::from_str(
+        &std::fs::read_to_string(path).with_context(|| format!("read {}", path.display()))?,
+    )
+    .with_context(|| format!("parse {}", path.display()))?;
+    println!(
+        "\n== {} ({})",
+        path.display(),
+        dashboard["title"].as_str().unwrap_or("?")
+    );
+    let file = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let list = queries(&dashboard, &file, tally);
+    check_queries(api, args, &list, passes, tally).await;
+    check_annotations(api, &dashboard, since, all, tally).await;
+    check_variables(api, &dashboard, since, all, tally).await;
+    Ok(())
+}
+
+/// The failures listed and the check failed, or the all-clear printed.
+fn summary(tally: &Tally) -> anyhow::Result<()> {
     println!();
     if !tally.failures.is_empty() {
         for failure in &tally.failures {
@@ -720,11 +791,45 @@ pub fn check_panels() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Over 80 lines on purpose: the steps on a stack in order — Prometheus, the
-/// load, the queries, the stop.
+/// The check on a stack, its steps in order: Prometheus, the live
+/// metrics, the load, the queries.
 async fn panels_on(stack: &Stack, own: bool) -> anyhow::Result<()> {
     let prometheus = stack.prometheus("prometheus-check", "1s")?;
     say(&format!("Prometheus: {prometheus} (scrape every 1 s)"));
+    check_live_metrics(stack).await?;
+    let api = Api::new(&prometheus)?;
+    // A first scrape of every replica before the load, so that rate() sees
+    // each counter's first increase.
+    api.wait_scrapes(now(), 1, stack.replicas).await?;
+    let since = now();
+    run_load(stack)?;
+    let positive = if own {
+        provoke_lost_lease(stack).await?
+    } else {
+        say("a running demo (lock TTL 30 s) is reused: the lost-lease and fence-rejection panels are checked for series, not for events");
+        Vec::new()
+    };
+    // Two more scrapes of every replica after the last grab.
+    api.wait_scrapes(now(), 2, stack.replicas).await?;
+    let instance = stack.replica_urls()[0]
+        .trim_start_matches("http://")
+        .to_owned();
+    let args = Check {
+        prometheus,
+        since: Some(since),
+        at: None,
+        strategy: std::env::var("CHECK_PANELS_STRATEGY").unwrap_or_else(|_| "redlock".into()),
+        instance: Some(instance),
+        replicas: 0,
+        positive,
+        dashboards: Vec::new(),
+    };
+    check(&args).await
+}
+
+/// `promtool check metrics` on the first replica's live `/metrics` (a copy
+/// kept in the stack's folder).
+async fn check_live_metrics(stack: &Stack) -> anyhow::Result<()> {
     let replica = &stack.replica_urls()[0];
     let metrics = reqwest::get(format!("{replica}/metrics"))
         .await?
@@ -750,11 +855,11 @@ async fn panels_on(stack: &Stack, own: bool) -> anyhow::Result<()> {
             .filter(|l| l.starts_with("seckill_"))
             .count()
     );
-    let api = Api::new(&prometheus)?;
-    // A first scrape of every replica before the load, so that rate() sees
-    // each counter's first increase.
-    api.wait_scrapes(now(), 1, stack.replicas).await?;
-    let since = now();
+    Ok(())
+}
+
+/// The load: a short compare of `CHECK_PANELS_STRATEGIES` over the replicas.
+fn run_load(stack: &Stack) -> anyhow::Result<()> {
     let strategies = std::env::var("CHECK_PANELS_STRATEGIES")
         .unwrap_or_else(|_| "none,set-nx-px-token,watchdog,redlock,fenced,redis-lua-stock".into());
     let run_time = std::env::var("CHECK_PANELS_RUN_TIME").unwrap_or_else(|_| "4s".into());
@@ -769,53 +874,37 @@ async fn panels_on(stack: &Stack, own: bool) -> anyhow::Result<()> {
         &run_time,
         &stack.state.path.join("panels-report"),
         &["--work-delay-ms", "2"],
-    )?;
-    let mut positive = Vec::new();
-    if own {
-        let pause = 1400;
-        say(&format!("provoking a lost lease and a fence rejection: pause {pause} ms (TTL 1000 ms) before the write of one grab in 3, redlock and fenced"));
-        faults(
-            stack,
-            serde_json::json!({"pause_ms": pause, "pause_every": 3, "pause_at": "before-write"}),
-        )
-        .await?;
-        let paused = compare(
-            stack,
-            "redlock,fenced",
-            "8",
-            "4s",
-            &stack.state.path.join("panels-pause-report"),
-            &[],
-        );
-        faults(
-            stack,
-            serde_json::json!({"pause_ms": 0, "pause_every": 1, "pause_at": "before-read"}),
-        )
-        .await?;
-        paused?;
-        positive = vec![
-            "seckill_lock_lost_total".to_owned(),
-            "seckill_fence_rejections_total".to_owned(),
-        ];
-    } else {
-        say("a running demo (lock TTL 30 s) is reused: the lost-lease and fence-rejection panels are checked for series, not for events");
-    }
-    // Two more scrapes of every replica after the last grab.
-    api.wait_scrapes(now(), 2, stack.replicas).await?;
-    let instance = stack.replica_urls()[0]
-        .trim_start_matches("http://")
-        .to_owned();
-    let args = Check {
-        prometheus,
-        since: Some(since),
-        at: None,
-        strategy: std::env::var("CHECK_PANELS_STRATEGY").unwrap_or_else(|_| "redlock".into()),
-        instance: Some(instance),
-        replicas: 0,
-        positive,
-        dashboards: Vec::new(),
-    };
-    check(&args).await
+    )
+}
+
+/// On our own stack: a pause past the TTL before the write of one grab in
+/// three over redlock and fenced; the metrics that must then be above 0.
+async fn provoke_lost_lease(stack: &Stack) -> anyhow::Result<Vec<String>> {
+    let pause = 1400;
+    say(&format!("provoking a lost lease and a fence rejection: pause {pause} ms (TTL 1000 ms) before the write of one grab in 3, redlock and fenced"));
+    faults(
+        stack,
+        serde_json::json!({"pause_ms": pause, "pause_every": 3, "pause_at": "before-write"}),
+    )
+    .await?;
+    let paused = compare(
+        stack,
+        "redlock,fenced",
+        "8",
+        "4s",
+        &stack.state.path.join("panels-pause-report"),
+        &[],
+    );
+    faults(
+        stack,
+        serde_json::json!({"pause_ms": 0, "pause_every": 1, "pause_at": "before-read"}),
+    )
+    .await?;
+    paused?;
+    Ok(vec![
+        "seckill_lock_lost_total".to_owned(),
+        "seckill_fence_rejections_total".to_owned(),
+    ])
 }
 
 #[cfg(test)]
@@ -844,6 +933,14 @@ mod tests {
         assert!(read_answer(&failed)
             .expect_err("error")
             .contains("parse error"));
+        // A series value that is not a number fails; it is not left out.
+        let series = |v: &str| serde_json::json!({"metric": {}, "value": [1.0, v]});
+        assert_eq!(largest(&[series("2"), series("7.5")], None), Ok(7.5));
+        assert_eq!(
+            largest(&[series("2"), series("x")], None),
+            Err("x".to_owned())
+        );
+        assert_eq!(largest(&[], Some(3.0)), Ok(3.0));
     }
 
     #[test]

@@ -60,11 +60,13 @@ fn logged(
     let verdict = Regex::new(r"^\s*\S+ \S+\s+\S+\s+(as-expected|UNEXPECTED|inconclusive|not-run) ")
         .expect("a valid regex");
     for line in BufReader::new(stdout).lines() {
-        let line = line.unwrap_or_default();
+        let line = line.with_context(|| format!("read {program}'s output"))?;
         // The scenarios' own count and each case's verdict line move the
         // bar (drawn on a terminal only).
         if let Some(n) = line.strip_prefix(seckill_loadgen::scenario::PLANNED) {
-            progress::planned(n.trim().parse().unwrap_or(0));
+            progress::planned(n.trim().parse().with_context(|| {
+                format!("{program}: a planned count that is not a number: {n:?}")
+            })?);
         } else if let Some(case) = line.strip_prefix("== ") {
             progress::started(case);
         } else if verdict.is_match(&line) {
@@ -91,18 +93,27 @@ fn copy_folder(from: &Path, to: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `N cores (model), M GiB, Linux release`.
+/// `N cores (model), M GiB, Linux release`, from this machine.
 fn machine() -> String {
-    let cores = std::thread::available_parallelism().map_or(0, usize::from);
-    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let read = |path: &str| std::fs::read_to_string(path).unwrap_or_default();
+    machine_from(
+        std::thread::available_parallelism().map_or(0, usize::from),
+        &read("/proc/cpuinfo"),
+        &read("/proc/meminfo"),
+        &read("/proc/sys/kernel/osrelease"),
+    )
+}
+
+/// The machine line from what `/proc` said; what it did not say reads
+/// "unknown", never 0.
+fn machine_from(cores: usize, cpuinfo: &str, meminfo: &str, release: &str) -> String {
     let model = cpuinfo
         .lines()
         .find(|l| l.starts_with("model name"))
         .and_then(|l| l.split_once(':'))
         .map_or("unknown CPU", |(_, m)| m.trim());
-    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
     // Unread, the memory says so: never "0 GiB".
-    let memory = crate::util::number_after(&meminfo, "MemTotal:").map_or_else(
+    let memory = crate::util::number_after(meminfo, "MemTotal:").map_or_else(
         || "memory unknown".to_owned(),
         |kib| format!("{} GiB", (kib / (1024.0 * 1024.0)).floor()),
     );
@@ -111,8 +122,11 @@ fn machine() -> String {
     } else {
         format!("{cores} cores")
     };
-    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-    format!("{cores} ({model}), {memory}, Linux {}", release.trim())
+    let release = match release.trim() {
+        "" => "release unknown",
+        known => known,
+    };
+    format!("{cores} ({model}), {memory}, Linux {release}")
 }
 
 /// The commit, and whether the code measured differs from it.
@@ -281,9 +295,6 @@ run as written after `source .demo/env` ({exercise_s} s):
 }
 
 /// `make results`.
-///
-/// Over 80 lines on purpose: the run's steps in order — the demo, exercise 1,
-/// every scenario, the page written.
 pub fn make() -> anyhow::Result<()> {
     let root = docs::root()?;
     let started = Instant::now();
@@ -297,9 +308,45 @@ pub fn make() -> anyhow::Result<()> {
     // A bar on a terminal: the demo, the exercise, then every case.
     let _bar = progress::begin(false);
     progress::planned(2);
+    let demo_s = run_demo(&root, &out)?;
+    let (exercise, exercise_s) = run_exercise_1(&root, &out)?;
+    let (code, scenarios_s, scenarios) = run_scenarios(&root, &out)?;
+
+    let build = build_note();
+    let demo_log = std::fs::read_to_string(out.join("demo.log")).unwrap_or_default();
+    let exercise_reports = read_exercise_reports(&root, &exercise)?;
+    let run = Run {
+        date,
+        commit: commit(&root),
+        machine: machine(),
+        build,
+        demo_s,
+        exercise_s,
+        scenarios_s,
+        demo_command: demo_command(&demo_log),
+        demo_report: report_md(&out.join("demo"))?,
+        exercise,
+        exercise_reports,
+        scenarios_md: std::fs::read_to_string(out.join("scenarios").join("scenarios.md"))
+            .context("read the scenarios' scenarios.md")?,
+        scenarios,
+    };
+    std::fs::write(&target, page(&run)).with_context(|| format!("write {}", target.display()))?;
+    update_readme_table(&root, &out)?;
+    crate::util::say(&format!(
+        "results: {} written (and the README's table) in {} s; scenarios exit {}",
+        target.display(),
+        started.elapsed().as_secs(),
+        code.map_or_else(|| "killed".to_owned(), |c| c.to_string())
+    ));
+    Ok(())
+}
+
+/// Step 1/3: `make demo`, its report copied into `out`; the seconds it took.
+fn run_demo(root: &Path, out: &Path) -> anyhow::Result<u64> {
     crate::util::say("results 1/3: make demo");
     progress::started("make demo");
-    let (code, demo_s) = logged(&root, &out.join("demo.log"), "scripts/demo.sh", &[], &[])?;
+    let (code, demo_s) = logged(root, &out.join("demo.log"), "scripts/demo.sh", &[], &[])?;
     if code != Some(0) {
         bail!("make demo failed ({code:?}; see {OUT}/demo.log)");
     }
@@ -308,8 +355,12 @@ pub fn make() -> anyhow::Result<()> {
         bail!("the demo wrote no .demo/report/report.md (see {OUT}/demo.log)");
     }
     copy_folder(&demo_report, &out.join("demo"))?;
-
     progress::finished("make demo");
+    Ok(demo_s)
+}
+
+/// Step 2/3: the workshop's exercise 1 as written; its block and the seconds it took.
+fn run_exercise_1(root: &Path, out: &Path) -> anyhow::Result<(String, u64)> {
     crate::util::say("results 2/3: the workshop's exercise 1");
     progress::started("the workshop's exercise 1");
     let workshop =
@@ -324,7 +375,7 @@ pub fn make() -> anyhow::Result<()> {
     std::fs::write(&script, format!("{exercise}\n")).context("write exercise-1.sh")?;
     let script_arg = script.to_string_lossy().into_owned();
     let (code, exercise_s) = logged(
-        &root,
+        root,
         &out.join("exercise-1.log"),
         "bash",
         &[
@@ -338,13 +389,17 @@ pub fn make() -> anyhow::Result<()> {
     if code != Some(0) {
         bail!("the workshop's exercise 1 failed ({code:?}; see {OUT}/exercise-1.log)");
     }
-
     progress::finished("the workshop's exercise 1");
+    Ok((exercise, exercise_s))
+}
+
+/// Step 3/3: every fault scenario; its exit code, seconds taken and report.
+fn run_scenarios(root: &Path, out: &Path) -> anyhow::Result<(Option<i32>, u64, ScenarioReport)> {
     crate::util::say("results 3/3: every fault scenario");
     let scenarios_out = out.join("scenarios");
     let scenarios_arg = scenarios_out.to_string_lossy().into_owned();
     let (code, scenarios_s) = logged(
-        &root,
+        root,
         &out.join("scenarios.log"),
         "scripts/scenarios.sh",
         &[],
@@ -356,7 +411,11 @@ pub fn make() -> anyhow::Result<()> {
             .with_context(|| format!("the scenarios wrote no report (exit {code:?})"))?,
     )
     .with_context(|| format!("read {}", json.display()))?;
+    Ok((code, scenarios_s, scenarios))
+}
 
+/// The page's build line: which binaries, and any `SCENARIO_FLAGS`.
+fn build_note() -> String {
     let bin = std::env::var("SECKILL_BIN_DIR").unwrap_or_default();
     let mut build = if bin.is_empty() {
         "release (target/release)".to_owned()
@@ -370,31 +429,21 @@ pub fn make() -> anyhow::Result<()> {
             build.push_str(&format!("; scenarios with SCENARIO_FLAGS={flags}"));
         }
     }
-    let demo_log = std::fs::read_to_string(out.join("demo.log")).unwrap_or_default();
+    build
+}
+
+/// Each `--out` folder of exercise 1's block with its report, in the block's order.
+fn read_exercise_reports(root: &Path, exercise: &str) -> anyhow::Result<Vec<(String, String)>> {
     let mut exercise_reports = Vec::new();
-    for folder in out_folders(&exercise) {
+    for folder in out_folders(exercise) {
         let report = report_md(&root.join(&folder))?;
         exercise_reports.push((folder, report));
     }
-    let run = Run {
-        date,
-        commit: commit(&root),
-        machine: machine(),
-        build,
-        demo_s,
-        exercise_s,
-        scenarios_s,
-        demo_command: demo_command(&demo_log),
-        demo_report: report_md(&out.join("demo"))?,
-        exercise,
-        exercise_reports,
-        scenarios_md: std::fs::read_to_string(scenarios_out.join("scenarios.md"))
-            .context("read the scenarios' scenarios.md")?,
-        scenarios,
-    };
-    std::fs::write(&target, page(&run)).with_context(|| format!("write {}", target.display()))?;
+    Ok(exercise_reports)
+}
 
-    // The README's table: the demo's, between the markers.
+/// The README's table: the demo's, between the markers.
+fn update_readme_table(root: &Path, out: &Path) -> anyhow::Result<()> {
     let readme_path = root.join("README.md");
     let readme = std::fs::read_to_string(&readme_path).context("read README.md")?;
     let demo_md = std::fs::read_to_string(out.join("demo/report.md"))?;
@@ -402,18 +451,26 @@ pub fn make() -> anyhow::Result<()> {
     if let Some(updated) = with_table(&readme, &table.join("\n")) {
         std::fs::write(&readme_path, updated).context("write README.md")?;
     }
-    crate::util::say(&format!(
-        "results: {} written (and the README's table) in {} s; scenarios exit {}",
-        target.display(),
-        started.elapsed().as_secs(),
-        code.map_or_else(|| "killed".to_owned(), |c| c.to_string())
-    ));
     Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn what_proc_did_not_say_reads_unknown_never_zero() {
+        let meminfo = "MemTotal:       24576000 kB\nMemFree: 1 kB\n";
+        let cpuinfo = "processor\t: 0\nmodel name\t: Some CPU\n";
+        assert_eq!(
+            machine_from(2, cpuinfo, meminfo, "6.1.0\n"),
+            "2 cores (Some CPU), 23 GiB, Linux 6.1.0"
+        );
+        assert_eq!(
+            machine_from(0, "", "", ""),
+            "cores unknown (unknown CPU), memory unknown, Linux release unknown"
+        );
+    }
 
     #[test]
     fn the_demo_command_names_no_path_or_port_of_this_machine() {

@@ -13,6 +13,10 @@ use seckill_launch::{
     free_port, local, parse_signal, send_signal, start_on_free_ports, Launch, LaunchError, Ready,
     Service, Signal, PORT_RACE_ATTEMPTS,
 };
+use seckill_testkit::eventually_blocking;
+
+/// How long a process gets to reach a state a test waits for.
+const WITHIN: Duration = Duration::from_secs(5);
 
 /// A fresh folder for one test's logs.
 fn scratch(test: &str) -> PathBuf {
@@ -44,25 +48,40 @@ fn dead(pid: u32) -> bool {
     matches!(state(pid), None | Some('Z'))
 }
 
-/// Poll `check` for up to 5 s.
-fn eventually(what: &str, mut check: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !check() {
-        assert!(Instant::now() < deadline, "not within 5 s: {what}");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+/// Wait (testkit's poll, up to [`WITHIN`]) until `pid` is dead.
+fn until_dead(what: &str, pid: u32) {
+    eventually_blocking(what, WITHIN, || {
+        if dead(pid) {
+            Ok(())
+        } else {
+            Err(state(pid))
+        }
+    });
+}
+
+/// Wait until `pid` is stopped (state `T`), or, with `stopped` false,
+/// until it is not.
+fn until_stopped(what: &str, pid: u32, stopped: bool) {
+    eventually_blocking(what, WITHIN, || {
+        let seen = state(pid);
+        if (seen == Some('T')) == stopped {
+            Ok(())
+        } else {
+            Err(seen)
+        }
+    });
 }
 
 /// The pid a script printed as its first log line (`echo $!` / `echo $$`).
 fn printed_pid(log: &Path) -> u32 {
-    let mut pid = None;
-    eventually("the script printed a pid", || {
-        pid = std::fs::read_to_string(log)
-            .ok()
-            .and_then(|text| text.lines().next()?.trim().parse().ok());
-        pid.is_some()
-    });
-    pid.unwrap_or_default()
+    eventually_blocking("the script printed a pid", WITHIN, || {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        let pid = text
+            .lines()
+            .next()
+            .and_then(|line| line.trim().parse().ok());
+        pid.ok_or(text)
+    })
 }
 
 #[test]
@@ -78,9 +97,7 @@ fn a_child_of_the_child_dies_with_the_group_on_drop() {
     drop(running);
     assert!(dead(leader), "the leader is reaped by the drop");
     // Killing only the direct child (Child::kill) would leave the sleep.
-    eventually("the shell's background sleep is killed", || {
-        dead(grandchild)
-    });
+    until_dead("the shell's background sleep is killed", grandchild);
 }
 
 #[test]
@@ -103,7 +120,7 @@ fn stop_escalates_to_sigkill_for_a_group_that_ignores_sigterm() {
         "stop waited its grace before SIGKILL"
     );
     assert_eq!(status.signal(), Some(Signal::SIGKILL as i32), "{status}");
-    eventually("the background sleep is killed", || dead(grandchild));
+    until_dead("the background sleep is killed", grandchild);
 }
 
 #[test]
@@ -139,19 +156,16 @@ fn freeze_and_thaw_reach_every_process_of_the_group() {
     let leader = running.pid();
     running.freeze().expect("freeze");
     assert!(running.is_frozen());
-    eventually("the leader is stopped (T)", || state(leader) == Some('T'));
-    eventually("the background sleep is stopped (T)", || {
-        state(grandchild) == Some('T')
-    });
+    until_stopped("the leader is stopped (T)", leader, true);
+    until_stopped("the background sleep is stopped (T)", grandchild, true);
     running.thaw().expect("thaw");
     assert!(!running.is_frozen());
-    eventually("both run again", || {
-        state(leader) != Some('T') && state(grandchild) != Some('T')
-    });
+    until_stopped("the leader runs again", leader, false);
+    until_stopped("the background sleep runs again", grandchild, false);
     // A frozen group still dies on drop.
     running.freeze().expect("freeze again");
     drop(running);
-    eventually("the frozen background sleep is killed", || dead(grandchild));
+    until_dead("the frozen background sleep is killed", grandchild);
 }
 
 #[test]
@@ -202,26 +216,30 @@ fn a_start_that_never_gets_ready_says_so_and_leaves_nothing_running() {
     assert!(dead(pid), "the sleep that never got ready is killed");
 }
 
+/// How long after the start the port of the readiness tests listens.
+const LISTENS_AFTER: Duration = Duration::from_millis(200);
+
 #[test]
 fn ready_port_waits_for_a_listener() {
     let port = free_port().expect("port");
     let started = Instant::now();
+    // The listener, kept until the thread is joined.
     let listener = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(200));
-        let listener = TcpListener::bind(local(port)).expect("bind");
-        std::thread::sleep(Duration::from_secs(2));
-        drop(listener);
+        // A fixed wait is the point: the port listens only some time after
+        // the start, and the start must wait that long.
+        std::thread::sleep(LISTENS_AFTER);
+        TcpListener::bind(local(port)).expect("bind")
     });
     let mut service = Service::new(
         Launch::new("sleeper", "sleep").arg("100"),
         Ready::port(local(port)),
     );
     service.start().expect("ready once the port listens");
-    assert!(started.elapsed() >= Duration::from_millis(200));
+    assert!(started.elapsed() >= LISTENS_AFTER);
     let pid = service.pid().expect("running");
     assert_eq!(service.kill().map(|s| s.signal()), Some(Some(9)));
     assert!(dead(pid));
-    listener.join().expect("listener thread");
+    drop(listener.join().expect("listener thread"));
 }
 
 #[test]
@@ -304,9 +322,9 @@ fn signals_by_kill_names_reach_a_single_pid() {
         .spawn()
         .expect("spawn");
     send_signal(running.pid(), "-STOP").expect("stop");
-    eventually("stopped by pid", || state(running.pid()) == Some('T'));
+    until_stopped("stopped by pid", running.pid(), true);
     send_signal(running.pid(), "-CONT").expect("cont");
-    eventually("running by pid", || state(running.pid()) != Some('T'));
+    until_stopped("running by pid", running.pid(), false);
 }
 
 #[test]
@@ -336,12 +354,14 @@ async fn the_async_wait_keeps_the_runtime_free() {
     use seckill_launch::start_on_free_ports_async;
     let port = free_port().expect("port");
     // The listener comes from a task on the same single-threaded runtime:
-    // a wait that blocked the thread would never see it.
+    // a wait that blocked the thread would never see it. (The task answers
+    // the listener, kept until it is awaited.)
     let listen = tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        let listener = TcpListener::bind(local(port)).expect("bind");
-        tokio::time::sleep(Duration::from_secs(2)).await;
-        drop(listener);
+        // A fixed wait is the point: each readiness try runs on tokio's
+        // blocking pool, so a listener bound at the task's first poll could
+        // be there before the first try even with a blocking wait.
+        tokio::time::sleep(LISTENS_AFTER).await;
+        TcpListener::bind(local(port)).expect("bind")
     });
     let ([_], service) = start_on_free_ports_async(|[_]| {
         Ok(Service::new(
@@ -352,7 +372,7 @@ async fn the_async_wait_keeps_the_runtime_free() {
     .await
     .expect("ready");
     assert!(service.is_running());
-    listen.await.expect("listener task");
+    drop(listen.await.expect("listener task"));
 }
 
 /// Set for the copy of this test binary that plays the interrupted parent.
@@ -374,10 +394,16 @@ fn an_interrupted_parent_kills_the_groups_it_started() {
     assert!(!dead(grandchild), "the helper's group runs");
     // SIGINT to the parent alone, as if only it got the Ctrl-C.
     send_signal(parent.pid(), "INT").expect("interrupt");
-    eventually("the interrupted parent ends", || parent.has_exited());
+    eventually_blocking("the interrupted parent ends", WITHIN, || {
+        if parent.has_exited() {
+            Ok(())
+        } else {
+            Err("still running")
+        }
+    });
     let status = parent.kill();
     assert_eq!(status.signal(), Some(Signal::SIGINT as i32), "{status}");
-    eventually("its group's sleep is killed", || dead(grandchild));
+    until_dead("its group's sleep is killed", grandchild);
 }
 
 #[test]
@@ -390,5 +416,15 @@ fn interrupt_helper() {
     let _group = shell("sleep 100 & echo $!; wait", Path::new(&log))
         .spawn()
         .expect("spawn");
-    std::thread::sleep(Duration::from_secs(60));
+    // The interrupt ends this process. Should it never come, the helper
+    // gives up (and drops its group) once the test that started it is
+    // gone, or fails after a minute.
+    let parent = std::os::unix::process::parent_id();
+    eventually_blocking("the interrupt", Duration::from_secs(60), || {
+        if std::os::unix::process::parent_id() == parent {
+            Err("not interrupted")
+        } else {
+            Ok(())
+        }
+    });
 }

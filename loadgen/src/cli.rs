@@ -17,7 +17,7 @@ use crate::token;
 mod args;
 mod commands;
 use args::*;
-use commands::{Command, Named};
+use commands::{AtlasArgs, Command, ConsoleArgs, DebateArgs, MergeArgs, Named, ScenarioArgs};
 
 /// Load generator for seckill-lab: hammer the flash-sale service under each
 /// lock strategy and compare what holds and what breaks.
@@ -69,9 +69,7 @@ pub fn main() -> ExitCode {
     }
 }
 
-/// Parse the command line and run the command; its exit code. Over 80
-/// lines on purpose: the dispatch, one arm per subcommand, each only
-/// unpacking its arguments for the command's own `main`.
+/// Parse the command line and run the command; its exit code.
 pub async fn run() -> ExitCode {
     let cli = Cli::parse();
     let (strategies, common, step) = match cli.command {
@@ -87,28 +85,7 @@ pub async fn run() -> ExitCode {
         } => (vec![strategy], common, Step::Whole),
         Command::Prepare { strategy, common } => (vec![strategy], common, Step::Prepare),
         Command::Compare { strategies, common } => (strategies, common, Step::Whole),
-        Command::Merge {
-            inputs,
-            urls,
-            token,
-            verdicts,
-        } => {
-            let admin_token = match token.admin_token() {
-                Ok(token) => token,
-                Err(code) => return code,
-            };
-            let merge = compare::MergeSettings {
-                urls,
-                admin_token,
-                out: verdicts.out,
-                report_files: verdicts.report_file,
-                treat_as_safe: verdicts.treat_as_safe,
-                expect_unsafe: verdicts.expect_unsafe,
-                quiet: verdicts.quiet,
-                thresholds: verdicts.threshold,
-            };
-            return compare::merge_main(&inputs, merge).await;
-        }
+        Command::Merge(args) => return merge_command(args).await,
         Command::ScenarioTable { reports } => return scenario::table(&reports),
         Command::Probe {
             target: Target { urls },
@@ -117,144 +94,17 @@ pub async fn run() -> ExitCode {
             run_time,
         } => return load::probe::main(&urls, &path, users, run_time).await,
         Command::AdminToken { file } => return token::main(&file),
-        Command::Console {
-            service,
-            port,
-            bind,
-            product,
-            default_strategy,
-            scenario_out,
-            app_bin,
-            database_url,
-            atlas,
-        } => {
-            let admin_token = match service.admin_token() {
-                Ok(token) => token,
-                Err(code) => return code,
-            };
-            return console::main(console::Options {
-                urls: service.target.urls,
-                admin_token,
-                bind: std::net::SocketAddr::new(bind, port),
-                product,
-                default_strategy,
-                runner: console::RunnerOptions {
-                    out: scenario_out,
-                    app_bin,
-                    database_url,
-                    atlas,
-                },
-            })
-            .await;
-        }
-        Command::Debate {
-            injections,
-            rows,
-            out,
-            write_docs,
-            no_locate,
-            reuse,
-            rejudge,
-            lab,
-        } => {
-            let scenario = lab.options(out.clone());
-            return debate::main(debate::Settings {
-                injections,
-                only: rows,
-                out,
-                write_docs,
-                no_locate,
-                reuse,
-                rejudge,
-                scenario,
-            })
-            .await;
-        }
-        Command::Atlas {
-            injections,
-            quick,
-            cells,
-            out,
-            write_docs,
-            plan,
-            reuse,
-            no_locate,
-            quiet,
-            lab,
-        } => {
-            let scenario = scenario::Options {
-                quick,
-                quiet,
-                ..lab.options(out.clone())
-            };
-            return atlas::main(atlas::Settings {
-                injections: injections.unwrap_or(if quick { 6 } else { 10 }),
-                quick,
-                cells,
-                out,
-                write_docs,
-                plan,
-                reuse,
-                no_locate,
-                scenario,
-            })
-            .await;
-        }
-        Command::Scenario {
-            names,
-            list,
-            strategies,
-            out,
-            lab,
-            quick,
-            quiet,
-            trials,
-            sets,
-            sweep,
-            locate,
-            params,
-            variants,
-        } => {
-            let (mut selections, mut replays, mut replaying) = (Vec::new(), Vec::new(), false);
-            for name in names {
-                match name {
-                    Named::Scenario(s) => selections.push(s),
-                    Named::Replay => replaying = true,
-                    Named::ReplayCase(i) => {
-                        replaying = true;
-                        replays.extend(crate::replay::REPLAYS.get(i));
-                    }
-                }
-            }
-            if replaying && !selections.is_empty() {
-                eprintln!(
-                    "seckill-loadgen: `replay` runs the replays alone: name no scenario beside it"
-                );
-                return ExitCode::from(2);
-            }
-            if replaying && list {
-                return crate::replay::list();
-            }
-            if params {
-                return scenario::describe_params(&selections);
-            }
-            let options = scenario::Options {
-                sets,
-                sweep,
-                locate,
-                variants,
-                strategies,
-                quick,
-                quiet,
-                trials,
-                ..lab.options(out)
-            };
-            if replaying {
-                return crate::replay::main(&replays, options).await;
-            }
-            return scenario::main(&selections, list, options).await;
-        }
+        Command::Console(args) => return console_command(args).await,
+        Command::Debate(args) => return debate_command(args).await,
+        Command::Atlas(args) => return atlas_command(args).await,
+        Command::Scenario(args) => return scenario_command(args).await,
     };
+    load_command(strategies, common, step).await
+}
+
+/// `run`, `prepare`, `compare`: the load's settings from `common`, then
+/// the step's own `main`.
+async fn load_command(strategies: Vec<String>, common: Common, step: Step) -> ExitCode {
     let workload = match common.load.workload() {
         Ok(workload) => workload,
         Err(message) => {
@@ -284,6 +134,179 @@ pub async fn run() -> ExitCode {
         Step::Prepare => compare::prepare_main(&strategies[0], &settings).await,
         Step::Shard(shard) => compare::shard_main(&strategies[0], shard, &settings).await,
     }
+}
+
+/// `merge`: [`compare::merge_main`].
+async fn merge_command(args: MergeArgs) -> ExitCode {
+    let MergeArgs {
+        inputs,
+        urls,
+        token,
+        verdicts,
+    } = args;
+    let admin_token = match token.admin_token() {
+        Ok(token) => token,
+        Err(code) => return code,
+    };
+    let merge = compare::MergeSettings {
+        urls,
+        admin_token,
+        out: verdicts.out,
+        report_files: verdicts.report_file,
+        treat_as_safe: verdicts.treat_as_safe,
+        expect_unsafe: verdicts.expect_unsafe,
+        quiet: verdicts.quiet,
+        thresholds: verdicts.threshold,
+    };
+    compare::merge_main(&inputs, merge).await
+}
+
+/// `console`: [`console::main`].
+async fn console_command(args: ConsoleArgs) -> ExitCode {
+    let ConsoleArgs {
+        service,
+        port,
+        bind,
+        product,
+        default_strategy,
+        scenario_out,
+        app_bin,
+        database_url,
+        atlas,
+    } = args;
+    let admin_token = match service.admin_token() {
+        Ok(token) => token,
+        Err(code) => return code,
+    };
+    console::main(console::Options {
+        urls: service.target.urls,
+        admin_token,
+        bind: std::net::SocketAddr::new(bind, port),
+        product,
+        default_strategy,
+        runner: console::RunnerOptions {
+            out: scenario_out,
+            app_bin,
+            database_url,
+            atlas,
+        },
+    })
+    .await
+}
+
+/// `debate`: [`debate::main`].
+async fn debate_command(args: DebateArgs) -> ExitCode {
+    let DebateArgs {
+        injections,
+        rows,
+        out,
+        write_docs,
+        no_locate,
+        reuse,
+        rejudge,
+        lab,
+    } = args;
+    let scenario = lab.options(out.clone());
+    debate::main(debate::Settings {
+        injections,
+        only: rows,
+        out,
+        write_docs,
+        no_locate,
+        reuse,
+        rejudge,
+        scenario,
+    })
+    .await
+}
+
+/// `atlas`: [`atlas::main`].
+async fn atlas_command(args: AtlasArgs) -> ExitCode {
+    let AtlasArgs {
+        injections,
+        quick,
+        cells,
+        out,
+        write_docs,
+        plan,
+        reuse,
+        no_locate,
+        quiet,
+        lab,
+    } = args;
+    let scenario = scenario::Options {
+        quick,
+        quiet,
+        ..lab.options(out.clone())
+    };
+    atlas::main(atlas::Settings {
+        injections: injections.unwrap_or(if quick { 6 } else { 10 }),
+        quick,
+        cells,
+        out,
+        write_docs,
+        plan,
+        reuse,
+        no_locate,
+        scenario,
+    })
+    .await
+}
+
+/// `scenario`: the replays, the dials'
+/// descriptions, or [`scenario::main`].
+async fn scenario_command(args: ScenarioArgs) -> ExitCode {
+    let ScenarioArgs {
+        names,
+        list,
+        strategies,
+        out,
+        lab,
+        quick,
+        quiet,
+        trials,
+        sets,
+        sweep,
+        locate,
+        params,
+        variants,
+    } = args;
+    let (mut selections, mut replays, mut replaying) = (Vec::new(), Vec::new(), false);
+    for name in names {
+        match name {
+            Named::Scenario(s) => selections.push(s),
+            Named::Replay => replaying = true,
+            Named::ReplayCase(i) => {
+                replaying = true;
+                replays.extend(crate::replay::REPLAYS.get(i));
+            }
+        }
+    }
+    if replaying && !selections.is_empty() {
+        eprintln!("seckill-loadgen: `replay` runs the replays alone: name no scenario beside it");
+        return ExitCode::from(2);
+    }
+    if replaying && list {
+        return crate::replay::list();
+    }
+    if params {
+        return scenario::describe_params(&selections);
+    }
+    let options = scenario::Options {
+        sets,
+        sweep,
+        locate,
+        variants,
+        strategies,
+        quick,
+        quiet,
+        trials,
+        ..lab.options(out)
+    };
+    if replaying {
+        return crate::replay::main(&replays, options).await;
+    }
+    scenario::main(&selections, list, options).await
 }
 
 /// What `run`, `compare` and `prepare` do with their load.

@@ -29,7 +29,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::api::{AuditRow, Kind, StrategyHistory};
+use crate::api::{AuditRow, Damage, Kind, StrategyHistory};
 use crate::load::ledger::{Accounting, Bounds};
 
 /// What a strategy promises: no two holders, or only exact data.
@@ -59,14 +59,10 @@ impl Guarantee {
 /// undersold units), and the arbiter's counts when the history was on.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Evidence {
-    /// Units sold beyond the stock.
-    pub oversold: i64,
-    /// Orders the stock column never saw.
-    pub lost_updates: i64,
-    /// Units gone from the stock column that no order took.
-    pub undersold: i64,
-    /// Users with more than one order.
-    pub duplicates: i64,
+    /// Oversold units, lost updates, undersold units, duplicates: each
+    /// summed on its own over the products.
+    #[serde(flatten)]
+    pub damage: Damage,
     /// A product's stock column went below zero.
     pub negative_stock: bool,
     /// Sections that began while another was inside (`None`: no history).
@@ -85,12 +81,8 @@ impl Evidence {
         history: Option<&StrategyHistory>,
         accounting: Option<Accounting>,
     ) -> Self {
-        let sum = |f: fn(&AuditRow) -> i64| rows.iter().map(f).sum::<i64>();
         Self {
-            oversold: sum(|r| r.oversold),
-            lost_updates: sum(|r| r.lost_updates.max(0)),
-            undersold: sum(|r| r.undersold.max(0)),
-            duplicates: sum(|r| r.duplicates),
+            damage: Damage::sum(rows.iter().map(|r| &r.damage)),
             negative_stock: rows.iter().any(|r| r.negative_stock),
             overlaps: history.map(|h| h.overlaps),
             max_holders: history.map(|h| h.max_holders),
@@ -112,17 +104,17 @@ impl Evidence {
                 found.push(Breach::OutOfBounds(a.bounds));
             }
         }
-        if self.oversold > 0 {
-            found.push(Breach::Oversold(self.oversold));
+        if self.damage.oversold > 0 {
+            found.push(Breach::Oversold(self.damage.oversold));
         }
-        if self.lost_updates > 0 {
-            found.push(Breach::LostUpdates(self.lost_updates));
+        if self.damage.lost_updates > 0 {
+            found.push(Breach::LostUpdates(self.damage.lost_updates));
         }
-        if self.undersold > 0 {
-            found.push(Breach::Undersold(self.undersold));
+        if self.damage.undersold > 0 {
+            found.push(Breach::Undersold(self.damage.undersold));
         }
-        if self.duplicates > 0 {
-            found.push(Breach::Duplicates(self.duplicates));
+        if self.damage.duplicates > 0 {
+            found.push(Breach::Duplicates(self.damage.duplicates));
         }
         if self.negative_stock {
             found.push(Breach::NegativeStock);
@@ -358,28 +350,40 @@ mod tests {
             (
                 "oversold 2",
                 Evidence {
-                    oversold: 2,
+                    damage: Damage {
+                        oversold: 2,
+                        ..Damage::default()
+                    },
                     ..clean
                 },
             ),
             (
                 "3 lost updates",
                 Evidence {
-                    lost_updates: 3,
+                    damage: Damage {
+                        lost_updates: 3,
+                        ..Damage::default()
+                    },
                     ..clean
                 },
             ),
             (
                 "undersold 4",
                 Evidence {
-                    undersold: 4,
+                    damage: Damage {
+                        undersold: 4,
+                        ..Damage::default()
+                    },
                     ..clean
                 },
             ),
             (
                 "5 duplicate orders",
                 Evidence {
-                    duplicates: 5,
+                    damage: Damage {
+                        duplicates: 5,
+                        ..Damage::default()
+                    },
                     ..clean
                 },
             ),
@@ -507,7 +511,10 @@ mod tests {
         assert_eq!(RunVerdict::of(true, &breaches, true), RunVerdict::Violation);
         // The audit does not depend on the history: oversold stays a violation.
         let oversold = Evidence {
-            oversold: 1,
+            damage: Damage {
+                oversold: 1,
+                ..Damage::default()
+            },
             ..clean
         };
         assert_eq!(

@@ -284,6 +284,20 @@ impl RedisNode {
             .get_multiplexed_async_connection()
             .await?)
     }
+
+    /// The field `field` of its `INFO section` (`None`: not there).
+    pub async fn info(&self, section: &str, field: &str) -> anyhow::Result<Option<String>> {
+        let mut conn = self.conn().await?;
+        let info: String = redis::cmd("INFO")
+            .arg(section)
+            .query_async(&mut conn)
+            .await?;
+        let prefix = format!("{field}:");
+        Ok(info
+            .lines()
+            .find_map(|l| l.strip_prefix(prefix.as_str()))
+            .map(|v| v.trim().to_owned()))
+    }
 }
 
 /// A `seckill-app` replica this run started.

@@ -272,6 +272,13 @@ pub fn list() -> ExitCode {
             r.scenario.name(),
             r.strategy
         );
+        for also in r.also {
+            let number = also.number.map(|n| format!(" #{n}")).unwrap_or_default();
+            println!(
+                "{:<20} also {}{number} \"{}\" ({})",
+                "", also.project, also.title, also.url
+            );
+        }
     }
     ExitCode::SUCCESS
 }

@@ -73,10 +73,12 @@ fn three_cells_a_bracket_a_hold_and_a_fault_that_cannot_reach_the_lock() {
     assert_eq!(lease["dial"], "pause");
     assert_eq!(lease["ttl_ms"], 250, "{lease}");
     let bracket = &lease["exclusion"]["bracket"];
-    let (below, above) = (
-        bracket["below_resolved"].as_f64().expect("below"),
-        bracket["above_resolved"].as_f64().expect("above"),
-    );
+    let (Some(below), Some(above)) = (
+        bracket["below_resolved"].as_f64(),
+        bracket["above_resolved"].as_f64(),
+    ) else {
+        panic!("no bracket: {lease}");
+    };
     assert!(above > below && above - below <= 12.5, "{lease}");
     assert_eq!(bracket["seen_below"], false, "{lease}");
     assert_eq!(k_at(&lease["exclusion"], below), 0, "{lease}");

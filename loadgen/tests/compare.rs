@@ -707,26 +707,15 @@ async fn orders_deleted_behind_the_service_are_acknowledged_missing() {
         .await
         .expect("connect");
     // Wait for some orders, then take three away.
-    let mut deleted = 0;
-    for _ in 0..60 {
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-        let (orders,): (i64,) =
-            sqlx::query_as("SELECT COUNT(*)::BIGINT FROM orders WHERE product_id = 1")
-                .fetch_one(&pool)
-                .await
-                .expect("count");
-        if orders >= 10 {
-            deleted = sqlx::query(
-                "DELETE FROM orders WHERE id IN
-                 (SELECT id FROM orders WHERE product_id = 1 ORDER BY id LIMIT 3)",
-            )
-            .execute(&pool)
-            .await
-            .expect("delete")
-            .rows_affected();
-            break;
-        }
-    }
+    orders_at_least(&pool, 10).await;
+    let deleted = sqlx::query(
+        "DELETE FROM orders WHERE id IN
+         (SELECT id FROM orders WHERE product_id = 1 ORDER BY id LIMIT 3)",
+    )
+    .execute(&pool)
+    .await
+    .expect("delete")
+    .rows_affected();
     assert_eq!(deleted, 3, "orders came in during the run");
     pool.close().await;
     let output = run.join().expect("joined");
@@ -744,6 +733,25 @@ async fn orders_deleted_behind_the_service_are_acknowledged_missing() {
     assert!(none["indeterminate"]["found"].is_u64(), "{none}");
 }
 
+/// Wait until product 1 has at least `n` orders (the run is under way).
+async fn orders_at_least(pool: &sqlx::PgPool, n: i64) {
+    seckill_testkit::eventually(
+        &format!("{n} orders of product 1"),
+        std::time::Duration::from_secs(30),
+        || async {
+            let (orders,): (i64,) =
+                sqlx::query_as("SELECT COUNT(*)::BIGINT FROM orders WHERE product_id = 1")
+                    .fetch_one(pool)
+                    .await
+                    .map_err(|e| e.to_string())?;
+            (orders >= n)
+                .then_some(())
+                .ok_or(format!("{orders} orders"))
+        },
+    )
+    .await;
+}
+
 /// The arbiter killed mid-run leaves the history with gaps: the run is
 /// `inconclusive` (exit 4), never `safe`.
 #[tokio::test(flavor = "multi_thread")]
@@ -757,7 +765,12 @@ async fn a_run_whose_arbiter_dies_is_inconclusive() {
         &["--history"],
         &dir,
     ));
-    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    // The run is under way (sections recorded in the arbiter) before it dies.
+    let pool = sqlx::PgPool::connect(&stack.database_url)
+        .await
+        .expect("connect");
+    orders_at_least(&pool, 5).await;
+    pool.close().await;
     arbiter.stop();
     let output = run.join().expect("joined");
     assert_eq!(output.status.code(), Some(4), "{}", text(&output));

@@ -239,6 +239,32 @@ impl Room {
         .await;
     }
 
+    /// Once `cases` cases are drawn (naming the wait `what`), each
+    /// [data-testid=scenario-case] as the page shows it: its caption and,
+    /// per [data-testid=scenario-round], the round's data-broken,
+    /// data-landed and data-damaged and its fault band's data-name,
+    /// data-start-ms and data-end-ms (numbers; null when absent).
+    async fn drawn_rounds(&self, what: &str, cases: usize) -> Value {
+        eventually(what, || async {
+            let drawn = self
+                .js(
+                    "return [...document.querySelectorAll('[data-testid=scenario-case]')].map((c) => ({ \
+                       title: c.querySelector('figcaption').textContent, \
+                       rounds: [...c.querySelectorAll('[data-testid=scenario-round]')].map((r) => { \
+                         const b = r.querySelector('[data-testid=fault-band]'); \
+                         const ms = (v) => (v === undefined ? null : Number(v)); \
+                         return { broken: r.dataset.broken, landed: r.dataset.landed, damaged: r.dataset.damaged, \
+                                  name: b.dataset.name, start: ms(b.dataset.startMs), end: ms(b.dataset.endMs) }; }) }));",
+                )
+                .await;
+            drawn
+                .as_array()
+                .is_some_and(|c| c.len() == cases)
+                .then_some(drawn)
+        })
+        .await
+    }
+
     /// What `script` returns in the page.
     async fn js(&self, script: &str) -> Value {
         self.browser
@@ -341,6 +367,8 @@ async fn the_console_runs_the_workshop_in_a_real_browser() {
         .join(",");
 
     let atlas = atlas_fixture();
+    let scenario_out =
+        std::env::temp_dir().join(format!("seckill-console-runs-{}", std::process::id()));
     let console_port = free_port();
     let _console = Killed(
         Command::new(env!("CARGO_BIN_EXE_seckill-loadgen"))
@@ -348,6 +376,15 @@ async fn the_console_runs_the_workshop_in_a_real_browser() {
             .arg(console_port.to_string())
             .arg("--atlas")
             .arg(&atlas)
+            .arg("--scenario-out")
+            .arg(&scenario_out)
+            .arg("--app-bin")
+            .arg(seckill_testkit::workspace_binary(
+                "seckill-app",
+                "seckill-app",
+            ))
+            .arg("--database-url")
+            .arg(seckill_testkit::admin_database_url())
             .env("SECKILL_ADMIN_TOKEN", TOKEN)
             .stdout(Stdio::null())
             .spawn()
@@ -375,7 +412,9 @@ async fn the_console_runs_the_workshop_in_a_real_browser() {
     exercise(&room).await;
     atlas_cell(&room).await;
     replay(&room).await;
+    three_phase_commit(&room).await;
     let _ = std::fs::remove_file(&atlas);
+    let _ = std::fs::remove_dir_all(&scenario_out);
     let _ = room.browser.clone().close().await;
     let _ = std::fs::remove_dir_all(&profile);
 
@@ -501,6 +540,133 @@ async fn replay(room: &Room) {
         .await,
         serde_json::Value::Null
     );
+
+    // Run to its end with 2 injections a variant (the page's field): the
+    // page says it held, and draws each variant's rounds, the reported
+    // bug's data damaged where ours is not (each a band of the pause).
+    room.set_input("replay-injections", "2").await;
+    room.click("run-replay").await;
+    let held: Value = seckill_testkit::eventually(
+        "the replay ends and the page shows its result",
+        Duration::from_secs(240),
+        || async {
+            let held = room
+                .js("return document.querySelector('[data-testid=replay-state]').dataset.held ?? null;")
+                .await;
+            (!held.is_null()).then_some(held).ok_or("running")
+        },
+    )
+    .await;
+    let state = room.text("replay-state").await;
+    assert_eq!(held, json!("true"), "{state}");
+    let rounds = room
+        .drawn_rounds("the page draws the replay's rounds", 2)
+        .await;
+    eprintln!("replayed from the page: {state}; {rounds}");
+    for case in rounds.as_array().expect("cases") {
+        let title = case["title"].as_str().expect("title");
+        let case_rounds = case["rounds"].as_array().expect("rounds");
+        assert_eq!(case_rounds.len(), 2, "a round per injection: {case}");
+        for round in case_rounds {
+            assert!(
+                round["start"].is_number() && round["end"].is_number(),
+                "its band has both ends: {round}"
+            );
+        }
+        let damaged = if title.contains("(redisson-4698/reported-bug)") {
+            "true"
+        } else {
+            assert!(title.contains("(redisson-4698/ours)"), "{title}");
+            "false"
+        };
+        let seen: Vec<&Value> = case_rounds.iter().map(|r| &r["damaged"]).collect();
+        assert_eq!(seen, [&json!(damaged), &json!(damaged)], "{case}");
+    }
+}
+
+/// A 3PC case run from the page to its end: coordinator-crash, one
+/// injection, pg-3pc only (the page's strategy choice). Once it ended the
+/// page draws each case's rounds: a fault band per injection with the
+/// contract's hooks (data-name, data-start-ms before data-end-ms, epoch
+/// ms around the run), and no round stalled — 3PC's participants commit
+/// at their timeout with the coordinator dead, where 2PC blocks.
+async fn three_phase_commit(room: &Room) {
+    room.browser
+        .find(Locator::Css("[data-testid=scenario]"))
+        .await
+        .expect("the scenario select")
+        .select_by_value("coordinator-crash")
+        .await
+        .expect("choose coordinator-crash");
+    let injections = room
+        .browser
+        .find(Locator::Css("[data-testid=param-injections]"))
+        .await
+        .expect("its injections dial");
+    injections.send_keys("1").await.expect("type");
+    room.browser
+        .find(Locator::Css("[data-testid=scenario-strategy]"))
+        .await
+        .expect("the scenario's strategy select")
+        .select_by_value("pg-3pc")
+        .await
+        .expect("choose pg-3pc");
+    let began_ms = now_ms();
+    room.click("run-scenario").await;
+    let run = seckill_testkit::eventually("the 3PC run ends", Duration::from_secs(240), || async {
+        let run = room.console_state().await["scenario"].clone();
+        (run["name"] == json!("coordinator-crash") && run["running"] == json!(false))
+            .then_some(run.clone())
+            .ok_or(run)
+    })
+    .await;
+    let command = run["lines"][0].as_str().unwrap_or_default().to_owned();
+    for part in [
+        "scenario coordinator-crash",
+        "--strategies pg-3pc",
+        "--set injections=1",
+    ] {
+        assert!(command.contains(part), "{part} in {command}");
+    }
+    // Its two variants that apply to 3PC (the decision-log ones).
+    let rounds = room
+        .drawn_rounds("the page draws the run's rounds", 2)
+        .await;
+    let ended_ms = now_ms();
+    eprintln!("3PC from the page: {rounds}");
+    room.shot_of("scenario-rounds", "3pc-rounds").await;
+    // Each with its one injection.
+    for case in rounds.as_array().expect("cases") {
+        let title = case["title"].as_str().expect("title");
+        assert!(title.starts_with("coordinator-crash · pg-3pc"), "{title}");
+        let case_rounds = case["rounds"].as_array().expect("rounds");
+        assert_eq!(case_rounds.len(), 1, "{case}");
+        let round = &case_rounds[0];
+        assert!(
+            round["name"]
+                .as_str()
+                .is_some_and(|n| n.starts_with("coordinator-crash: ")),
+            "{round}"
+        );
+        let (start, end) = (
+            round["start"].as_f64().expect("start"),
+            round["end"].as_f64().expect("end"),
+        );
+        assert!(
+            began_ms <= start && start < end && end <= ended_ms,
+            "{began_ms} ≤ {start} < {end} ≤ {ended_ms}"
+        );
+        assert_eq!(
+            round["landed"],
+            json!("true"),
+            "the crash was proven: {case}"
+        );
+        assert_eq!(
+            round["broken"],
+            json!("false"),
+            "3PC must not stall: {case}"
+        );
+    }
 }
 
 /// A WebDriver session of headless Chromium at 1280×720 whose
@@ -528,6 +694,14 @@ async fn browser_session(chromium: &str, driver_port: u16, lang: &str) -> (Clien
         .await
         .expect("a WebDriver session");
     (browser, profile)
+}
+
+/// Now, Unix epoch milliseconds (the bands' clock).
+fn now_ms() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after 1970")
+        .as_millis() as f64
 }
 
 /// A name no other run of the test uses at the same time.
@@ -644,6 +818,7 @@ async fn exercise(room: &Room) {
     // Stopped means stopped: the grabs in flight were answered before the
     // stop returned, and no new one starts.
     let orders = room.console_state().await["live"]["orders"].clone();
+    // A fixed wait is the point: nothing must happen during it.
     tokio::time::sleep(Duration::from_millis(1500)).await;
     assert_eq!(
         room.console_state().await["live"]["orders"],
@@ -659,7 +834,11 @@ async fn exercise(room: &Room) {
         (room.count(bars).await >= 40).then_some(())
     })
     .await;
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    // Twice as many drawn: the load went on under the lock a while longer.
+    eventually("twice as many bars under set-nx-px-token", || async {
+        (room.count(bars).await >= 80).then_some(())
+    })
+    .await;
     let drawn = room.count(bars).await;
     let red_now = room
         .count("[data-testid=timeline] [data-testid=section][data-overlap=true]")
@@ -697,10 +876,16 @@ async fn exercise(room: &Room) {
     // second's grace, against the rate asked, which no machine's speed
     // changes: 4 a second, Poisson, so 20 expected in 5 s and more than
     // 40 (8 a second) about once in 10⁵ runs.
-    tokio::time::sleep(Duration::from_secs(1)).await;
-    let settled = room.console_state().await["load"].clone();
-    tokio::time::sleep(Duration::from_secs(5)).await;
-    let later = room.console_state().await["load"].clone();
+    // Both read on the load's own clock (its seconds).
+    let load_at = |at: f64| async move {
+        eventually(&format!("the load's clock at {at:.1} s"), || async {
+            let load = room.console_state().await["load"].clone();
+            (load["seconds"].as_f64().is_some_and(|s| s >= at)).then_some(load)
+        })
+        .await
+    };
+    let settled = load_at(secs(&after) + 1.0).await;
+    let later = load_at(secs(&settled) + 5.0).await;
     let rate_after = (sent(&later) - sent(&settled)) as f64 / (secs(&later) - secs(&settled));
     eprintln!(
         "adjusted: {rate_before:.1} grabs/s before, {rate_after:.1} after (asked 60, then 4)"
@@ -752,10 +937,7 @@ async fn charts_shade_a_fault(room: &Room) {
     .await;
     room.click("fault-unlock_before_commit").await;
     room.unlock_before_commit_everywhere(true).await;
-    let landed_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .expect("after 1970")
-        .as_millis() as f64;
+    let landed_ms = now_ms();
     let landed_s = room.console_state().await["load"]["seconds"]
         .as_f64()
         .expect("the load's seconds");

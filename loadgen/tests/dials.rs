@@ -6,7 +6,7 @@
 //! naming the setting — never a pass.
 
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use seckill_testkit::{admin_database_url, free_port, mysql_test_url, workspace_binary};
 use serde_json::Value;
@@ -207,12 +207,21 @@ impl BarePostgres {
             .stderr(Stdio::null())
             .spawn()
             .expect("postgres");
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "PostgreSQL did not start");
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        std::thread::sleep(Duration::from_millis(500));
+        // Up means accepting connections, not only listening (a server
+        // still starting answers "the database system is starting up").
+        let ready = bin.join("pg_isready");
+        seckill_testkit::eventually_blocking(
+            "the bare PostgreSQL accepts connections",
+            Duration::from_secs(30),
+            || {
+                Command::new(&ready)
+                    .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-U", "postgres"])
+                    .stdout(Stdio::null())
+                    .status()
+                    .map_err(|e| e.to_string())
+                    .and_then(|s| s.success().then_some(()).ok_or(s.to_string()))
+            },
+        );
         Self { dir, child, port }
     }
 

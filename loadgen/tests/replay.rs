@@ -55,6 +55,13 @@ fn the_list_names_each_report_with_its_link_and_an_unknown_id_is_refused() {
             .unwrap_or_else(|| panic!("{id} not listed: {list}"));
         assert!(line.contains(link), "{line}");
     }
+    // A report a replay also reproduces is listed under it.
+    assert!(
+        list.lines()
+            .any(|l| l.trim_start().starts_with("also ")
+                && l.contains("redisson/redisson/issues/3194")),
+        "{list}"
+    );
     let unknown = loadgen()
         .args(["scenario", "replay", "redisson-9999"])
         .output()

@@ -172,9 +172,10 @@ fn every_scenario_ends_as_its_design_predicts() {
         } else {
             12
         };
-        if c["name"] == "connection-cut" {
-            // A cut not counted (an overrun on a busy machine) is injected
-            // again, up to a third more rounds: 12 proven whenever it can.
+        if c["name"] == "connection-cut" || c["name"] == "coordinator-crash" {
+            // A cut or crash not counted (an overrun on a busy machine, a
+            // kill that caught the next grab) is injected again, up to a
+            // third more rounds: 12 proven whenever it can.
             assert!((fixed..=fixed + 4).contains(&injections.len()), "{c}");
         } else {
             assert_eq!(injections.len(), fixed, "{c}");

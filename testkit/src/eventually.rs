@@ -1,4 +1,5 @@
-//! Wait for a state instead of sleeping for it.
+//! Wait for a state instead of sleeping for it: [`eventually`] in async
+//! tests, [`eventually_blocking`] in plain `#[test]`s.
 
 use std::fmt::Debug;
 use std::future::Future;
@@ -38,4 +39,29 @@ where
         );
         tokio::time::sleep(POLL).await;
     }
+}
+
+/// [`eventually`] for a test without a runtime (a plain `#[test]`): asks
+/// `check` every 20 ms, on a runtime of its own, until it answers `Ok`.
+/// Not for use inside a tokio runtime (one cannot block on another there):
+/// use [`eventually`].
+///
+/// ```no_run
+/// # fn f(exists: impl Fn() -> bool) {
+/// use std::time::Duration;
+/// seckill_testkit::eventually_blocking("the pid file is written", Duration::from_secs(5), || {
+///     if exists() { Ok(()) } else { Err("not yet") }
+/// });
+/// # }
+/// ```
+pub fn eventually_blocking<T, E, F>(what: &str, within: Duration, mut check: F) -> T
+where
+    E: Debug,
+    F: FnMut() -> Result<T, E>,
+{
+    tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .expect("a runtime to wait on")
+        .block_on(eventually(what, within, || std::future::ready(check())))
 }

@@ -15,7 +15,8 @@
 //! - `database`: PostgreSQL and MariaDB;
 //! - `browser`: headless Chromium and its screenshots;
 //! - `skip`: a test whose prerequisite is missing, skipped loudly (failed in CI);
-//! - `eventually`: poll for a state, instead of sleeping for it.
+//! - `eventually`: poll for a state, instead of sleeping for it (async, or
+//!   blocking for a plain `#[test]`).
 
 mod browser;
 mod database;
@@ -25,7 +26,7 @@ mod skip;
 
 pub use browser::{chromium, Image};
 pub use database::{admin_database_url, fresh_database, mysql_test_url};
-pub use eventually::eventually;
+pub use eventually::{eventually, eventually_blocking};
 pub use servers::{
     free_port, signal_process, workspace_binary, AppProcess, Etcd, EtcdServer, Redis, RedisServer,
     Server, ServerKind, ZkServer, ZooKeeper, ZK_JAR,

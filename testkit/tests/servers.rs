@@ -2,9 +2,9 @@
 //! is crashed, restarted and frozen; an etcd and a ZooKeeper that answer
 //! and whose whole process group is gone once dropped.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use seckill_testkit::{signal_process, EtcdServer, RedisServer, ZkServer};
+use seckill_testkit::{eventually_blocking, signal_process, EtcdServer, RedisServer, ZkServer};
 
 /// The state letter in `/proc/<pid>/stat`, None once the process is gone.
 fn state(pid: u32) -> Option<char> {
@@ -13,13 +13,17 @@ fn state(pid: u32) -> Option<char> {
     rest.trim_start().chars().next()
 }
 
-/// Poll `check` for up to 5 s.
-fn eventually(what: &str, mut check: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !check() {
-        assert!(Instant::now() < deadline, "not within 5 s: {what}");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+/// Wait up to 5 s (testkit's poll) until `pid` is stopped (state `T`),
+/// or, with `stopped` false, until it is not.
+fn until_state(what: &str, pid: u32, stopped: bool) {
+    eventually_blocking(what, Duration::from_secs(5), || {
+        let seen = state(pid);
+        if (seen == Some('T')) == stopped {
+            Ok(())
+        } else {
+            Err(seen)
+        }
+    });
 }
 
 fn ping(redis: &RedisServer) -> redis::RedisResult<String> {
@@ -39,11 +43,11 @@ fn redis_crashes_restarts_on_its_port_and_freezes() {
     assert_eq!(ping(&redis).expect("ping after restart"), "PONG");
     let pid = redis.pid();
     redis.freeze();
-    eventually("frozen (T)", || state(pid) == Some('T'));
+    until_state("frozen (T)", pid, true);
     redis.thaw();
-    eventually("running again", || state(pid) != Some('T'));
+    until_state("running again", pid, false);
     signal_process(pid, "-STOP");
-    eventually("stopped by pid (T)", || state(pid) == Some('T'));
+    until_state("stopped by pid (T)", pid, true);
     signal_process(pid, "CONT");
     assert_eq!(ping(&redis).expect("ping after CONT"), "PONG");
     drop(redis);

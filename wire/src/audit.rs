@@ -3,6 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::damage::Damage;
+
 /// The ground truth of one product.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -17,18 +19,10 @@ pub struct AuditRow {
     pub orders: i64,
     /// Sum of their quantities.
     pub ordered_units: i64,
-    /// `max(0, ordered_units − initial_stock)`.
-    pub oversold: i64,
-    /// `max(0, ordered_units − (initial_stock − stock))`: ordered units the
-    /// stock column never saw. Never negative: a product's lost updates
-    /// cannot cancel against another's missing stock.
-    pub lost_updates: i64,
-    /// `max(0, (initial_stock − stock) − ordered_units)`: units gone from
-    /// the stock column that no order took (a decrement whose order was
-    /// rolled back without giving the stock back).
-    pub undersold: i64,
-    /// Users holding more than one order for the product.
-    pub duplicates: i64,
+    /// Oversold units, lost updates, undersold units, duplicates (flattened:
+    /// the four keys of the row).
+    #[serde(flatten)]
+    pub damage: Damage,
     /// `stock < 0`.
     pub negative_stock: bool,
 }

@@ -11,6 +11,8 @@
 //!   strategy by its [`StrategyName`](strategies::StrategyName), with its
 //!   [`Safety`](strategies::Safety) and [`Kind`](strategies::Kind).
 //! - [`audit`] — `GET /admin/audit`: the ground truth per product.
+//! - [`damage`] — the four counts of damage ([`Damage`](damage::Damage))
+//!   every report of it carries, flattened into its object.
 //! - [`faults`] — `GET`/`PUT /admin/faults`: the workshop faults and a
 //!   partial update of them.
 //! - [`history`] — `GET`/`PUT /admin/history`, `POST /admin/history/forget`:
@@ -54,6 +56,7 @@ macro_rules! names_of {
 
 pub mod admin;
 pub mod audit;
+pub mod damage;
 pub mod error;
 pub mod faults;
 pub mod grab;

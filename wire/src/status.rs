@@ -3,6 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::damage::Damage;
+
 /// What the page shows, for one product, as one replica sees it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -21,14 +23,10 @@ pub struct StatusBody {
     pub orders: i64,
     /// Units in those orders.
     pub ordered_units: i64,
-    /// Units ordered beyond the initial stock.
-    pub oversold: i64,
-    /// Ordered units the stock column never saw (≥ 0).
-    pub lost_updates: i64,
-    /// Units gone from the stock column that no order took (≥ 0).
-    pub undersold: i64,
-    /// Users holding more than one order.
-    pub duplicates: i64,
+    /// Oversold units, lost updates, undersold units, duplicates
+    /// (flattened: the four keys of the body).
+    #[serde(flatten)]
+    pub damage: Damage,
     /// This replica's grab requests since it started, every outcome.
     pub grabs_total: u64,
     /// This replica's grab requests per second, over the last samples.

@@ -394,67 +394,8 @@ impl RedisLuaStock {
 /// call that fails leaves its reservations to the sweep, which finds the
 /// orders and only forgets them. Public so a test can play a confirm that
 /// comes after the sweep.
-///
-/// Over 80 lines on purpose: the confirm, its conflicts and its failures in one
-/// place, where the sweep's side of the same race can be checked against it.
 pub async fn confirm_committed(deps: Deps, orders: Vec<Order>) -> Vec<Result<Order, GrabError>> {
-    let mut by_product: HashMap<i64, Vec<usize>> = HashMap::new();
-    for (i, order) in orders.iter().enumerate() {
-        by_product.entry(order.product_id).or_default().push(i);
-    }
-    let mut conflicts: Vec<usize> = Vec::new();
-    let mut conn = deps.redis.clone();
-    for (product_id, places) in by_product {
-        let mut call = CONFIRM_SCRIPT.key(stock_key(product_id));
-        call.key(buyers_key(product_id))
-            .key(reservations_key(product_id));
-        for &i in &places {
-            let order = &orders[i];
-            call.arg(order.user_id)
-                .arg(order.quantity)
-                .arg(reservation_member(order.user_id, order.quantity));
-        }
-        match call.invoke_async::<Vec<i64>>(&mut conn).await {
-            Ok(codes) => {
-                let count = |code: i64| codes.iter().filter(|&&c| c == code).count();
-                let (taken, conflicted) = (count(TAKEN_AGAIN), count(CONFLICT));
-                if taken > 0 {
-                    tracing::warn!(
-                        product_id,
-                        taken,
-                        "redis-lua-stock: confirms outlived their reservations (swept); units taken again"
-                    );
-                }
-                if conflicted > 0 {
-                    tracing::warn!(
-                        product_id,
-                        conflicted,
-                        "redis-lua-stock: confirms outlived their reservations and the units were sold again; undoing their orders"
-                    );
-                }
-                debug_assert!(codes.iter().all(|c| [
-                    FORGOTTEN,
-                    TAKEN_AGAIN,
-                    CONFLICT,
-                    NO_STOCK_KEY
-                ]
-                .contains(c)));
-                conflicts.extend(
-                    places
-                        .iter()
-                        .zip(&codes)
-                        .filter(|(_, &code)| code == CONFLICT)
-                        .map(|(&i, _)| i),
-                );
-            }
-            Err(e) => tracing::warn!(
-                product_id,
-                orders = places.len(),
-                error = %e,
-                "redis-lua-stock: could not forget confirmed reservations; the sweep will"
-            ),
-        }
-    }
+    let conflicts = forget_reservations(&deps, &orders).await;
     let mut answers: Vec<Result<Order, GrabError>> = orders.into_iter().map(Ok).collect();
     if conflicts.is_empty() {
         return answers;
@@ -482,6 +423,78 @@ pub async fn confirm_committed(deps: Deps, orders: Vec<Order>) -> Vec<Result<Ord
         answers[i] = Err(refusal.clone());
     }
     answers
+}
+
+/// Run the confirm script once per product of `orders`; the places (indexes
+/// into `orders`) of the conflicts found.
+async fn forget_reservations(deps: &Deps, orders: &[Order]) -> Vec<usize> {
+    let mut by_product: HashMap<i64, Vec<usize>> = HashMap::new();
+    for (i, order) in orders.iter().enumerate() {
+        by_product.entry(order.product_id).or_default().push(i);
+    }
+    let mut conflicts: Vec<usize> = Vec::new();
+    let mut conn = deps.redis.clone();
+    for (product_id, places) in by_product {
+        confirm_product(&mut conn, product_id, &places, orders, &mut conflicts).await;
+    }
+    conflicts
+}
+
+/// One product's confirm script call for the orders at `places`, logging
+/// units taken again, conflicts and a failed call; adds the conflicts'
+/// places to `conflicts`.
+async fn confirm_product(
+    conn: &mut redis::aio::ConnectionManager,
+    product_id: i64,
+    places: &[usize],
+    orders: &[Order],
+    conflicts: &mut Vec<usize>,
+) {
+    let mut call = CONFIRM_SCRIPT.key(stock_key(product_id));
+    call.key(buyers_key(product_id))
+        .key(reservations_key(product_id));
+    for &i in places {
+        let order = &orders[i];
+        call.arg(order.user_id)
+            .arg(order.quantity)
+            .arg(reservation_member(order.user_id, order.quantity));
+    }
+    match call.invoke_async::<Vec<i64>>(conn).await {
+        Ok(codes) => {
+            let count = |code: i64| codes.iter().filter(|&&c| c == code).count();
+            let (taken, conflicted) = (count(TAKEN_AGAIN), count(CONFLICT));
+            if taken > 0 {
+                tracing::warn!(
+                    product_id,
+                    taken,
+                    "redis-lua-stock: confirms outlived their reservations (swept); units taken again"
+                );
+            }
+            if conflicted > 0 {
+                tracing::warn!(
+                    product_id,
+                    conflicted,
+                    "redis-lua-stock: confirms outlived their reservations and the units were sold again; undoing their orders"
+                );
+            }
+            debug_assert!(codes
+                .iter()
+                .all(|c| [FORGOTTEN, TAKEN_AGAIN, CONFLICT, NO_STOCK_KEY].contains(c)));
+            conflicts.extend(
+                places
+                    .iter()
+                    .zip(&codes)
+                    .filter(|(_, &code)| code == CONFLICT)
+                    .map(|(&i, _)| i),
+            );
+        }
+        Err(e) => tracing::warn!(
+            product_id,
+            orders = places.len(),
+            error = %e,
+            "redis-lua-stock: could not forget confirmed reservations; the sweep will"
+        ),
+    }
 }
 
 /// Delete orders that must not stand (a conflict: their unit was sold to

@@ -585,8 +585,8 @@ impl DistributedLock for Redlock {
         // behind it on the same connection, deletes what it set.
         drop(votes);
 
-        // The `acquire_pause_ms` fault: the votes are in (on the sockets),
-        // and the client is held before it reads them — taken by one
+        // The `acquire_pause_ms` fault: the votes are read and counted,
+        // and the client is held before its elapsed-time check — taken by one
         // attempt in `pause_every` among those whose votes make a quorum
         // (a pause on an attempt that lost teaches nothing). `started` was
         // taken before the SETs, so the pause counts as elapsed.

@@ -48,11 +48,8 @@ fn validate(body: &GrabBody, product_id: i64, max_quantity: u32) -> Result<GrabR
     })
 }
 
-/// Place one order, or say why not.
-///
-/// Over 80 lines on purpose: a grab's whole path through the route — the
-/// checks, the task of its own, the answer and its headers — read top to
-/// bottom.
+/// Place one order, or say why not: the checks, the grab in a task of its
+/// own (`place`), the answer with its `Server-Timing` header.
 #[utoipa::path(
     tag = "grab",
     params(("id" = i64, Path, minimum = 1, description = "Product id")),
@@ -75,86 +72,102 @@ pub async fn grab(
 ) -> Result<HttpResponse, ApiError> {
     let product_id = super::product_id(id.into_inner())?;
     let req = validate(&body, product_id, state.settings.max_quantity)?;
-    let state = state.into_inner();
-    let finished = tokio::spawn(async move {
-        let strategy = state.control.active().clone();
-        let faults = state.control.faults();
-        let pause = state.control.next_grab_pauses(&faults);
-        let cx = GrabContext {
-            deps: &state.deps,
-            faults,
-            pause,
-        };
-        let started = Instant::now();
-        let refused = match state
-            .known_products
-            .exists(&state.deps.pool, req.product_id)
-            .await
-        {
-            Ok(true) => None,
-            Ok(false) => Some(GrabError::NotFound),
-            Err(e) => Some(GrabError::from(e)),
-        };
-        let (result, waited) = match refused {
-            // Unknown (or not known and unreadable): no lock, no state.
-            Some(refused) => (
-                Err(refused),
-                Waited {
-                    lock: None,
-                    batch: None,
-                },
-            ),
-            None => {
-                LOCK_WAIT
-                    .scope(
-                        Cell::new(None),
-                        BATCH_WAIT.scope(Cell::new(None), async {
-                            let result = strategy.grab(cx, req).await;
-                            let waited = Waited {
-                                lock: LOCK_WAIT.with(Cell::get),
-                                batch: BATCH_WAIT.with(Cell::get),
-                            };
-                            (result, waited)
-                        }),
-                    )
-                    .await
-            }
-        };
-        let name = strategy.info().name;
-        let result = match result {
-            Err(GrabError::PoolTimedOut) => Err(judge_pool_timeout(&state, name).await),
-            other => other,
-        };
-        let metrics = &state.deps.metrics;
-        metrics
-            .grab_duration
-            .with_label_values(&[name])
-            .observe(started.elapsed().as_secs_f64());
-        let outcome = match &result {
-            Ok(_) => {
-                metrics.orders.with_label_values(&[name]).inc();
-                ORDERED
-            }
-            Err(e) => e.outcome(),
-        };
-        if outcome != NOT_FOUND {
-            metrics
-                .grab_requests
-                .with_label_values(&[name, outcome])
-                .inc();
-        }
-        (result, waited)
-    })
-    .await
-    .map_err(|e| GrabError::Internal(format!("grab task failed: {e}")))?;
-    let (result, waited) = finished;
+    let (result, waited) = tokio::spawn(place(state.into_inner(), req))
+        .await
+        .map_err(|e| GrabError::Internal(format!("grab task failed: {e}")))?;
     let mut response = match result {
         Ok(order) => HttpResponse::Created().json(order),
         Err(e) => ApiError::from(e).error_response(),
     };
-    // The lock wait of this grab and the time its order waited for its
-    // batch, exact (a client's quantiles need no histogram buckets):
-    // `lock;dur=<ms>`, `batch;dur=<ms>`.
+    server_timing(&mut response, &waited);
+    Ok(response)
+}
+
+/// The grab itself, in its own task: the product known, the strategy's
+/// grab with its waits measured, a starved pool judged, the metrics.
+async fn place(
+    state: std::sync::Arc<AppState>,
+    req: GrabRequest,
+) -> (Result<Order, GrabError>, Waited) {
+    let strategy = state.control.active().clone();
+    let faults = state.control.faults();
+    let pause = state.control.next_grab_pauses(&faults);
+    let cx = GrabContext {
+        deps: &state.deps,
+        faults,
+        pause,
+    };
+    let started = Instant::now();
+    let refused = match state
+        .known_products
+        .exists(&state.deps.pool, req.product_id)
+        .await
+    {
+        Ok(true) => None,
+        Ok(false) => Some(GrabError::NotFound),
+        Err(e) => Some(GrabError::from(e)),
+    };
+    let (result, waited) = match refused {
+        // Unknown (or not known and unreadable): no lock, no state.
+        Some(refused) => (
+            Err(refused),
+            Waited {
+                lock: None,
+                batch: None,
+            },
+        ),
+        None => {
+            LOCK_WAIT
+                .scope(
+                    Cell::new(None),
+                    BATCH_WAIT.scope(Cell::new(None), async {
+                        let result = strategy.grab(cx, req).await;
+                        let waited = Waited {
+                            lock: LOCK_WAIT.with(Cell::get),
+                            batch: BATCH_WAIT.with(Cell::get),
+                        };
+                        (result, waited)
+                    }),
+                )
+                .await
+        }
+    };
+    let name = strategy.info().name;
+    let result = match result {
+        Err(GrabError::PoolTimedOut) => Err(judge_pool_timeout(&state, name).await),
+        other => other,
+    };
+    count(&state, name, started, &result);
+    (result, waited)
+}
+
+/// A grab's metrics: its duration, the order, its outcome (a grab of no
+/// product is not counted as a request of the strategy).
+fn count(state: &AppState, name: &str, started: Instant, result: &Result<Order, GrabError>) {
+    let metrics = &state.deps.metrics;
+    metrics
+        .grab_duration
+        .with_label_values(&[name])
+        .observe(started.elapsed().as_secs_f64());
+    let outcome = match result {
+        Ok(_) => {
+            metrics.orders.with_label_values(&[name]).inc();
+            ORDERED
+        }
+        Err(e) => e.outcome(),
+    };
+    if outcome != NOT_FOUND {
+        metrics
+            .grab_requests
+            .with_label_values(&[name, outcome])
+            .inc();
+    }
+}
+
+/// The lock wait of this grab and the time its order waited for its
+/// batch, exact (a client's quantiles need no histogram buckets):
+/// `Server-Timing: lock;dur=<ms>, batch;dur=<ms>`.
+fn server_timing(response: &mut HttpResponse, waited: &Waited) {
     let timing: Vec<String> = [("lock", waited.lock), ("batch", waited.batch)]
         .into_iter()
         .filter_map(|(name, d)| Some(format!("{name};dur={:.3}", d?.as_secs_f64() * 1000.0)))
@@ -166,7 +179,6 @@ pub async fn grab(
                 .insert(HeaderName::from_static("server-timing"), value);
         }
     }
-    Ok(response)
 }
 
 /// A grab found no pooled connection within the acquire timeout: was the

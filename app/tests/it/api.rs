@@ -614,14 +614,28 @@ async fn pages_answer_while_pg_for_update_starves_the_grab_pool() {
             })
         })
         .collect();
-    tokio::time::sleep(Duration::from_millis(800)).await;
     let grab_pool = &app.state.deps.pool;
+    let starving = || {
+        grab_pool.size() == app.state.settings.database_max_connections && grab_pool.num_idle() == 0
+    };
+    // The reads begin once the buyers have taken every grab connection.
+    seckill_testkit::eventually(
+        "the buyers take every grab connection",
+        Duration::from_secs(10),
+        || {
+            std::future::ready(if starving() {
+                Ok(())
+            } else {
+                Err((grab_pool.size(), grab_pool.num_idle()))
+            })
+        },
+    )
+    .await;
     let mut starved = false;
     let mut took = Vec::new();
     let mut statuses = Vec::new();
     for _ in 0..15 {
-        starved |= grab_pool.size() == app.state.settings.database_max_connections
-            && grab_pool.num_idle() == 0;
+        starved |= starving();
         for path in ["/api/v1/status", "/metrics", "/health/ready"] {
             let started = Instant::now();
             let status = app
@@ -694,7 +708,8 @@ async fn the_audit_totals_equal_a_recount_after_races_rollbacks_and_resets() {
                     .expect("second insert");
             }
         });
-        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        // The second waits for the first's row (read from PostgreSQL).
+        crate::harness::until_lock_waiters(&pool, std::time::Duration::from_secs(10)).await;
         first.commit().await.expect("commit");
         second.await.expect("second");
     }

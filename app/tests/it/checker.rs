@@ -169,6 +169,8 @@ pub async fn run_mixed(
                 if now_inside > 1 {
                     timeline.overlaps.fetch_add(1, Ordering::SeqCst);
                 }
+                // A fixed wait is the point: the holder's work inside its
+                // section lasts `work` (longer than the TTL, in some tests).
                 tokio::time::sleep(work).await;
                 timeline.inside.fetch_sub(1, Ordering::SeqCst);
 

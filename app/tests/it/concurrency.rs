@@ -302,7 +302,11 @@ async fn redis_lua_stock_writes_the_stock_column_behind() {
     app.reset(1, STOCK).await;
     let outcomes = hammer(&[&app], 1, 30_000, 10).await;
     assert_eq!(outcomes.get("201").copied(), Some(10), "{outcomes:?}");
-    tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+    // A fixed wait is the point: the copies the last redis-lua-stock orders
+    // scheduled run WRITE_BEHIND after them and must write nothing. No
+    // state shows a copy that wrote nothing; four times its delay lets
+    // every one of them run before the audit reads the column.
+    tokio::time::sleep(seckill_app::lock::redis_lua_stock::WRITE_BEHIND * 4).await;
     let audit = app.audit(1).await;
     assert_eq!(audit["stock"], STOCK - 10, "{audit}");
     assert_eq!(audit["lost_updates"], 0, "{audit}");

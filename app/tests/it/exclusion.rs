@@ -42,6 +42,51 @@ fn pttl(redis: &RedisServer) -> i64 {
         .expect("pttl")
 }
 
+/// Wait until no server of `nodes` has product 1's lock key any more:
+/// expired by its TTL on the server's own clock (or deleted).
+async fn until_the_key_is_gone(nodes: &[RedisServer], within: Duration) {
+    eventually("the lock key is gone", within, || {
+        let left: Vec<usize> = nodes
+            .iter()
+            .enumerate()
+            .filter(|(_, node)| {
+                redis::cmd("EXISTS")
+                    .arg("lock:product:1")
+                    .query::<i64>(&mut node.conn())
+                    .expect("exists")
+                    == 1
+            })
+            .map(|(i, _)| i)
+            .collect();
+        std::future::ready(if left.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("still on nodes {left:?}"))
+        })
+    })
+    .await;
+}
+
+/// Let `span` go by while every task runs on.
+///
+/// A fixed wait is the point wherever this is called: the test asks what
+/// a lock says once that much time has passed — a TTL, a lease or a
+/// validity run out or not yet, a holder still inside, a server kept
+/// frozen past a timeout. No state marks that moment; each call says why.
+async fn let_pass(span: Duration) {
+    tokio::time::sleep(span).await;
+}
+
+/// Freeze this whole process for `span`: this runtime's only thread
+/// blocks, as under `SIGSTOP` or a stop-the-world pause, so no task (no
+/// renewal, no keep-alive) runs meanwhile.
+///
+/// A fixed wait is the point: the freeze is the fault these tests inject,
+/// and it must outlast a lease that the servers keep on their own clocks.
+fn freeze_this_process(span: Duration) {
+    std::thread::sleep(span);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn work_longer_than_the_ttl() {
     let redis = RedisServer::start();
@@ -188,7 +233,13 @@ async fn watchdog_signals_a_lost_lease_and_is_reentrant() {
         .arg("lock:product:1")
         .query(&mut redis.conn())
         .expect("del");
-    tokio::time::sleep(lease / 3 + MS(300)).await;
+    eventually("a renewal finds the lock gone", MS(5_000), || {
+        std::future::ready(match guard.check_still_held() {
+            Err(LockLost::LeaseLost) => Ok(()),
+            other => Err(other),
+        })
+    })
+    .await;
     assert_eq!(
         guard.check_still_held(),
         Err(LockLost::LeaseLost),
@@ -269,7 +320,9 @@ async fn waiter_wakes_at_the_release(same_process: bool) {
         other.release(cx, guard).await.expect("release");
         woke
     });
-    tokio::time::sleep(MS(650)).await;
+    // A fixed wait is the point: the release comes between the waiter's
+    // own polls at 500 and 1,000 ms.
+    let_pass(MS(650)).await;
     let released = tokio::time::Instant::now();
     lock.release(cx, holder).await.expect("release");
     let woke = waiter.await.expect("waiter");
@@ -301,13 +354,23 @@ async fn a_killed_holder_locks_setnx_forever_and_ttl_locks_recover() {
             .expect("del");
     };
 
+    /// When a killed holder dies: once its acquire returned, or already
+    /// once the lock's key is set (an acquire inside its SETNX-to-PEXPIRE
+    /// gap, which does not return before the gap ends).
+    enum Kill {
+        Holding,
+        KeySet,
+    }
+
     // A holder task aborted mid-section, without releasing.
     async fn kill_holder(
         lock: Arc<dyn DistributedLock>,
         d: Arc<seckill_app::strategy::Deps>,
         faults: seckill_app::faults::Faults,
-        kill_after: Duration,
+        redis: &RedisServer,
+        when: Kill,
     ) {
+        let (acquired, holding) = tokio::sync::oneshot::channel();
         let task = tokio::spawn(async move {
             let cx = GrabContext {
                 deps: &d,
@@ -315,10 +378,25 @@ async fn a_killed_holder_locks_setnx_forever_and_ttl_locks_recover() {
                 pause: false,
             };
             let guard = lock.acquire(cx, 1).await.expect("acquire");
-            tokio::time::sleep(Duration::from_secs(60)).await;
+            let _ = acquired.send(());
+            // Inside until killed.
+            std::future::pending::<()>().await;
             drop(guard);
         });
-        tokio::time::sleep(kill_after).await;
+        match when {
+            Kill::Holding => holding.await.expect("the holder acquires"),
+            Kill::KeySet => {
+                let mut conn = redis.conn();
+                eventually("the holder's SETNX set the key", MS(5_000), || {
+                    let set: bool = redis::cmd("EXISTS")
+                        .arg("lock:product:1")
+                        .query(&mut conn)
+                        .expect("exists");
+                    std::future::ready(if set { Ok(()) } else { Err("no key yet") })
+                })
+                .await;
+            }
+        }
         task.abort();
         let _ = task.await;
     }
@@ -339,8 +417,16 @@ async fn a_killed_holder_locks_setnx_forever_and_ttl_locks_recover() {
     }
 
     // v1: no expiry at all.
-    kill_holder(Arc::new(Setnx), d.clone(), no_faults(), MS(50)).await;
-    tokio::time::sleep(ttl * 2).await;
+    kill_holder(
+        Arc::new(Setnx),
+        d.clone(),
+        no_faults(),
+        &redis,
+        Kill::Holding,
+    )
+    .await;
+    // A fixed wait is the point: still locked twice its TTL later.
+    let_pass(ttl * 2).await;
     assert!(!can_acquire(&Setnx, &d).await, "setnx stays locked");
     assert_eq!(pttl(&redis), -1, "no expiry on the key");
     reset();
@@ -348,8 +434,9 @@ async fn a_killed_holder_locks_setnx_forever_and_ttl_locks_recover() {
     // v2, killed between SETNX and PEXPIRE (the gap fault widens the window).
     let mut gap = no_faults();
     gap.setnx_expire_gap_ms = 500;
-    kill_holder(Arc::new(SetnxExpire), d.clone(), gap, MS(50)).await;
-    tokio::time::sleep(ttl * 2).await;
+    kill_holder(Arc::new(SetnxExpire), d.clone(), gap, &redis, Kill::KeySet).await;
+    // A fixed wait is the point: still locked twice its TTL later.
+    let_pass(ttl * 2).await;
     assert!(
         !can_acquire(&SetnxExpire, &d).await,
         "setnx-expire stays locked"
@@ -377,12 +464,12 @@ async fn a_killed_holder_locks_setnx_forever_and_ttl_locks_recover() {
         ),
     ];
     for (name, lock) in ttl_locks {
-        kill_holder(lock.clone(), d.clone(), no_faults(), MS(50)).await;
+        kill_holder(lock.clone(), d.clone(), no_faults(), &redis, Kill::Holding).await;
         assert!(
             !can_acquire(lock.as_ref(), &d).await,
             "{name}: locked right after the kill"
         );
-        tokio::time::sleep(ttl + MS(100)).await;
+        until_the_key_is_gone(std::slice::from_ref(&redis), ttl * 10).await;
         assert!(
             can_acquire(lock.as_ref(), &d).await,
             "{name}: recovers after the TTL"
@@ -575,7 +662,7 @@ async fn redlock_tolerates_a_minority_and_fails_fast_without_a_majority() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_redlock_holder_past_its_validity_fails_the_check() {
     let ttl = MS(300);
-    let (_nodes, d, lock) = redlock_on(3, ttl, MS(500));
+    let (nodes, d, lock) = redlock_on(3, ttl, MS(500));
     let cx = GrabContext {
         deps: &d,
         faults: no_faults(),
@@ -583,8 +670,9 @@ async fn a_redlock_holder_past_its_validity_fails_the_check() {
     };
     let guard = lock.acquire(cx, 1).await.expect("acquire");
     assert_eq!(guard.check_still_held(), Ok(()));
-    // Redlock renews nothing: the validity (TTL − elapsed − drift) runs out.
-    tokio::time::sleep(ttl).await;
+    // Redlock renews nothing: the validity (TTL − elapsed − drift) runs out
+    // before the keys expire, at the latest once they are gone.
+    until_the_key_is_gone(&nodes, ttl * 10).await;
     assert_eq!(guard.check_still_held(), Err(LockLost::ValidityExpired));
     assert_eq!(
         lock.release(cx, guard).await.expect("release"),
@@ -596,7 +684,7 @@ async fn a_redlock_holder_past_its_validity_fails_the_check() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pause_during_redlock_acquisition_is_counted_once_in_its_validity() {
     let ttl = MS(1000);
-    let (_nodes, d, lock) = redlock_on(3, ttl, MS(500));
+    let (nodes, d, lock) = redlock_on(3, ttl, MS(500));
     let mut faults = no_faults();
     faults.acquire_pause_ms = 400;
     let cx = GrabContext {
@@ -607,10 +695,12 @@ async fn a_pause_during_redlock_acquisition_is_counted_once_in_its_validity() {
     let guard = lock.acquire(cx, 1).await.expect("acquire");
     // 400 ms of the TTL went in the pause: the lock is trusted until
     // TTL − drift (988 ms) after the SETs, so 300 ms more is inside it;
-    // counting the pause twice would have ended it at 588 ms.
-    tokio::time::sleep(MS(300)).await;
+    // counting the pause twice would have ended it at 588 ms. A fixed wait
+    // is the point: the check at that moment.
+    let_pass(MS(300)).await;
     assert_eq!(guard.check_still_held(), Ok(()));
-    tokio::time::sleep(MS(400)).await;
+    // The validity ends before the keys expire (1,000 ms after the SETs).
+    until_the_key_is_gone(&nodes, ttl * 10).await;
     assert_eq!(guard.check_still_held(), Err(LockLost::ValidityExpired));
 }
 
@@ -632,11 +722,12 @@ async fn redlock_loses_safety_when_a_node_restarts_without_persistence() {
     nodes[4].restart();
     nodes[2].stop();
     nodes[2].restart();
-    tokio::time::sleep(MS(200)).await; // connections re-established
-    let b = lock
-        .acquire(cx, 1)
-        .await
-        .expect("B builds a majority from 2, 3, 4");
+    // B is asked again until the client's connections to the restarted
+    // nodes are re-established (each reconnects at its next command).
+    let b = eventually("B builds a majority from 2, 3, 4", MS(5_000), || {
+        lock.acquire(cx, 1)
+    })
+    .await;
     assert!(
         a.check_still_held().is_ok() && b.check_still_held().is_ok(),
         "two holders at once"
@@ -694,17 +785,26 @@ async fn redlocks_majority_counter_grows_while_a_node_keeps_it_and_goes_back_whe
         let token = guard.fence(faults).expect("a token");
         let ours = guard.token.clone();
         lock.release(cx, guard).await.expect("release");
-        let deadline = std::time::Instant::now() + MS(5_000);
-        while nodes.iter().any(|node| {
-            let value: Option<String> = redis::cmd("GET")
-                .arg("lock:product:1")
-                .query(&mut node.conn())
-                .expect("get");
-            value.as_deref() == Some(ours.as_str())
-        }) {
-            assert!(std::time::Instant::now() < deadline, "a node kept our key");
-            tokio::time::sleep(MS(5)).await;
-        }
+        eventually("no node keeps our key", MS(5_000), || {
+            let kept: Vec<usize> = nodes
+                .iter()
+                .enumerate()
+                .filter(|(_, node)| {
+                    let value: Option<String> = redis::cmd("GET")
+                        .arg("lock:product:1")
+                        .query(&mut node.conn())
+                        .expect("get");
+                    value.as_deref() == Some(ours.as_str())
+                })
+                .map(|(i, _)| i)
+                .collect();
+            std::future::ready(if kept.is_empty() {
+                Ok(())
+            } else {
+                Err(format!("kept on nodes {kept:?}"))
+            })
+        })
+        .await;
         token
     };
     // Two holders on nodes 0, 1, 2: tokens 1 and 2.
@@ -766,36 +866,16 @@ async fn redlock_deletes_a_key_a_slow_node_grants_after_the_decision() {
             panic!("4 of 5 nodes answer: the lock is taken ({e:?})");
         }
     };
-    // Longer than the node timeout: the late answers are past the decision.
-    tokio::time::sleep(MS(300)).await;
+    // A fixed wait is the point: node 4 stays frozen longer than the node
+    // timeout, so its late answers come past the decision.
+    let_pass(MS(300)).await;
     signal_process(pid, "-CONT");
     assert!(
         matches!(released, Ok(Released::Released)),
         "released at quorum: {released:?}"
     );
-    let mut left = Vec::new();
-    for _ in 0..50 {
-        left = nodes
-            .iter()
-            .enumerate()
-            .filter(|(_, node)| {
-                redis::cmd("EXISTS")
-                    .arg("lock:product:1")
-                    .query::<i64>(&mut node.conn())
-                    .expect("exists")
-                    == 1
-            })
-            .map(|(i, _)| i)
-            .collect();
-        if left.is_empty() {
-            break;
-        }
-        tokio::time::sleep(MS(20)).await;
-    }
-    assert!(
-        left.is_empty(),
-        "the key is left on nodes {left:?} after the release (TTL 10 s)"
-    );
+    // Gone well inside its 10 s TTL: deleted after the release, not expired.
+    until_the_key_is_gone(&nodes, MS(3_000)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -815,7 +895,9 @@ async fn a_watchdog_holder_whose_renewal_is_stuck_fails_the_check_at_its_deadlin
     // or a link that drops everything): the next renewal is sent and hangs.
     let pid = redis.pid();
     signal_process(pid, "-STOP");
-    tokio::time::sleep(lease + MS(100)).await;
+    // A fixed wait is the point: the holder works on past its lease's
+    // deadline while the renewal hangs.
+    let_pass(lease + MS(100)).await;
     let lost = guard.lease().expect("lease").status().is_lost();
     let check = guard.check_still_held();
     signal_process(pid, "-CONT");
@@ -846,7 +928,7 @@ async fn a_frozen_watchdog_holder_fails_the_check_after_its_deadline() {
     assert!(guard.check_still_held().is_ok());
     // The whole process freezes (this runtime's only thread blocks, as under
     // SIGSTOP or a stop-the-world pause): the renewal task cannot run.
-    std::thread::sleep(lease + MS(150));
+    freeze_this_process(lease + MS(150));
     assert!(
         !guard.lease().expect("lease").status().is_lost(),
         "no renewal ran: nobody marked the lease lost"
@@ -912,7 +994,8 @@ async fn a_reentered_watchdog_lock_stays_renewed_when_the_outer_guard_is_release
     lock.release(cx, outer).await.expect("release outer");
     assert_eq!(count(&token), Some(2));
     let before = renewed();
-    tokio::time::sleep(lease * 3).await;
+    // A fixed wait is the point: the key must outlive three leases.
+    let_pass(lease * 3).await;
     assert_eq!(count(&token), Some(2), "the key outlived three leases");
     assert!(pttl(&redis) > 0, "and has a lease");
     assert!(
@@ -931,7 +1014,8 @@ async fn a_reentered_watchdog_lock_stays_renewed_when_the_outer_guard_is_release
     );
     assert_eq!(pttl(&redis), -2, "gone at count 0");
     let after = renewed();
-    tokio::time::sleep(lease).await;
+    // A fixed wait is the point: a whole lease in which no renewal may come.
+    let_pass(lease).await;
     assert_eq!(renewed(), after, "no renewal after the count reached 0");
 }
 
@@ -1092,7 +1176,7 @@ async fn frozen_holder_is_overtaken(
     let cx = coordination_cx(&d);
     let a = a_lock.acquire(cx, 1).await.expect("A acquires");
     assert!(a.check_still_held().is_ok());
-    std::thread::sleep(freeze);
+    freeze_this_process(freeze);
     assert_eq!(
         a.check_still_held(),
         Err(LockLost::LeaseExpired),
@@ -1227,7 +1311,7 @@ async fn stale_holder_against_the_database(
         .expect("A writes");
     assert!(a.check_still_held().is_ok(), "A passes the check…");
     // …and freezes (this runtime's only thread blocks, as under SIGSTOP).
-    std::thread::sleep(freeze);
+    freeze_this_process(freeze);
 
     let b_deps = d.clone();
     let b = tokio::spawn(async move {

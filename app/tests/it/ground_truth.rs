@@ -77,12 +77,15 @@ async fn a_failed_wait_gives_the_lock_back_at_once() {
     app.stop().await;
 }
 
-/// Every Redis key written while `f` ran and shortly after: keyspace
+/// Every Redis key written since [`KeyWrites::watch`]: keyspace
 /// notifications of the test's own server, collected by a subscriber.
 struct KeyWrites {
     seen: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
     task: tokio::task::JoinHandle<()>,
 }
+
+/// The key [`KeyWrites::keys`] writes to know its subscriber caught up.
+const MARK: &str = "keywrites:mark";
 
 impl KeyWrites {
     async fn watch(redis: &RedisServer) -> Self {
@@ -114,10 +117,31 @@ impl KeyWrites {
         Self { seen, task }
     }
 
-    /// The keys written so far (after a moment for the last notices).
-    async fn keys(&self) -> Vec<String> {
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        self.seen.lock().expect("seen").clone()
+    /// The keys of every write the server ran before this call: once the
+    /// subscriber has seen a mark written now (the notices reach it in the
+    /// order the server ran the writes). The mark itself is left out.
+    async fn keys(&self, redis: &RedisServer) -> Vec<String> {
+        let marks: usize = redis::cmd("INCR")
+            .arg(MARK)
+            .query(&mut redis.conn())
+            .expect("incr");
+        eventually(
+            "the subscriber sees the mark",
+            Duration::from_secs(5),
+            || {
+                let seen = self.seen.lock().expect("seen").clone();
+                let got = seen.iter().filter(|k| k.as_str() == MARK).count();
+                std::future::ready(if got >= marks {
+                    Ok(seen
+                        .into_iter()
+                        .filter(|k| k.as_str() != MARK)
+                        .collect::<Vec<String>>())
+                } else {
+                    Err(format!("{got} of {marks} marks"))
+                })
+            },
+        )
+        .await
     }
 }
 
@@ -194,7 +218,7 @@ async fn unknown_products_take_no_lock_and_grow_no_map() {
             "{strategy}: no per-product state"
         );
     }
-    let written = writes.keys().await;
+    let written = writes.keys(&redis).await;
     let mentions_unknown = |key: &String| {
         unknown
             .clone()
@@ -220,7 +244,7 @@ async fn unknown_products_take_no_lock_and_grow_no_map() {
             "{strategy}: product 1's state is counted"
         );
     }
-    let written = writes.keys().await;
+    let written = writes.keys(&redis).await;
     assert!(
         written.iter().any(|k| k == "lock:product:1"),
         "the lock key of a known product is seen: {written:?}"
@@ -285,16 +309,46 @@ fn grab_request(user_id: i64) -> seckill_app::strategy::GrabRequest {
 /// The audit with every order counted (`?recount=true`), retried while the
 /// service's own pools find their way back to the database.
 async fn recount(app: &TestApp) -> serde_json::Value {
-    for _ in 0..50 {
-        let (status, body) = app
+    eventually("the audit answers", Duration::from_secs(10), || async {
+        match app
             .admin(reqwest::Method::GET, "/admin/audit?recount=true", None)
-            .await;
-        if status == 200 {
-            return body["products"][0].clone();
+            .await
+        {
+            (200, body) => Ok(body["products"][0].clone()),
+            other => Err(other),
         }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("the audit never answered");
+    })
+    .await
+}
+
+/// Sweep product 1's reservations older than 10 ms, asked again (testkit's
+/// poll) until one is old enough to go, or while the sweep fails (a
+/// database link still reconnecting): how many it gave back.
+async fn sweep_once_aged(
+    stock: &seckill_app::lock::redis_lua_stock::RedisLuaStock,
+    deps: &seckill_app::strategy::Deps,
+) -> u64 {
+    eventually(
+        "a reservation older than 10 ms is swept",
+        Duration::from_secs(10),
+        || async {
+            match stock.sweep(deps, 1, Duration::from_millis(10)).await {
+                Ok(0) => Err("nothing old enough yet".to_owned()),
+                Ok(swept) => Ok(swept),
+                Err(e) => Err(e.to_string()),
+            }
+        },
+    )
+    .await
+}
+
+/// Let `span` go by in a test's timeline of cuts and buyers.
+///
+/// A fixed wait is the point: the link is cut and restored on a schedule,
+/// and the buyers arrive spread over it and retry at a pace, so that their
+/// grabs meet PostgreSQL up, cut and coming back.
+async fn pace(span: Duration) {
+    tokio::time::sleep(span).await;
 }
 
 /// A confirm that failed is settled by what the database holds:
@@ -379,13 +433,9 @@ async fn a_failed_confirm_is_cancelled_only_when_its_order_surely_does_not_exist
         "the reservation is left to the sweep"
     );
     proxy.restore();
-    tokio::time::sleep(Duration::from_millis(20)).await;
     // The sweep's first call after the restore may still find the link
     // reconnecting.
-    let given_back = eventually("the sweep runs", Duration::from_secs(2), || {
-        stock.sweep(deps, 1, Duration::from_millis(10))
-    })
-    .await;
+    let given_back = sweep_once_aged(&stock, deps).await;
     assert_eq!(given_back, 1, "no order: the sweep gives it back");
     assert_eq!(stock_state(&redis), (Some(4), 0, vec![7]));
     let orders: Vec<i64> = sqlx::query_scalar("SELECT id FROM orders WHERE product_id = 1")
@@ -431,11 +481,7 @@ async fn a_confirm_after_the_sweep_never_takes_stock_below_zero() {
         stock.try_reserve(deps, grab_request(7)).await.expect("try"),
         0
     );
-    tokio::time::sleep(Duration::from_millis(20)).await;
-    let swept = stock
-        .sweep(deps, 1, Duration::from_millis(10))
-        .await
-        .expect("sweep");
+    let swept = sweep_once_aged(&stock, deps).await;
     assert_eq!(swept, 1);
     let (status, body) = app.grab(1, 8, 1).await;
     assert_eq!(status, 201, "{body}");
@@ -487,11 +533,7 @@ async fn a_confirm_after_the_sweep_never_takes_stock_below_zero() {
         stock.try_reserve(deps, grab_request(9)).await.expect("try"),
         1
     );
-    tokio::time::sleep(Duration::from_millis(20)).await;
-    let swept = stock
-        .sweep(deps, 1, Duration::from_millis(10))
-        .await
-        .expect("sweep");
+    let swept = sweep_once_aged(&stock, deps).await;
     assert_eq!(swept, 1);
     assert_eq!(stock_state(&redis), (Some(2), 0, vec![]));
     let id = insert_order(&direct, 9).await;
@@ -547,20 +589,19 @@ async fn a_full_batch_queue_answers_busy_and_reserves_nothing() {
     let first = background_grab(1);
     let waiting = until_lock_waiters(&direct, Duration::from_secs(5)).await;
     assert_eq!(waiting, 1, "the first batch waits for the table");
-    // The second order waits in the queue (its try is done).
+    // The second order waits in the queue (its try is done): two units
+    // reserved, nothing else (and nothing moves: checked again below,
+    // after the refused grab).
     let second = background_grab(2);
-    eventually("both buyers are queued", Duration::from_secs(2), || async {
-        let buyers = stock_state(&redis).2;
-        if buyers == vec![1, 2] {
+    eventually("both buyers are queued", Duration::from_secs(5), || async {
+        let state = stock_state(&redis);
+        if state == (Some(8), 2, vec![1, 2]) {
             Ok(())
         } else {
-            Err(buyers)
+            Err(state)
         }
     })
     .await;
-    // Nothing else moves meanwhile.
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    assert_eq!(stock_state(&redis), (Some(8), 2, vec![1, 2]));
 
     let response = app
         .client
@@ -633,9 +674,9 @@ async fn postgres_cut_during_confirms_never_oversells_nor_loses_an_acknowledged_
         let proxy = proxy.clone();
         tokio::spawn(async move {
             for _ in 0..8 {
-                tokio::time::sleep(Duration::from_millis(150)).await;
+                pace(Duration::from_millis(150)).await;
                 proxy.cut();
-                tokio::time::sleep(Duration::from_millis(200)).await;
+                pace(Duration::from_millis(200)).await;
                 proxy.restore();
             }
         })
@@ -646,7 +687,7 @@ async fn postgres_cut_during_confirms_never_oversells_nor_loses_an_acknowledged_
             let url = format!("{}/api/v1/products/1/grab", app.address);
             tokio::spawn(async move {
                 // Buyers arrive over the cuts, and retry what may pass.
-                tokio::time::sleep(Duration::from_millis(user.unsigned_abs() * 20)).await;
+                pace(Duration::from_millis(user.unsigned_abs() * 20)).await;
                 let mut answers = Vec::new();
                 for _ in 0..40 {
                     let response = client
@@ -662,7 +703,7 @@ async fn postgres_cut_during_confirms_never_oversells_nor_loses_an_acknowledged_
                     if done {
                         break;
                     }
-                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    pace(Duration::from_millis(50)).await;
                 }
                 answers
             })
@@ -718,18 +759,25 @@ async fn postgres_cut_during_confirms_never_oversells_nor_loses_an_acknowledged_
     assert_eq!(audit["oversold"], 0, "{audit}");
     assert_eq!(audit["duplicates"], 0, "{audit}");
 
-    // Reservations whose confirm had an unknown outcome wait for the sweep.
+    // Reservations whose confirm had an unknown outcome wait for the sweep
+    // (of those older than 10 ms): swept until none is left.
     let stock = RedisLuaStock::default();
-    tokio::time::sleep(Duration::from_millis(20)).await;
-    for _ in 0..50 {
-        let swept = stock
-            .sweep(&app.state.deps, 1, Duration::from_millis(10))
-            .await;
-        if matches!(swept, Ok(0)) && stock_state(&redis).1 == 0 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    eventually(
+        "the sweep settles every reservation",
+        Duration::from_secs(10),
+        || async {
+            let swept = stock
+                .sweep(&app.state.deps, 1, Duration::from_millis(10))
+                .await;
+            let reserved = stock_state(&redis).1;
+            if matches!(swept, Ok(0)) && reserved == 0 {
+                Ok(())
+            } else {
+                Err(format!("swept {swept:?}, {reserved} reserved"))
+            }
+        },
+    )
+    .await;
     let (left, reserved, buyers) = stock_state(&redis);
     assert_eq!(reserved, 0, "every reservation settled");
     let audit = recount(&app).await;

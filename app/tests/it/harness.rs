@@ -385,10 +385,11 @@ pub type Outcomes = BTreeMap<String, u64>;
 
 /// `users` distinct buyers (ids `first_user..`) grab `product` once each,
 /// all at once, spread round-robin over `apps`. A `busy` (429) answer is
-/// retried after a short pause, as a real client would, until a final
-/// answer or 60 s — longer than a lock's TTL (10 s in tests), so a lock
-/// left behind by a holder whose release failed on a saturated host (a
-/// Redis reply past its 2 s timeout) has expired before a buyer gives up.
+/// retried (testkit's poll), as a real client would, until a final answer
+/// — within 60 s, longer than a lock's TTL (10 s in tests), so a lock left
+/// behind by a holder whose release failed on a saturated host (a Redis
+/// reply past its 2 s timeout) has expired before a buyer gives up: a
+/// buyer still busy then fails the test.
 pub async fn hammer(apps: &[&TestApp], product: i64, first_user: i64, users: i64) -> Outcomes {
     let mut tasks = Vec::new();
     for (i, user) in (first_user..first_user + users).enumerate() {
@@ -396,8 +397,8 @@ pub async fn hammer(apps: &[&TestApp], product: i64, first_user: i64, users: i64
         let client = app.client.clone();
         let url = format!("{}/api/v1/products/{product}/grab", app.address);
         tasks.push(tokio::spawn(async move {
-            let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-            loop {
+            let what = format!("buyer {user} gets an answer other than busy");
+            seckill_testkit::eventually(&what, Duration::from_secs(60), || async {
                 let response = client
                     .post(&url)
                     .json(&json!({ "user_id": user, "quantity": 1 }))
@@ -405,22 +406,22 @@ pub async fn hammer(apps: &[&TestApp], product: i64, first_user: i64, users: i64
                     .await;
                 let (status, body) = match response {
                     Ok(r) => read(r).await,
-                    Err(e) => return format!("transport: {e}"),
+                    Err(e) => return Ok(format!("transport: {e}")),
                 };
                 let code = body["error"].as_str().unwrap_or("");
-                if status == 429 && tokio::time::Instant::now() < deadline {
-                    tokio::time::sleep(Duration::from_millis(5)).await;
-                    continue;
+                if status == 429 {
+                    return Err(format!("{status} {code}"));
                 }
-                return match (code, body["message"].as_str()) {
+                Ok(match (code, body["message"].as_str()) {
                     ("", _) => status.to_string(),
                     // Which dependency failed, for the failure message.
                     (code, Some(message)) if status == 503 => {
                         format!("{status} {code} ({message})")
                     }
                     (code, _) => format!("{status} {code}"),
-                };
-            }
+                })
+            })
+            .await
         }));
     }
     let mut outcomes = Outcomes::new();

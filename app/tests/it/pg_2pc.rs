@@ -8,7 +8,8 @@
 
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use seckill_testkit::eventually;
+use serde_json::json;
 use sqlx::PgPool;
 
 use crate::harness::{fresh_database, hammer, RedisServer, TestApp};
@@ -85,21 +86,62 @@ pub(crate) async fn stock_side(stock: &str) -> i64 {
     units
 }
 
-/// Wait until both sides of one grab are prepared.
-async fn until_prepared(main: &str, stock: &str, sides: usize) -> Vec<String> {
-    for _ in 0..200 {
+/// How many orders of `user` the main database holds (committed ones: a
+/// prepared side is not visible).
+async fn orders_of(main: &str, user: i64) -> i64 {
+    let pool = PgPool::connect(main).await.expect("connect");
+    let orders = sqlx::query_scalar("SELECT count(*) FROM orders WHERE user_id = $1")
+        .bind(user)
+        .fetch_one(&pool)
+        .await
+        .expect("orders");
+    pool.close().await;
+    orders
+}
+
+/// Whether the main database holds the logged decision of the grab whose
+/// prepared sides are `gids` (`{base}:order`, `{base}:stock`).
+async fn decided(main: &str, gids: &[String]) -> bool {
+    let Some((base, _side)) = gids.first().and_then(|gid| gid.rsplit_once(':')) else {
+        return false;
+    };
+    let pool = PgPool::connect(main).await.expect("connect");
+    let decided =
+        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM two_pc_decisions WHERE gid = $1)")
+            .bind(base)
+            .fetch_one(&pool)
+            .await
+            .expect("decision");
+    pool.close().await;
+    decided
+}
+
+/// Wait until the grab of `user` stands in its pause with `committed` of
+/// its two sides committed (the order side commits first), the others
+/// prepared and, with `decision_log`, its decision logged; the prepared
+/// gids. What is done tells the pause from the moments of phase one or
+/// two that pass through the same count of prepared sides.
+async fn until_paused(
+    main: &str,
+    stock: &str,
+    user: i64,
+    committed: usize,
+    decision_log: bool,
+) -> Vec<String> {
+    let what = format!("the grab reaches its pause with {committed} side(s) committed");
+    eventually(&what, Duration::from_secs(10), || async {
         let gids = in_doubt(main, stock).await;
-        // Both sides are prepared for a moment inside phase two too: wait
-        // until the set stays.
-        if gids.len() == sides {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            if in_doubt(main, stock).await == gids {
-                return gids;
-            }
+        let orders = orders_of(main, user).await;
+        let paused = gids.len() + committed == 2
+            && orders == committed as i64
+            && (!decision_log || decided(main, &gids).await);
+        if paused {
+            Ok(gids)
+        } else {
+            Err((gids, orders))
         }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    panic!("the grab never reached its pause with {sides} sides prepared");
+    })
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -132,15 +174,19 @@ async fn pg_2pc_sells_exactly_the_stock_across_two_replicas() {
     assert!(status == 409, "a repeat buyer is refused: {status} {body}");
     // The stock column follows the stock side without an audit (written
     // behind after committed grabs), so the status page counts down.
-    let mut column = Value::Null;
-    for _ in 0..50 {
-        column = a.get("/api/v1/products/1").await.1["stock"].clone();
-        if column == 0 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert_eq!(column, 0, "the column written behind");
+    eventually(
+        "the column is written behind",
+        Duration::from_secs(5),
+        || async {
+            let column = a.get("/api/v1/products/1").await.1["stock"].clone();
+            if column == 0 {
+                Ok(())
+            } else {
+                Err(column)
+            }
+        },
+    )
+    .await;
     let audit = a.audit(1).await;
     assert_eq!(audit["orders"], 100, "{audit}");
     assert_eq!(audit["stock"], 0, "the stock side, written behind: {audit}");
@@ -176,7 +222,7 @@ async fn crash_and_recover(
     a.set_faults(json!({ "pause_ms": 60_000, "pause_every": 1, "pause_at": pause_at }))
         .await;
     let stuck = a.grab_in_background(1, 2, 1);
-    let prepared = until_prepared(main, stock, 2 - committed_sides).await;
+    let prepared = until_paused(main, stock, 2, committed_sides, decision_log).await;
     // The crash: the coordinator stops mid-grab (its future dropped, no
     // rollback); its prepared transactions outlive it.
     a.handle.stop(false).await;

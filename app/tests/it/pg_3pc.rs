@@ -93,25 +93,23 @@ async fn pg_3pc_participants_commit_at_their_timeout_while_the_coordinator_is_si
     a.set_faults(json!({ "pause_ms": 60_000, "pause_every": 1, "pause_at": "before-commit" }))
         .await;
     let stuck = a.grab_in_background(1, 2, 1);
-    // Both sides prepared for a moment, then committed by the participants
-    // alone: nothing is left in doubt while the coordinator still sleeps.
-    let mut seen = Vec::new();
-    let mut settled = false;
-    for _ in 0..300 {
-        let gids = in_doubt(&main, &stock).await;
-        if gids.len() == 2 {
-            seen = gids;
-        } else if gids.is_empty() && !seen.is_empty() {
-            settled = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    assert_eq!(seen.len(), 2, "both sides were pre-committed: {seen:?}");
-    assert!(
-        settled,
-        "the participants committed without the coordinator"
-    );
+    // Both sides prepared for a moment (until the participants' 400 ms
+    // timeout), then committed by the participants alone: nothing is left
+    // in doubt while the coordinator still sleeps.
+    seckill_testkit::eventually(
+        "both sides are pre-committed",
+        Duration::from_secs(10),
+        || async {
+            let gids = in_doubt(&main, &stock).await;
+            if gids.len() == 2 {
+                Ok(())
+            } else {
+                Err(gids)
+            }
+        },
+    )
+    .await;
+    until_nothing_in_doubt(&main, &stock, Duration::from_secs(10)).await;
     assert!(!stuck.is_finished(), "the coordinator is still silent");
     assert_eq!(stock_side(&stock).await, 9, "the stock side committed");
     // Nobody is blocked: the other replica sells at once.

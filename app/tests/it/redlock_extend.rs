@@ -60,9 +60,26 @@ async fn two_restarts_then_b(held_only: bool) -> Result<LockGuard, GrabError> {
     nodes[0].stop();
     nodes[0].restart();
     if held_only {
-        // Three extension periods (200 ms each) with node 0 back: none of
-        // them gives it the key again. The fixed wait is the point.
-        tokio::time::sleep(MS(650)).await;
+        // Extensions with node 0 back: none of them gives it the key again.
+        // Four counted from here (one may have begun before the restart;
+        // the last one's call to node 0 may still be on its way): three
+        // whole ones.
+        let renewed = || {
+            d.metrics
+                .lock_renewals
+                .with_label_values(&["redlock", "renewed"])
+                .get()
+        };
+        let before = renewed();
+        eventually("four more extensions", MS(5_000), || async {
+            let now = renewed();
+            if now >= before + 4 {
+                Ok(())
+            } else {
+                Err(now - before)
+            }
+        })
+        .await;
         assert!(!holds_the_key(&nodes[0], &a), "node 0 stays empty");
     } else {
         let node = &nodes[0];
@@ -112,12 +129,16 @@ async fn extend_after_expiry(expired: bool) -> (Result<(), LockLost>, Vec<RedisS
     a.lease()
         .expect("an extended lock is a lease")
         .stop_renewing();
-    // Past the 600 ms TTL: the keys expire on their own. The wait is the point.
-    tokio::time::sleep(MS(700)).await;
-    assert!(
-        nodes.iter().all(|n| !holds_the_key(n, &a)),
-        "the keys expired"
-    );
+    // Past the 600 ms TTL the keys expire on their own (the validity ran
+    // out before).
+    eventually("the keys expire", MS(5_000), || {
+        std::future::ready(if nodes.iter().all(|n| !holds_the_key(n, &a)) {
+            Ok(())
+        } else {
+            Err("a node still holds A's key")
+        })
+    })
+    .await;
     lock.before_last_check(cx, &a).await;
     (a.check_still_held(), nodes, a)
 }

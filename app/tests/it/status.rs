@@ -23,7 +23,7 @@
 //! until `PUT /admin/history` starts a run, then the arbiter's count.
 
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -33,7 +33,7 @@ use serde_json::{json, Value};
 use tokio::task::JoinHandle;
 
 use crate::harness::{fresh_database, AppOptions, Outcomes, RedisServer, TestApp};
-use seckill_testkit::Image;
+use seckill_testkit::{eventually, Image};
 
 /// Virtual time each page load gets: the first fetch, then a poll or two.
 const BUDGET_MS: u64 = 1_500;
@@ -52,15 +52,26 @@ fn browser() -> Option<&'static str> {
     seckill_testkit::chromium("status page browser test")
 }
 
+/// A child process killed (and reaped) when dropped: a Chromium the test
+/// gave up on does not outlive it.
+struct KillOnDrop(Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// Run headless Chromium with `args` then `url`, in a profile of its own;
 /// its stdout. Killed after [`CHROMIUM_TIMEOUT`].
 async fn chromium(args: Vec<String>, url: String) -> String {
-    tokio::task::spawn_blocking(move || {
-        let dir = std::env::temp_dir().join(format!("seckill-chromium-{}", uuid::Uuid::new_v4()));
-        std::fs::create_dir_all(&dir).expect("profile dir");
-        let out_path = dir.join("stdout.html");
-        let out = std::fs::File::create(&out_path).expect("stdout file");
-        let mut child = Command::new(browser().expect("chromium checked by the test"))
+    let dir = std::env::temp_dir().join(format!("seckill-chromium-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).expect("profile dir");
+    let out_path = dir.join("stdout.html");
+    let out = std::fs::File::create(&out_path).expect("stdout file");
+    let mut child = KillOnDrop(
+        Command::new(browser().expect("chromium checked by the test"))
             .args([
                 "--headless=new",
                 "--no-sandbox",
@@ -76,28 +87,20 @@ async fn chromium(args: Vec<String>, url: String) -> String {
             .stdout(out)
             .stderr(Stdio::null())
             .spawn()
-            .expect("chromium starts");
-        let deadline = std::time::Instant::now() + CHROMIUM_TIMEOUT;
-        loop {
-            match child.try_wait().expect("wait for chromium") {
-                Some(status) => {
-                    assert!(status.success(), "chromium {args:?} {url}: {status}");
-                    break;
-                }
-                None if std::time::Instant::now() > deadline => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    panic!("chromium {args:?} {url} did not finish in {CHROMIUM_TIMEOUT:?}");
-                }
-                None => std::thread::sleep(Duration::from_millis(50)),
-            }
-        }
-        let text = std::fs::read_to_string(&out_path).expect("chromium output");
-        let _ = std::fs::remove_dir_all(&dir);
-        text
+            .expect("chromium starts"),
+    );
+    let what = format!("chromium {args:?} {url} finishes");
+    let status = eventually(&what, CHROMIUM_TIMEOUT, || {
+        std::future::ready(match child.0.try_wait().expect("wait for chromium") {
+            Some(status) => Ok(status),
+            None => Err("still running"),
+        })
     })
-    .await
-    .expect("chromium task")
+    .await;
+    assert!(status.success(), "chromium {args:?} {url}: {status}");
+    let text = std::fs::read_to_string(&out_path).expect("chromium output");
+    let _ = std::fs::remove_dir_all(&dir);
+    text
 }
 
 fn page_url(app: &TestApp, product: i64) -> String {
@@ -229,7 +232,7 @@ impl Page {
 
 /// Bursts of `burst` distinct buyers every 100 ms until `stop` is set,
 /// then the outcomes once the last burst has answered. A `busy` answer is
-/// retried, as a client would.
+/// retried (testkit's poll, for up to a minute), as a client would.
 fn paced_load(
     app: &TestApp,
     product: i64,
@@ -248,20 +251,20 @@ fn paced_load(
                 let client = client.clone();
                 let url = url.clone();
                 grabs.push(tokio::spawn(async move {
-                    loop {
+                    let what = format!("buyer {user} gets an answer other than busy");
+                    eventually(&what, Duration::from_secs(60), || async {
                         let response = client
                             .post(&url)
                             .json(&json!({ "user_id": user, "quantity": 1 }))
                             .send()
                             .await
                             .expect("grab sent");
-                        let status = response.status().as_u16();
-                        if status == 429 {
-                            tokio::time::sleep(Duration::from_millis(10)).await;
-                            continue;
+                        match response.status().as_u16() {
+                            429 => Err(429),
+                            status => Ok(status.to_string()),
                         }
-                        return status.to_string();
-                    }
+                    })
+                    .await
                 }));
             }
             next_user += burst;
@@ -272,6 +275,23 @@ fn paced_load(
         }
         outcomes
     })
+}
+
+/// Wait until the audit's stock of product 1 is other than `from`.
+async fn until_the_stock_moves_from(app: &TestApp, from: i64) {
+    eventually(
+        &format!("the stock moves from {from}"),
+        Duration::from_secs(15),
+        || async {
+            let audit = app.audit(1).await;
+            if audit["stock"].as_i64().is_some_and(|stock| stock != from) {
+                Ok(())
+            } else {
+                Err(audit)
+            }
+        },
+    )
+    .await;
 }
 
 async fn app_with(strategy: &'static str, stock: i64) -> (RedisServer, TestApp) {
@@ -295,10 +315,11 @@ async fn status_page_counts_down_live_and_ends_on_the_audit_under_none() {
     let (_redis, app) = app_with("none", 300).await;
     let stop = Arc::new(AtomicBool::new(false));
     let load = paced_load(&app, 1, 8, stop.clone());
-    tokio::time::sleep(Duration::from_millis(400)).await;
-
+    // The page first loads once the run has begun (no stock point at the
+    // top of the chart), and again once the stock moved since.
+    until_the_stock_moves_from(&app, 300).await;
     let first = dump_dom(&app, 1).await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    until_the_stock_moves_from(&app, first.int("stock")).await;
     let second = dump_dom(&app, 1).await;
     // Mid-run, so the picture shows a live rate and the red cards.
     let (shot_path, shot) = screenshot(&app, 1).await;
@@ -405,7 +426,16 @@ async fn status_page_shows_a_safe_strategy_clean() {
     let (_redis, app) = app_with("set-nx-px-token", 300).await;
     let stop = Arc::new(AtomicBool::new(false));
     let load = paced_load(&app, 1, 2, stop.clone());
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    // The page loads during the run, once it has ordered something.
+    eventually("the run orders", Duration::from_secs(15), || async {
+        let audit = app.audit(1).await;
+        if audit["orders"].as_i64().is_some_and(|n| n > 0) {
+            Ok(())
+        } else {
+            Err(audit)
+        }
+    })
+    .await;
     let during = dump_dom(&app, 1).await;
     stop.store(true, Ordering::SeqCst);
     let outcomes = load.await.expect("load");

@@ -4,6 +4,7 @@
 //! reading as 0.
 
 pub use seckill_wire::audit::{AuditBody, AuditRow};
+pub use seckill_wire::damage::Damage;
 pub use seckill_wire::faults::{Faults, FaultsPatch, FreezeArmed, FreezeAt, FreezeBody, PauseAt};
 pub use seckill_wire::grab::{GrabBody, Order};
 pub use seckill_wire::history::{

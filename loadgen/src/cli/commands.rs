@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
-use clap::{Subcommand, ValueEnum as _};
+use clap::{Args, Subcommand, ValueEnum as _};
 
 use super::args::*;
 use crate::api::Variant;
@@ -73,27 +73,7 @@ pub(super) enum Command {
     /// report, as if one process had sent the whole load: counts summed,
     /// latency histograms added, the acknowledged-order check over every
     /// shard's ledger, the audit read once. Exit codes as `run`'s.
-    Merge {
-        /// Record files, folders of them (their *.json), or logs with
-        /// record lines (`kubectl logs` of the Job's pods).
-        #[arg(required = true)]
-        inputs: Vec<PathBuf>,
-        /// The replicas to read back from [default: those the prepared run
-        /// names]. Others (a port-forward to a cluster's Service) give the
-        /// same audit and verdict; the lock figures, differences of two
-        /// scrapes, then compare different replicas (merge says so).
-        #[arg(
-            long = "url",
-            short = 'H',
-            value_delimiter = ',',
-            help_heading = "Service"
-        )]
-        urls: Vec<String>,
-        #[command(flatten)]
-        token: TokenArgs,
-        #[command(flatten)]
-        verdicts: Verdicts,
-    },
+    Merge(MergeArgs),
     /// Run the same workload under several strategies, one after another,
     /// and write one side-by-side report (terminal, Markdown, JSON, HTML).
     Compare {
@@ -111,59 +91,7 @@ pub(super) enum Command {
     /// sections (the history arbiter) beside the database's audit, and
     /// judges each strategy against what it promises under that fault.
     /// Writes DIR/scenarios.{json,md,html}. Exit 1 on any UNEXPECTED verdict.
-    Scenario {
-        /// Scenario names, or `all` (see --list); or `replay` and the ids
-        /// of replayed bug reports (`replay --list` names them; `replay`
-        /// alone runs every one).
-        #[arg(value_parser = named_parser())]
-        names: Vec<Named>,
-        /// List the scenarios, one a line, its name first.
-        #[arg(long)]
-        list: bool,
-        /// Comma-separated strategies instead of each scenario's defaults.
-        #[arg(long, value_delimiter = ',')]
-        strategies: Vec<String>,
-        /// Report folder.
-        #[arg(long, default_value = "loadgen-report")]
-        out: PathBuf,
-        #[command(flatten)]
-        lab: LabArgs,
-        /// Shorter fault windows (CI); verdicts are the same.
-        #[arg(long)]
-        quick: bool,
-        /// Only the verdict lines and the table, not every step.
-        #[arg(long, short)]
-        quiet: bool,
-        /// Run each case N times, each in a fresh world; a verdict reports
-        /// k of N, and `as-expected` needs all N (any UNEXPECTED trial makes
-        /// the case UNEXPECTED, else any inconclusive one inconclusive).
-        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
-        trials: u32,
-        /// Set a dial of the fault: NAME=VALUE (repeatable). Durations are
-        /// ms or a multiple of the TTL (`pause=1.5ttl`). See --params.
-        #[arg(long = "set", value_name = "NAME=VALUE", value_parser = scenario::parse_set)]
-        sets: Vec<(String, String)>,
-        /// Run each case at each value of one dial: NAME=v1,v2,… The
-        /// report gives the curve (scenarios.json, scenarios.html).
-        #[arg(long, value_name = "NAME=V1,V2,…", value_parser = scenario::parse_sweep)]
-        sweep: Option<(String, Vec<String>)>,
-        /// Locate where one dial's outcome flips: both ends, then the
-        /// midpoint of the bracket, with the case's injections at every
-        /// probe, until the bracket is at most 5 % of the TTL wide (a
-        /// duration) or 1 (a number, e.g. slew_pct). One scenario only;
-        /// scenarios.json gains `located` (probes, bracket, the model's
-        /// predicted flip).
-        #[arg(long, value_name = "NAME=LO..HI", value_parser = scenario::parse_locate, conflicts_with = "sweep")]
-        locate: Option<scenario::Locate>,
-        /// List the dials of the named scenarios (name, unit, default,
-        /// meaning) and exit.
-        #[arg(long)]
-        params: bool,
-        /// Comma-separated variants to run (e.g. `check` of acquire-pause)
-        /// instead of every variant of each scenario.
-        #[arg(long, value_delimiter = ',', value_parser = scenario::variant_parser())]
-        variants: Vec<Variant>,
-    },
+    Scenario(ScenarioArgs),
     /// Every scenario report kept under a folder in one table, the newest
     /// run of each case (scenario, strategy, variant): each
     /// `DIR/*/scenarios.json`, read back through the type that wrote it.
@@ -181,40 +109,7 @@ pub(super) enum Command {
     /// separately, against our model. Writes under --out (and docs/ with
     /// --write-docs). Exit 3 when a run failed, 2 when nothing could be
     /// written, else 0: a refuted source is a finding, not a failure.
-    Debate {
-        /// Injections at every point of every sweep and every probe.
-        #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=1000))]
-        injections: u32,
-        /// Only these rows (comma-separated ids; see the JSON).
-        #[arg(long, value_delimiter = ',')]
-        rows: Vec<String>,
-        /// Where everything goes: each run's reports, redlock-debate.{md,json},
-        /// zh/redlock-debate.md, the curves and the counterexamples.
-        #[arg(long, default_value = "loadgen-report/debate")]
-        out: PathBuf,
-        /// Also write the pages, curves and counterexamples into docs/;
-        /// with --rows, the rows measured now replace theirs in
-        /// docs/redlock-debate.json and every other row is kept as it was
-        /// measured (the JSON lists them under `kept`).
-        #[arg(long)]
-        write_docs: bool,
-        /// The sweep's fixed points only: no bisection between them.
-        #[arg(long)]
-        no_locate: bool,
-        /// Read back each run already measured under --out (its
-        /// scenarios.json and its probe-* reports) instead of running it
-        /// again; the others run. The JSON lists the runs read back.
-        #[arg(long)]
-        reuse: bool,
-        /// Measure nothing: judge every row of docs/redlock-debate.json
-        /// again from the probes it keeps, with this build's claims, rules
-        /// and words, and write the pages under --out (docs/ too with
-        /// --write-docs). The page says so.
-        #[arg(long, conflicts_with_all = ["rows", "reuse", "no_locate"])]
-        rejudge: bool,
-        #[command(flatten)]
-        lab: LabArgs,
-    },
+    Debate(DebateArgs),
     /// The atlas: every strategy under every fault, each pair located
     /// along the fault's size (both ends, then bisection to 5 % of the TTL)
     /// for exclusion broken and for data damaged, or the reason the fault
@@ -222,80 +117,14 @@ pub(super) enum Command {
     /// --write-docs) writes docs/atlas.{md,json}, docs/zh/atlas.md and
     /// docs/atlas/atlas.svg too. Exit 3 when a run failed, 2 on a bad
     /// --cells or unwritable files.
-    Atlas {
-        /// Injections at every probe [default: 10; 6 with --quick].
-        #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
-        injections: Option<u32>,
-        /// A fixed sample, one cell per family of locks, with the
-        /// scenarios' --quick dials.
-        #[arg(long)]
-        quick: bool,
-        /// Only these cells: STRATEGY:FAULT, either may be * (comma-separated).
-        #[arg(long, value_delimiter = ',')]
-        cells: Vec<String>,
-        /// Where everything goes: each cell's reports, atlas.{md,json}, the map.
-        #[arg(long, default_value = "loadgen-report/atlas")]
-        out: PathBuf,
-        /// Write the pages into docs/ for some cells too: they replace
-        /// theirs in docs/atlas.json, every other cell is kept.
-        #[arg(long)]
-        write_docs: bool,
-        /// Print each cell's plan (measured, or why the fault cannot reach
-        /// it) and stop.
-        #[arg(long)]
-        plan: bool,
-        /// Read back each cell's reports an earlier run left under --out
-        /// and go on from there: an interrupted atlas resumes.
-        #[arg(long)]
-        reuse: bool,
-        /// The starting sizes only (both ends and either side of the
-        /// model's flips): no bisection. With --reuse, the pages from what
-        /// is there.
-        #[arg(long)]
-        no_locate: bool,
-        /// No per-case lines.
-        #[arg(long, short)]
-        quiet: bool,
-        #[command(flatten)]
-        lab: LabArgs,
-    },
+    Atlas(AtlasArgs),
     /// The room's control room: a web page (Locust's port, 8089, by
     /// default) to choose the strategy, start and stop a paced load,
     /// switch every fault, reset everything, run one fault scenario, and
     /// watch the live figures and a timeline of who holds the lock when.
     /// It holds the admin token: it listens on 127.0.0.1 unless --bind
     /// says otherwise.
-    Console {
-        #[command(flatten)]
-        service: ServiceArgs,
-        /// Port of the page.
-        #[arg(long, default_value_t = 8089)]
-        port: u16,
-        /// Address to listen on (0.0.0.0 in a container).
-        #[arg(long, default_value = "127.0.0.1")]
-        bind: std::net::IpAddr,
-        /// The product the room buys.
-        #[arg(long, default_value_t = 1)]
-        product: u64,
-        /// The strategy "reset everything" goes back to [default: the one
-        /// active when the console starts].
-        #[arg(long)]
-        default_strategy: Option<String>,
-        /// Report folders of the scenarios run from the page, one per run.
-        #[arg(long, default_value = "loadgen-report/console")]
-        scenario_out: PathBuf,
-        /// The seckill-app binary the scenarios start [default: beside this
-        /// one, or on PATH].
-        #[arg(long)]
-        app_bin: Option<PathBuf>,
-        /// PostgreSQL server the scenarios create their database on
-        /// [default: SECKILL_DATABASE_URL, else the local one].
-        #[arg(long)]
-        database_url: Option<String>,
-        /// The atlas whose cells the page offers to run (make atlas writes it).
-        #[arg(long, default_value = "docs/atlas.json")]
-        atlas: PathBuf,
-    },
+    Console(ConsoleArgs),
     /// This stack's admin token, for docker-compose: SECKILL_ADMIN_TOKEN
     /// when set, else the token already in FILE, else a new random one
     /// written there. Every replica, the console and the load
@@ -323,4 +152,195 @@ pub(super) enum Command {
         #[arg(long, short = 't', value_parser = parse_duration, default_value = "10s")]
         run_time: Duration,
     },
+}
+
+// `merge`'s flags (its doc is the variant's, in `Command`).
+#[derive(Debug, Args)]
+pub(super) struct MergeArgs {
+    /// Record files, folders of them (their *.json), or logs with
+    /// record lines (`kubectl logs` of the Job's pods).
+    #[arg(required = true)]
+    pub(super) inputs: Vec<PathBuf>,
+    /// The replicas to read back from [default: those the prepared run
+    /// names]. Others (a port-forward to a cluster's Service) give the
+    /// same audit and verdict; the lock figures, differences of two
+    /// scrapes, then compare different replicas (merge says so).
+    #[arg(
+        long = "url",
+        short = 'H',
+        value_delimiter = ',',
+        help_heading = "Service"
+    )]
+    pub(super) urls: Vec<String>,
+    #[command(flatten)]
+    pub(super) token: TokenArgs,
+    #[command(flatten)]
+    pub(super) verdicts: Verdicts,
+}
+
+// `scenario`'s flags (its doc is the variant's, in `Command`).
+#[derive(Debug, Args)]
+pub(super) struct ScenarioArgs {
+    /// Scenario names, or `all` (see --list); or `replay` and the ids
+    /// of replayed bug reports (`replay --list` names them; `replay`
+    /// alone runs every one).
+    #[arg(value_parser = named_parser())]
+    pub(super) names: Vec<Named>,
+    /// List the scenarios, one a line, its name first.
+    #[arg(long)]
+    pub(super) list: bool,
+    /// Comma-separated strategies instead of each scenario's defaults.
+    #[arg(long, value_delimiter = ',')]
+    pub(super) strategies: Vec<String>,
+    /// Report folder.
+    #[arg(long, default_value = "loadgen-report")]
+    pub(super) out: PathBuf,
+    #[command(flatten)]
+    pub(super) lab: LabArgs,
+    /// Shorter fault windows (CI); verdicts are the same.
+    #[arg(long)]
+    pub(super) quick: bool,
+    /// Only the verdict lines and the table, not every step.
+    #[arg(long, short)]
+    pub(super) quiet: bool,
+    /// Run each case N times, each in a fresh world; a verdict reports
+    /// k of N, and `as-expected` needs all N (any UNEXPECTED trial makes
+    /// the case UNEXPECTED, else any inconclusive one inconclusive).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub(super) trials: u32,
+    /// Set a dial of the fault: NAME=VALUE (repeatable). Durations are
+    /// ms or a multiple of the TTL (`pause=1.5ttl`). See --params.
+    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = scenario::parse_set)]
+    pub(super) sets: Vec<(String, String)>,
+    /// Run each case at each value of one dial: NAME=v1,v2,… The
+    /// report gives the curve (scenarios.json, scenarios.html).
+    #[arg(long, value_name = "NAME=V1,V2,…", value_parser = scenario::parse_sweep)]
+    pub(super) sweep: Option<(String, Vec<String>)>,
+    /// Locate where one dial's outcome flips: both ends, then the
+    /// midpoint of the bracket, with the case's injections at every
+    /// probe, until the bracket is at most 5 % of the TTL wide (a
+    /// duration) or 1 (a number, e.g. slew_pct). One scenario only;
+    /// scenarios.json gains `located` (probes, bracket, the model's
+    /// predicted flip).
+    #[arg(long, value_name = "NAME=LO..HI", value_parser = scenario::parse_locate, conflicts_with = "sweep")]
+    pub(super) locate: Option<scenario::Locate>,
+    /// List the dials of the named scenarios (name, unit, default,
+    /// meaning) and exit.
+    #[arg(long)]
+    pub(super) params: bool,
+    /// Comma-separated variants to run (e.g. `check` of acquire-pause)
+    /// instead of every variant of each scenario.
+    #[arg(long, value_delimiter = ',', value_parser = scenario::variant_parser())]
+    pub(super) variants: Vec<Variant>,
+}
+
+// `debate`'s flags (its doc is the variant's, in `Command`).
+#[derive(Debug, Args)]
+pub(super) struct DebateArgs {
+    /// Injections at every point of every sweep and every probe.
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub(super) injections: u32,
+    /// Only these rows (comma-separated ids; see the JSON).
+    #[arg(long, value_delimiter = ',')]
+    pub(super) rows: Vec<String>,
+    /// Where everything goes: each run's reports, redlock-debate.{md,json},
+    /// zh/redlock-debate.md, the curves and the counterexamples.
+    #[arg(long, default_value = "loadgen-report/debate")]
+    pub(super) out: PathBuf,
+    /// Also write the pages, curves and counterexamples into docs/;
+    /// with --rows, the rows measured now replace theirs in
+    /// docs/redlock-debate.json and every other row is kept as it was
+    /// measured (the JSON lists them under `kept`).
+    #[arg(long)]
+    pub(super) write_docs: bool,
+    /// The sweep's fixed points only: no bisection between them.
+    #[arg(long)]
+    pub(super) no_locate: bool,
+    /// Read back each run already measured under --out (its
+    /// scenarios.json and its probe-* reports) instead of running it
+    /// again; the others run. The JSON lists the runs read back.
+    #[arg(long)]
+    pub(super) reuse: bool,
+    /// Measure nothing: judge every row of docs/redlock-debate.json
+    /// again from the probes it keeps, with this build's claims, rules
+    /// and words, and write the pages under --out (docs/ too with
+    /// --write-docs). The page says so.
+    #[arg(long, conflicts_with_all = ["rows", "reuse", "no_locate"])]
+    pub(super) rejudge: bool,
+    #[command(flatten)]
+    pub(super) lab: LabArgs,
+}
+
+// `atlas`'s flags (its doc is the variant's, in `Command`).
+#[derive(Debug, Args)]
+pub(super) struct AtlasArgs {
+    /// Injections at every probe [default: 10; 6 with --quick].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub(super) injections: Option<u32>,
+    /// A fixed sample, one cell per family of locks, with the
+    /// scenarios' --quick dials.
+    #[arg(long)]
+    pub(super) quick: bool,
+    /// Only these cells: STRATEGY:FAULT, either may be * (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    pub(super) cells: Vec<String>,
+    /// Where everything goes: each cell's reports, atlas.{md,json}, the map.
+    #[arg(long, default_value = "loadgen-report/atlas")]
+    pub(super) out: PathBuf,
+    /// Write the pages into docs/ for some cells too: they replace
+    /// theirs in docs/atlas.json, every other cell is kept.
+    #[arg(long)]
+    pub(super) write_docs: bool,
+    /// Print each cell's plan (measured, or why the fault cannot reach
+    /// it) and stop.
+    #[arg(long)]
+    pub(super) plan: bool,
+    /// Read back each cell's reports an earlier run left under --out
+    /// and go on from there: an interrupted atlas resumes.
+    #[arg(long)]
+    pub(super) reuse: bool,
+    /// The starting sizes only (both ends and either side of the
+    /// model's flips): no bisection. With --reuse, the pages from what
+    /// is there.
+    #[arg(long)]
+    pub(super) no_locate: bool,
+    /// No per-case lines.
+    #[arg(long, short)]
+    pub(super) quiet: bool,
+    #[command(flatten)]
+    pub(super) lab: LabArgs,
+}
+
+// `console`'s flags (its doc is the variant's, in `Command`).
+#[derive(Debug, Args)]
+pub(super) struct ConsoleArgs {
+    #[command(flatten)]
+    pub(super) service: ServiceArgs,
+    /// Port of the page.
+    #[arg(long, default_value_t = 8089)]
+    pub(super) port: u16,
+    /// Address to listen on (0.0.0.0 in a container).
+    #[arg(long, default_value = "127.0.0.1")]
+    pub(super) bind: std::net::IpAddr,
+    /// The product the room buys.
+    #[arg(long, default_value_t = 1)]
+    pub(super) product: u64,
+    /// The strategy "reset everything" goes back to [default: the one
+    /// active when the console starts].
+    #[arg(long)]
+    pub(super) default_strategy: Option<String>,
+    /// Report folders of the scenarios run from the page, one per run.
+    #[arg(long, default_value = "loadgen-report/console")]
+    pub(super) scenario_out: PathBuf,
+    /// The seckill-app binary the scenarios start [default: beside this
+    /// one, or on PATH].
+    #[arg(long)]
+    pub(super) app_bin: Option<PathBuf>,
+    /// PostgreSQL server the scenarios create their database on
+    /// [default: SECKILL_DATABASE_URL, else the local one].
+    #[arg(long)]
+    pub(super) database_url: Option<String>,
+    /// The atlas whose cells the page offers to run (make atlas writes it).
+    #[arg(long, default_value = "docs/atlas.json")]
+    pub(super) atlas: PathBuf,
 }

@@ -9,6 +9,7 @@
 
 mod finish;
 mod limits;
+mod read_back;
 mod run;
 mod settings;
 mod shard;

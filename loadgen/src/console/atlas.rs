@@ -132,6 +132,7 @@ pub(super) async fn run(console: web::Data<Console>, body: web::Json<RunRequest>
     let dials = Dials {
         sets,
         sweep: Some((cell.dial.clone(), sizes.to_vec())),
+        strategy: None,
         cell: Some(AtlasRun {
             label: format!("{} × {}", cell.strategy, cell.fault),
             measured: measured(cell),

@@ -21,6 +21,9 @@ pub(super) enum ConsoleError {
     /// The service refused or could not be reached.
     #[error("{0}")]
     Service(#[from] ServiceError),
+    /// A report the last run left cannot be read.
+    #[error("{0}")]
+    Report(String),
 }
 
 #[derive(Serialize)]
@@ -36,6 +39,7 @@ impl ResponseError for ConsoleError {
             ConsoleError::Conflict(_) => StatusCode::CONFLICT,
             ConsoleError::NotFound(_) => StatusCode::NOT_FOUND,
             ConsoleError::Service(_) => StatusCode::BAD_GATEWAY,
+            ConsoleError::Report(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
 
@@ -45,6 +49,7 @@ impl ResponseError for ConsoleError {
             ConsoleError::Conflict(_) => "conflict",
             ConsoleError::NotFound(_) => "not_found",
             ConsoleError::Service(_) => "service",
+            ConsoleError::Report(_) => "report",
         };
         HttpResponse::build(self.status_code()).json(ErrorJson {
             error,

@@ -30,13 +30,16 @@
 //! (see `page.html` and docs/console.md).
 
 mod atlas;
+mod downloads;
 mod error;
 mod guard;
 pub mod pacer;
 pub mod recording;
 mod replay;
+mod rounds;
 mod routes;
 pub mod runner;
+mod scenario;
 mod state;
 
 use std::net::SocketAddr;

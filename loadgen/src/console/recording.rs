@@ -15,7 +15,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde::Serialize;
 use tokio::task::JoinHandle;
 
-use crate::api::{FaultInForce, Service, StatusBody};
+use crate::api::{Damage, FaultInForce, Service, StatusBody};
 use crate::load::{lock, GrabLog, GrabRow, Outcome};
 
 /// How often the watcher reads the service.
@@ -54,8 +54,9 @@ pub struct Band {
 pub struct Reading {
     pub t_s: f64,
     pub orders: Option<i64>,
-    pub lost_updates: Option<i64>,
-    pub oversold: Option<i64>,
+    /// The four counts of damage, each `None` when not read.
+    #[serde(flatten)]
+    pub damage: Damage<Option<i64>>,
     pub overlaps: Option<u64>,
 }
 
@@ -109,8 +110,7 @@ impl Recording {
         lock(&self.readings).push(Reading {
             t_s,
             orders: status.map(|s| s.orders),
-            lost_updates: status.map(|s| s.lost_updates),
-            oversold: status.map(|s| s.oversold),
+            damage: status.map(|s| s.damage).into(),
             overlaps: status.and_then(|s| s.overlaps),
         });
         // Unread: the bands stay as they were (no fault is taken as off).
@@ -257,8 +257,9 @@ pub struct Series {
     /// The product's figures at each second's last reading (`null`: none
     /// read in that second, or the read failed).
     pub overlaps: Vec<Option<u64>>,
-    pub lost_updates: Vec<Option<i64>>,
-    pub oversold: Vec<Option<i64>>,
+    /// The four counts of damage, a column each.
+    #[serde(flatten)]
+    pub damage: Damage<Vec<Option<i64>>>,
     pub bands: Vec<Band>,
 }
 
@@ -308,13 +309,14 @@ impl Series {
             })
             .collect();
         let mut overlaps = vec![None; seconds];
-        let mut lost_updates = vec![None; seconds];
-        let mut oversold = vec![None; seconds];
+        let mut damage = Damage::each(vec![None; seconds]);
         for r in readings.iter().filter(|_| seconds > 0) {
             let i = slot(r.t_s);
             overlaps[i] = r.overlaps;
-            lost_updates[i] = r.lost_updates;
-            oversold[i] = r.oversold;
+            damage.oversold[i] = r.damage.oversold;
+            damage.lost_updates[i] = r.damage.lost_updates;
+            damage.undersold[i] = r.damage.undersold;
+            damage.duplicates[i] = r.damage.duplicates;
         }
         Series {
             t_s: (0..seconds).map(|s| s as f64).collect(),
@@ -323,8 +325,7 @@ impl Series {
             outcomes,
             latency,
             overlaps,
-            lost_updates,
-            oversold,
+            damage,
             bands,
         }
     }
@@ -400,20 +401,18 @@ mod tests {
         let read = |t_s, overlaps| Reading {
             t_s,
             orders: Some(1),
-            lost_updates: Some(0),
-            oversold: Some(0),
+            damage: Damage::default().map(Some),
             overlaps,
         };
         let failed = Reading {
             t_s: 1.5,
             orders: None,
-            lost_updates: None,
-            oversold: None,
+            damage: None::<Damage>.into(),
             overlaps: None,
         };
         let s = Series::of(&[], &[read(0.2, Some(3)), failed], Vec::new(), 3.0);
         assert_eq!(s.overlaps, [Some(3), None, None]);
-        assert_eq!(s.lost_updates, [Some(0), None, None]);
+        assert_eq!(s.damage.lost_updates, [Some(0), None, None]);
     }
 
     fn status(strategy: &str, faults: &[(&str, &str)]) -> StatusBody {

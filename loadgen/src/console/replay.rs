@@ -36,6 +36,9 @@ pub(super) async fn list() -> HttpResponse {
 struct RunRequest {
     /// A replay's id (`scenario replay --list`).
     replay: String,
+    /// Injections per variant (`--set injections=N`); absent: the replay's.
+    #[serde(default)]
+    injections: Option<u32>,
 }
 
 /// `POST /api/replay/run`: run one replay on the scenario runner.
@@ -45,11 +48,21 @@ pub(super) async fn run(console: web::Data<Console>, body: web::Json<RunRequest>
         .iter()
         .find(|r| r.id == body.replay)
         .ok_or_else(|| ConsoleError::BadRequest(format!("no replay {:?}", body.replay)))?;
+    let sets = match body.injections {
+        None => Vec::new(),
+        Some(n @ 1..=100) => vec![("injections".to_owned(), n.to_string())],
+        Some(n) => {
+            return Err(ConsoleError::BadRequest(format!(
+                "injections must be between 1 and 100, not {n}"
+            )))
+        }
+    };
     let out = console
         .runner
         .start(
             Target::Replay(replay.id),
             &Dials {
+                sets,
                 full: true,
                 ..Dials::default()
             },

@@ -2,23 +2,23 @@
 //! controls. Each control is one request to the service through
 //! [`crate::api::Service`]; a service that refuses or is down gives
 //! `502 {"error": "service", "message"}`, bad input `400 {"error",
-//! "message"}`.
+//! "message"}`. The scenario routes are in `scenario.rs`, the last load's
+//! series and downloads in `downloads.rs`; all are served from here.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use actix_web::{delete, get, post, put, web, App, HttpResponse, HttpServer};
-use clap::ValueEnum;
 use serde::{Deserialize, Serialize};
 
 use super::pacer::{CountsView, LoadAdjust, LoadSettings, Pacer};
 use super::recording::{faults_on, Recording};
 use super::runner::RunView;
+use super::scenario::{scenario_items, ScenarioItem};
 use super::state::Console;
-use crate::api::{Faults, FaultsPatch, Section, StrategyEntry};
+use crate::api::{Damage, Faults, FaultsPatch, Section, StatusBody, StrategyEntry};
 use crate::load::lock;
-use crate::scenario::Scenario;
 use seckill_wire::i18n;
 
 const PAGE: &str = include_str!("page.html");
@@ -61,18 +61,19 @@ pub async fn serve(
                 .service(faults_set)
                 .service(faults_clear)
                 .service(reset_all)
-                .service(scenario_start)
-                .service(scenario_stop)
-                .service(scenario_curves)
+                .service(super::scenario::scenario_start)
+                .service(super::scenario::scenario_stop)
+                .service(super::scenario::scenario_curves)
+                .service(super::rounds::scenario_rounds)
                 .service(super::atlas::cells)
                 .service(super::atlas::run)
                 .service(super::replay::list)
                 .service(super::replay::run)
                 .service(super::replay::result)
-                .service(run_series)
-                .service(run_csv)
-                .service(run_json)
-                .service(run_download)
+                .service(super::downloads::run_series)
+                .service(super::downloads::run_csv)
+                .service(super::downloads::run_json)
+                .service(super::downloads::run_download)
                 .service(vendor_asset)
                 .route("/login", web::post().to(super::guard::log_in))
         }
@@ -133,10 +134,9 @@ struct Live {
     stock: Option<i64>,
     initial_stock: Option<i64>,
     orders: Option<i64>,
-    oversold: Option<i64>,
-    lost_updates: Option<i64>,
-    undersold: Option<i64>,
-    duplicates: Option<i64>,
+    /// The four counts of damage.
+    #[serde(flatten)]
+    damage: Damage<Option<i64>>,
     grabs_per_sec: f64,
     /// Whether the history records a run (the timeline and overlaps need it).
     history: bool,
@@ -155,46 +155,6 @@ struct LoadView {
     settings: LoadSettings,
     seconds: Option<f64>,
     counts: Option<CountsView>,
-}
-
-#[derive(Debug, Serialize)]
-struct ScenarioItem {
-    name: &'static str,
-    summary: &'static str,
-    /// Its dials, one input each on the page.
-    params: Vec<ParamItem>,
-}
-
-/// One dial of a scenario, as the page draws its input.
-#[derive(Debug, Serialize)]
-struct ParamItem {
-    name: &'static str,
-    unit: String,
-    default: &'static str,
-    meaning: &'static str,
-    /// The words a choice dial takes (empty: free text).
-    choices: &'static [&'static str],
-}
-
-fn param_items(scenario: Scenario) -> Vec<ParamItem> {
-    use crate::scenario::ParamUnit;
-    scenario
-        .params()
-        .iter()
-        .map(|p| ParamItem {
-            name: p.name,
-            unit: match p.unit {
-                ParamUnit::Choice(_) => "choice".into(),
-                unit => unit.describe(),
-            },
-            default: p.default,
-            meaning: p.meaning,
-            choices: match p.unit {
-                ParamUnit::Choice(words) => words,
-                _ => &[],
-            },
-        })
-        .collect()
 }
 
 /// `GET /api/state`.
@@ -218,88 +178,20 @@ struct StateView<'a> {
     scenarios: Vec<ScenarioItem>,
 }
 
-/// Over 80 lines on purpose: the page's one state document, every field filled
-/// in the order the page draws it.
+/// `GET /api/state`: the page's one state document, every field filled in
+/// the order the page draws it.
 #[get("/api/state")]
 async fn state(console: web::Data<Console>) -> HttpResponse {
-    let service = &console.service;
-    let mut replicas = Vec::with_capacity(service.urls.len());
-    let mut live = Live::default();
-    let mut first_status = None;
-    for base in &service.urls {
-        let mut view = ReplicaView {
-            url: base.clone(),
-            instance: None,
-            strategy: None,
-            faults: None,
-            grabs_per_sec: None,
-            error: None,
-        };
-        match service.status_of(base, console.product).await {
-            Ok(status) => {
-                view.strategy = Some(status.strategy.clone());
-                view.grabs_per_sec = Some(status.grabs_per_sec);
-                live.grabs_per_sec += status.grabs_per_sec;
-                first_status.get_or_insert(status);
-            }
-            Err(e) => view.error = Some(e.to_string()),
-        }
-        match service.faults_of(base).await {
-            Ok(faults) => view.faults = Some(faults),
-            Err(e) => view.error = view.error.or(Some(e.to_string())),
-        }
-        match service.history_of(base).await {
-            Ok(history) => {
-                view.instance = Some(history.instance.clone());
-                if history.enabled {
-                    live.history = true;
-                    *live.history_errors.get_or_insert(0) += history.errors;
-                    if live.overlaps.is_none() {
-                        live.overlaps = Some(history.strategies.iter().map(|s| s.overlaps).sum());
-                        live.max_holders = history.strategies.iter().map(|s| s.max_holders).max();
-                    }
-                }
-            }
-            Err(e) => view.error = view.error.or(Some(e.to_string())),
-        }
-        replicas.push(view);
-    }
+    let (replicas, mut live, first_status) = read_replicas(&console).await;
     if let Some(status) = &first_status {
-        live.stock = Some(status.stock);
-        live.initial_stock = Some(status.initial_stock);
-        live.orders = Some(status.orders);
-        live.oversold = Some(status.oversold);
-        live.lost_updates = Some(status.lost_updates);
-        live.undersold = Some(status.undersold);
-        live.duplicates = Some(status.duplicates);
+        copy_product_figures(&mut live, status);
     }
     let faults = replicas.iter().find_map(|r| r.faults);
     let faults_agree = replicas
         .iter()
         .filter_map(|r| r.faults)
         .all(|f| Some(f) == faults);
-    let load = {
-        let guard = lock(&console.load);
-        match guard.as_ref() {
-            Some(pacer) => LoadView {
-                running: true,
-                stopping: pacer.stopping(),
-                settings: pacer.settings(),
-                seconds: Some(pacer.seconds()),
-                counts: Some(pacer.counts()),
-            },
-            None => LoadView {
-                running: false,
-                stopping: false,
-                settings: LoadSettings {
-                    stock: *lock(&console.stock),
-                    ..LoadSettings::default()
-                },
-                seconds: None,
-                counts: None,
-            },
-        }
-    };
+    let load = load_view(&console);
     HttpResponse::Ok()
         .insert_header(("Cache-Control", "no-store"))
         .json(StateView {
@@ -318,15 +210,101 @@ async fn state(console: web::Data<Console>) -> HttpResponse {
             live,
             load,
             scenario: console.runner.view(),
-            scenarios: Scenario::value_variants()
-                .iter()
-                .map(|s| ScenarioItem {
-                    name: s.name(),
-                    summary: s.summary(),
-                    params: param_items(*s),
-                })
-                .collect(),
+            scenarios: scenario_items(),
         })
+}
+
+/// Every replica read in turn: their views, the live figures summed over
+/// them, and the first status that answered.
+async fn read_replicas(console: &Console) -> (Vec<ReplicaView>, Live, Option<StatusBody>) {
+    let service = &console.service;
+    let mut replicas = Vec::with_capacity(service.urls.len());
+    let mut live = Live::default();
+    let mut first_status = None;
+    for base in &service.urls {
+        replicas.push(read_replica(console, base, &mut live, &mut first_status).await);
+    }
+    (replicas, live, first_status)
+}
+
+/// One replica's status, faults and history read into its view; its grabs/s
+/// and history added to `live`, its status kept in `first_status` if first.
+async fn read_replica(
+    console: &Console,
+    base: &str,
+    live: &mut Live,
+    first_status: &mut Option<StatusBody>,
+) -> ReplicaView {
+    let service = &console.service;
+    let mut view = ReplicaView {
+        url: base.to_owned(),
+        instance: None,
+        strategy: None,
+        faults: None,
+        grabs_per_sec: None,
+        error: None,
+    };
+    match service.status_of(base, console.product).await {
+        Ok(status) => {
+            view.strategy = Some(status.strategy.clone());
+            view.grabs_per_sec = Some(status.grabs_per_sec);
+            live.grabs_per_sec += status.grabs_per_sec;
+            first_status.get_or_insert(status);
+        }
+        Err(e) => view.error = Some(e.to_string()),
+    }
+    match service.faults_of(base).await {
+        Ok(faults) => view.faults = Some(faults),
+        Err(e) => view.error = view.error.or(Some(e.to_string())),
+    }
+    match service.history_of(base).await {
+        Ok(history) => {
+            view.instance = Some(history.instance.clone());
+            if history.enabled {
+                live.history = true;
+                *live.history_errors.get_or_insert(0) += history.errors;
+                if live.overlaps.is_none() {
+                    live.overlaps = Some(history.strategies.iter().map(|s| s.overlaps).sum());
+                    live.max_holders = history.strategies.iter().map(|s| s.max_holders).max();
+                }
+            }
+        }
+        Err(e) => view.error = view.error.or(Some(e.to_string())),
+    }
+    view
+}
+
+/// The product's figures of the first replica that answered, into `live`.
+fn copy_product_figures(live: &mut Live, status: &StatusBody) {
+    live.stock = Some(status.stock);
+    live.initial_stock = Some(status.initial_stock);
+    live.orders = Some(status.orders);
+    live.damage = status.damage.map(Some);
+}
+
+/// The load as the page shows it: the running one's figures, or the
+/// settings the next one starts from.
+fn load_view(console: &Console) -> LoadView {
+    let guard = lock(&console.load);
+    match guard.as_ref() {
+        Some(pacer) => LoadView {
+            running: true,
+            stopping: pacer.stopping(),
+            settings: pacer.settings(),
+            seconds: Some(pacer.seconds()),
+            counts: Some(pacer.counts()),
+        },
+        None => LoadView {
+            running: false,
+            stopping: false,
+            settings: LoadSettings {
+                stock: *lock(&console.stock),
+                ..LoadSettings::default()
+            },
+            seconds: None,
+            counts: None,
+        },
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -494,86 +472,6 @@ async fn reset_all(console: web::Data<Console>) -> Answer {
     Ok(HttpResponse::NoContent().finish())
 }
 
-/// `GET /api/run`: the charts' series of the last load's recording
-/// (`404 {"error": "not_found"}` before the first load).
-#[get("/api/run")]
-async fn run_series(console: web::Data<Console>) -> Answer {
-    let recording = lock(&console.recording).clone().ok_or_else(no_run)?;
-    Ok(HttpResponse::Ok()
-        .insert_header(("Cache-Control", "no-store"))
-        .json(recording.series()))
-}
-
-#[derive(Debug, Deserialize)]
-struct DownloadQuery {
-    /// `csv` (default) or `json`.
-    #[serde(default)]
-    format: Option<String>,
-}
-
-/// The file formats of a run's download.
-#[derive(Debug, Clone, Copy)]
-enum Format {
-    Csv,
-    Json,
-}
-
-/// `GET /api/run.csv`: every grab of the last load (time, replica,
-/// outcome, latency, the faults in force), one row each, as a file.
-#[get("/api/run.csv")]
-async fn run_csv(console: web::Data<Console>) -> Answer {
-    download(&console, Format::Csv)
-}
-
-/// `GET /api/run.json`: the same run as JSON (rows, readings, bands).
-#[get("/api/run.json")]
-async fn run_json(console: web::Data<Console>) -> Answer {
-    download(&console, Format::Json)
-}
-
-/// `GET /api/run/download?format=csv|json`: the two above under one
-/// route (kept for the links earlier versions printed).
-#[get("/api/run/download")]
-async fn run_download(console: web::Data<Console>, query: web::Query<DownloadQuery>) -> Answer {
-    let format = match query.format.as_deref().unwrap_or("csv") {
-        "csv" => Format::Csv,
-        "json" => Format::Json,
-        other => {
-            return Err(ConsoleError::BadRequest(format!(
-                "format {other:?}: use csv or json"
-            )))
-        }
-    };
-    download(&console, format)
-}
-
-/// The last load's recording as a file of `format`.
-fn download(console: &Console, format: Format) -> Answer {
-    let recording = lock(&console.recording).clone().ok_or_else(no_run)?;
-    let name = format!("seckill-run-{}", recording.began_unix_ms);
-    let (body, kind, extension) = match format {
-        Format::Csv => (recording.csv(), "text/csv; charset=utf-8", "csv"),
-        Format::Json => (
-            serde_json::to_string_pretty(&recording.json()).unwrap_or_default(),
-            "application/json",
-            "json",
-        ),
-    };
-    Ok(HttpResponse::Ok()
-        .content_type(kind)
-        .insert_header((
-            "Content-Disposition",
-            format!("attachment; filename=\"{name}.{extension}\""),
-        ))
-        .body(body))
-}
-
-fn no_run() -> ConsoleError {
-    ConsoleError::NotFound(
-        "no load has run yet: start one, then its charts and download are here".into(),
-    )
-}
-
 /// The charting library, vendored (the room may be offline): uPlot.
 #[get("/assets/{name}")]
 async fn vendor_asset(name: web::Path<String>) -> Answer {
@@ -592,66 +490,4 @@ async fn vendor_asset(name: web::Path<String>) -> Answer {
         .content_type(kind)
         .insert_header(("Cache-Control", "max-age=86400"))
         .body(body))
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ScenarioRequest {
-    name: String,
-    /// Dials to set (`--set NAME=VALUE` each); empty values are left out.
-    #[serde(default)]
-    sets: std::collections::BTreeMap<String, String>,
-    /// One dial swept: `NAME=v1,v2,…` (`--sweep`).
-    #[serde(default)]
-    sweep: Option<String>,
-}
-
-#[post("/api/scenario")]
-async fn scenario_start(console: web::Data<Console>, body: web::Json<ScenarioRequest>) -> Answer {
-    let scenario = Scenario::value_variants()
-        .iter()
-        .find(|s| s.name() == body.name)
-        .ok_or_else(|| ConsoleError::BadRequest(format!("unknown scenario {:?}", body.name)))?;
-    let request = body.into_inner();
-    let sets: Vec<(String, String)> = request
-        .sets
-        .into_iter()
-        .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
-        .filter(|(_, v)| !v.is_empty())
-        .collect();
-    let sweep = match request.sweep.as_deref().map(str::trim) {
-        None | Some("") => None,
-        Some(text) => Some(crate::scenario::parse_sweep(text).map_err(ConsoleError::BadRequest)?),
-    };
-    // Refused here, by name, as the command line refuses it.
-    crate::scenario::check_dials_of(*scenario, &sets, sweep.as_ref())
-        .map_err(ConsoleError::BadRequest)?;
-    let dials = super::runner::Dials {
-        sets,
-        sweep,
-        cell: None,
-        full: false,
-    };
-    let out = console
-        .runner
-        .start(
-            super::runner::Target::Scenario(*scenario),
-            &dials,
-            &console.runner_options,
-        )
-        .map_err(ConsoleError::Conflict)?;
-    Ok(HttpResponse::Accepted().json(serde_json::json!({ "out": out })))
-}
-
-/// `GET /api/scenario/curves`: the curves of the last run's sweeps (SVG
-/// drawn by the report's own code), once it ended; `[]` before.
-#[get("/api/scenario/curves")]
-async fn scenario_curves(console: web::Data<Console>) -> HttpResponse {
-    HttpResponse::Ok().json(console.runner.curves())
-}
-
-#[post("/api/scenario/stop")]
-async fn scenario_stop(console: web::Data<Console>) -> Answer {
-    console.runner.stop().map_err(ConsoleError::Conflict)?;
-    Ok(HttpResponse::NoContent().finish())
 }

@@ -39,6 +39,8 @@ pub struct Dials {
     pub sets: Vec<(String, String)>,
     /// `NAME` and its values.
     pub sweep: Option<(String, Vec<String>)>,
+    /// One strategy only (`--strategies`), outside an atlas cell.
+    pub strategy: Option<crate::api::StrategyName>,
     /// The atlas cell this run reruns (its strategy, variant and bracket).
     pub cell: Option<AtlasRun>,
     /// At the target's own dials, without `--quick` (a replay: its
@@ -68,6 +70,10 @@ impl Dials {
     /// As command-line arguments.
     pub fn args(&self) -> Vec<String> {
         let mut args = Vec::new();
+        if let (None, Some(strategy)) = (&self.cell, self.strategy) {
+            args.push("--strategies".to_owned());
+            args.push(strategy.as_str().to_owned());
+        }
         match &self.cell {
             None if self.full => {}
             None => args.push("--quick".to_owned()),
@@ -285,7 +291,8 @@ impl Runner {
 
 /// The child that runs `target` (this very binary), and its report
 /// folder: a new one under the console's, named by the target and the
-/// time.
+/// time in ms — never one an earlier run wrote (two runs started within
+/// the same second once shared one, and the page showed the first's).
 fn command(
     target: Target,
     dials: &Dials,
@@ -293,10 +300,15 @@ fn command(
 ) -> Result<(Command, PathBuf), String> {
     let stamp = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let out = options
-        .out
-        .join(format!("{}-{stamp}", target.name().replace(' ', "-")));
+        .map_or(0, |d| d.as_millis());
+    let name = target.name().replace(' ', "-");
+    let out = (0..)
+        .map(|n| match n {
+            0 => options.out.join(format!("{name}-{stamp}")),
+            n => options.out.join(format!("{name}-{stamp}-{n}")),
+        })
+        .find(|folder| !folder.exists())
+        .expect("an unused folder name");
     let exe = std::env::current_exe().map_err(|e| format!("cannot find this binary: {e}"))?;
     let mut command = Command::new(exe);
     command

@@ -54,6 +54,9 @@ pub struct RowJson {
     /// Where along the sweep the source's claim applies.
     pub claim_applies: Text,
     pub mechanism: Text,
+    /// 机制，中文（较早的 JSON 没有这一项：中文页退回英文）。
+    #[serde(default)]
+    pub mechanism_zh: Text,
     pub scenario: Scenario,
     pub strategy: StrategyName,
     pub variant: Option<Variant>,
@@ -61,6 +64,9 @@ pub struct RowJson {
     pub outcome: Outcome,
     /// Our model's prediction, in words (the first edition's field).
     pub predicts: Text,
+    /// 同上，中文（较早的 JSON 没有这一项：中文页退回英文）。
+    #[serde(default)]
+    pub predicts_zh: Text,
     /// The fixed points of the sweep, with the model's prediction at each.
     pub sweep: SweepJson,
     /// The model's standing (the first edition's field).

@@ -3,11 +3,15 @@
 //! ([`SourceStanding`]: a "never" claim stands only on 0 of n and falls to
 //! one violation; a "can happen" claim stands on k ≥ 1), and our model's
 //! prediction (its boundary inside the measured bracket, its side at every
-//! point of the sweep).
+//! point of the sweep). The source's side is in `source.rs`, the model's
+//! here.
 
 use serde::{Deserialize, Serialize};
 
-use super::rows::{Kind, Row};
+pub use super::measured::Measured;
+use super::rows::Row;
+use super::source::judge_source;
+pub use super::source::SourceStanding;
 use crate::judge::Expected;
 use crate::scenario::locate::{self, Bracket, Probe};
 use crate::scenario::{Params, Rate, Standing};
@@ -15,51 +19,6 @@ use crate::scenario::{Params, Rate, Standing};
 /// Text of a row: a row's own words as written in `rows.rs`, or read
 /// back from an earlier `redlock-debate.json`.
 pub type Text = std::borrow::Cow<'static, str>;
-
-/// What the data say of the source's claim.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum SourceStanding {
-    /// As the source states it, the data bear it out.
-    Supported,
-    /// The data contradict it (a "never" claim: one violation).
-    Refuted,
-    /// The data cannot tell.
-    Undecided,
-}
-
-impl SourceStanding {
-    /// As written in the page.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SourceStanding::Supported => "supported",
-            SourceStanding::Refuted => "refuted",
-            SourceStanding::Undecided => "undecided",
-        }
-    }
-
-    /// 中文。
-    pub fn zh(self) -> &'static str {
-        match self {
-            SourceStanding::Supported => "成立",
-            SourceStanding::Refuted => "被推翻",
-            SourceStanding::Undecided => "未定",
-        }
-    }
-}
-
-/// One measured point of a row: the value, its dials, both outcomes.
-#[derive(Debug, Clone)]
-pub struct Measured {
-    /// The dials in force there (the row's sets and the swept value).
-    pub params: Params,
-    /// Both outcomes, k of n.
-    pub probe: Probe,
-    /// One of the sweep's fixed points (not a bisection probe).
-    pub swept: bool,
-    /// The case's own verdict line.
-    pub case_verdict: String,
-}
 
 /// One point of the sweep with the model's prediction there.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -112,7 +71,8 @@ pub struct Judged {
     pub source_standing: SourceStanding,
     /// One sentence of evidence.
     pub source_evidence: String,
-    /// 同上，中文。
+    /// 同上，中文（由同一组数字写成；较早的 JSON 没有这一项）。
+    #[serde(default)]
     pub source_evidence_zh: String,
     /// The value whose violation refutes a "never" claim.
     pub refuted_at: Option<String>,
@@ -128,149 +88,6 @@ pub struct Judged {
     pub probes: Vec<Probe>,
     /// The sweep's points with the model's prediction at each.
     pub points: Vec<Point>,
-}
-
-/// `k of n at key=value` for the probes in `of`, by value: all of them
-/// when three or fewer, else the first three and how many in all.
-fn at_each(key: &str, row: &Row, of: &[&Measured]) -> String {
-    let mut sorted: Vec<&&Measured> = of.iter().collect();
-    sorted.sort_by(|a, b| a.probe.resolved.total_cmp(&b.probe.resolved));
-    let each: Vec<String> = sorted
-        .iter()
-        .take(3)
-        .map(|m| {
-            let rate = m.probe.rate(row.outcome);
-            format!(
-                "{} at {key}={}",
-                rate.map_or("nothing landed".into(), |r| format!("{} of {}", r.k, r.n)),
-                m.probe.value
-            )
-        })
-        .collect();
-    if sorted.len() > 3 {
-        format!("{}, … ({} probes in all)", each.join(", "), sorted.len())
-    } else {
-        each.join(", ")
-    }
-}
-
-/// The 95 % upper bound on the rate after 0 of `n`, in %.
-fn upper(n: u64) -> u64 {
-    Rate::of(0, n).upper_pct()
-}
-
-/// The source's claim against the probes where it applies.
-/// A source's verdict: its standing, its evidence in English and in
-/// Chinese, and the value whose violation refutes it.
-type Verdict = (SourceStanding, String, String, Option<String>);
-
-fn judge_source(row: &Row, measured: &[Measured]) -> Verdict {
-    let relevant: Vec<&Measured> = measured
-        .iter()
-        .filter(|m| (row.states.applies)(&m.params))
-        .collect();
-    let (where_en, where_zh) = (row.states.applies_text, row.states.applies_zh);
-    if relevant.is_empty() {
-        return (
-            SourceStanding::Undecided,
-            format!("no probe lies where the claim applies ({where_en})"),
-            format!("没有任何探测点落在论断适用的范围内（{where_zh}）"),
-            None,
-        );
-    }
-    // By value: a refuted claim's counterexample is its violation closest
-    // to the low end of the dial.
-    let mut seen: Vec<&Measured> = relevant
-        .iter()
-        .copied()
-        .filter(|m| m.probe.seen(row.outcome) == Some(true))
-        .collect();
-    seen.sort_by(|a, b| a.probe.resolved.total_cmp(&b.probe.resolved));
-    let clean: Vec<&Measured> = relevant
-        .iter()
-        .copied()
-        .filter(|m| m.probe.seen(row.outcome) == Some(false))
-        .collect();
-    verdict(row, &seen, &clean)
-}
-
-/// The source's verdict from the probes where its claim applies: those
-/// where the outcome was seen, and those where it was not.
-fn verdict(row: &Row, seen: &[&Measured], clean: &[&Measured]) -> Verdict {
-    let key = row.run.sweep.0;
-    let outcome = row.outcome.as_str();
-    let (where_en, where_zh) = (row.states.applies_text, row.states.applies_zh);
-    if seen.is_empty() && clean.is_empty() {
-        return (
-            SourceStanding::Undecided,
-            format!("no injection landed {where_en}: nothing to judge"),
-            format!("在{where_zh}没有任何注入生效：无从判断"),
-            None,
-        );
-    }
-    let clean_n: u64 = clean
-        .iter()
-        .filter_map(|m| m.probe.rate(row.outcome))
-        .map(|r| r.n)
-        .sum();
-    match (row.states.kind, seen.first()) {
-        (Kind::Never, Some(first)) => (
-            SourceStanding::Refuted,
-            format!(
-                "{outcome} {} — {where_en} the claim says never, and one violation refutes it (its trace is kept)",
-                at_each(key, row, seen)
-            ),
-            format!(
-                "{}：{}——论断说{where_zh}永远不会发生，一次违例就足以推翻（轨迹已保存）",
-                zh_outcome(row),
-                at_each(key, row, seen)
-            ),
-            Some(first.probe.value.clone()),
-        ),
-        (Kind::Never, None) => (
-            SourceStanding::Supported,
-            format!(
-                "0 of {clean_n} injections {where_en} ({} points) showed {outcome}: the rate is below {} % at 95 %",
-                clean.len(),
-                upper(clean_n)
-            ),
-            format!(
-                "在{where_zh}（{} 个点）共 {clean_n} 次注入，0 次{}：95% 置信上界低于 {}%",
-                clean.len(),
-                zh_outcome(row),
-                upper(clean_n)
-            ),
-            None,
-        ),
-        (Kind::CanHappen, Some(_)) => (
-            SourceStanding::Supported,
-            format!("{outcome} seen {where_en}: {}", at_each(key, row, seen)),
-            format!("在{where_zh}观察到{}：{}", zh_outcome(row), at_each(key, row, seen)),
-            None,
-        ),
-        (Kind::CanHappen, None) => (
-            SourceStanding::Undecided,
-            format!(
-                "{outcome} not seen {where_en}: 0 of {clean_n} injections, the rate below {} % at 95 % — a \"can happen\" claim is not refuted by absence",
-                upper(clean_n)
-            ),
-            format!(
-                "在{where_zh}没有观察到{}：{clean_n} 次注入中 0 次，95% 置信上界低于 {}%——“可能发生”的论断不会因为没看到而被推翻",
-                zh_outcome(row),
-                upper(clean_n)
-            ),
-            None,
-        ),
-    }
-}
-
-fn zh_outcome(row: &Row) -> &'static str {
-    match row.outcome {
-        crate::scenario::Outcome::ExclusionBroken => "互斥被破坏",
-        crate::scenario::Outcome::DataDamaged => "数据被损坏",
-        crate::scenario::Outcome::Stalled => "停滞",
-        crate::scenario::Outcome::Refused => "较新的持有者被 fencing 拒绝",
-    }
 }
 
 /// The model's predicted flips along the probed range: numerically for a
@@ -499,6 +316,11 @@ mod tests {
             "{}",
             clean.source_evidence
         );
+        assert!(
+            clean.source_evidence_zh.contains("共 40 次注入，0 次"),
+            "{}",
+            clean.source_evidence_zh
+        );
         let one = judge(
             r,
             &[measured(r, "0.25ttl", 0, 20), measured(r, "3ttl", 1, 20)],
@@ -548,6 +370,18 @@ mod tests {
             &[measured(r, "0.25ttl", 0, 20), measured(r, "2ttl", 1, 20)],
         );
         assert_eq!(seen.source_standing, SourceStanding::Supported);
+        // Both languages from the same numbers.
+        assert!(
+            seen.source_evidence.contains("1 of 20 at pause=2ttl"),
+            "{}",
+            seen.source_evidence
+        );
+        assert!(
+            seen.source_evidence_zh
+                .contains("pause=2ttl 时 20 次中 1 次"),
+            "{}",
+            seen.source_evidence_zh
+        );
         let absent = judge(
             r,
             &[measured(r, "0.25ttl", 0, 20), measured(r, "2ttl", 0, 20)],

@@ -23,14 +23,20 @@
 //! Chinese page, one curve per row, the counterexamples); `--write-docs`
 //! writes the same into `docs/` (every row only).
 
+mod commands;
 mod doc;
 mod judge;
+mod measured;
 mod page;
+mod reuse;
+mod row_json;
 pub mod rows;
 mod rows_nodes;
 mod rows_pauses;
 mod rules;
 mod runs;
+mod settings;
+mod source;
 mod table;
 
 use std::path::PathBuf;
@@ -39,40 +45,13 @@ use std::process::ExitCode;
 pub use doc::{DebateJson, Measurements, RowJson, SweepJson};
 pub use judge::{Judged, SourceStanding};
 pub use rows::{Row, Run, Source};
+pub use settings::Settings;
 pub use table::ROWS;
 
 use crate::scenario::locate::{self, Probe};
-use crate::scenario::{self, owned_sets, CaseResult, Params, Scenario, DECISION_RATE};
-
-/// The settings of `make debate`.
-#[derive(Debug, Clone)]
-pub struct Settings {
-    /// Injections at every point of every sweep and every probe.
-    pub injections: u32,
-    /// Only these rows (ids; empty: all).
-    pub only: Vec<String>,
-    /// Where everything goes: each run's reports, the pages, the curves.
-    pub out: PathBuf,
-    /// Also write the pages into `docs/` (every row only).
-    pub write_docs: bool,
-    /// No bisection: the sweep's fixed points only.
-    pub no_locate: bool,
-    /// Read back the runs already measured under `out` instead of running
-    /// them again (`--reuse`).
-    pub reuse: bool,
-    /// Measure nothing: judge the rows of docs/redlock-debate.json again
-    /// from the probes it keeps (`--rejudge`).
-    pub rejudge: bool,
-    /// What every scenario run needs (database, binary, …).
-    pub scenario: scenario::Options,
-}
-
-/// The params of `run` with its swept dial at `value`.
-fn params_at(run: &Run, value: &str) -> Option<Params> {
-    let mut sets = owned_sets(run.sets);
-    sets.push((run.sweep.0.to_owned(), value.to_owned()));
-    Params::new(run.scenario.name(), run.scenario.params(), &sets).ok()
-}
+use crate::scenario::{self, owned_sets, Scenario, DECISION_RATE};
+use reuse::read_back_all;
+use row_json::{judged_json, params_at, row_json};
 
 /// The options of one batch of `run` at `values`.
 fn batch(
@@ -222,28 +201,6 @@ fn summary(doc: &DebateJson, settings: &Settings) -> String {
     )
 }
 
-/// `--reuse`: the runs whose reports are kept under `--out`, read back,
-/// and the runs left to measure (every run without `--reuse`).
-fn read_back_all(settings: &Settings, runs: Vec<Run>) -> (Measurements, Vec<Run>) {
-    let mut reused: Measurements = Vec::new();
-    let mut to_run: Vec<Run> = Vec::new();
-    for run in runs {
-        match settings.reuse.then(|| read_back(&settings.out, &run)) {
-            Some(Some(cases)) => {
-                crate::progress::line(format!(
-                    "== debate run {}: read back from {} ({} cases)",
-                    run.id,
-                    settings.out.join(run.id).display(),
-                    cases.len()
-                ));
-                reused.push((run, cases));
-            }
-            _ => to_run.push(run),
-        }
-    }
-    (reused, to_run)
-}
-
 /// Each run's sweep, all on one plan of lanes; its reports written.
 async fn sweep(settings: &Settings, to_run: &[Run]) -> anyhow::Result<Measurements> {
     let batches: Vec<_> = to_run
@@ -274,8 +231,8 @@ async fn sweep(settings: &Settings, to_run: &[Run]) -> anyhow::Result<Measuremen
         let cases = report
             .scenarios
             .into_iter()
-            .map(|c| (c.sweep_value(run.sweep.0).unwrap_or_default(), c, true))
-            .collect();
+            .map(|c| Ok((c.swept_value(run.sweep.0)?, c, true)))
+            .collect::<anyhow::Result<_>>()?;
         swept.push((*run, cases));
     }
     Ok(swept)
@@ -368,51 +325,6 @@ fn next_probes(chosen: &[&Row], measurements: &Measurements) -> Vec<(usize, Stri
     wanted
 }
 
-/// `--reuse`: the cases of `run` kept under `out` by an earlier debate —
-/// its sweep's `scenarios.json` and every `probe-*/scenarios.json` beside
-/// it — or `None` when its sweep's report is not there or cannot be read.
-fn read_back(out: &std::path::Path, run: &Run) -> Option<Vec<doc::Measured>> {
-    let folder = out.join(run.id);
-    let value = |c: &CaseResult| c.sweep_value(run.sweep.0).unwrap_or_default();
-    let mut cases: Vec<doc::Measured> = scenario::ScenarioReport::read_cases(&folder)?
-        .into_iter()
-        .map(|c| (value(&c), c, true))
-        .collect();
-    let mut probes: Vec<std::path::PathBuf> = std::fs::read_dir(&folder)
-        .ok()?
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| {
-            p.file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with("probe-"))
-        })
-        .collect();
-    probes.sort();
-    for probe in probes {
-        for c in scenario::ScenarioReport::read_cases(&probe).unwrap_or_default() {
-            cases.push((value(&c), c, false));
-        }
-    }
-    Some(cases)
-}
-
-/// One chosen row, judged and put in its JSON shape.
-fn row_json(settings: &Settings, row: &Row, measurements: &Measurements) -> Option<RowJson> {
-    let (_, cases) = measurements.iter().find(|(run, _)| *run == row.run)?;
-    let measured: Vec<judge::Measured> = cases
-        .iter()
-        .filter_map(|(value, case, swept)| {
-            Some(judge::Measured {
-                params: params_at(&row.run, value)?,
-                probe: Probe::of(case, row.run.sweep.0, value),
-                swept: *swept,
-                case_verdict: case.verdict_reason.clone(),
-            })
-        })
-        .collect();
-    Some(judged_json(settings, row, &measured))
-}
-
 /// `--rejudge`: every row of docs/redlock-debate.json judged again from
 /// the probes it keeps, with this build's claims, rules and words;
 /// nothing measured. Exit 2 when the page cannot be read, lacks a row, or
@@ -496,78 +408,6 @@ fn rejudge(settings: &Settings) -> ExitCode {
     }
 }
 
-/// A row judged from `measured` and put in its JSON shape.
-fn judged_json(settings: &Settings, row: &Row, measured: &[judge::Measured]) -> RowJson {
-    let judged = judge::judge_row(row, measured, &|v| params_at(&row.run, v));
-    let flips_at = (!judged.brackets.is_empty()).then(|| {
-        judged
-            .brackets
-            .iter()
-            .map(|b| format!("between {} and {}", b.below, b.above))
-            .collect::<Vec<_>>()
-            .join("; ")
-    });
-    let counterexample = judged
-        .refuted_at
-        .as_ref()
-        .map(|_| format!("redlock-debate/counterexamples/{}.json", row.id));
-    RowJson {
-        id: row.id.into(),
-        source: row.source.into(),
-        quote: row.quote.into(),
-        quote_zh: row.quote_zh.into(),
-        claim: row.claim.into(),
-        claim_zh: row.claim_zh.into(),
-        claim_kind: row.states.kind,
-        claim_applies: row.states.applies_text.into(),
-        mechanism: row.mechanism.into(),
-        scenario: row.run.scenario,
-        strategy: row.run.strategy,
-        variant: row.run.variant,
-        fixed: owned_sets(row.run.sets),
-        outcome: row.outcome,
-        predicts: row.predicts_text.into(),
-        sweep: SweepJson {
-            key: row.run.sweep.0.into(),
-            points: judged.points.clone(),
-        },
-        standing: judged.model_standing,
-        flips_at,
-        command: rerun_command(settings, row),
-        scenario_command: scenario_command(settings, &row.run),
-        counterexample,
-        curve: format!("redlock-debate/{}.svg", row.id),
-        report: settings
-            .out
-            .join(row.run.id)
-            .join("scenarios.html")
-            .display()
-            .to_string(),
-        judged,
-    }
-}
-
-/// `seckill-loadgen debate --rows ID --injections N --out DIR`: reruns
-/// the row as measured (its sweep, then its bisection), writing under DIR
-/// only.
-fn rerun_command(settings: &Settings, row: &Row) -> String {
-    format!(
-        "seckill-loadgen debate --rows {} --injections {} --out loadgen-report/debate-{}",
-        row.id, settings.injections, row.id
-    )
-}
-
-/// The scenario command of a run's fixed points.
-fn scenario_command(settings: &Settings, run: &Run) -> String {
-    format!(
-        "{} --set injections={} --sweep {}={}",
-        doc::scenario_command_at(run),
-        settings.injections,
-        run.sweep.0,
-        run.sweep.1.join(",")
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -644,31 +484,5 @@ mod tests {
             .collect();
         let ours: Vec<&str> = ROWS.iter().map(|r| r.id).collect();
         assert_eq!(ours, published);
-    }
-
-    #[test]
-    fn every_row_carries_a_command_that_reruns_it_under_its_own_folder() {
-        let settings = Settings {
-            injections: 20,
-            only: Vec::new(),
-            out: PathBuf::from("loadgen-report/debate"),
-            write_docs: false,
-            no_locate: false,
-            reuse: false,
-            rejudge: false,
-            scenario: scenario::Options::default(),
-        };
-        let row = ROWS
-            .iter()
-            .find(|r| r.id == "drift-factor-covers-slew")
-            .expect("row");
-        assert_eq!(
-            rerun_command(&settings, row),
-            "seckill-loadgen debate --rows drift-factor-covers-slew --injections 20 --out loadgen-report/debate-drift-factor-covers-slew"
-        );
-        assert_eq!(
-            scenario_command(&settings, &row.run),
-            "seckill-loadgen scenario clock-slew --strategies redlock --set ttl_ms=1000 --set margin_ms=40 --set users=2 --set drift_factor=0.01 --set injections=20 --sweep slew_pct=1,2,6,10"
-        );
     }
 }

@@ -8,7 +8,7 @@ use std::path::Path;
 use anyhow::Context as _;
 
 use super::doc::{counterexample, DebateJson, Measurements, RowJson};
-use super::judge::SourceStanding;
+use super::source::{Lang, SourceStanding};
 use crate::scenario::locate::Bracket;
 use crate::scenario::{Curve, Outcome, Rate, Standing};
 
@@ -99,12 +99,6 @@ fn curve(row: &RowJson) -> String {
             .map(|b| (b.below_resolved, b.above_resolved))
             .collect(),
     })
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Lang {
-    En,
-    Zh,
 }
 
 fn rate(r: Option<Rate>) -> String {
@@ -216,6 +210,16 @@ fn quote(row: &RowJson, lang: Lang) -> String {
         (true, _) => String::new(),
         (false, Lang::En) => format!(" — “{}”", row.quote),
         (false, Lang::Zh) => format!(" — “{}”（{}）", row.quote, row.quote_zh),
+    }
+}
+
+/// The Chinese words, or the English where a row kept from a JSON older
+/// than them has none.
+fn zh_or_en<'a>(zh: &'a str, en: &'a str) -> &'a str {
+    if zh.is_empty() {
+        en
+    } else {
+        zh
     }
 }
 
@@ -430,8 +434,13 @@ fn markdown(doc: &DebateJson, lang: Lang) -> String {
             );
             let _ = writeln!(
                 md,
+                "- **机制**：{}",
+                zh_or_en(&r.mechanism_zh, &r.mechanism)
+            );
+            let _ = writeln!(
+                md,
                 "- **我们的模型**：{}——{}",
-                r.predicts,
+                zh_or_en(&r.predicts_zh, &r.predicts),
                 model_text(r, lang)
             );
         }
@@ -457,12 +466,15 @@ fn markdown(doc: &DebateJson, lang: Lang) -> String {
                 }
             );
         }
+        let (rerun, fixed_alone) = if en {
+            ("Rerun", "the fixed points alone")
+        } else {
+            ("重跑", "只跑固定点")
+        };
         let _ = writeln!(
             md,
-            "- **{}**: `{}` (the fixed points alone: `{}`)\n",
-            if en { "Rerun" } else { "重跑" },
-            r.command,
-            r.scenario_command
+            "- **{rerun}**: `{}` ({fixed_alone}: `{}`)\n",
+            r.command, r.scenario_command
         );
         probe_table(&mut md, r, en);
         let _ = writeln!(md, "\n![{}]({up}{})", r.id, r.curve);

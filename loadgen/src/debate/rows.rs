@@ -125,6 +125,8 @@ pub struct Row {
     pub states: Claim,
     /// What really happens, to which process, node or link.
     pub mechanism: &'static str,
+    /// 机制，中文。
+    pub mechanism_zh: &'static str,
     /// The sweep that tests it.
     pub run: Run,
     /// The outcome the claim is about.
@@ -133,4 +135,6 @@ pub struct Row {
     pub predicts: fn(&Params) -> Expected,
     /// The same, in words.
     pub predicts_text: &'static str,
+    /// 同上，中文。
+    pub predicts_text_zh: &'static str,
 }

@@ -153,8 +153,11 @@ pub(super) const RESTART_DELAY: Run = Run {
     variant: Some(Variant::Restart),
     sets: &[("ttl_ms", "2000"), ("work_ms", "1000")],
     // The model's boundary: the delay = the work (0.5 TTL); the docs'
-    // remedy is 1 TTL.
-    sweep: ("restart_delay", &["0", "0.25ttl", "0.75ttl", "1.3ttl"]),
+    // remedy is 1 TTL, tested at three delays beyond it (60 injections).
+    sweep: (
+        "restart_delay",
+        &["0", "0.25ttl", "0.75ttl", "1.1ttl", "1.3ttl", "2ttl"],
+    ),
 };
 // The docs' remedy (1.3 TTL) timed on node 3's host clock, which jumps
 // forward as node 3 crashes: the model's boundary is delay − jump = the
@@ -301,13 +304,14 @@ pub(super) const FAILOVER_WAIT_IGNORED: Run = Run {
     sweep: ("wait_timeout_ms", &["50", "150", "400"]),
     ..FAILOVER_NO_WAIT
 };
-// The same two replicas and WAIT 1, the lag fixed (200 ms): the lagging
-// replica promoted, or the best one (the fast one, which acknowledged).
+// The same two replicas and WAIT 1, the best one promoted (the fast one,
+// which acknowledged) at three lags: 60 injections (the lagging one
+// promoted is FAILOVER_WAIT_TWO).
 pub(super) const FAILOVER_BEST: Run = Run {
     id: "failover-wait-1-best-replica",
     variant: Some(Variant::Wait1TwoReplicas),
-    sets: &[("ttl_ms", "2000"), ("work_ms", "1000"), ("lag_ms", "200")],
-    sweep: ("promote", &["lagging", "best"]),
+    sets: &[("ttl_ms", "2000"), ("work_ms", "1000"), ("promote", "best")],
+    sweep: ("lag_ms", &["100", "200", "400"]),
     ..FAILOVER_NO_WAIT
 };
 pub(super) const FAILOVER_FENCED: Run = Run {

@@ -316,10 +316,7 @@ mod tests {
             stock,
             orders: 0,
             ordered_units: 0,
-            oversold: 0,
-            lost_updates: 0,
-            undersold: 0,
-            duplicates: 0,
+            damage: crate::api::Damage::default(),
             negative_stock: false,
         }]
     }

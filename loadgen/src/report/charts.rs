@@ -27,9 +27,9 @@ impl Report {
     pub(super) fn lesson_chart(&self) -> Markup {
         type Column = (&'static str, fn(&Run) -> i64);
         const COLUMNS: [Column; 3] = [
-            ("oversold units", |r| r.oversold),
-            ("lost updates", |r| r.lost_updates),
-            ("duplicate orders", |r| r.duplicates),
+            ("oversold units", |r| r.damage.oversold),
+            ("lost updates", |r| r.damage.lost_updates),
+            ("duplicate orders", |r| r.damage.duplicates),
         ];
         let maxima =
             COLUMNS.map(|(_, value)| self.runs.iter().map(value).max().unwrap_or(0).max(1) as f64);

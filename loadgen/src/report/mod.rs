@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::api::{AuditRow, Faults, Kind, OverlapEvent, Safety, Section};
+use crate::api::{AuditRow, Damage, Faults, Kind, OverlapEvent, Safety, Section};
 use crate::judge::RunVerdict;
 use crate::load::Accounting;
 use crate::load::{Outcome, Workload};
@@ -97,13 +97,12 @@ pub struct Run {
     pub outcomes: BTreeMap<String, u64>,
     pub initial_stock: i64,
     pub stock_left: i64,
-    pub oversold: i64,
-    pub lost_updates: i64,
-    /// Units gone from the stock column with no order for them (a lost
-    /// reservation, a write that went wrong): summed per product, like
-    /// `lost_updates`, never netted against it.
-    pub undersold: i64,
-    pub duplicates: i64,
+    /// Oversold units, lost updates, undersold units (gone from the stock
+    /// column with no order for them: a lost reservation, a write that
+    /// went wrong), duplicates: each summed per product, never netted
+    /// against another.
+    #[serde(flatten)]
+    pub damage: Damage,
     pub negative_stock: bool,
     /// A buyer's whole wait, first send (or scheduled time) to final answer,
     /// busy/rejected retries included.
@@ -255,7 +254,7 @@ pub(crate) mod fixtures {
     use std::time::Duration;
 
     use super::{LockFigures, Report, Run};
-    use crate::api::{Kind, OverlapEvent, Safety, Section};
+    use crate::api::{Damage, Kind, OverlapEvent, Safety, Section};
     use crate::judge::RunVerdict;
     use crate::load::Accounting;
     use crate::load::{Shape, Workload};
@@ -292,10 +291,10 @@ pub(crate) mod fixtures {
             outcomes: BTreeMap::from([("ordered".to_owned(), 20)]),
             initial_stock: 20,
             stock_left: -oversold,
-            oversold,
-            lost_updates: 0,
-            undersold: 0,
-            duplicates: 0,
+            damage: Damage {
+                oversold,
+                ..Damage::default()
+            },
             negative_stock: oversold > 0,
             buyer_p50_ms: 1.0,
             buyer_p99_ms: 3.0,

@@ -81,10 +81,10 @@ impl Report {
                         .acquire_wait_p99_ms
                         .map_or("-".into(), |v| format!("{v:.1}")),
                     r.lock.retries.to_string(),
-                    r.oversold.to_string(),
-                    r.lost_updates.to_string(),
-                    r.undersold.to_string(),
-                    r.duplicates.to_string(),
+                    r.damage.oversold.to_string(),
+                    r.damage.lost_updates.to_string(),
+                    r.damage.undersold.to_string(),
+                    r.damage.duplicates.to_string(),
                     if r.negative_stock { "yes" } else { "no" }.to_owned(),
                     r.accounting
                         .map_or("?".into(), |a| a.acknowledged_missing.to_string()),

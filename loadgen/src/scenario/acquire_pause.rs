@@ -6,8 +6,8 @@
 //!
 //! Each injection stops replica a's whole process (its scenario hook,
 //! `POST /admin/freeze` at `during-acquire`: a `SIGSTOP` to itself) once
-//! its Redlock client has a quorum of yes on the sockets and before it
-//! reads them, for `pause`; the runner sends `SIGCONT`. With the check
+//! its Redlock client has read and counted a quorum of yes, before its
+//! elapsed-time check, for `pause`; the runner sends `SIGCONT`. With the check
 //! (`check`) a quorum older than the TTL is given back; with the check
 //! switched off by the `skip_validity_check` fault (`no-check`) the client
 //! trusts keys that expired while it was stopped.
@@ -188,7 +188,7 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
                 let (pid, mut window) = stopped.hold_and_continue(case, pause_ms).await?;
                 if read_back {
                     window.proof = Some(format!(
-                        "/proc/{pid}/stat read T (stopped) for {} ms with a quorum of yes unread",
+                        "/proc/{pid}/stat read T (stopped) for {} ms with its quorum of yes counted, before its elapsed-time check",
                         window.end_ms - window.start_ms
                     ));
                 }
@@ -252,7 +252,7 @@ async fn stop_both(
     window.end_ms = b_window.end_ms;
     if read_back {
         window.proof = Some(format!(
-            "/proc/{a_pid}/stat read T for {} ms, then /proc/{b_pid}/stat read T for {} ms ({} ms after a stopped), each with a quorum of yes unread",
+            "/proc/{a_pid}/stat read T for {} ms, then /proc/{b_pid}/stat read T for {} ms ({} ms after a stopped), each with its quorum of yes counted, before its elapsed-time check",
             a_woken_at - a_stopped_at,
             b_window.end_ms - b_start,
             b_start - window.start_ms

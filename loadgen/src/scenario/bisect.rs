@@ -75,7 +75,7 @@ pub async fn run(
         scenario,
         options,
         key,
-    );
+    )?;
     narrow(&mut lines, scenario, options, key, unit).await?;
     for line in &mut lines {
         line.cases
@@ -125,10 +125,15 @@ pub fn probe_options(line: &Options, key: &str, value: &str) -> Options {
 
 /// The ends' cases, one line per strategy × variant, each with options
 /// of its own (one strategy, one variant, no sweep, its own folder).
-fn lines_of(cases: Vec<CaseResult>, scenario: Scenario, options: &Options, key: &str) -> Vec<Line> {
+fn lines_of(
+    cases: Vec<CaseResult>,
+    scenario: Scenario,
+    options: &Options,
+    key: &str,
+) -> anyhow::Result<Vec<Line>> {
     let mut lines: Vec<Line> = Vec::new();
     for case in cases {
-        let value = case.sweep_value(key).unwrap_or_default();
+        let value = case.swept_value(key)?;
         let mut case = case;
         case.sweep = None;
         match lines
@@ -157,7 +162,7 @@ fn lines_of(cases: Vec<CaseResult>, scenario: Scenario, options: &Options, key: 
             }
         }
     }
-    lines
+    Ok(lines)
 }
 
 /// Probe the midpoint of every bracket still too wide, round after round,

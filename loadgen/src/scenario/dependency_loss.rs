@@ -19,7 +19,9 @@ use super::dials::{self, dials, Shape};
 use super::inject::{self, Window};
 use super::lab::Setup;
 use super::params::Spec;
-use super::world::{arm, link_state, pause, start_replicas, work, Case, CaseRun, LinkState, World};
+use super::world::{
+    arm, link_state, pause, redlock_nodes, start_replicas, work, Case, CaseRun, LinkState, World,
+};
 use crate::api::Variant;
 use crate::api::{StrategyEntry, StrategyName};
 use crate::judge::Expected::Holds;
@@ -66,7 +68,7 @@ pub fn expect(strategy: &StrategyEntry, _variant: Option<Variant>) -> Expectatio
     }
 }
 
-/// Kill Redis, then cut PostgreSQL (and the lock server) under load. The faults, as reported.
+/// Kill Redis, then cut PostgreSQL (and the lock server: Redlock's nodes) under load. The faults, as reported.
 pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     let d = DependencyLossDials::of(cx.params);
     let (lab, world, case, strategy, _) = cx.parts();
@@ -76,15 +78,8 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     let redis_url = redis.url();
     world.nodes.push(redis);
     let (pg, db) = lab.database_proxy().await?;
-    // The strategy's own server (etcd, ZooKeeper, MariaDB) is cut with PostgreSQL.
-    let coordination_proxy = match lab.coordination_addr(strategy)? {
-        Some(addr) => Some(Proxy::start(addr).await?),
-        None => None,
-    };
-    let mut coordination = match &coordination_proxy {
-        Some(proxy) => lab.coordination_env(strategy, procs::local(proxy.port))?,
-        None => Vec::new(),
-    };
+    let (coordination_proxy, mut coordination, redlock) =
+        lock_servers(lab, world, strategy).await?;
     // A grab waits this long for a database connection: shorter than an
     // outage, so a cut is felt (a 503) instead of waited out inside the
     // pool's default second.
@@ -100,12 +95,14 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
                 "a",
                 Setup::new(&redis_url, ttl)
                     .database(&db)
+                    .redlock(redlock.clone())
                     .extra(coordination.clone()),
             ),
             (
                 "b",
                 Setup::new(&redis_url, ttl)
                     .database(&db)
+                    .redlock(redlock)
                     .extra(coordination),
             ),
         ],
@@ -131,6 +128,35 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
         &d,
         json!({"redis": "killed", "postgres": "cut"}),
     ))
+}
+
+/// The strategy's own servers, each behind a proxy of its own that is cut
+/// with PostgreSQL: etcd, ZooKeeper or MariaDB (their settings), or
+/// Redlock's three nodes (their URLs; without them `redlock` could not run
+/// here: the atlas's lost-dependency cell was `undecided`, every case
+/// failing on `strategy_unavailable`). The nodes join the world after its
+/// Redis.
+async fn lock_servers(
+    lab: &super::lab::Lab,
+    world: &mut World,
+    strategy: &str,
+) -> anyhow::Result<(Vec<Proxy>, Vec<(String, String)>, Vec<String>)> {
+    if let Some(addr) = lab.coordination_addr(strategy)? {
+        let proxy = Proxy::start(addr).await?;
+        let env = lab.coordination_env(strategy, procs::local(proxy.port))?;
+        return Ok((vec![proxy], env, Vec::new()));
+    }
+    if strategy != StrategyName::Redlock.as_str() {
+        return Ok((Vec::new(), Vec::new(), Vec::new()));
+    }
+    let (mut proxies, mut urls) = (Vec::new(), Vec::new());
+    for node in redlock_nodes(lab).await? {
+        let proxy = Proxy::start(procs::local(node.port)).await?;
+        urls.push(format!("redis://127.0.0.1:{}", proxy.port));
+        proxies.push(proxy);
+        world.nodes.push(node);
+    }
+    Ok((proxies, Vec::new(), urls))
 }
 
 /// Wait (up to 5 s) until a reset goes through on every replica: the

@@ -14,10 +14,13 @@
 //! when the fast replica has resynchronised.)
 //!
 //! `promote=best` promotes the most up-to-date replica instead, as the WAIT
-//! page says Sentinel and Redis Cluster try to: with two replicas, the
-//! fast one that acknowledged `WAIT 1` (the lagging one then follows it on
-//! a direct link, and a fresh lagging replica joins behind the delayed
-//! one); with one replica there is no other to choose.
+//! page says Sentinel and Redis Cluster try to: with two replicas, the one
+//! whose replication offset is the larger at the promotion (Sentinel's
+//! rule; on a tie, the fast one). That is usually the fast one, which
+//! acknowledged `WAIT 1`, but not always: a fast replica still catching up
+//! has the smaller offset, and the proof gives both. The other then
+//! follows it on a direct link, and a fresh lagging replica joins behind
+//! the delayed one; with one replica there is no other to choose.
 //!
 //! `wait_timeout_ms` bounds the `WAIT` (1 s by default, above every lag
 //! swept); below the lag it times out before the copy arrived, with 0
@@ -42,186 +45,120 @@
 
 use std::time::Duration;
 
-use anyhow::bail;
+use anyhow::{bail, Context};
 use serde_json::{json, Value};
 use tokio::time::Instant;
 
-use super::buyers;
-use super::case::Expectation;
-use super::dials::{self, choice, dials, Choice as _, Shape};
+mod model;
+
+pub use model::{
+    expect, promoted_lacks_key, variant_sets, FailoverDials, Promote, PARAMS, QUICK, VARIANTS,
+};
+
+use super::buyers::{self, Targets};
+use super::dials;
 use super::inject::{self, Window};
 use super::lab::{Lab, Setup};
-use super::params::{Params, Spec};
-use super::world::{arm, pause, start_buyers, start_replicas, wait_inside, work, CaseRun, World};
-use crate::api::Variant;
-use crate::api::{Kind, StrategyEntry, StrategyName};
-use crate::judge::Expected::{Breaks, Holds};
+use super::world::{
+    arm, pause, start_buyers, start_replicas, wait_inside, work, Case, CaseRun, World,
+};
+use crate::api::{Service, Variant};
 use crate::procs::{self, RedisNode};
+use model::{waits, WaitCount};
 use seckill_proxy::Proxy;
-
-/// Without and with `WAIT 1` after each lock write; and `WAIT 1`
-/// acknowledged by one replica while the other is promoted.
-pub const VARIANTS: &[Variant] = &[Variant::NoWait, Variant::Wait1, Variant::Wait1TwoReplicas];
-
-/// Whether the lock write waits for a replica (`WAIT 1`).
-fn waits(variant: Option<Variant>) -> bool {
-    matches!(variant, Some(Variant::Wait1 | Variant::Wait1TwoReplicas))
-}
-
-/// The variants' own dials: with two replicas the holder works 1 s (it
-/// must still be inside once the fast replica follows the promoted one).
-pub fn variant_sets(variant: Option<Variant>) -> &'static [(&'static str, &'static str)] {
-    match variant {
-        Some(Variant::Wait1TwoReplicas) => &[("work_ms", "1000")],
-        _ => &[],
-    }
-}
-
-choice! {
-    /// Which replica is promoted.
-    pub enum Promote {
-        /// The one behind the delayed link.
-        Lagging = "lagging",
-        /// The most up to date: with two replicas, the fast one.
-        Best = "best",
-    }
-}
-
-choice! {
-    /// What the service does with a `WAIT` that timed out short.
-    pub enum WaitCount {
-        /// Gives the lock back (the WAIT page's advice).
-        Checked = "checked",
-        /// Trusts it (the `ignore_wait_count` fault).
-        Ignored = "ignored",
-    }
-}
-
-/// Whether the promoted replica lacks the lock key when `variant` runs:
-/// the holder enters once its `WAIT 1` returned (at once without WAIT or
-/// with the fast replica's acknowledgement; after the lag, or the WAIT's
-/// timeout when shorter and its count ignored), and the replica is
-/// promoted `promote_after_ms` later; it lacks the key when that is before
-/// the copy (`lag_ms` after the write). The best of two replicas has it; a
-/// WAIT timed out and checked lets nobody in. `None`: no WAIT in force.
-pub fn promoted_lacks_key(d: &FailoverDials, variant: Option<Variant>) -> bool {
-    let entered = match variant {
-        Some(Variant::Wait1TwoReplicas) if d.promote == Promote::Best => return false,
-        Some(Variant::Wait1) if d.wait_timeout_ms < d.lag_ms => {
-            if d.wait_count == WaitCount::Checked {
-                return false;
-            }
-            d.wait_timeout_ms
-        }
-        Some(Variant::Wait1) => d.lag_ms,
-        _ => 0,
-    };
-    entered + d.promote_after_ms < d.lag_ms
-}
-
-/// The single-instance Redis locks only: what each does when the replica
-/// is promoted.
-pub fn expect(strategy: &StrategyEntry, variant: Option<Variant>, params: &Params) -> Expectation {
-    if matches!(
-        strategy.strategy(),
-        Some(StrategyName::EtcdLease | StrategyName::ZkEphemeralSeq)
-    ) {
-        return Err("this scenario fails over the service's one Redis; etcd and ZooKeeper replicate by consensus".into());
-    }
-    let d = FailoverDials::of(params);
-    // For a lock whose writes do not WAIT, whatever the variant.
-    let missing = promoted_lacks_key(&d, None);
-    let (expected, why) = match (strategy.kind, variant) {
-        (Kind::Validity | Kind::LockTable | Kind::InTransaction | Kind::NotALock | Kind::Session, _) => {
-            return Err("this scenario fails over the service's one Redis; it applies to the single-instance Redis locks".into())
-        }
-        (Kind::Fenced, v) if waits(v) => {
-            return Err("fenced does not WAIT for the replica: its wait-1 variants are its no-wait case".into())
-        }
-        (Kind::Fenced, _) => (Holds, "the promoted replica's older counter yields stale tokens the database refuses"),
-        (_, Some(Variant::NoWait)) if missing => (Breaks, "the lock key had not reached the replica when it was promoted"),
-        (_, Some(Variant::NoWait)) => (Holds, "the replica was promoted after the lock key reached it (promote_after_ms ≥ lag_ms)"),
-        (_, Some(Variant::Wait1)) if waits_for_replica(strategy) && d.wait_timeout_ms < d.lag_ms => {
-            if promoted_lacks_key(&d, variant) {
-                (Breaks, "WAIT 1 timed out before the copy (wait_timeout_ms < lag_ms) and its count was ignored: the holder entered on a key the promoted replica lacks")
-            } else {
-                (Holds, "WAIT 1 times out before the copy (wait_timeout_ms < lag_ms): the lock is given back and nobody enters (or the promotion came after the copy)")
-            }
-        }
-        (_, Some(Variant::Wait1TwoReplicas)) if d.promote == Promote::Best => (Holds, "WAIT 1 was acknowledged by the fast replica, and the fast one, the best, is promoted: it has the key"),
-        (_, Some(Variant::Wait1TwoReplicas)) => (Breaks, "WAIT 1 was acknowledged by the fast replica; the lagging one, promoted, lacks the key"),
-        // Only the SET NX PX family waits for the replica (WAIT 1).
-        (_, _) if waits_for_replica(strategy) => {
-            (Holds, "WAIT 1: the holder enters only once the replica has the key")
-        }
-        _ if missing => (Breaks, "this lock's writes do not WAIT for the replica"),
-        _ => (Holds, "the replica was promoted after the lock key reached it (promote_after_ms ≥ lag_ms)"),
-    };
-    Ok((expected, why.into()))
-}
-
-/// The SET NX PX family: the locks whose writes `WAIT` for the replica.
-fn waits_for_replica(strategy: &StrategyEntry) -> bool {
-    matches!(
-        strategy.strategy(),
-        Some(StrategyName::SetNxPx | StrategyName::SetNxPxCheckDel | StrategyName::SetNxPxToken)
-    )
-}
-
-dials! {
-    /// failover's dials: the promotions are its injections.
-    pub struct FailoverDials {
-        ttl_ms: u64 = dials::ttl("2000"),
-        work_ms: u64 = dials::work("300"),
-        promotions: u64 = Shape::count(
-            "12",
-            "promotions per trial, each an injection judged on its own (`injections` is its alias)",
-        ),
-        lag_ms: u64 = Shape::count(
-            "200",
-            "how late the lagging replica's copy of the primary's writes arrives (a proxy on its link)",
-        ),
-        promote: Promote = Shape::choice(
-            Promote::WORDS,
-            "lagging",
-            "which replica is promoted: the lagging one, or the most up to date (with two replicas the fast one, as Sentinel tries to)",
-        ),
-        wait_timeout_ms: u64 = Shape::ms(
-            "1000",
-            "the WAIT's bound (SECKILL_REDIS_WAIT_TIMEOUT_MS) in the wait-1 variants; below lag_ms it times out before the copy",
-        ),
-        wait_count: WaitCount = Shape::choice(
-            WaitCount::WORDS,
-            "checked",
-            "a WAIT that timed out short: the lock given back (checked) or trusted (ignored, the ignore_wait_count fault)",
-        ),
-        promote_after_ms: u64 = Shape::ms(
-            "0",
-            "how long after the holder is seen inside the lagging replica is promoted (below lag_ms the lock key has not reached it)",
-        ),
-        lock_wait_ms: u64 = dials::lock_wait("500"),
-    }
-}
-
-/// Its dials.
-pub const PARAMS: &[Spec] = FailoverDials::SPECS;
-
-/// `--quick`: the same fault (a 200 ms lag is short already).
-pub const QUICK: &[(&str, &str)] = &[];
 
 /// Promote the lagging replica `promotions` times, each while one grab on
 /// replica a is inside, then rush replica b; a fresh lagging replica of
 /// the new primary replaces the old one, so the next round fails over
 /// again. The faults, as reported.
-///
-/// Over 80 lines on purpose: the scenario's steps read top to bottom, each one
-/// logged as it happens.
 pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     let d = FailoverDials::of(cx.params);
     let (lab, world, case, strategy, variant) = cx.parts();
-    let (ttl, lag, promotions) = (d.ttl_ms, d.lag_ms, d.promotions);
+    let promotions = d.promotions;
     let two = variant == Some(Variant::Wait1TwoReplicas);
-    let (work_ms, promote_after) = (d.work_ms, d.promote_after_ms);
+    let (link, front) = start_nodes(lab, world, d.lag_ms, two).await?;
+    let service = start_service(lab, world, case, strategy, variant, &d, &front).await?;
+    let rush_targets = buyers::retargeted(world.replica("b")?.url());
+    // world.nodes' slots of the primary, the lagging replica and the fast
+    // one; promote=best (two replicas) promotes the more up-to-date one.
+    let best = two && d.promote == Promote::Best;
+    let target = if best {
+        "the most up-to-date replica"
+    } else {
+        "the lagging replica"
+    };
+    let rounds = Rounds {
+        service,
+        rush_targets,
+        link: &link,
+        front: &front,
+        two,
+        best,
+        target,
+        lag: d.lag_ms,
+        promote_after: d.promote_after_ms,
+    };
+    let mut slots: Slots = (0, 1, 2);
+    for _ in 0..promotions {
+        slots = promotion_round(lab, world, case, strategy, &rounds, slots).await?;
+    }
+    world.proxies.push(link);
+    world.proxies.push(front);
+    case.proven_by_injections(|proven| {
+        format!("{proven} of {promotions} promotions while a grab on a was inside, each promoted replica answering ROLE master")
+    });
+    // Without WAIT its bound and its count are not in force (null); with
+    // one replica the lagging one is the only one to promote.
+    let waited = waits(variant);
+    Ok(dials::record(
+        &d,
+        json!({
+            "wait_timeout_ms": waited.then_some(d.wait_timeout_ms),
+            "wait_count": waited.then_some(d.wait_count),
+            "promote": if two { d.promote } else { Promote::Lagging },
+            "wait_replicas": u8::from(waited),
+            "replicas": if two { 2 } else { 1 },
+            "promoted": target,
+        }),
+    ))
+}
+
+/// world.nodes' slots of the primary, the lagging replica and the fast one.
+type Slots = (usize, usize, usize);
+
+/// What every promotion round shares.
+#[derive(Debug)]
+struct Rounds<'a> {
+    /// The two app replicas.
+    service: Service,
+    /// Replica b, which the rush aims at.
+    rush_targets: Targets,
+    /// The lagging replica's delayed link.
+    link: &'a Proxy,
+    /// The app replicas' link to the primary.
+    front: &'a Proxy,
+    /// Two replicas (`wait-1-two-replicas`).
+    two: bool,
+    /// The more up-to-date replica is promoted (`promote=best` with two
+    /// replicas).
+    best: bool,
+    /// Which replica is promoted, as the steps name it.
+    target: &'static str,
+    /// `lag_ms`.
+    lag: u64,
+    /// `promote_after_ms`.
+    promote_after: u64,
+}
+
+/// Step 1: the primary, its lagging replica behind a delayed link, the fast
+/// one (two replicas) and the app replicas' front proxy; the nodes synced
+/// and in `world.nodes`. The link and the front proxy.
+async fn start_nodes(
+    lab: &Lab,
+    world: &mut World,
+    lag: u64,
+    two: bool,
+) -> anyhow::Result<(Proxy, Proxy)> {
     let primary = RedisNode::start(
         &lab.dir,
         "redis-x",
@@ -248,6 +185,32 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
         None
     };
     let front = Proxy::start(procs::local(primary.port)).await?;
+    for node in std::iter::once(&replica).chain(fast.iter()) {
+        synced(node).await?;
+    }
+    // world.nodes: [0] and [1] take turns as primary and lagging replica
+    // (the replica's slot gets a new process each round); [2] the fast one
+    // (with promote=best the three slots rotate: see the loop).
+    world.nodes.push(primary);
+    world.nodes.push(replica);
+    world.nodes.extend(fast);
+    Ok((link, front))
+}
+
+/// Step 2: both app replicas on the primary through `front` (WAIT 1 in the
+/// wait variants), the strategy armed, the setup logged. The service.
+async fn start_service(
+    lab: &Lab,
+    world: &mut World,
+    case: &mut Case,
+    strategy: &str,
+    variant: Option<Variant>,
+    d: &FailoverDials,
+    front: &Proxy,
+) -> anyhow::Result<Service> {
+    let (ttl, lag, promotions) = (d.ttl_ms, d.lag_ms, d.promotions);
+    let two = variant == Some(Variant::Wait1TwoReplicas);
+    let work_ms = d.work_ms;
     let front_url = format!("redis://127.0.0.1:{}", front.port);
     let extra = if waits(variant) {
         vec![
@@ -260,15 +223,6 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     } else {
         Vec::new()
     };
-    for node in std::iter::once(&replica).chain(fast.iter()) {
-        synced(node).await?;
-    }
-    // world.nodes: [0] and [1] take turns as primary and lagging replica
-    // (the replica's slot gets a new process each round); [2] the fast one
-    // (with promote=best the three slots rotate: see the loop).
-    world.nodes.push(primary);
-    world.nodes.push(replica);
-    world.nodes.extend(fast);
     start_replicas(
         lab,
         world,
@@ -293,93 +247,126 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
             String::new()
         }
     ));
-    let rush_targets = buyers::retargeted(world.replica("b")?.url());
-    // world.nodes' slots of the primary, the lagging replica and the fast
-    // one; promote=best (two replicas) promotes the fast one.
-    let best = two && d.promote == Promote::Best;
-    let target = if best {
-        "the fast replica"
-    } else {
-        "the lagging replica"
-    };
-    let (mut up, mut down, mut quick) = (0usize, 1usize, 2usize);
-    for _ in 0..promotions {
-        // The replicas in step again, and the lock free, before each round:
-        // linked, and the last round's releases through its delayed link.
-        synced(&world.nodes[down]).await?;
-        if two {
-            synced(&world.nodes[quick]).await?;
-        }
-        pause(lag + 100).await;
-        let mut round = inject::begin_aimed(&lab.http, world, case, &[], 0).await?;
-        let holder = buyers::grab_once(
-            &lab.http,
-            &world.replica("a")?.url(),
-            &case.next_user,
-            &case.tally,
-        );
-        let caught = wait_inside(&service, Some("a"), Duration::from_secs(3)).await?;
-        let mut window = Window::starting(case, target, Some("a"));
-        pause(promote_after).await;
-        let still_inside = inside(&service, "a").await;
-        let (chosen, other) = if best { (quick, down) } else { (down, quick) };
-        let Promoted {
-            had_key,
-            on_fast,
-            master,
-            port: promoted_port,
-        } = promote(world, chosen, two.then_some((other, best)), &front).await?;
-        window.end_ms = case.clock_ms();
-        if caught && still_inside && master {
-            window.proof = Some(format!(
-                "a grab on a was inside when {target} was promoted ({promote_after} ms after it was seen inside); its ROLE answers master; it {} the lock key{on_fast}",
-                if had_key { "had" } else { "did NOT have" }
-            ));
-        } else {
-            case.step(format!(
-                "not counted: holder seen inside {caught}, still inside at the promotion {still_inside}, the replica's ROLE master {master}"
-            ));
-        }
-        round.add(start_buyers(lab, case, &rush_targets, 6));
-        // The rush met the promoted replica while the holder was inside;
-        // its grabs in flight are answered before the round is judged.
-        let _ = holder.await;
-        pause(100).await;
-        // A fresh lagging replica of the new primary takes the old one's
-        // place (Sentinel would bring the old primary back as a replica;
-        // a new process starts from the same empty state every round).
-        link.retarget(procs::local(promoted_port));
-        let next =
-            lagging_replica(lab, &format!("redis-{}", case.injections.len() + 2), &link).await?;
-        world.nodes[up] = next;
-        // The promoted one is the primary; the fresh process lags behind
-        // it; with best, the old lagging replica follows it directly.
-        (up, down, quick) = if best {
-            (quick, up, down)
-        } else {
-            (down, up, quick)
-        };
-        round.end(world, case, strategy, window).await?;
+    Ok(service)
+}
+
+/// Step 3, once per promotion: a grab on a inside, a replica promoted, the
+/// rush on b, a fresh lagging replica; the round judged. The next slots.
+async fn promotion_round(
+    lab: &Lab,
+    world: &mut World,
+    case: &mut Case,
+    strategy: &str,
+    rounds: &Rounds<'_>,
+    (up, down, quick): Slots,
+) -> anyhow::Result<Slots> {
+    // The replicas in step again, and the lock free, before each round:
+    // linked, and the last round's releases through its delayed link.
+    synced(&world.nodes[down]).await?;
+    if rounds.two {
+        synced(&world.nodes[quick]).await?;
     }
-    world.proxies.push(link);
-    world.proxies.push(front);
-    case.proven_by_injections(|proven| {
-        format!("{proven} of {promotions} promotions while a grab on a was inside, each promoted replica answering ROLE master")
-    });
-    // Without WAIT its bound and its count are not in force (null); with
-    // one replica the lagging one is the only one to promote.
-    let waited = waits(variant);
-    Ok(dials::record(
-        &d,
-        json!({
-            "wait_timeout_ms": waited.then_some(d.wait_timeout_ms),
-            "wait_count": waited.then_some(d.wait_count),
-            "promote": if two { d.promote } else { Promote::Lagging },
-            "wait_replicas": u8::from(waited),
-            "replicas": if two { 2 } else { 1 },
-            "promoted": target,
-        }),
-    ))
+    pause(rounds.lag + 100).await;
+    let mut round = inject::begin_aimed(&lab.http, world, case, &[], 0).await?;
+    let holder = buyers::grab_once(
+        &lab.http,
+        &world.replica("a")?.url(),
+        &case.next_user,
+        &case.tally,
+    );
+    let (window, promoted_port, chosen, other) =
+        promote_while_inside(world, case, rounds, down, quick).await?;
+    round.add(start_buyers(lab, case, &rounds.rush_targets, 6));
+    // The rush met the promoted replica while the holder was inside;
+    // its grabs in flight are answered before the round is judged.
+    let _ = holder.await;
+    pause(100).await;
+    // A fresh lagging replica of the new primary takes the old one's
+    // place (Sentinel would bring the old primary back as a replica;
+    // a new process starts from the same empty state every round).
+    rounds.link.retarget(procs::local(promoted_port));
+    let next = lagging_replica(
+        lab,
+        &format!("redis-{}", case.injections.len() + 2),
+        rounds.link,
+    )
+    .await?;
+    world.nodes[up] = next;
+    // The promoted one is the primary; the fresh process lags behind it
+    // (in the old primary's slot); the other replica follows it directly.
+    let slots = (chosen, up, other);
+    round.end(world, case, strategy, window).await?;
+    Ok(slots)
+}
+
+/// Once the grab on a is seen inside, promote the chosen replica; its
+/// window (proven when the grab was still inside), the promoted port, and
+/// the slots of the promoted replica and of the other one.
+async fn promote_while_inside(
+    world: &World,
+    case: &mut Case,
+    rounds: &Rounds<'_>,
+    down: usize,
+    quick: usize,
+) -> anyhow::Result<(Window, u16, usize, usize)> {
+    let (target, promote_after) = (rounds.target, rounds.promote_after);
+    let caught = wait_inside(&rounds.service, Some("a"), Duration::from_secs(3)).await?;
+    let mut window = Window::starting(case, target, Some("a"));
+    pause(promote_after).await;
+    let still_inside = inside(&rounds.service, "a").await;
+    let label = |slot: usize| if slot == quick { "fast" } else { "lagging" };
+    // With best, which one it was and why (the proof's clause).
+    let (chosen, other, which) = if rounds.best {
+        let (fast, lagging) = (
+            offset(&world.nodes[quick]).await?,
+            offset(&world.nodes[down]).await?,
+        );
+        let (chosen, other) = if lagging > fast {
+            (down, quick)
+        } else {
+            (quick, down)
+        };
+        let which = format!(
+            ", the {} one (replication offsets: fast {fast}, lagging {lagging}),",
+            label(chosen)
+        );
+        (chosen, other, which)
+    } else {
+        (down, quick, String::new())
+    };
+    let Promoted {
+        had_key,
+        on_other,
+        master,
+        port: promoted_port,
+    } = promote(
+        world,
+        chosen,
+        rounds.two.then_some((other, label(other))),
+        rounds.front,
+    )
+    .await?;
+    window.end_ms = case.clock_ms();
+    if caught && still_inside && master {
+        window.proof = Some(format!(
+            "a grab on a was inside when {target}{which} was promoted ({promote_after} ms after it was seen inside); its ROLE answers master; it {} the lock key{on_other}",
+            if had_key { "had" } else { "did NOT have" }
+        ));
+    } else {
+        case.step(format!(
+            "not counted: holder seen inside {caught}, still inside at the promotion {still_inside}, the replica's ROLE master {master}"
+        ));
+    }
+    Ok((window, promoted_port, chosen, other))
+}
+
+/// A replica's replication offset (`slave_repl_offset` of `INFO
+/// replication`): how much of the primary's stream it has processed.
+async fn offset(node: &RedisNode) -> anyhow::Result<u64> {
+    node.info("replication", "slave_repl_offset")
+        .await?
+        .and_then(|v| v.parse().ok())
+        .with_context(|| format!("no slave_repl_offset in the INFO of {}", node.name))
 }
 
 /// Whether a section of replica `name` is inside now, as the arbiter has
@@ -413,14 +400,10 @@ async fn lagging_replica(lab: &Lab, name: &str, link: &Proxy) -> anyhow::Result<
 
 /// Wait (up to 10 s) until `node` reports its link to the primary up.
 async fn synced(node: &RedisNode) -> anyhow::Result<()> {
-    let mut conn = node.conn().await?;
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        let info: String = redis::cmd("INFO")
-            .arg("replication")
-            .query_async(&mut conn)
-            .await?;
-        if info.contains("master_link_status:up") {
+        let status = node.info("replication", "master_link_status").await?;
+        if status.as_deref() == Some("up") {
             return Ok(());
         }
         if Instant::now() > deadline {
@@ -434,8 +417,8 @@ async fn synced(node: &RedisNode) -> anyhow::Result<()> {
 struct Promoted {
     /// The promoted replica had the lock key.
     had_key: bool,
-    /// What the fast replica (which acknowledged WAIT 1) had, as a clause.
-    on_fast: String,
+    /// What the other replica had, as a clause.
+    on_other: String,
     /// The promoted replica's ROLE answers master.
     master: bool,
     /// Its port.
@@ -444,13 +427,13 @@ struct Promoted {
 
 /// Promote `world.nodes[chosen]` (`REPLICAOF NO ONE`) and aim the
 /// replicas' front proxy at it; the other replica, when there are two
-/// (`other`: its slot, and whether it is the lagging one, `best` having
-/// been promoted), is asked whether it has the lock key, then follows the
-/// promoted one on a direct link, as Sentinel reconfigures the others.
+/// (`other`: its slot, and which it is, `fast` or `lagging`), is asked
+/// whether it has the lock key, then follows the promoted one on a direct
+/// link, as Sentinel reconfigures the others.
 async fn promote(
     world: &World,
     chosen: usize,
-    other: Option<(usize, bool)>,
+    other: Option<(usize, &str)>,
     front: &Proxy,
 ) -> anyhow::Result<Promoted> {
     let mut conn = world.nodes[chosen].conn().await?;
@@ -465,20 +448,15 @@ async fn promote(
         .await?;
     front.retarget(procs::local(world.nodes[chosen].port));
     let promoted_port = world.nodes[chosen].port;
-    let mut on_fast = String::new();
-    if let Some((other, lagging)) = other {
+    let mut on_other = String::new();
+    if let Some((other, which)) = other {
         let mut fast = world.nodes[other].conn().await?;
         let exists: i64 = redis::cmd("EXISTS")
             .arg("lock:product:1")
             .query_async(&mut fast)
             .await?;
-        on_fast = format!(
-            "; the {} {} it",
-            if lagging {
-                "lagging replica"
-            } else {
-                "fast replica, which acknowledged WAIT 1,"
-            },
+        on_other = format!(
+            "; the {which} replica {} it",
             if exists == 1 { "has" } else { "does not have" }
         );
         // It follows the promoted one, as Sentinel reconfigures the others.
@@ -493,7 +471,7 @@ async fn promote(
         || matches!(role.first(), Some(redis::Value::SimpleString(r)) if r == "master");
     Ok(Promoted {
         had_key: had_key == 1,
-        on_fast,
+        on_other,
         master,
         port: promoted_port,
     })

@@ -106,6 +106,41 @@ impl Stopped {
     }
 }
 
+/// The rounds of a scenario whose injection can miss (its proof decided
+/// before the round is judged): rounds go on until `injections` are proven,
+/// at most a third of `injections` more than that, so a trial has its
+/// fixed number of proven injections whenever it can — else 0 of 11 reads
+/// `undecided` against the 25 % line. Used as `while rounds.another() {
+/// …; rounds.record(proven) }`.
+#[derive(Debug, Clone, Copy)]
+pub struct UntilProven {
+    injections: u64,
+    tried: u64,
+    proven: u64,
+}
+
+impl UntilProven {
+    pub fn new(injections: u64) -> Self {
+        Self {
+            injections,
+            tried: 0,
+            proven: 0,
+        }
+    }
+
+    /// Whether to inject again: fewer than `injections` proven, and the
+    /// third more not spent.
+    pub fn another(&self) -> bool {
+        self.proven < self.injections && self.tried < self.injections + self.injections.div_ceil(3)
+    }
+
+    /// One round injected, proven to have landed or not.
+    pub fn record(&mut self, proven: bool) {
+        self.tried += 1;
+        self.proven += u64::from(proven);
+    }
+}
+
 /// After a fault has ended: `work_ms` more of the round's load, so a lock
 /// that expires under the faulted holder's remaining section (it began
 /// before the fault) still meets a waiter. Whatever entered meanwhile is
@@ -232,6 +267,8 @@ impl Round {
             holder: window.holder,
             start_ms: window.start_ms,
             end_ms: window.end_ms,
+            start_unix_ms: Some(case.started_unix_ms + window.start_ms),
+            end_unix_ms: Some(case.started_unix_ms + window.end_ms),
             proof: window.proof,
             exclusion_broken,
             data_damaged: !breaches.is_empty(),
@@ -318,10 +355,7 @@ pub fn sum(rounds: &[Observed]) -> Observed {
     for o in rounds {
         total.overlaps += o.overlaps;
         total.max_holders = total.max_holders.max(o.max_holders);
-        total.oversold += o.oversold;
-        total.lost_updates += o.lost_updates;
-        total.duplicates += o.duplicates;
-        total.undersold += o.undersold;
+        total.damage = crate::api::Damage::sum([&total.damage, &o.damage]);
         total.negative_stock |= o.negative_stock;
         total.rejected += o.rejected;
         total.busy += o.busy;
@@ -356,4 +390,31 @@ fn add(a: crate::load::Accounting, b: crate::load::Accounting) -> crate::load::A
     sum.bounds.attempted_units += b.bounds.attempted_units;
     sum.bounds.products_out += b.bounds.products_out;
     sum
+}
+
+#[cfg(test)]
+mod tests {
+    use super::UntilProven;
+
+    /// How many rounds run when each round's proof comes from `landed`.
+    fn rounds(injections: u64, mut landed: impl FnMut(u64) -> bool) -> (u64, u64) {
+        let (mut rounds, mut tried, mut proven) = (UntilProven::new(injections), 0, 0);
+        while rounds.another() {
+            let yes = landed(tried);
+            rounds.record(yes);
+            tried += 1;
+            proven += u64::from(yes);
+        }
+        (tried, proven)
+    }
+
+    #[test]
+    fn rounds_stop_at_the_injections_proven_or_a_third_more_tried() {
+        assert_eq!(rounds(12, |_| true), (12, 12));
+        // One miss: one more round, and the trial has its 12.
+        assert_eq!(rounds(12, |i| i != 3), (13, 12));
+        // Never proven: 12 and a third more, then it stops short.
+        assert_eq!(rounds(12, |_| false), (16, 0));
+        assert_eq!(rounds(3, |_| false), (4, 0));
+    }
 }

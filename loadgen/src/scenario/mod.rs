@@ -31,14 +31,15 @@
 //! (`gc_pause.rs` … `dependency_loss.rs`, `acquire_pause.rs`,
 //! `clock_slew.rs`, `coordinator_crash.rs`); `lab.rs` is what a run owns,
 //! `world.rs` what a case starts and the moves every scenario makes,
-//! `buyers.rs` the load, `runner.rs` the loop, `observe.rs` what a case left
-//! behind, `case.rs` a case's record and
+//! `buyers.rs` the load, `plan.rs` the cases planned, `runner.rs` the loop,
+//! `observe.rs` what a case left behind, `case.rs` a case's record and
 //! its judgement (through [`crate::judge`]), `report.rs` the files.
 
 mod acquire_pause;
 mod bisect;
 mod buyers;
 mod case;
+mod checks;
 mod clock_jump;
 mod clock_skew;
 mod clock_slew;
@@ -59,6 +60,7 @@ mod observe;
 mod order_insert_fails;
 mod params;
 mod partition_precommit;
+mod plan;
 mod rate;
 mod record;
 mod redlock_restart;
@@ -116,10 +118,11 @@ pub use list::{selection, variant_parser, Scenario, Selection};
 pub use params::{owned as owned_sets, parse_set, parse_sweep, Params};
 pub use params::{parse_locate, Locate};
 pub use params::{Spec as ParamSpec, Unit as ParamUnit};
+pub use plan::case_params;
 pub use rate::{ceil_pct, Rate, Standing, DECISION_RATE};
 pub use record::{Injection, Outcome, Outcomes};
 pub use report::{merged as merged_reports, ScenarioReport};
-pub use runner::{case_params, PLANNED};
+pub use runner::PLANNED;
 
 /// Run several batches of scenarios as one plan on one set of lanes
 /// (`make debate`'s rows; each batch's dials checked first) and write
@@ -331,33 +334,11 @@ pub fn check_dials_of(
 }
 
 /// `seckill-loadgen scenario …`: run, print, write `scenarios.json`, exit.
-///
-/// Over 80 lines on purpose: the command's run in order — the cases chosen, run
-/// in lanes, reported, the exit status.
 pub async fn main(names: &[Selection], list: bool, options: Options) -> ExitCode {
     if list || names.is_empty() {
-        for s in Scenario::value_variants() {
-            println!("{:<22} {}", s.name(), s.summary());
-        }
-        if !list {
-            eprintln!("seckill-loadgen: name a scenario (or `all`)");
-            return ExitCode::from(2);
-        }
-        return ExitCode::SUCCESS;
+        return list_scenarios(list);
     }
-    let chosen: Vec<Scenario> = if names.contains(&Selection::All) {
-        Scenario::value_variants().to_vec()
-    } else {
-        let mut chosen = Vec::new();
-        for name in names {
-            if let Selection::One(s) = name {
-                if !chosen.contains(s) {
-                    chosen.push(*s);
-                }
-            }
-        }
-        chosen
-    };
+    let chosen = chosen_scenarios(names);
     if let Err(e) = check_dials(&chosen, &options) {
         eprintln!("seckill-loadgen: {e}");
         return ExitCode::from(2);
@@ -384,97 +365,135 @@ pub async fn main(names: &[Selection], list: bool, options: Options) -> ExitCode
     };
     drop(bar);
     match report {
-        Ok(report) if report.scenarios.is_empty() => {
-            eprintln!(
-                "seckill-loadgen: no case ran (every strategy named was skipped: {}); nothing was tested",
-                report
-                    .skipped
-                    .iter()
-                    .map(|s| format!("{} · {}: {}", s.name, s.strategy, s.reason))
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            );
-            ExitCode::from(4)
-        }
-        Ok(report) if !report.located.is_empty() => {
-            println!("{}", report.terminal());
-            for l in &report.located {
-                println!(
-                    "located {} · {}{}: {}",
-                    l.scenario,
-                    l.strategy,
-                    l.variant.map(|v| format!(" · {v}")).unwrap_or_default(),
-                    l.summary
-                );
-            }
-            println!(
-                "{} probes in {:.0} s; reports: {}",
-                report.scenarios.len(),
-                report.duration_s,
-                out.join("scenarios.json").display()
-            );
-            // A measurement, not a verdict: exit 0 once every line has its
-            // bracket or one side throughout, 4 where a probe could not
-            // tell (nothing landed) or a case did not finish.
-            let stuck = report
-                .scenarios
-                .iter()
-                .any(|c| c.outcomes.is_none_or(|o| o.exclusion_broken.n == 0));
-            if stuck {
-                eprintln!("seckill-loadgen: a probe could not tell (nothing landed, or the case did not finish): see its steps");
-                return ExitCode::from(4);
-            }
-            ExitCode::SUCCESS
-        }
-        Ok(report) => {
-            println!("{}", report.terminal());
-            println!(
-                "{} cases in {:.0} s; reports: {}",
-                report.scenarios.len(),
-                report.duration_s,
-                out.join("scenarios.json").display()
-            );
-            // Every case that did not end as predicted, named, before the
-            // counts: a log cut short still says which.
-            for c in report
-                .scenarios
-                .iter()
-                .filter(|c| c.verdict != judge::CaseVerdict::AsExpected)
-            {
-                let variant = c.variant.map(|v| format!(" [{v}]")).unwrap_or_default();
-                let (word, why) = match c.verdict {
-                    judge::CaseVerdict::NotRun => ("NOT RUN", c.reason.as_deref().unwrap_or("?")),
-                    v => (v.as_str(), c.verdict_reason.as_str()),
-                };
-                eprintln!(
-                    "seckill-loadgen: {word} {} · {}{variant}: {why}",
-                    c.name, c.strategy
-                );
-            }
-            let unexpected = report.unexpected();
-            if unexpected > 0 {
-                eprintln!("seckill-loadgen: {unexpected} case(s) UNEXPECTED");
-                return ExitCode::from(1);
-            }
-            let not_run = report.not_run();
-            if not_run > 0 {
-                eprintln!(
-                    "seckill-loadgen: {not_run} case(s) could not run here: not run is not passed"
-                );
-                return ExitCode::from(4);
-            }
-            let inconclusive = report.inconclusive();
-            if inconclusive > 0 {
-                eprintln!(
-                    "seckill-loadgen: {inconclusive} case(s) inconclusive: they could not tell (see their steps)"
-                );
-                return ExitCode::from(4);
-            }
-            ExitCode::SUCCESS
-        }
+        Ok(report) if report.scenarios.is_empty() => nothing_ran(&report),
+        Ok(report) if !report.located.is_empty() => located_exit(&report, &out),
+        Ok(report) => cases_exit(&report, &out),
         Err(e) => {
             eprintln!("seckill-loadgen: scenario failed: {e:#}");
             ExitCode::from(3)
         }
     }
+}
+
+/// Step 1: every scenario and its summary (`--list`; with no name, exit 2).
+fn list_scenarios(list: bool) -> ExitCode {
+    for s in Scenario::value_variants() {
+        println!("{:<22} {}", s.name(), s.summary());
+    }
+    if !list {
+        eprintln!("seckill-loadgen: name a scenario (or `all`)");
+        return ExitCode::from(2);
+    }
+    ExitCode::SUCCESS
+}
+
+/// Step 2: the scenarios named, each once, in order (`all`: every one).
+fn chosen_scenarios(names: &[Selection]) -> Vec<Scenario> {
+    if names.contains(&Selection::All) {
+        Scenario::value_variants().to_vec()
+    } else {
+        let mut chosen = Vec::new();
+        for name in names {
+            if let Selection::One(s) = name {
+                if !chosen.contains(s) {
+                    chosen.push(*s);
+                }
+            }
+        }
+        chosen
+    }
+}
+
+/// Step 3, no case ran: every strategy skipped, said why; exit 4.
+fn nothing_ran(report: &ScenarioReport) -> ExitCode {
+    eprintln!(
+        "seckill-loadgen: no case ran (every strategy named was skipped: {}); nothing was tested",
+        report
+            .skipped
+            .iter()
+            .map(|s| format!("{} · {}: {}", s.name, s.strategy, s.reason))
+            .collect::<Vec<_>>()
+            .join("; ")
+    );
+    ExitCode::from(4)
+}
+
+/// Step 3, `--locate`: the report and each line located; exit 4 where a
+/// probe could not tell.
+fn located_exit(report: &ScenarioReport, out: &std::path::Path) -> ExitCode {
+    println!("{}", report.terminal());
+    for l in &report.located {
+        println!(
+            "located {} · {}{}: {}",
+            l.scenario,
+            l.strategy,
+            l.variant.map(|v| format!(" · {v}")).unwrap_or_default(),
+            l.summary
+        );
+    }
+    println!(
+        "{} probes in {:.0} s; reports: {}",
+        report.scenarios.len(),
+        report.duration_s,
+        out.join("scenarios.json").display()
+    );
+    // A measurement, not a verdict: exit 0 once every line has its
+    // bracket or one side throughout, 4 where a probe could not
+    // tell (nothing landed) or a case did not finish.
+    let stuck = report
+        .scenarios
+        .iter()
+        .any(|c| c.outcomes.is_none_or(|o| o.exclusion_broken.n == 0));
+    if stuck {
+        eprintln!("seckill-loadgen: a probe could not tell (nothing landed, or the case did not finish): see its steps");
+        return ExitCode::from(4);
+    }
+    ExitCode::SUCCESS
+}
+
+/// Step 3, the cases' verdicts: the report, every case not as expected
+/// named, and the exit status (1 unexpected, 4 not run or inconclusive).
+fn cases_exit(report: &ScenarioReport, out: &std::path::Path) -> ExitCode {
+    println!("{}", report.terminal());
+    println!(
+        "{} cases in {:.0} s; reports: {}",
+        report.scenarios.len(),
+        report.duration_s,
+        out.join("scenarios.json").display()
+    );
+    // Every case that did not end as predicted, named, before the
+    // counts: a log cut short still says which.
+    for c in report
+        .scenarios
+        .iter()
+        .filter(|c| c.verdict != judge::CaseVerdict::AsExpected)
+    {
+        let variant = c.variant.map(|v| format!(" [{v}]")).unwrap_or_default();
+        let (word, why) = match c.verdict {
+            judge::CaseVerdict::NotRun => ("NOT RUN", c.reason.as_deref().unwrap_or("?")),
+            v => (v.as_str(), c.verdict_reason.as_str()),
+        };
+        eprintln!(
+            "seckill-loadgen: {word} {} · {}{variant}: {why}",
+            c.name, c.strategy
+        );
+    }
+    let unexpected = report.unexpected();
+    if unexpected > 0 {
+        eprintln!("seckill-loadgen: {unexpected} case(s) UNEXPECTED");
+        return ExitCode::from(1);
+    }
+    let not_run = report.not_run();
+    if not_run > 0 {
+        eprintln!("seckill-loadgen: {not_run} case(s) could not run here: not run is not passed");
+        return ExitCode::from(4);
+    }
+    let inconclusive = report.inconclusive();
+    if inconclusive > 0 {
+        eprintln!(
+            "seckill-loadgen: {inconclusive} case(s) inconclusive: they could not tell (see their steps)"
+        );
+        return ExitCode::from(4);
+    }
+    ExitCode::SUCCESS
 }

@@ -77,10 +77,7 @@ async fn observe_with(
     let o = Observed {
         overlaps: mine.overlaps,
         max_holders: mine.max_holders,
-        oversold: row.oversold,
-        lost_updates: row.lost_updates,
-        duplicates: row.duplicates,
-        undersold: row.undersold,
+        damage: row.damage,
         negative_stock: row.negative_stock,
         rejected: t.outcome(Outcome::Rejected),
         busy: t.outcome(Outcome::Busy),

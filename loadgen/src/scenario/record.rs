@@ -8,6 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::rate::Rate;
+use crate::api::Damage;
 use crate::judge::{Evidence, Guarantee};
 use crate::load::Accounting;
 
@@ -18,14 +19,9 @@ pub struct Observed {
     pub overlaps: u64,
     /// Most sections inside at once.
     pub max_holders: u64,
-    /// Audit: units sold beyond the stock.
-    pub oversold: i64,
-    /// Audit: orders the stock column never saw.
-    pub lost_updates: i64,
-    /// Audit: users with two orders.
-    pub duplicates: i64,
-    /// Audit: units gone from the stock column without an order.
-    pub undersold: i64,
+    /// Audit: oversold units, lost updates, undersold units, duplicates.
+    #[serde(flatten)]
+    pub damage: Damage,
     /// Audit: the stock column went below zero.
     pub negative_stock: bool,
     /// `409 rejected` answers (lost lease, validity, stale fence).
@@ -64,10 +60,7 @@ impl Observed {
     /// The audit's and the arbiter's figures, as the one judge reads them.
     pub fn evidence(&self) -> Evidence {
         Evidence {
-            oversold: self.oversold,
-            lost_updates: self.lost_updates,
-            undersold: self.undersold,
-            duplicates: self.duplicates,
+            damage: self.damage,
             negative_stock: self.negative_stock,
             overlaps: Some(self.overlaps),
             max_holders: Some(self.max_holders),
@@ -90,6 +83,12 @@ pub struct Injection {
     pub start_ms: u64,
     /// When it was undone.
     pub end_ms: u64,
+    /// When the fault began, Unix epoch ms (absent in older reports).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_unix_ms: Option<u64>,
+    /// When it was undone, Unix epoch ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end_unix_ms: Option<u64>,
     /// How it was seen to land (`null`: not proven, not counted).
     pub proof: Option<String>,
     /// An overlap involved the faulted holder.
@@ -261,6 +260,8 @@ mod tests {
             holder: Some("a".into()),
             start_ms: 0,
             end_ms: 1,
+            start_unix_ms: None,
+            end_unix_ms: None,
             proof: landed.then(|| "seen".to_owned()),
             exclusion_broken: broken,
             data_damaged: false,

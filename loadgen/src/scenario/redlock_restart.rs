@@ -574,13 +574,7 @@ async fn value(node: &RedisNode, key: &str) -> anyhow::Result<Option<String>> {
 
 /// `node`'s `run_id` (`INFO server`): a new one for every process.
 pub(super) async fn run_id(node: &RedisNode) -> anyhow::Result<String> {
-    let mut conn = node.conn().await?;
-    let info: String = redis::cmd("INFO")
-        .arg("server")
-        .query_async(&mut conn)
-        .await?;
-    info.lines()
-        .find_map(|l| l.strip_prefix("run_id:"))
-        .map(|id| id.trim().to_owned())
+    node.info("server", "run_id")
+        .await?
         .context("no run_id in INFO server")
 }

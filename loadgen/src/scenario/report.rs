@@ -469,13 +469,24 @@ mod tests {
     fn the_table_keeps_the_newest_run_of_each_case() {
         let root = std::env::temp_dir().join(format!("scenario-table-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
+        let written = std::cell::Cell::new(0u64);
         let write = |folder: &str, cases: Vec<CaseResult>| {
             let dir = root.join(folder);
             std::fs::create_dir_all(&dir).expect("a folder");
             let json = serde_json::to_string(&report(cases)).expect("serialises");
-            std::fs::write(dir.join("scenarios.json"), json).expect("written");
-            // Distinct modification times, oldest first.
-            std::thread::sleep(std::time::Duration::from_millis(20));
+            let file = dir.join("scenarios.json");
+            std::fs::write(&file, json).expect("written");
+            // Distinct modification times, oldest first: a second apart.
+            written.set(written.get() + 1);
+            std::fs::File::options()
+                .write(true)
+                .open(&file)
+                .expect("open")
+                .set_modified(
+                    std::time::UNIX_EPOCH
+                        + std::time::Duration::from_secs(1_700_000_000 + written.get()),
+                )
+                .expect("set its modification time");
         };
         write(
             "all",

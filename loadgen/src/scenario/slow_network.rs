@@ -22,9 +22,10 @@
 //! database itself refuses it (a fence, a row lock). With `where=anywhere`
 //! the delay starts at a moment the sections do not choose: exposed when 6
 //! trips (`BEGIN`, the read, the duplicate check, then the write, the
-//! insert, the commit) × delay + work > TTL, and past about half the TTL
-//! only a section caught between its check and its write can be damaged
-//! (a fresh one fails its check), a race. With `where=after-check` replica
+//! insert, the commit) × delay + work > TTL, and once the 3 trips before
+//! the check (`BEGIN`, the read, the duplicate check) with the work
+//! outlast the lock's validity, only a section caught between its check
+//! and its write can be damaged (a fresh one fails its check), a race. With `where=after-check` replica
 //! a's own hook stops it as it passes its last check, the delay begins,
 //! and a is let go: its write is the first late request, every time.
 //! Exposed when the 3 trips after the check (the write, the insert, the
@@ -55,213 +56,24 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use sqlx::Connection as _;
 
+mod model;
+
+pub use model::{
+    expect, late_grant_breaks, lives_in_redis, postgres_damage, votes_arrive, DelayFrom, Link,
+    SlowNetworkDials, PARAMS, QUICK,
+};
+
 use super::buyers;
-use super::case::Expectation;
-use super::dials::{self, choice, dials, Choice as _, Shape};
+use super::dials;
 use super::inject::{self, Window};
 use super::lab::{Lab, Setup};
-use super::params::{Params, Spec};
-use super::world::{arm, pause, redis_and_nodes, start_replicas, timed_ping, work, CaseRun, World};
-use crate::api::Variant;
-use crate::api::{FreezeAt, Kind, StrategyEntry, StrategyName};
-use crate::judge::Expected::{Breaks, Holds};
+use super::world::{
+    arm, pause, redis_and_nodes, start_replicas, timed_ping, work, Case, CaseRun, World,
+};
+use crate::api::FreezeAt;
 use crate::procs::{self, RedisNode};
+use model::TRIPS_AFTER_CHECK;
 use seckill_proxy::Proxy;
-
-choice! {
-    /// Which of replica a's links is slow.
-    pub enum Link {
-        /// Its replies from Redis (the grant).
-        Redis = "redis",
-        /// Its requests to PostgreSQL (after the lock).
-        Postgres = "postgres",
-    }
-}
-
-choice! {
-    /// `link=postgres`: when the delay begins.
-    pub enum DelayFrom {
-        /// A moment the sections do not choose.
-        Anywhere = "anywhere",
-        /// With replica a held at its last check.
-        AfterCheck = "after-check",
-    }
-}
-
-dials! {
-    /// slow-network's dials.
-    pub struct SlowNetworkDials {
-        ttl_ms: u64 = dials::ttl("400"),
-        work_ms: u64 = dials::work("150"),
-        injections: u64 = dials::injections("12"),
-        delay: u64 = Shape::ms("1.5ttl", "how late every reply from Redis reaches replica a"),
-        link: Link = Shape::choice(
-            Link::WORDS,
-            "redis",
-            "which of replica a's links is slow: its replies from Redis (the grant), or its requests to PostgreSQL (after the lock)",
-        ),
-        r#where as "where": DelayFrom = Shape::choice(
-            DelayFrom::WORDS,
-            "anywhere",
-            "link=postgres only: when the delay begins — a moment the sections do not choose, or with replica a held at its last check, so the write it sends next is the first late request",
-        ),
-        node_timeout_ms: u64 = Shape::count(
-            "50",
-            "Redlock's per-node timeout on both replicas (SECKILL_REDLOCK_NODE_TIMEOUT_MS)",
-        ),
-        lock_wait_ms: u64 = dials::lock_wait("3000"),
-    }
-}
-
-/// Its dials.
-pub const PARAMS: &[Spec] = SlowNetworkDials::SPECS;
-
-/// `--quick`: a shorter TTL and work (the delay, 1.5× the TTL, shrinks).
-pub const QUICK: &[(&str, &str)] = &[("ttl_ms", "250"), ("work_ms", "100")];
-
-/// A lock that does not check the time: whether a grant heard `delay`
-/// late leaves its holder inside after the key expired (delay + work >
-/// TTL).
-pub fn late_grant_breaks(d: &SlowNetworkDials) -> bool {
-    d.delay + d.work_ms > d.ttl_ms
-}
-
-/// Whether Redlock's votes `delay` late still make a quorum: only below
-/// the per-node timeout.
-pub fn votes_arrive(d: &SlowNetworkDials) -> bool {
-    d.delay < d.node_timeout_ms
-}
-
-/// Whether `strategy` keeps its lock (or its stock) in Redis: what a
-/// slow Redis link can reach.
-pub fn lives_in_redis(strategy: StrategyName) -> bool {
-    matches!(
-        strategy,
-        StrategyName::Setnx
-            | StrategyName::SetnxExpire
-            | StrategyName::SetnxExpireLua
-            | StrategyName::SetnxGetset
-            | StrategyName::SetNxPx
-            | StrategyName::SetNxPxCheckDel
-            | StrategyName::SetNxPxToken
-            | StrategyName::Watchdog
-            | StrategyName::Redlock
-            | StrategyName::Fenced
-            | StrategyName::RedisLuaStock
-    )
-}
-
-/// What `strategy` should do when its grants arrive `delay` late.
-pub fn expect(strategy: &StrategyEntry, _variant: Option<Variant>, params: &Params) -> Expectation {
-    let d = SlowNetworkDials::of(params);
-    let validity = super::acquire_pause::validity_ms(d.ttl_ms, d.delay);
-    if d.link == Link::Postgres {
-        if strategy.kind == Kind::NotALock {
-            return Err("no lock: an injection is proven by replica a's lock attempt or its last check while the delay is in force, and this strategy makes neither (one atomic statement)".into());
-        }
-        return Ok(expect_postgres(strategy, &d));
-    }
-    if strategy.kind == Kind::NotALock {
-        return Err("no lock: an injection is proven by replica a's lock attempt while the delay is in force, and this strategy makes none (one script in Redis)".into());
-    }
-    if !strategy.strategy().is_some_and(lives_in_redis) {
-        return Err("its lock is not in Redis: the delayed link (Redis to replica a) carries none of its lock's traffic (link=postgres delays what it uses)".into());
-    }
-    let (expected, why) = match strategy.kind {
-        Kind::Ttl if late_grant_breaks(&d) => (
-            Breaks,
-            "the grant arrives so late that the key expires before the holder leaves; it enters anyway",
-        ),
-        Kind::Ttl => (
-            Holds,
-            "the grant arrives late, but the key outlives the section",
-        ),
-        Kind::Lease => (
-            Holds,
-            "renewals reach Redis at once (only replies are late), and a grant that arrives after the lease deadline is given back",
-        ),
-        Kind::Validity if !votes_arrive(&d) => (
-            Holds,
-            "every vote is slower than the per-node timeout: no quorum, no lock",
-        ),
-        Kind::Validity if validity == 0 => (
-            Holds,
-            "the votes arrive, but elapsed exceeds the TTL: validity = TTL - elapsed refuses the quorum",
-        ),
-        Kind::Validity if super::acquire_pause::short_validity(d.ttl_ms, d.work_ms, d.delay) => (
-            Breaks,
-            "the votes arrive with a validity shorter than the work: the keys expire while the holder is inside",
-        ),
-        Kind::Validity => (
-            Holds,
-            "the votes arrive in time: the validity left covers the work",
-        ),
-        Kind::Fenced => (Holds, "late holders are refused by the database"),
-        Kind::NoExpiry | Kind::LockTable | Kind::InTransaction | Kind::NotALock | Kind::Session => {
-            (Holds, "no TTL on the slow link to run out")
-        }
-        Kind::NoLock | Kind::ProcessLocal => return Err("not applicable".into()),
-    };
-    Ok((expected, why.into()))
-}
-
-/// Round trips to PostgreSQL a section makes: `BEGIN`, the stock read,
-/// the duplicate check, then — after its last check — the write, the
-/// order's insert, the commit.
-const SECTION_TRIPS: u64 = 6;
-
-/// Round trips after the last check: the write, the order's insert, the
-/// commit.
-const TRIPS_AFTER_CHECK: u64 = 3;
-
-/// `link=postgres`: whether a section's database trips outlast its lock.
-/// `where=anywhere`: SECTION_TRIPS × delay + work > TTL — its last check
-/// passes after the first three trips, so the writes of such a section
-/// are sent before the lock runs out and land after it did, and a section
-/// caught between its check and its write when the delay begins is later
-/// still. `where=after-check`: the delay begins as replica a passes its
-/// check, its work done: TRIPS_AFTER_CHECK × delay + work > TTL.
-fn postgres_exposed(d: &SlowNetworkDials) -> bool {
-    let trips = if d.r#where == DelayFrom::AfterCheck {
-        TRIPS_AFTER_CHECK
-    } else {
-        SECTION_TRIPS
-    };
-    trips * d.delay + d.work_ms > d.ttl_ms
-}
-
-/// `link=postgres`, judged on exclusion.
-fn expect_postgres(
-    strategy: &StrategyEntry,
-    d: &SlowNetworkDials,
-) -> (crate::judge::Expected, String) {
-    let (expected, why) = match strategy.kind {
-        Kind::Ttl | Kind::Validity | Kind::Lease if postgres_exposed(d) => (
-            Breaks,
-            "a section's write, sent after its last check, and the trips after it arrive late: the lock expires under them and the next holder enters",
-        ),
-        Kind::Ttl | Kind::Validity | Kind::Lease => (
-            Holds,
-            "the section ends, delayed trips and all, before the lock expires",
-        ),
-        _ => (
-            Holds,
-            "the database refuses the late write (a fence), or no TTL runs out",
-        ),
-    };
-    (expected, why.into())
-}
-
-/// `link=postgres`, judged on the data: a write already on the wire is
-/// past every check (a lease deadline, Redlock's validity), so every TTL
-/// lock's late write lands on the next holder's; a fence refuses it.
-pub fn postgres_damage(kind: Kind, d: &SlowNetworkDials) -> crate::judge::Expected {
-    if matches!(kind, Kind::Ttl | Kind::Validity | Kind::Lease) && postgres_exposed(d) {
-        Breaks
-    } else {
-        Holds
-    }
-}
 
 /// b's buyers' pause between grabs (ms): `link=redis` leaves the lock
 /// free most of the time; `link=postgres` presses.
@@ -270,35 +82,17 @@ const B_THINK_PG_MS: u64 = 100;
 
 /// Delay replica a's link (`link`: its replies from Redis, or its
 /// requests to PostgreSQL), `injections` windows. The faults, as reported.
-///
-/// Over 80 lines on purpose: the scenario's steps read top to bottom, each one
-/// logged as it happens.
 pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     let d = SlowNetworkDials::of(cx.params);
     let (lab, world, case, strategy, _) = cx.parts();
-    let (ttl, delay, work_ms) = (d.ttl_ms, d.delay, d.work_ms);
-    let (timeout, injections) = (d.node_timeout_ms, d.injections);
+    let (delay, injections) = (d.delay, d.injections);
     let postgres = d.link == Link::Postgres;
-    let after_check = postgres && d.r#where == DelayFrom::AfterCheck;
-    let database_via = wire_up(lab, world, ttl, timeout, postgres).await?;
-    let service = world.service();
-    arm(&service, strategy, work(work_ms)).await?;
-    let what = if after_check {
-        "from the moment replica a passes its last check, every request from a to PostgreSQL arrives"
-    } else if postgres {
-        "every request from a to PostgreSQL arrives"
-    } else {
-        "every reply from Redis to a arrives"
-    };
     let b_think = Duration::from_millis(if postgres {
         B_THINK_PG_MS
     } else {
         B_THINK_REDIS_MS
     });
-    case.step(format!(
-        "replicas a, b up (TTL {ttl} ms, work {work_ms} ms, Redlock node timeout {timeout} ms); per injection 2 buyers on a, 2 on b pausing {} ms between grabs; {injections} injections: {what} {delay} ms late",
-        b_think.as_millis()
-    ));
+    let database_via = start_service(lab, world, case, strategy, &d, b_think).await?;
     let on_a = buyers::targets(vec![world.replica("a")?.url()]);
     let on_b = buyers::targets(vec![world.replica("b")?.url()]);
     // The proof's probe (link=postgres): a connection through a's link,
@@ -307,113 +101,13 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
         Some(url) => Some(sqlx::PgConnection::connect(url).await?),
         None => None,
     };
+    // a's buyers press on. link=redis: b's leave the lock free most
+    // of the time, so a's grants — each one late — are not all lost
+    // to b. link=postgres: a's grants are prompt; b's press too, so a
+    // next holder writes while a's late write is on its way.
+    let loads = [(&on_a, 2, Duration::ZERO), (&on_b, 2, b_think)];
     for _ in 0..injections {
-        // a's buyers press on. link=redis: b's leave the lock free most
-        // of the time, so a's grants — each one late — are not all lost
-        // to b. link=postgres: a's grants are prompt; b's press too, so a
-        // next holder writes while a's late write is on its way.
-        let loads = [(&on_a, 2, Duration::ZERO), (&on_b, 2, b_think)];
-        let round = inject::begin_aimed(&lab.http, world, case, &loads, 100).await?;
-        // where=after-check: replica a is held at its last check (its own
-        // hook stops it there), the delay switched on, and a let go: the
-        // write it sends next is the first late request.
-        // where=anywhere: a's lock attempts so far, to see it try while
-        // the delay is in force. Read before a may be stopped: a stopped
-        // replica answers nothing, not even its metrics, and a read that
-        // waited for it would hold a past its TTL.
-        let a_only =
-            crate::api::Service::new(vec![world.replica("a")?.url()], super::lab::TOKEN.into());
-        let tries_before = if after_check {
-            None
-        } else {
-            lock_attempts(&a_only, strategy).await
-        };
-        let held = if after_check {
-            inject::stop_replica(world, case, "a", FreezeAt::AfterCheck).await?
-        } else {
-            None
-        };
-        for proxy in &world.proxies {
-            if postgres {
-                proxy.set_delays(Duration::from_millis(delay), Duration::ZERO);
-            } else {
-                proxy.set_delays(Duration::ZERO, Duration::from_millis(delay));
-            }
-        }
-        let start_ms = case.clock_ms();
-        let at_check = match held {
-            Some(stopped) => {
-                procs::signal(stopped.pid, "CONT")?;
-                true
-            }
-            None => !after_check,
-        };
-        // The proof: a round trip through a's slow links takes at least
-        // the delay (a PING to its Redis and Redlock node 1, or a
-        // `SELECT 1` to PostgreSQL).
-        let slowest = round_trips(world, probe.as_mut(), delay).await;
-        let wanted = if postgres { 1 } else { 2 };
-        let seen = at_check
-            && slowest.len() == wanted
-            && slowest.iter().all(|d| d.as_millis() >= u128::from(delay));
-        // link=postgres: long enough that a section begun as the delay
-        // starts has its write land (BEGIN, the read, the write: three
-        // late trips) while b's buyers still press. where=after-check:
-        // until a's held section has sent its last late request (the
-        // commit) and a little more; a section begun meanwhile has at most
-        // its three first trips late, no more than the held one.
-        let hold_ms = if after_check {
-            TRIPS_AFTER_CHECK * delay + 50
-        } else if postgres {
-            3 * delay + ttl + work_ms
-        } else {
-            delay + ttl + work_ms
-        };
-        pause(hold_ms.saturating_sub(case.clock_ms() - start_ms)).await;
-        // The holder was touched: held at its check as the delay began
-        // (where=after-check), or it tried to take the lock while the
-        // delay was in force — else the slow link delayed nobody's lock.
-        let tries = match tries_before {
-            Some(before) => lock_attempts(&a_only, strategy)
-                .await
-                .map_or(0.0, |after| after - before),
-            None => 0.0,
-        };
-        let touched = (after_check && at_check) || tries >= 1.0;
-        if !touched {
-            case.step(format!(
-                "not counted: replica a did not try to take the lock while the delay was in force ({tries} attempts)"
-            ));
-        }
-        for proxy in &world.proxies {
-            proxy.set_delay(Duration::ZERO);
-        }
-        let end_ms = case.clock_ms();
-        let window = Window {
-            target: if postgres {
-                "replica a's link to PostgreSQL".into()
-            } else {
-                "replica a's links to Redis".into()
-            },
-            holder: Some("a".into()),
-            start_ms,
-            end_ms,
-            proof: (seen && touched).then(|| {
-                format!(
-                    "{}; replica a {}",
-                    proof(&slowest, delay, postgres, after_check),
-                    if after_check {
-                        "held the lock at its check as the delay began".to_owned()
-                    } else {
-                        format!("tried to take the lock {tries} times while the delay was in force")
-                    }
-                )
-            }),
-            stalled: None,
-            refused: None,
-        };
-        pause(work_ms + 150).await;
-        round.end(world, case, strategy, window).await?;
+        delay_window(lab, world, case, strategy, &d, &loads, probe.as_mut()).await?;
     }
     case.proven_by_injections(|landed| {
         format!("{landed} of {injections} windows seen: a round trip through a's slow link took at least {delay} ms")
@@ -427,6 +121,209 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     ))
 }
 
+/// Step 1: the replicas wired up, the strategy armed, the setup logged;
+/// the database's URL through a's link (link=postgres), for the probe.
+async fn start_service(
+    lab: &Lab,
+    world: &mut World,
+    case: &mut Case,
+    strategy: &str,
+    d: &SlowNetworkDials,
+    b_think: Duration,
+) -> anyhow::Result<Option<String>> {
+    let (ttl, delay, work_ms) = (d.ttl_ms, d.delay, d.work_ms);
+    let (timeout, injections) = (d.node_timeout_ms, d.injections);
+    let postgres = d.link == Link::Postgres;
+    let after_check = postgres && d.r#where == DelayFrom::AfterCheck;
+    let database_via = wire_up(lab, world, strategy, (ttl, timeout), postgres).await?;
+    let service = world.service();
+    arm(&service, strategy, work(work_ms)).await?;
+    let what = if after_check {
+        "from the moment replica a passes its last check, every request from a to PostgreSQL arrives"
+    } else if postgres {
+        "every request from a to PostgreSQL arrives"
+    } else {
+        "every reply from Redis to a arrives"
+    };
+    case.step(format!(
+        "replicas a, b up (TTL {ttl} ms, work {work_ms} ms, Redlock node timeout {timeout} ms); per injection 2 buyers on a, 2 on b pausing {} ms between grabs; {injections} injections: {what} {delay} ms late",
+        b_think.as_millis()
+    ));
+    Ok(database_via)
+}
+
+/// Step 2, once per injection: buyers on `loads`, the delay on, the proof
+/// taken, the delay held and switched off; the round judged.
+async fn delay_window(
+    lab: &Lab,
+    world: &mut World,
+    case: &mut Case,
+    strategy: &str,
+    d: &SlowNetworkDials,
+    loads: &[(&buyers::Targets, usize, Duration)],
+    probe: Option<&mut sqlx::PgConnection>,
+) -> anyhow::Result<()> {
+    let (delay, postgres) = (d.delay, d.link == Link::Postgres);
+    let round = inject::begin_aimed(&lab.http, world, case, loads, 100).await?;
+    let delayed = delay_on(world, case, strategy, d).await?;
+    // The proof: a round trip through a's slow links takes at least
+    // the delay (a PING to its Redis and Redlock node 1, or a
+    // `SELECT 1` to PostgreSQL).
+    let slowest = round_trips(world, probe, delay).await;
+    let wanted = if postgres { 1 } else { 2 };
+    let seen = delayed.at_check
+        && slowest.len() == wanted
+        && slowest.iter().all(|d| d.as_millis() >= u128::from(delay));
+    pause(hold_ms(d).saturating_sub(case.clock_ms() - delayed.start_ms)).await;
+    let window = delay_off(world, case, strategy, d, &delayed, &slowest, seen).await;
+    pause(d.work_ms + 150).await;
+    round.end(world, case, strategy, window).await?;
+    Ok(())
+}
+
+/// The delay just switched on.
+#[derive(Debug)]
+struct DelayOn {
+    /// Replica a alone, to read its lock attempts.
+    a_only: crate::api::Service,
+    /// Its lock attempts before the delay (`None`: where=after-check, or
+    /// unreadable).
+    tries_before: Option<f64>,
+    /// When the delay began, ms on the case's clock.
+    start_ms: u64,
+    /// Replica a was held at its check as it began (always, where=anywhere).
+    at_check: bool,
+}
+
+/// Switch the delay on in every proxy of a's links (where=after-check:
+/// with replica a held at its last check, then let go).
+async fn delay_on(
+    world: &mut World,
+    case: &mut Case,
+    strategy: &str,
+    d: &SlowNetworkDials,
+) -> anyhow::Result<DelayOn> {
+    let (delay, postgres) = (d.delay, d.link == Link::Postgres);
+    let after_check = postgres && d.r#where == DelayFrom::AfterCheck;
+    // where=after-check: replica a is held at its last check (its own
+    // hook stops it there), the delay switched on, and a let go: the
+    // write it sends next is the first late request.
+    // where=anywhere: a's lock attempts so far, to see it try while
+    // the delay is in force. Read before a may be stopped: a stopped
+    // replica answers nothing, not even its metrics, and a read that
+    // waited for it would hold a past its TTL.
+    let a_only =
+        crate::api::Service::new(vec![world.replica("a")?.url()], super::lab::TOKEN.into());
+    let tries_before = if after_check {
+        None
+    } else {
+        lock_attempts(&a_only, strategy).await
+    };
+    let held = if after_check {
+        inject::stop_replica(world, case, "a", FreezeAt::AfterCheck).await?
+    } else {
+        None
+    };
+    for proxy in &world.proxies {
+        if postgres {
+            proxy.set_delays(Duration::from_millis(delay), Duration::ZERO);
+        } else {
+            proxy.set_delays(Duration::ZERO, Duration::from_millis(delay));
+        }
+    }
+    let start_ms = case.clock_ms();
+    let at_check = match held {
+        Some(stopped) => {
+            procs::signal(stopped.pid, "CONT")?;
+            true
+        }
+        None => !after_check,
+    };
+    Ok(DelayOn {
+        a_only,
+        tries_before,
+        start_ms,
+        at_check,
+    })
+}
+
+/// How long the delay is held, ms.
+fn hold_ms(d: &SlowNetworkDials) -> u64 {
+    let (ttl, delay, work_ms) = (d.ttl_ms, d.delay, d.work_ms);
+    let postgres = d.link == Link::Postgres;
+    let after_check = postgres && d.r#where == DelayFrom::AfterCheck;
+    // link=postgres: long enough that a section begun as the delay
+    // starts has its write land (BEGIN, the read, the write: three
+    // late trips) while b's buyers still press. where=after-check:
+    // until a's held section has sent its last late request (the
+    // commit) and a little more; a section begun meanwhile has at most
+    // its three first trips late, no more than the held one.
+    if after_check {
+        TRIPS_AFTER_CHECK * delay + 50
+    } else if postgres {
+        3 * delay + ttl + work_ms
+    } else {
+        delay + ttl + work_ms
+    }
+}
+
+/// Whether replica a was touched, the delay switched off, and the
+/// injection's window (proven when `seen` and touched).
+async fn delay_off(
+    world: &World,
+    case: &mut Case,
+    strategy: &str,
+    d: &SlowNetworkDials,
+    delayed: &DelayOn,
+    slowest: &[Duration],
+    seen: bool,
+) -> Window {
+    let (delay, postgres) = (d.delay, d.link == Link::Postgres);
+    let after_check = postgres && d.r#where == DelayFrom::AfterCheck;
+    // The holder was touched: held at its check as the delay began
+    // (where=after-check), or it tried to take the lock while the
+    // delay was in force — else the slow link delayed nobody's lock.
+    let tries = match delayed.tries_before {
+        Some(before) => lock_attempts(&delayed.a_only, strategy)
+            .await
+            .map_or(0.0, |after| after - before),
+        None => 0.0,
+    };
+    let touched = (after_check && delayed.at_check) || tries >= 1.0;
+    if !touched {
+        case.step(format!(
+            "not counted: replica a did not try to take the lock while the delay was in force ({tries} attempts)"
+        ));
+    }
+    for proxy in &world.proxies {
+        proxy.set_delay(Duration::ZERO);
+    }
+    let end_ms = case.clock_ms();
+    Window {
+        target: if postgres {
+            "replica a's link to PostgreSQL".into()
+        } else {
+            "replica a's links to Redis".into()
+        },
+        holder: Some("a".into()),
+        start_ms: delayed.start_ms,
+        end_ms,
+        proof: (seen && touched).then(|| {
+            format!(
+                "{}; replica a {}",
+                proof(slowest, delay, postgres, after_check),
+                if after_check {
+                    "held the lock at its check as the delay began".to_owned()
+                } else {
+                    format!("tried to take the lock {tries} times while the delay was in force")
+                }
+            )
+        }),
+        stalled: None,
+        refused: None,
+    }
+}
+
 /// Two replicas: b reaches Redis, the Redlock nodes and PostgreSQL
 /// directly; a reaches Redis and every node through a proxy
 /// (`link=redis`), or PostgreSQL through one (`link=postgres`, whose URL
@@ -434,14 +331,19 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
 async fn wire_up(
     lab: &Lab,
     world: &mut World,
-    ttl: u64,
-    timeout: u64,
+    strategy: &str,
+    (ttl, timeout): (u64, u64),
     postgres: bool,
 ) -> anyhow::Result<Option<String>> {
-    let timeout_env = vec![(
+    // Both replicas reach the strategy's own server (etcd, ZooKeeper,
+    // MariaDB) directly: without it those strategies could not run here
+    // (the atlas's slow-db-link cells of all three were `undecided`, every
+    // case failing on `strategy_unavailable`).
+    let mut timeout_env = lab.coordination(strategy)?;
+    timeout_env.push((
         "SECKILL_REDLOCK_NODE_TIMEOUT_MS".to_owned(),
         timeout.to_string(),
-    )];
+    ));
     let (redis, direct_nodes) = redis_and_nodes(lab).await?;
     let b_redis = redis.url();
     let b_redlock: Vec<String> = direct_nodes.iter().map(RedisNode::url).collect();
@@ -512,7 +414,6 @@ async fn round_trips(
     slowest
 }
 
-/// The window's proof, as the report prints it.
 /// Replica `service`'s lock attempts under `strategy` so far
 /// (`seckill_lock_attempts_total`; `None`: unreadable).
 async fn lock_attempts(service: &crate::api::Service, strategy: &str) -> Option<f64> {
@@ -523,6 +424,7 @@ async fn lock_attempts(service: &crate::api::Service, strategy: &str) -> Option<
         .map(|s| s.sum("seckill_lock_attempts_total", &[("strategy", strategy)]))
 }
 
+/// The window's proof, as the report prints it.
 fn proof(slowest: &[Duration], delay: u64, postgres: bool, after_check: bool) -> String {
     format!(
         "{}{} took {} (≥ {delay} ms)",

@@ -28,6 +28,8 @@ use seckill_proxy::Proxy;
 #[derive(Debug)]
 pub struct Case {
     pub started: Instant,
+    /// When it started, Unix epoch ms (the fault bands' clock).
+    pub started_unix_ms: u64,
     pub steps: Vec<String>,
     pub quiet: bool,
     pub tally: Arc<Live>,
@@ -54,6 +56,9 @@ impl Case {
     pub fn new(quiet: bool, label: String) -> Self {
         Self {
             started: Instant::now(),
+            started_unix_ms: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
             steps: Vec::new(),
             quiet,
             tally: Arc::default(),
@@ -184,11 +189,16 @@ pub async fn start_replicas(
 /// world yet (the caller may put proxies in front of some first).
 pub async fn redis_and_nodes(lab: &Lab) -> anyhow::Result<(RedisNode, Vec<RedisNode>)> {
     let redis = RedisNode::start(&lab.dir, "redis", &[], Vec::new()).await?;
+    Ok((redis, redlock_nodes(lab).await?))
+}
+
+/// Three Redlock nodes (`node1`…`node3`), not joined to a world yet.
+pub async fn redlock_nodes(lab: &Lab) -> anyhow::Result<Vec<RedisNode>> {
     let mut nodes = Vec::new();
     for i in 1..=3 {
         nodes.push(RedisNode::start(&lab.dir, &format!("node{i}"), &[], Vec::new()).await?);
     }
-    Ok((redis, nodes))
+    Ok(nodes)
 }
 
 /// Two replicas `a` and `b` on one Redis (and three Redlock nodes).
@@ -361,6 +371,17 @@ pub fn start_buyers(lab: &Lab, case: &Case, targets: &Targets, users: usize) -> 
         &case.next_user,
         &case.tally,
     )
+}
+
+/// One grab on each replica in turn, not judged, before the first round:
+/// a replica's first section (its first connections, the first run of
+/// each script on each node) is slower than the rest. `why` goes in the
+/// step that says so.
+pub async fn warm_up(lab: &Lab, world: &World, case: &mut Case, why: &str) {
+    for url in world.urls() {
+        let _ = super::buyers::grab_once(&lab.http, &url, &case.next_user, &case.tally).await;
+    }
+    case.step(format!("one grab on each replica first, not judged: {why}"));
 }
 
 /// Sleep, a readable name.
