@@ -65,11 +65,14 @@
 //! fit in the validity). The holder extends its lock every third of the
 //! TTL while it holds it, and once more just before its last check, as
 //! redsync's `Extend` and node-redlock's `extend` let a client do:
-//! `redlock_extend.lua` on every node, answered at quorum — `PEXPIRE`
+//! `redlock_extend.lua` on every node — `PEXPIRE`
 //! where the key still holds the token, `SET … PX` where it is missing (a
 //! node that restarted empty lost it; without that, every such restart
 //! takes one node from the holder's majority for good: redsync's report,
-//! its PR #149). Granted, the lock is trusted until the extension's send
+//! its PR #149). The task's first extension runs at once and, while some
+//! node still lacks the key, the next 20 ms or so later (a top-up: a
+//! holder granted by a bare majority that loses a node must otherwise win
+//! the free one back against every contender's `SET NX`). Granted, the lock is trusted until the extension's send
 //! time + TTL − drift; without a quorum it stands until its deadline and
 //! the task retries, marking it lost once the deadline passed. An extension asked for once that time has passed is
 //! refused without asking the nodes ("Cannot extend an already-expired
@@ -200,7 +203,14 @@ async fn on_every_node(
             for arg in call.args {
                 invocation.arg(arg);
             }
-            async move { matches!(invocation.invoke_async::<i64>(&mut conn).await, Ok(1)) }
+            let name = node.name.clone();
+            async move {
+                let answer = invocation.invoke_async::<i64>(&mut conn).await;
+                if !matches!(answer, Ok(1)) {
+                    tracing::debug!(node = %name, ?answer, "redlock script answered no");
+                }
+                matches!(answer, Ok(1))
+            }
         })
         .collect();
     let (mut yes, mut no) = (0, 0);
@@ -229,7 +239,8 @@ async fn on_every_node(
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Extension {
     /// A majority extended it: trusted until its send time + TTL − drift.
-    Renewed,
+    /// `everywhere`: every node did (the task waited for all answers).
+    Renewed { everywhere: bool },
     /// Fewer than a majority: the lock stands until its deadline.
     NoQuorum,
     /// Refused (already expired) or marked lost before.
@@ -256,11 +267,13 @@ struct Extender {
 
 impl Extender {
     /// One extension on every node at once, decided at quorum within the
-    /// node timeout. Refused without asking once the validity ran out
+    /// node timeout (`everywhere`: once every node answered, or at the
+    /// node timeout, so the task knows whether a node still lacks the
+    /// key). Refused without asking once the validity ran out
     /// (the lease is marked lost: the holder aborts). Without a quorum the
     /// lock still stands until its deadline (the keys set on a majority
     /// have not expired yet): [`Extension::NoQuorum`], retried by the task.
-    async fn extend(&self) -> Extension {
+    async fn extend(&self, everywhere: bool) -> Extension {
         if self.status.is_lost() {
             return Extension::Lost;
         }
@@ -286,7 +299,13 @@ impl Extender {
                 args: &[self.token.clone(), self.ttl.as_millis().to_string()],
             },
             (self.node_timeout, self.ttl),
-            |yes, no| yes >= quorum || no > total - quorum,
+            |yes, no| {
+                if everywhere {
+                    yes + no == total
+                } else {
+                    yes >= quorum || no > total - quorum
+                }
+            },
         )
         .await;
         let until = sent + self.ttl.saturating_sub(self.drift);
@@ -296,7 +315,9 @@ impl Extender {
                 .with_label_values(&[INFO.name, "renewed"])
                 .inc();
             self.status.extend_to(until);
-            Extension::Renewed
+            Extension::Renewed {
+                everywhere: yes == total,
+            }
         } else {
             self.metrics
                 .lock_renewals
@@ -318,14 +339,29 @@ impl Extender {
         self.status.mark_lost();
     }
 
-    /// Extend every third of the TTL (the first a third after the grant
-    /// was sent) until the lease's stop sender is used or dropped, or the
-    /// lock is lost: refused as expired, or no quorum extended it before
-    /// its deadline (a failed extension is retried every 20 ms or so
-    /// until then, as the watchdog retries a failed renewal).
+    /// Extend every third of the TTL until the lease's stop sender is used
+    /// or dropped, or the lock is lost: refused as expired, or no quorum
+    /// extended it before its deadline (a failed extension is retried
+    /// every 20 ms or so until then, as the watchdog retries a failed
+    /// renewal).
+    ///
+    /// Extend-or-lock also tops the lock up: the first extension runs at
+    /// once, and while some node lacks the key (the grant is decided at a
+    /// bare majority; a node was down, or restarted empty) the next runs
+    /// 20 ms or so later, not a third of the TTL. A holder of two nodes of
+    /// three that loses one must otherwise win the third back before its
+    /// deadline, against every contender's `SET NX` there (each holds the
+    /// free node from its vote to its release): CI saw a holder fail at
+    /// every try for a whole TTL and another enter (redsync-149's `ours`,
+    /// 1 of 3).
     async fn until_stopped(self, mut stop: tokio::sync::oneshot::Receiver<()>) {
         let period = self.ttl / 3;
-        let mut due = self.status.deadline() - self.ttl.saturating_sub(self.drift) + period;
+        let top_up = !self.held_only;
+        let mut due = if top_up {
+            Instant::now()
+        } else {
+            self.status.deadline() - self.ttl.saturating_sub(self.drift) + period
+        };
         loop {
             tokio::select! {
                 _ = &mut stop => return,
@@ -334,10 +370,13 @@ impl Extender {
             due = Instant::now() + period;
             let extension = tokio::select! {
                 _ = &mut stop => return,
-                extension = self.extend() => extension,
+                extension = self.extend(top_up) => extension,
             };
             match extension {
-                Extension::Renewed => {}
+                Extension::Renewed { everywhere: false } if top_up => {
+                    due = Instant::now() + crate::locking::jittered(Duration::from_millis(20));
+                }
+                Extension::Renewed { .. } => {}
                 Extension::Lost => return,
                 // Retried soon, until the deadline passes: then lost.
                 Extension::NoQuorum if Instant::now() < self.status.deadline() => {
@@ -642,7 +681,7 @@ impl DistributedLock for Redlock {
     async fn before_last_check(&self, cx: GrabContext<'_>, guard: &LockGuard) {
         if let (true, Some(lease)) = (cx.faults.redlock_extend, guard.lease()) {
             self.extender(cx, guard, lease.shared_status())
-                .extend()
+                .extend(false)
                 .await;
         }
     }

@@ -163,3 +163,39 @@ async fn with_extend_expired_the_expired_lock_is_locked_anew() {
     );
     assert!(nodes.iter().all(|n| holds_the_key(n, &a)));
 }
+
+/// A granted at a bare majority (node 2 held by another client's key for
+/// 300 ms) tops its lock up: with a 30 s TTL the next extension is 10 s
+/// away, but A's key is on node 2 within 3 s of the other key expiring.
+/// Without the top-up a holder that then lost node 0 or 1 would have to
+/// win node 2 back against every contender (CI's redsync-149 `ours`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_holder_granted_at_a_bare_majority_locks_the_missing_node_soon() {
+    let nodes: Vec<RedisServer> = (0..3).map(|_| RedisServer::start()).collect();
+    let urls: Vec<String> = nodes.iter().map(RedisServer::url).collect();
+    let d = deps(&nodes[0].url(), NO_DB, MS(30_000), MS(300));
+    let lock = Redlock::new(&urls, MS(100), 0.01).expect("redlock");
+    let cx = GrabContext {
+        deps: &d,
+        faults: extending(false, false),
+        pause: false,
+    };
+    let _: () = redis::cmd("SET")
+        .arg(seckill_app::locking::lock_key(1))
+        .arg("someone-else")
+        .arg("PX")
+        .arg(300)
+        .query(&mut nodes[2].conn())
+        .expect("set");
+    let a = lock
+        .acquire(cx, 1)
+        .await
+        .expect("A acquires on nodes 0 and 1");
+    assert!(!holds_the_key(&nodes[2], &a), "node 2 was someone else's");
+    let node = &nodes[2];
+    eventually("A's key on node 2", MS(3000), || async {
+        holds_the_key(node, &a).then_some(()).ok_or("not yet")
+    })
+    .await;
+    lock.release(cx, a).await.expect("release A");
+}

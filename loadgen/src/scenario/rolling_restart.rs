@@ -5,7 +5,8 @@
 //!
 //! A node that restarts empty forgets the holder's key. The holder's next
 //! extension either locks it there again (`extend=on`, the service's
-//! extend-or-lock) or extends only where the key is still its own
+//! extend-or-lock, which also tops up: while a node lacks the key it
+//! tries again every 20 ms or so, not a third of the TTL) or extends only where the key is still its own
 //! (`extend=held-only`, redsync before #149, the service's
 //! `extend_held_only`). In the second case every restart takes one node
 //! from the holder's majority for good: after node 1 and then node 2
@@ -107,7 +108,7 @@ pub fn expect(strategy: &StrategyEntry, _variant: Option<Variant>, params: &Para
         ),
         Extension::On => (
             Holds,
-            "each node stays down past the holder's next extension, which sets the key on the others; back, it is locked again: when the second node restarts the holder still has two of three".into(),
+            "each node stays down past the holder's next extension, which sets the key on the others; back, it is locked again (tried every 20 ms or so while it lacks the key): when the second node restarts the holder still has two of three".into(),
         ),
         Extension::HeldOnly => (
             Breaks,
