@@ -15,14 +15,14 @@
 //! (one node left: no quorum) and writes nothing, so the data stay exact:
 //! exclusion is what breaks.
 //!
-//! Each node stays down `down_ms` before it comes back empty: longer than
-//! one extension period (a third of the TTL), so the holder's next
-//! extension lands while it is down and sets the key on the nodes that
-//! lack it. (Back at once, a node of a bare majority — the holder's third
-//! `SET` is not waited for — lets another client in before any extension
-//! can: Kleppmann's restart, which the Redis docs answer with a restart
-//! delayed past the TTL; an extension that locks again shortens that
-//! delay to one extension.)
+//! Each node stays down `down_ms` before it comes back empty. Before the
+//! top-up (an extension every third of the TTL only), a node back within
+//! one extension period that was one of a bare majority — the holder's
+//! third `SET` is not waited for — let another client in (Kleppmann's
+//! restart, which the Redis docs answer with a restart delayed past the
+//! TTL): the atlas measured breaks up to 235 ms down. With the top-up the
+//! holder holds every node soon after its grant and `extend=on` holds at
+//! every `down_ms` measured (0 to 1 TTL).
 //!
 //! Each injection is a round of its own ([`super::inject`]): fresh stock,
 //! a new history run, buyers pinned half to each replica; once a holder is
@@ -66,7 +66,7 @@ dials! {
         injections: u64 = dials::injections("12"),
         down_ms: u64 = Shape::ms(
             "0.5ttl",
-            "how long each node stays down before it comes back empty (longer than one extension, a third of the TTL, so the holder's next extension lands while it is down)",
+            "how long each node stays down before it comes back empty",
         ),
         gap_ms: u64 = Shape::ms(
             "1ttl",
@@ -102,13 +102,9 @@ pub fn expect(strategy: &StrategyEntry, _variant: Option<Variant>, params: &Para
     }
     let d = RollingRestartDials::of(params);
     Ok(match d.extend {
-        Extension::On if d.down_ms < d.ttl_ms / 3 => (
-            Breaks,
-            "a node back before the holder's next extension (down less than a third of the TTL) may have been one of a bare majority: another client builds a majority on it and the node the holder never had".into(),
-        ),
         Extension::On => (
             Holds,
-            "each node stays down past the holder's next extension, which sets the key on the others; back, it is locked again (tried every 20 ms or so while it lacks the key): when the second node restarts the holder still has two of three".into(),
+            "the holder tops its lock up (an extension at once, then every 20 ms or so while a node lacks the key): it holds every node soon after its grant, and a restarted node is locked again within tens of milliseconds of coming back, so when the second node restarts the holder still has two of three, however long each was down".into(),
         ),
         Extension::HeldOnly => (
             Breaks,
