@@ -16,9 +16,10 @@ ensure_mariadb
 drop_test_databases
 export SECKILL_TEST_DATABASE_URL=$PG_ADMIN_URL
 export SECKILL_TEST_MYSQL_URL=$MYSQL_TEST_URL
+# --no-fail-fast: one failing test binary does not hide the others' results.
 say "running cargo test (SECKILL_TEST_DATABASE_URL=$PG_ADMIN_URL)"
 status=0
-cargo test --locked "$@" || status=$?
+cargo test --locked --no-fail-fast "$@" || status=$?
 # bench/ is not a default member (its binaries are built for `make bench`
 # only); its unit tests (the goal arithmetic, the tables) run here.
 if [[ $# -eq 0 ]]; then

@@ -978,7 +978,7 @@ async fn charts_shade_a_fault(room: &Room) {
                  if (!u || u.data[0].length === 0 || u.scales.x.max < from + 1.5) return null; \
                  const points = u.data.slice(1).flat().filter((v) => v !== null).length; \
                  const at = (s) => { const x = Math.round(u.valToPos(s, 'x', true)); \
-                   return [0.35, 0.5, 0.65, 0.8, 0.95].map((f) => Array.from( \
+                   return [0.3, 0.38, 0.46, 0.54, 0.62, 0.7, 0.78, 0.86, 0.94].map((f) => Array.from( \
                      u.ctx.getImageData(x, Math.round(u.bbox.top + f * u.bbox.height), 1, 1).data)); }; \
                  return { points, inside: at(from + 0.5), before: from > 0.6 ? at(from - 0.5) : [] };",
                 vec![json!(from)],
@@ -1009,7 +1009,9 @@ async fn charts_shade_a_fault(room: &Room) {
         pixels["points"].as_u64().expect("points") > 0,
         "a load draws points: {pixels}"
     );
-    assert!(count("inside") >= 4, "the band is painted inside: {pixels}");
+    // Nine heights: a data line or a grid line crossing one or two of
+    // them is not red (CI once saw 3 of 5 red with the old five).
+    assert!(count("inside") >= 6, "the band is painted inside: {pixels}");
     assert!(count("before") <= 1, "and not before the fault: {pixels}");
     room.shot_of("charts-card", "charts-band").await;
     room.click("fault-unlock_before_commit").await;
