@@ -113,8 +113,8 @@ pub fn zookeeper(port: u16, dir: &Path) -> Result<Launch, LaunchError> {
 
 /// The `seckill-app` binary listening on `127.0.0.1:port`, logging at
 /// `warn` (or at `SECKILL_APP_RUST_LOG`, when set: a filter to read why a
-/// case broke, e.g. `warn,seckill_app::lock::redlock=debug`); the caller adds its `SECKILL_*` settings and where its output
-/// goes. Ready with [`crate::Ready::http`] on `/health/ready` (or
+/// case broke, e.g. `warn,seckill_app::lock::redlock=debug`); the caller
+/// adds its `SECKILL_*` settings and where its output goes. Ready with [`crate::Ready::http`] on `/health/ready` (or
 /// `/health/live`, before its dependencies answer).
 pub fn seckill_app(binary: &Path, port: u16) -> Launch {
     Launch::new("seckill-app", binary)

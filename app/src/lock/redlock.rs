@@ -72,10 +72,11 @@
 //! its PR #149). The task's first extension runs at once and, while some
 //! node still lacks the key, the next 20 ms or so later (a top-up: a
 //! holder granted by a bare majority that loses a node must otherwise win
-//! the free one back against every contender's `SET NX`). Granted, the lock is trusted until the extension's send
-//! time + TTL − drift; without a quorum it stands until its deadline and
-//! the task retries, marking it lost once the deadline passed. An extension asked for once that time has passed is
-//! refused without asking the nodes ("Cannot extend an already-expired
+//! the free one back against every contender's `SET NX`). Granted, the
+//! lock is trusted until the extension's send time + TTL − drift; without
+//! a quorum it stands until its deadline and the task retries, marking it
+//! lost once the deadline passed. An extension asked for once that time
+//! has passed is refused without asking the nodes ("Cannot extend an already-expired
 //! lock", node-redlock #283): the keys may have expired and been taken
 //! and given back meanwhile, so re-locking them would make a holder of a
 //! client that was not one; its section ends `409 rejected`. Two faults
@@ -356,6 +357,8 @@ impl Extender {
     /// 1 of 3).
     async fn until_stopped(self, mut stop: tokio::sync::oneshot::Receiver<()>) {
         let period = self.ttl / 3;
+        // A top-up or a failed extension's next try.
+        let soon = || Instant::now() + crate::locking::jittered(Duration::from_millis(20));
         let top_up = !self.held_only;
         let mut due = if top_up {
             Instant::now()
@@ -373,15 +376,11 @@ impl Extender {
                 extension = self.extend(top_up) => extension,
             };
             match extension {
-                Extension::Renewed { everywhere: false } if top_up => {
-                    due = Instant::now() + crate::locking::jittered(Duration::from_millis(20));
-                }
+                Extension::Renewed { everywhere: false } if top_up => due = soon(),
                 Extension::Renewed { .. } => {}
                 Extension::Lost => return,
                 // Retried soon, until the deadline passes: then lost.
-                Extension::NoQuorum if Instant::now() < self.status.deadline() => {
-                    due = Instant::now() + crate::locking::jittered(Duration::from_millis(20));
-                }
+                Extension::NoQuorum if Instant::now() < self.status.deadline() => due = soon(),
                 Extension::NoQuorum => {
                     self.lose("no quorum extended it before its deadline");
                     return;
