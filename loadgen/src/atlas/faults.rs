@@ -283,9 +283,7 @@ mod tests {
                     .unwrap_or_else(|e| panic!("{}: {e}", f.id))
             };
             let (lo, hi) = (at(f.lo), at(f.hi));
-            let size = |p: &Params| {
-                crate::scenario::locate::resolved(&p.json(), f.dial).expect("a number")
-            };
+            let size = |p: &Params| p.in_force().f64(f.dial).expect("a number");
             assert!(size(&lo) < size(&hi), "{}: lo below hi", f.id);
         }
         // Every scenario is a column (the slow link twice: both sides).

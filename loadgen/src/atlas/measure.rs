@@ -192,8 +192,5 @@ pub(super) fn probes_of(line: &Line) -> Vec<Probe> {
 }
 
 pub(super) fn ttl_of(line: &Line) -> Option<u64> {
-    line.cases
-        .first()
-        .and_then(|(_, c)| c.params.get("ttl_ms"))
-        .and_then(serde_json::Value::as_u64)
+    line.cases.first().and_then(|(_, c)| c.params.u64("ttl_ms"))
 }

@@ -302,7 +302,7 @@ fn start_values(
     ) else {
         return values;
     };
-    let size = |p: &scenario::Params| locate::resolved(&p.json(), fault.dial);
+    let size = |p: &scenario::Params| p.in_force().f64(fault.dial);
     let (Some(lo_x), Some(hi_x)) = (size(&lo), size(&hi)) else {
         return values;
     };
@@ -429,12 +429,12 @@ fn model_of(line: &Line) -> Option<Model> {
     let unit = locate::unit_of(line.fault.scenario, dial)?;
     let mut cases: Vec<&CaseResult> = line.cases.iter().map(|(_, c)| c).collect();
     cases.sort_by(|a, b| {
-        let at = |c: &CaseResult| locate::resolved(&c.params, dial).unwrap_or(f64::NAN);
+        let at = |c: &CaseResult| c.params.f64(dial).unwrap_or(f64::NAN);
         at(a).total_cmp(&at(b))
     });
     let (first, last) = (cases.first()?, cases.last()?);
-    let lo = locate::resolved(&first.params, dial)?;
-    let hi = locate::resolved(&last.params, dial)?;
+    let lo = first.params.f64(dial)?;
+    let hi = last.params.f64(dial)?;
     let outcome = first
         .outcomes
         .map_or(Outcome::ExclusionBroken, |o| o.judged(first.guarantee).0);

@@ -270,11 +270,7 @@ mod tests {
 
     fn measured(row: &Row, value: &str, k: u64, n: u64) -> Measured {
         let params = params(row, value);
-        let resolved = params
-            .json()
-            .get(row.run.sweep.0)
-            .and_then(serde_json::Value::as_f64)
-            .unwrap_or(f64::NAN);
+        let resolved = params.in_force().f64(row.run.sweep.0).unwrap_or(f64::NAN);
         Measured {
             params,
             probe: Probe {

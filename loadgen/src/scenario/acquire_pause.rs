@@ -29,10 +29,9 @@
 //! hook was armed at `during-acquire`, and every replica reads the faults
 //! back.
 
-use serde_json::{json, Value};
-
 use super::case::Expectation;
 use super::dials::{self, choice, dials, Choice as _, Shape};
+use super::in_force::{Facts, FaultRecord};
 use super::inject::{self, Window};
 use super::params::{Params, Spec};
 use super::world::{arm, faults_of_each, pause, two_replicas, work, Case, CaseRun, World};
@@ -150,7 +149,7 @@ pub fn expect(strategy: &StrategyEntry, variant: Option<Variant>, params: &Param
 
 /// Stop replica a during a Redlock acquisition `injections` times, each
 /// for `pause`. The faults, as reported.
-pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
+pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<FaultRecord> {
     let d = AcquirePauseDials::of(cx.params);
     let (lab, world, case, strategy, variant) = cx.parts();
     let (ttl, work_ms, pause_ms, injections) = (d.ttl_ms, d.work_ms, d.pause, d.injections);
@@ -215,7 +214,13 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
         })
         .await?;
     case.step("faults undone");
-    Ok(dials::record(&d, json!({"skip_validity_check": skip})))
+    Ok(dials::record(
+        &d,
+        Facts {
+            skip_validity_check: Some(skip),
+            ..Facts::default()
+        },
+    ))
 }
 
 /// `stopped=both`: a is stopped (`a`); b's hook is armed at once and b

@@ -43,12 +43,7 @@ impl Line {
     }
 
     fn ttl_ms(&self) -> u64 {
-        self.cases[0]
-            .1
-            .params
-            .get("ttl_ms")
-            .and_then(serde_json::Value::as_u64)
-            .unwrap_or(1000)
+        self.cases[0].1.params.u64("ttl_ms").unwrap_or(1000)
     }
 }
 
@@ -208,5 +203,5 @@ async fn narrow(
 }
 
 fn probe_value(case: &CaseResult, key: &str) -> f64 {
-    locate::resolved(&case.params, key).unwrap_or(f64::NAN)
+    case.params.f64(key).unwrap_or(f64::NAN)
 }

@@ -5,8 +5,8 @@
 //! and for a measured case from its rates (here).
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
+use super::in_force::{FaultRecord, InForce};
 use super::name::Scenario;
 use super::rate::{Rate, Standing};
 pub use super::record::Observed;
@@ -28,8 +28,9 @@ pub struct CaseResult {
     pub strategy: String,
     /// Variant of the fault, when the scenario has several.
     pub variant: Option<Variant>,
-    /// The faults in force (what was broken, how long, the TTL).
-    pub faults: Value,
+    /// The faults in force (what was broken, how long, the TTL; `null`
+    /// for a case that did not run).
+    pub faults: Option<FaultRecord>,
     /// `holds` or `breaks`.
     pub expected: Expected,
     /// Why that is the expectation.
@@ -57,7 +58,7 @@ pub struct CaseResult {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub trials: Option<Trials>,
     /// Every dial in force (`--set`, `--sweep`, the defaults).
-    pub params: Value,
+    pub params: InForce,
     /// Each injection of the fault: target, window, proof, outcomes.
     pub injections: Vec<Injection>,
     /// k of n injections for each outcome, with Wilson 95 % intervals
@@ -117,7 +118,7 @@ impl Sweep {
             .iter()
             .map(|c| SweepPoint {
                 value: c.sweep_value(key),
-                resolved: c.params.get(key).and_then(Value::as_f64),
+                resolved: c.params.f64(key),
                 exclusion_broken: c.outcomes.map(|o| o.exclusion_broken),
                 data_damaged: c.outcomes.map(|o| o.data_damaged),
                 stalled: c.outcomes.and_then(|o| o.stalled),
@@ -146,17 +147,7 @@ impl CaseResult {
     /// The value of dial `key` in force, as typed (`1.5ttl`, `after-check`,
     /// `50`).
     pub fn sweep_value(&self, key: &str) -> Option<String> {
-        self.params
-            .get(format!("{key}_as_typed"))
-            .or_else(|| self.params.get(key))
-            .map(|v| match (v.as_str(), v.as_f64()) {
-                (Some(text), _) => text.to_owned(),
-                // A number as it would be typed: `6`, not `6.0`.
-                (None, Some(x)) if x.fract() == 0.0 && !v.is_i64() && !v.is_u64() => {
-                    format!("{x:.0}")
-                }
-                _ => v.to_string(),
-            })
+        self.params.typed(key)
     }
 
     /// The value of the swept dial `key` this case ran at: an error when
@@ -187,7 +178,7 @@ impl CaseResult {
             name: scenario,
             strategy: entry.name.clone(),
             variant,
-            faults: Value::Null,
+            faults: None,
             expected,
             why,
             guarantee: Guarantee::of(entry.kind),
@@ -199,7 +190,7 @@ impl CaseResult {
             sections: Vec::new(),
             duration_s: 0.0,
             trials: None,
-            params: params.json(),
+            params: params.in_force(),
             injections: Vec::new(),
             outcomes: None,
             standing: None,

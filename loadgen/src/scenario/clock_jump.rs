@@ -20,10 +20,9 @@
 
 use std::time::Duration;
 
-use serde_json::{json, Value};
-
 use super::case::Expectation;
 use super::dials::{self, dials, Shape};
+use super::in_force::{Facts, FaultRecord};
 use super::inject::{self, Window};
 use super::params::{Params, Spec};
 use super::world::{
@@ -94,7 +93,7 @@ pub fn expect(strategy: &StrategyEntry, variant: Option<Variant>, params: &Param
 /// `injections` rounds; in each, node 3's clock jumps while a lock is
 /// held (the `partition` variant: no jump, the control run). The faults,
 /// as reported.
-pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
+pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<FaultRecord> {
     let d = ClockJumpDials::of(cx.params);
     let (lab, world, case, strategy, variant) = cx.parts();
     let (ttl, work_ms, injections) = (d.ttl_ms, d.work_ms, d.injections);
@@ -162,10 +161,11 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     // The control (`partition`) jumps nothing: its record says so.
     Ok(dials::record(
         &d,
-        json!({
-            "partition": "a: nodes 1,2,3; b: nodes 3,4,5",
-            "clock_jumps": if jump == 0 { 0 } else { proven },
-            "jump": jump,
-        }),
+        Facts {
+            partition: Some("a: nodes 1,2,3; b: nodes 3,4,5".to_owned()),
+            clock_jumps: Some(if jump == 0 { 0 } else { proven }),
+            jump: Some(jump),
+            ..Facts::default()
+        },
     ))
 }

@@ -18,10 +18,9 @@
 //! its own wall clock reads it ahead of replica b's (± 1 s, the header's
 //! resolution).
 
-use serde_json::{json, Value};
-
 use super::case::Expectation;
 use super::dials::{self, dials, Shape};
+use super::in_force::{Facts, FaultRecord};
 use super::inject::{self, Window};
 use super::params::{Params, Spec};
 use super::world::{arm, http_date, pause, two_replicas, work, CaseRun};
@@ -77,7 +76,7 @@ pub fn expect(strategy: &StrategyEntry, _variant: Option<Variant>, params: &Para
 
 /// `injections` rounds of load, replica a's clock `skew` ahead in each.
 /// The faults, as reported.
-pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
+pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<FaultRecord> {
     let d = ClockSkewDials::of(cx.params);
     let (lab, world, case, strategy, _) = cx.parts();
     let (ttl, work_ms, window_ms, injections) = (d.ttl_ms, d.work_ms, d.window_ms, d.injections);
@@ -139,5 +138,5 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
             }
         )
     });
-    Ok(dials::record(&d, json!({"replica": "a"})))
+    Ok(dials::record(&d, Facts::replica_a()))
 }

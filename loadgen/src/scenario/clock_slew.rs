@@ -43,12 +43,12 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use serde_json::{json, Value};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use super::case::Expectation;
 use super::dials::{self, choice, dials, Choice as _, Shape};
+use super::in_force::{Facts, FaultRecord};
 use super::inject::{self, Window};
 use super::lab::{Lab, Setup};
 use super::params::{Params, Spec};
@@ -181,7 +181,7 @@ pub fn expect(strategy: &StrategyEntry, _variant: Option<Variant>, params: &Para
 /// Run `injections` rounds while every Redlock node's clock runs
 /// `slew_pct` fast, or the client's own runs that much slow. The faults,
 /// as reported.
-pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
+pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<FaultRecord> {
     let d = ClockSlewDials::of(cx.params);
     let (lab, world, case, strategy, _) = cx.parts();
     let injections = d.injections;
@@ -212,10 +212,18 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     });
     Ok(dials::record(
         &d,
-        json!({
-            "nodes": if client { "none (the client's clock is off)" } else { "every Redlock node" },
-            "exposure_ms": (exposure_ms(&d) * 10.0).round() / 10.0,
-        }),
+        Facts {
+            nodes: Some(
+                if client {
+                    "none (the client's clock is off)"
+                } else {
+                    "every Redlock node"
+                }
+                .to_owned(),
+            ),
+            exposure_ms: Some((exposure_ms(&d) * 10.0).round() / 10.0),
+            ..Facts::default()
+        },
     ))
 }
 

@@ -34,10 +34,9 @@
 
 use std::time::Duration;
 
-use serde_json::{json, Value};
-
 use super::case::Expectation;
 use super::dials::{self, dials, Choice as _, OnOff, Shape};
+use super::in_force::{Facts, FaultRecord};
 use super::inject::{self, Window};
 use super::lab::{Lab, Setup};
 use super::params::{Params, Spec};
@@ -134,7 +133,7 @@ pub fn expect(strategy: &StrategyEntry, _variant: Option<Variant>, params: &Para
 
 /// Cut replica a's link to Redis `injections` times while it is inside,
 /// each for `cut_ms`. The faults, as reported.
-pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
+pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<FaultRecord> {
     let d = ConnectionCutDials::of(cx.params);
     let (lab, world, case, strategy, _) = cx.parts();
     let (ttl, work_ms, cut_ms, injections) = (d.ttl_ms, d.work_ms, d.cut_ms, d.injections);
@@ -209,7 +208,13 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     case.proven_by_injections(|landed| {
         format!("{landed} of {injections} cuts seen: replica a inside, its link refusing")
     });
-    Ok(dials::record(&d, json!({"replica": "a", "link": "redis"})))
+    Ok(dials::record(
+        &d,
+        Facts {
+            link: Some("redis".to_owned()),
+            ..Facts::replica_a()
+        },
+    ))
 }
 
 /// How long a round waits for replica a inside: b's one buyer starts with

@@ -45,12 +45,12 @@
 
 use std::time::Duration;
 
-use serde_json::{json, Value};
 use tokio::time::Instant;
 
 use super::buyers;
 use super::case::Expectation;
 use super::dials::{self, dials, Shape};
+use super::in_force::{Facts, FaultRecord};
 use super::inject::{self, Window};
 use super::lab::Setup;
 use super::params::Spec;
@@ -131,7 +131,7 @@ pub fn expect(strategy: &StrategyEntry, variant: Option<Variant>) -> Expectation
 
 /// Kill the coordinator between the phases (or inside phase two), watch
 /// the blocking, restart it, watch the recovery. The faults, as reported.
-pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
+pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<FaultRecord> {
     let d = CoordinatorCrashDials::of(cx.params);
     let (lab, world, case, strategy, variant) = cx.parts();
     let work_ms = d.work_ms;
@@ -196,7 +196,13 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     });
     Ok(dials::record(
         &d,
-        json!({"killed": "a", "pause_at": pause_at, "decision_log": logged && !three_pc, "participants": three_pc}),
+        Facts {
+            killed: Some("a".to_owned()),
+            pause_at: Some(pause_at),
+            decision_log: Some(logged && !three_pc),
+            participants: Some(three_pc),
+            ..Facts::default()
+        },
     ))
 }
 

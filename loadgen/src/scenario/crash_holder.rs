@@ -16,12 +16,12 @@
 
 use std::time::Duration;
 
-use serde_json::{json, Value};
 use tokio::time::Instant;
 
 use super::buyers;
 use super::case::Expectation;
 use super::dials::{self, dials, Shape};
+use super::in_force::{Facts, FaultRecord};
 use super::inject::{self, Window};
 use super::lab::TOKEN;
 use super::params::Spec;
@@ -78,7 +78,7 @@ pub fn expect(strategy: &StrategyEntry, _variant: Option<Variant>) -> Expectatio
 
 /// Kill replica a while it holds the lock, `injections` times; after
 /// each, watch replica b for the next order. The faults, as reported.
-pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
+pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<FaultRecord> {
     let d = CrashHolderDials::of(cx.params);
     let (lab, world, case, strategy, _) = cx.parts();
     let (ttl, work_ms, injections) = (d.ttl_ms, d.work_ms, d.injections);
@@ -138,7 +138,14 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     case.proven_by_injections(|landed| {
         format!("{landed} of {injections} kills landed on a caught holder whose process was gone")
     });
-    Ok(dials::record(&d, json!({"killed": "a", "gap": gap})))
+    Ok(dials::record(
+        &d,
+        Facts {
+            killed: Some("a".to_owned()),
+            gap: Some(gap),
+            ..Facts::default()
+        },
+    ))
 }
 
 /// The proof a kill landed: the holder was caught (inside, or its key

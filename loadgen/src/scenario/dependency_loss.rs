@@ -12,10 +12,9 @@
 //! server's) drops new connections at once — each probed at the time —
 //! and some grab of the round failed while they were down.
 
-use serde_json::{json, Value};
-
 use super::case::Expectation;
 use super::dials::{self, dials, Shape};
+use super::in_force::{Facts, FaultRecord};
 use super::inject::{self, Window};
 use super::lab::Setup;
 use super::params::Spec;
@@ -69,7 +68,7 @@ pub fn expect(strategy: &StrategyEntry, _variant: Option<Variant>) -> Expectatio
 }
 
 /// Kill Redis, then cut PostgreSQL (and the lock server: Redlock's nodes) under load. The faults, as reported.
-pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
+pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<FaultRecord> {
     let d = DependencyLossDials::of(cx.params);
     let (lab, world, case, strategy, _) = cx.parts();
     let (ttl, work_ms, outage) = (d.ttl_ms, d.work_ms, d.outage_ms);
@@ -126,7 +125,11 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     });
     Ok(dials::record(
         &d,
-        json!({"redis": "killed", "postgres": "cut"}),
+        Facts {
+            redis: Some("killed".to_owned()),
+            postgres: Some("cut".to_owned()),
+            ..Facts::default()
+        },
     ))
 }
 

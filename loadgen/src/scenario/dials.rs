@@ -9,6 +9,7 @@
 
 use serde::Serialize;
 
+use super::in_force::{Facts, FaultRecord};
 use super::params::{Params, Resolved, Spec, Unit};
 
 /// A dial's unit, default and meaning; its name is the field's.
@@ -163,6 +164,15 @@ macro_rules! choice {
             }
         }
 
+        impl<'de> serde::Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let word = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+                <Self as $crate::scenario::dials::Choice>::from_word(&word).ok_or_else(|| {
+                    serde::de::Error::unknown_variant(&word, <Self as $crate::scenario::dials::Choice>::WORDS)
+                })
+            }
+        }
+
         impl std::fmt::Display for $name {
             fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.write_str($crate::scenario::dials::Choice::word(*self))
@@ -286,14 +296,10 @@ pub const fn users(default: &'static str) -> Shape {
     Shape::count(default, "closed-loop buyers, spread over both replicas")
 }
 
-/// A record's dials beside the facts a run adds: one JSON object, the
-/// dials under their own names.
-pub fn record(dials: &impl Serialize, facts: serde_json::Value) -> serde_json::Value {
-    let mut out = serde_json::to_value(dials).unwrap_or_default();
-    if let (Some(out), serde_json::Value::Object(facts)) = (out.as_object_mut(), facts) {
-        out.extend(facts);
-    }
-    out
+/// A case's fault record: the dials its run used beside the facts it
+/// adds.
+pub fn record(dials: &impl Serialize, facts: Facts) -> FaultRecord {
+    FaultRecord::new(dials, facts)
 }
 
 #[cfg(test)]

@@ -46,7 +46,6 @@
 use std::time::Duration;
 
 use anyhow::{bail, Context};
-use serde_json::{json, Value};
 use tokio::time::Instant;
 
 mod model;
@@ -57,6 +56,7 @@ pub use model::{
 
 use super::buyers::{self, Targets};
 use super::dials;
+use super::in_force::{DialValue, Facts, FaultRecord};
 use super::inject::{self, Window};
 use super::lab::{Lab, Setup};
 use super::world::{
@@ -71,7 +71,7 @@ use seckill_proxy::Proxy;
 /// replica a is inside, then rush replica b; a fresh lagging replica of
 /// the new primary replaces the old one, so the next round fails over
 /// again. The faults, as reported.
-pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
+pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<FaultRecord> {
     let d = FailoverDials::of(cx.params);
     let (lab, world, case, strategy, variant) = cx.parts();
     let promotions = d.promotions;
@@ -107,20 +107,27 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     case.proven_by_injections(|proven| {
         format!("{proven} of {promotions} promotions while a grab on a was inside, each promoted replica answering ROLE master")
     });
-    // Without WAIT its bound and its count are not in force (null); with
+    // Without WAIT its bound and its count are not in force (absent); with
     // one replica the lagging one is the only one to promote.
     let waited = waits(variant);
-    Ok(dials::record(
+    let mut record = dials::record(
         &d,
-        json!({
-            "wait_timeout_ms": waited.then_some(d.wait_timeout_ms),
-            "wait_count": waited.then_some(d.wait_count),
-            "promote": if two { d.promote } else { Promote::Lagging },
-            "wait_replicas": u8::from(waited),
-            "replicas": if two { 2 } else { 1 },
-            "promoted": target,
-        }),
-    ))
+        Facts {
+            wait_replicas: Some(u8::from(waited)),
+            replicas: Some(if two { 2 } else { 1 }),
+            promoted: Some(target.to_owned()),
+            ..Facts::default()
+        },
+    );
+    if !waited {
+        record.dials.remove("wait_timeout_ms");
+        record.dials.remove("wait_count");
+    }
+    if !two {
+        let lagging = DialValue::Word(Promote::Lagging.to_string());
+        record.dials.insert("promote", lagging, None);
+    }
+    Ok(record)
 }
 
 /// world.nodes' slots of the primary, the lagging replica and the fast one.

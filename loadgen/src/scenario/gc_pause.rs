@@ -50,10 +50,9 @@
 
 use std::time::Duration;
 
-use serde_json::{json, Value};
-
 use super::case::Expectation;
 use super::dials::{self, choice, dials, Choice as _, OnOff, Shape};
+use super::in_force::{Facts, FaultRecord};
 use super::inject::{self, Window};
 use super::lab::TOKEN;
 use super::params::{Params, Spec};
@@ -257,7 +256,7 @@ fn freeze_at(at: FreezeWhere) -> FreezeAt {
 
 /// Freeze replica a `injections` times at `where`, each for `pause`. The
 /// faults, as reported.
-pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
+pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<FaultRecord> {
     let d = GcPauseDials::of(cx.params);
     let (lab, world, case, strategy, _) = cx.parts();
     let (ttl, work_ms, freeze_ms, injections) = (d.ttl_ms, d.work_ms, d.pause, d.injections);
@@ -317,5 +316,5 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     case.proven_by_injections(|landed| {
         format!("{landed} of {injections} freezes seen: replica a stopped (state T) inside its section each time")
     });
-    Ok(dials::record(&d, json!({"replica": "a"})))
+    Ok(dials::record(&d, Facts::replica_a()))
 }

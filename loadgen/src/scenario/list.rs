@@ -5,9 +5,9 @@
 
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::ValueEnum;
-use serde_json::Value;
 
 use super::case::Expectation;
+use super::in_force::FaultRecord;
 use super::params::{Params, Spec};
 use super::world::CaseRun;
 use super::{
@@ -300,7 +300,7 @@ impl Scenario {
     }
 
     /// Run one case of it: its world, its fault; the faults as reported.
-    pub async fn run(self, cx: CaseRun<'_>) -> anyhow::Result<Value> {
+    pub async fn run(self, cx: CaseRun<'_>) -> anyhow::Result<FaultRecord> {
         match self {
             Scenario::GcPause => gc_pause::run(cx).await,
             Scenario::SlowNetwork => slow_network::run(cx).await,

@@ -70,12 +70,6 @@ pub fn typed(unit: Unit, x: f64) -> String {
     }
 }
 
-/// The value of `key` in force in `params`, in the dial's unit (ms for a
-/// duration).
-pub fn resolved(params: &serde_json::Value, key: &str) -> Option<f64> {
-    params.get(key).and_then(serde_json::Value::as_f64)
-}
-
 /// A number a JSON writer wrote as `null` (serde_json writes a NaN, a
 /// categorical dial's "resolved" value, so) read back as NaN.
 pub fn nan_from_null<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
@@ -107,7 +101,7 @@ impl Probe {
     pub fn of(case: &CaseResult, key: &str, value: &str) -> Self {
         Self {
             value: value.to_owned(),
-            resolved: resolved(&case.params, key).unwrap_or(f64::NAN),
+            resolved: case.params.f64(key).unwrap_or(f64::NAN),
             exclusion_broken: case.outcomes.map(|o| o.exclusion_broken),
             data_damaged: case.outcomes.map(|o| o.data_damaged),
             stalled: case.outcomes.and_then(|o| o.stalled),
@@ -344,18 +338,10 @@ fn summary(
 /// `key` left out: the base every probe of a line shares.
 pub fn sets_of(case: &CaseResult, key: &str) -> Vec<(String, String)> {
     case.params
-        .as_object()
-        .map(|dials| {
-            dials
-                .iter()
-                .filter(|(k, _)| !k.ends_with("_as_typed") && k.as_str() != key)
-                .map(|(k, v)| {
-                    let v = v.as_str().map_or_else(|| v.to_string(), str::to_owned);
-                    (k.clone(), v)
-                })
-                .collect()
-        })
-        .unwrap_or_default()
+        .iter()
+        .filter(|(k, _)| *k != key)
+        .map(|(k, v)| (k.to_owned(), v.typed()))
+        .collect()
 }
 
 /// The model's flips along `lo..hi` for `case`'s scenario and strategy:

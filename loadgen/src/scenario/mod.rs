@@ -51,6 +51,7 @@ mod dependency_loss;
 mod dials;
 mod failover;
 mod gc_pause;
+pub(crate) mod in_force;
 mod inject;
 mod lab;
 mod list;

@@ -22,11 +22,11 @@
 //! `refused` calls after its restart, so that many `INSERT` statements
 //! reached the trigger and were refused.
 
-use serde_json::{json, Value};
 use sqlx::Connection as _;
 
 use super::case::Expectation;
 use super::dials::{self, dials, Choice as _, OnOff, Shape};
+use super::in_force::{Facts, FaultRecord};
 use super::inject::{self, Window};
 use super::lab::Lab;
 use super::params::{Params, Spec};
@@ -122,7 +122,7 @@ pub fn expect(strategy: &StrategyEntry, _variant: Option<Variant>, params: &Para
 /// `injections` rounds, each with `refused` order inserts refused by
 /// PostgreSQL.
 /// The fault, as reported.
-pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
+pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<FaultRecord> {
     let d = OrderInsertFailsDials::of(cx.params);
     let (lab, world, case, strategy, _) = cx.parts();
     two_replicas(lab, world, strategy, d.ttl_ms, Vec::new()).await?;
@@ -172,7 +172,7 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     case.step("fault undone (trigger dropped, skip_cancel off)");
     Ok(dials::record(
         &d,
-        json!({"insert_refused": "BEFORE INSERT FOR EACH STATEMENT trigger on orders, `refused` statements per round", "skip_cancel": skip_cancel}),
+        Facts { insert_refused: Some("BEFORE INSERT FOR EACH STATEMENT trigger on orders, `refused` statements per round".to_owned()), skip_cancel: Some(skip_cancel), ..Facts::default() },
     ))
 }
 

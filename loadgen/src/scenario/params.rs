@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use serde_json::{json, Map, Value};
+use super::in_force::{DialValue, InForce};
 
 /// What a dial's value is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -301,24 +301,22 @@ impl Params {
 
     /// Every dial in force as `scenarios.json` writes it: durations in ms
     /// (a TTL multiple also as typed), counts and numbers as numbers.
-    pub fn json(&self) -> Value {
-        let mut out = Map::new();
+    pub fn in_force(&self) -> InForce {
+        let mut out = InForce::default();
         for spec in self.specs {
             let raw = &self.raw[spec.name];
             let value = match spec.unit {
-                Unit::Ms | Unit::MsOrFill => json!(self.ms(spec.name)),
-                Unit::Count => json!(self.count(spec.name)),
-                Unit::Number => json!(self.number(spec.name)),
-                Unit::Choice(_) => json!(raw),
+                Unit::Ms | Unit::MsOrFill => DialValue::Whole(self.ms(spec.name)),
+                Unit::Count => DialValue::Whole(self.count(spec.name)),
+                Unit::Number => DialValue::Number(self.number(spec.name)),
+                Unit::Choice(_) => DialValue::Word(raw.clone()),
             };
-            out.insert(spec.name.to_owned(), value);
-            if matches!(spec.unit, Unit::Ms | Unit::MsOrFill)
-                && (raw.ends_with("ttl") || raw == "fill")
-            {
-                out.insert(format!("{}_as_typed", spec.name), json!(raw));
-            }
+            let as_typed = (matches!(spec.unit, Unit::Ms | Unit::MsOrFill)
+                && (raw.ends_with("ttl") || raw == "fill"))
+                .then(|| raw.clone());
+            out.insert(spec.name, value, as_typed);
         }
-        Value::Object(out)
+        out
     }
 
     /// The value of `name` as typed (`1.5ttl`, `after-check`, `20`).
@@ -428,10 +426,10 @@ mod tests {
         assert_eq!(p.ms("pause"), 1000);
         let p = Params::new("x", SPECS, &set(&[("pause", "250ms")])).expect("valid");
         assert_eq!(p.ms("pause"), 250);
-        assert_eq!(p.json()["pause"], json!(250));
+        assert_eq!(p.in_force().u64("pause"), Some(250));
         let p = Params::new("x", SPECS, &set(&[("pause", "0.3ttl")])).expect("valid");
         assert_eq!(p.ms("pause"), 120);
-        assert_eq!(p.json()["pause_as_typed"], json!("0.3ttl"));
+        assert_eq!(p.in_force().typed("pause").as_deref(), Some("0.3ttl"));
     }
 
     #[test]

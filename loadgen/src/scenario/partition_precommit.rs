@@ -29,12 +29,11 @@
 
 use std::time::Duration;
 
-use serde_json::{json, Value};
-
 use super::buyers;
 use super::case::Expectation;
 use super::coordinator_crash::{begin_holding_a, in_doubt, start_participants, wait_settled};
 use super::dials::{self, dials, Shape};
+use super::in_force::{Facts, FaultRecord};
 use super::inject::Window;
 use super::lab::{Lab, Setup};
 use super::params::Spec;
@@ -93,7 +92,7 @@ pub fn expect(strategy: &StrategyEntry, _variant: Option<Variant>) -> Expectatio
 
 /// Cut the coordinator off between the two sides' pre-commits, watch b,
 /// let it through again; the faults, as reported.
-pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
+pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<FaultRecord> {
     let d = PartitionPrecommitDials::of(cx.params);
     let (lab, world, case, strategy, _variant) = cx.parts();
     let three_pc = strategy == StrategyName::Pg3pc.as_str();
@@ -143,7 +142,12 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     });
     Ok(dials::record(
         &d,
-        json!({"cut": "a", "pause_at": PauseAt::BeforeWrite, "participants": three_pc}),
+        Facts {
+            cut: Some("a".to_owned()),
+            pause_at: Some(PauseAt::BeforeWrite),
+            participants: Some(three_pc),
+            ..Facts::default()
+        },
     ))
 }
 

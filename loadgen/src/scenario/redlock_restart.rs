@@ -70,11 +70,11 @@
 use std::time::Duration;
 
 use anyhow::Context as _;
-use serde_json::{json, Value};
 
 use super::buyers;
 use super::case::Expectation;
 use super::dials::{self, choice, dials, Choice as _, OnOff, Shape};
+use super::in_force::{Facts, FaultRecord};
 use super::inject::{self, Window};
 use super::lab::TOKEN;
 use super::params::{Params, Spec};
@@ -282,7 +282,7 @@ fn aof_args(persistence: Persistence) -> &'static [&'static str] {
 
 /// `injections` rounds; in each, node 3 crashes while a lock is held and
 /// comes back as the dials say. The faults, as reported.
-pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
+pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<FaultRecord> {
     let d = RedlockRestartDials::of(cx.params);
     let (lab, world, case, strategy, _) = cx.parts();
     let (ttl, work_ms, delay, injections) = (d.ttl_ms, d.work_ms, d.restart_delay, d.injections);
@@ -347,10 +347,11 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     });
     Ok(dials::record(
         &d,
-        json!({
-            "partition": "a: nodes 1,2,3; b: nodes 3,4,5",
-            "node3_restarts": proven,
-        }),
+        Facts {
+            partition: Some("a: nodes 1,2,3; b: nodes 3,4,5".to_owned()),
+            node3_restarts: Some(proven),
+            ..Facts::default()
+        },
     ))
 }
 

@@ -381,6 +381,7 @@ mod tests {
     use crate::load::ledger::Accounting;
     use crate::report::fixtures::{ESCAPED, HOSTILE};
     use crate::scenario::case::Observed;
+    use crate::scenario::in_force::{FaultRecord, InForce};
     use crate::scenario::name::Scenario;
 
     /// A case of `name` under `strategy`, with an overlap and the
@@ -391,7 +392,7 @@ mod tests {
             name,
             strategy: strategy.into(),
             variant: Some(Variant::Restart),
-            faults: json!({}),
+            faults: Some(FaultRecord::default()),
             expected: Expected::Breaks,
             why: String::new(),
             guarantee: Guarantee::Exclusion,
@@ -416,7 +417,7 @@ mod tests {
                 .sections,
             duration_s: 1.0,
             trials: None,
-            params: json!({}),
+            params: InForce::default(),
             injections: Vec::new(),
             outcomes: None,
             standing: None,

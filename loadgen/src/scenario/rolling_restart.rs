@@ -35,10 +35,9 @@
 
 use std::time::Duration;
 
-use serde_json::{json, Value};
-
 use super::case::Expectation;
 use super::dials::{self, choice, dials, Choice as _, Shape};
+use super::in_force::{Facts, FaultRecord};
 use super::inject::{self, Window};
 use super::lab::TOKEN;
 use super::params::{Params, Spec};
@@ -115,7 +114,7 @@ pub fn expect(strategy: &StrategyEntry, _variant: Option<Variant>, params: &Para
 
 /// `injections` rounds, each restarting node 1 and, `gap_ms` later,
 /// node 2 under a holder. The fault, as reported.
-pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
+pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<FaultRecord> {
     let d = RollingRestartDials::of(cx.params);
     let (lab, world, case, strategy, _) = cx.parts();
     two_replicas(lab, world, strategy, d.ttl_ms, Vec::new()).await?;
@@ -167,7 +166,11 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
         .await?;
     Ok(dials::record(
         &d,
-        json!({"restarted": ["node1", "node2"], "persistence": "none"}),
+        Facts {
+            restarted: Some(vec!["node1".to_owned(), "node2".to_owned()]),
+            persistence: Some("none".to_owned()),
+            ..Facts::default()
+        },
     ))
 }
 

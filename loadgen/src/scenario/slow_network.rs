@@ -53,7 +53,6 @@
 
 use std::time::Duration;
 
-use serde_json::{json, Value};
 use sqlx::Connection as _;
 
 mod model;
@@ -65,6 +64,7 @@ pub use model::{
 
 use super::buyers;
 use super::dials;
+use super::in_force::{Facts, FaultRecord};
 use super::inject::{self, Window};
 use super::lab::{Lab, Setup};
 use super::world::{
@@ -82,7 +82,7 @@ const B_THINK_PG_MS: u64 = 100;
 
 /// Delay replica a's link (`link`: its replies from Redis, or its
 /// requests to PostgreSQL), `injections` windows. The faults, as reported.
-pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
+pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<FaultRecord> {
     let d = SlowNetworkDials::of(cx.params);
     let (lab, world, case, strategy, _) = cx.parts();
     let (delay, injections) = (d.delay, d.injections);
@@ -114,10 +114,17 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
     });
     Ok(dials::record(
         &d,
-        json!({
-            "replica": "a",
-            "links": if postgres { "postgresql (requests)" } else { "redis and every redlock node (replies)" },
-        }),
+        Facts {
+            links: Some(
+                if postgres {
+                    "postgresql (requests)"
+                } else {
+                    "redis and every redlock node (replies)"
+                }
+                .to_owned(),
+            ),
+            ..Facts::replica_a()
+        },
     ))
 }
 

@@ -14,10 +14,9 @@
 //! answers `unlock_before_commit: true` and the commit delay in force, read
 //! at the round's start.
 
-use serde_json::{json, Value};
-
 use super::case::Expectation;
 use super::dials::{self, dials, Shape};
+use super::in_force::{Facts, FaultRecord};
 use super::inject::{self, Window};
 use super::params::{Params, Spec};
 use super::world::{arm, faults_of_each, pause, two_replicas, work, CaseRun};
@@ -75,7 +74,7 @@ pub fn expect(strategy: &StrategyEntry, _variant: Option<Variant>, params: &Para
 
 /// `injections` rounds of load with `unlock_before_commit` on; switched
 /// off after. The faults, as reported.
-pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
+pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<FaultRecord> {
     let d = UnlockBeforeCommitDials::of(cx.params);
     let (lab, world, case, strategy, _) = cx.parts();
     let (ttl, work_ms, delay) = (d.ttl_ms, d.work_ms, d.commit_delay);
@@ -128,5 +127,11 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<Value> {
         })
         .await?;
     case.step("fault undone");
-    Ok(dials::record(&d, json!({"unlock_before_commit": true})))
+    Ok(dials::record(
+        &d,
+        Facts {
+            unlock_before_commit: Some(true),
+            ..Facts::default()
+        },
+    ))
 }
