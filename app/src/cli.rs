@@ -85,11 +85,11 @@ pub async fn run() -> std::process::ExitCode {
             return std::process::ExitCode::from(2);
         }
     };
-    telemetry::init(&settings.log_format);
+    telemetry::init(settings.log_format);
     if let Some(Command::Participant { side, listen }) = cli.command {
         return participant(&settings, side, &listen).await;
     }
-    let strategy = settings.strategy.clone();
+    let strategy = settings.strategy;
     let app = match Application::build(settings).await {
         Ok(app) => app,
         Err(e) => {

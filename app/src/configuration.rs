@@ -15,16 +15,8 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use documented::DocumentedFields;
-use serde::{Deserialize, Serialize};
-
-/// Every strategy name this build offers, in teaching order: the wire's
-/// [`StrategyName`](seckill_wire::strategies::StrategyName)s. These names
-/// are a contract (API, metric labels, loadgen, dashboards). Plain data
-/// here, at the bottom, so [`Settings::validate`] can check
-/// `SECKILL_STRATEGY` before any strategy exists; the registry
-/// ([`crate::registry`]) checks at compile time that it lists exactly the
-/// strategies' own names, in order.
-pub const STRATEGY_NAMES: &[&str] = &seckill_wire::strategies::StrategyName::NAMES;
+use seckill_wire::strategies::StrategyName;
+use serde::{Deserialize, Deserializer, Serialize};
 
 /// The admin token that loopback-only demos use when `SECKILL_ADMIN_TOKEN`
 /// is not set. It is printed in the README; it is never accepted when the
@@ -54,14 +46,15 @@ pub struct Settings {
     /// The session's `synchronous_commit` (`on`, `off`, `local`,
     /// `remote_write`, `remote_apply`). `off` takes the commit's fsync out of
     /// every grab, so the comparison measures the locks rather than the disk.
-    pub synchronous_commit: String,
+    pub synchronous_commit: SynchronousCommit,
     /// Redis used for Redis locks, the shared active strategy and faults.
     pub redis_url: String,
     /// Independent Redis nodes for the `redlock` strategy (comma list in env).
     pub redlock_urls: Vec<String>,
     /// The strategy a fresh deployment starts with; once an admin switches,
     /// the choice stored in Redis wins for every replica.
-    pub strategy: String,
+    #[serde(deserialize_with = "strategy_name")]
+    pub strategy: StrategyName,
     /// TTL of every expiring lock, and the watchdog's lease.
     pub lock_ttl_ms: u64,
     /// Per-node timeout of one Redlock request, far below the TTL: a slow
@@ -103,7 +96,7 @@ pub struct Settings {
     /// How often each replica re-reads the shared strategy and faults from Redis.
     pub control_refresh_ms: u64,
     /// `text` or `json` log lines.
-    pub log_format: String,
+    pub log_format: LogFormat,
     /// Redis server that arbitrates the mutual-exclusion history (see
     /// `history.rs`); unset: the service's own Redis. The scenario runner
     /// points every replica at a dedicated server it never breaks.
@@ -186,10 +179,10 @@ impl Default for Settings {
             database_url: "postgres://postgres@127.0.0.1:5432/seckill".into(),
             database_max_connections: 32,
             database_acquire_timeout_ms: 3_000,
-            synchronous_commit: "on".into(),
+            synchronous_commit: SynchronousCommit::On,
             redis_url: "redis://127.0.0.1:6379".into(),
             redlock_urls: Vec::new(),
-            strategy: "set-nx-px-token".into(),
+            strategy: StrategyName::SetNxPxToken,
             lock_ttl_ms: 30_000,
             redlock_node_timeout_ms: 50,
             redlock_drift_factor: 0.01,
@@ -204,7 +197,7 @@ impl Default for Settings {
             fault_delay_max_ms: FAULT_DELAY_MAX_MS,
             seed_products: "1:100".into(),
             control_refresh_ms: 250,
-            log_format: "text".into(),
+            log_format: LogFormat::Text,
             history_url: None,
             history_stale_ms: 60_000,
             instance_id: None,
@@ -226,6 +219,45 @@ impl Default for Settings {
     }
 }
 
+/// PostgreSQL's `synchronous_commit` for the service's sessions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SynchronousCommit {
+    /// Wait for the commit's flush (PostgreSQL's default).
+    On,
+    /// Do not wait for the flush: a crash may lose the last commits.
+    Off,
+    /// Wait for the local flush only.
+    Local,
+    /// Wait for a standby's write.
+    RemoteWrite,
+    /// Wait for a standby to apply it.
+    RemoteApply,
+}
+
+impl SynchronousCommit {
+    /// As PostgreSQL spells it.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::On => "on",
+            Self::Off => "off",
+            Self::Local => "local",
+            Self::RemoteWrite => "remote_write",
+            Self::RemoteApply => "remote_apply",
+        }
+    }
+}
+
+/// How the service writes its log lines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LogFormat {
+    /// One readable line per event.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
 /// A setting that could not be read or is out of range.
 #[derive(Debug, thiserror::Error)]
 #[error("invalid setting {name}: {message}")]
@@ -243,6 +275,13 @@ impl SettingsError {
             message: message.into(),
         }
     }
+}
+
+/// `strategy`, by its wire name: an unknown one is refused with the
+/// names this build offers.
+fn strategy_name<'de, D: Deserializer<'de>>(d: D) -> Result<StrategyName, D::Error> {
+    let name = String::deserialize(d)?;
+    name.parse().map_err(serde::de::Error::custom)
 }
 
 fn env_name(field: &str) -> String {
@@ -387,10 +426,9 @@ impl Settings {
         self.check_three_pc_timeout()?;
         self.check_coordinator_urls()?;
         self.check_order_batching()?;
-        self.check_strategy_name()?;
         self.check_positive_values()?;
         self.check_redlock_and_fault_bounds()?;
-        self.check_admin_token_and_log_format()?;
+        self.check_admin_token()?;
         self.seed_products()?;
         Ok(())
     }
@@ -481,7 +519,7 @@ impl Settings {
         Ok(())
     }
 
-    /// Order-batch sizes, the batch queue, and `synchronous_commit`.
+    /// Order-batch sizes and the batch queue.
     fn check_order_batching(&self) -> Result<(), SettingsError> {
         for (field, value) in [
             ("order_batch_max", self.order_batch_max),
@@ -495,29 +533,6 @@ impl Settings {
             return Err(SettingsError::new(
                 "order_batch_queue",
                 "must be between 1 and 1000000",
-            ));
-        }
-        if !["on", "off", "local", "remote_write", "remote_apply"]
-            .contains(&self.synchronous_commit.as_str())
-        {
-            return Err(SettingsError::new(
-                "synchronous_commit",
-                "must be one of on, off, local, remote_write, remote_apply",
-            ));
-        }
-        Ok(())
-    }
-
-    /// The strategy is one of [`STRATEGY_NAMES`].
-    fn check_strategy_name(&self) -> Result<(), SettingsError> {
-        if !STRATEGY_NAMES.contains(&self.strategy.as_str()) {
-            return Err(SettingsError::new(
-                "strategy",
-                format!(
-                    "unknown strategy `{}`; valid: {}",
-                    self.strategy,
-                    STRATEGY_NAMES.join(", ")
-                ),
             ));
         }
         Ok(())
@@ -570,15 +585,12 @@ impl Settings {
     }
 
     /// A set admin token is not blank, and the log format is known.
-    fn check_admin_token_and_log_format(&self) -> Result<(), SettingsError> {
+    fn check_admin_token(&self) -> Result<(), SettingsError> {
         if matches!(&self.admin_token, Some(t) if t.trim().is_empty()) {
             return Err(SettingsError::new(
                 "admin_token",
                 "must not be empty when set",
             ));
-        }
-        if !["text", "json"].contains(&self.log_format.as_str()) {
-            return Err(SettingsError::new("log_format", "must be `text` or `json`"));
         }
         Ok(())
     }
@@ -727,7 +739,7 @@ mod tests {
         .expect("loads");
         assert_eq!(s.lock_ttl_ms, 1234);
         assert_eq!(s.redlock_urls.len(), 2);
-        assert_eq!(s.strategy, "pg-atomic");
+        assert_eq!(s.strategy, StrategyName::PgAtomic);
     }
 
     #[test]

@@ -27,7 +27,10 @@ pub fn pool(settings: &Settings) -> Result<PgPool, sqlx::Error> {
         .application_name("seckill-app")
         .options([
             ("lock_timeout", format!("{}ms", settings.lock_wait_ms)),
-            ("synchronous_commit", settings.synchronous_commit.clone()),
+            (
+                "synchronous_commit",
+                settings.synchronous_commit.as_str().to_owned(),
+            ),
         ]);
     Ok(PgPoolOptions::new()
         .max_connections(settings.database_max_connections)

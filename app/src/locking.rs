@@ -41,7 +41,7 @@ pub trait DistributedLock: Send + Sync {
 
     /// Stable strategy name (metric label).
     fn name(&self) -> &'static str {
-        self.info().name
+        self.info().name.as_str()
     }
 
     /// Why this deployment cannot run it (the setting to set), or `None`.

@@ -14,13 +14,7 @@ use crate::lock::{
 };
 use crate::locking::Locked;
 use crate::strategy::{Strategy, StrategyInfo};
-
-/// Every strategy name this build offers, in teaching order. These names
-/// are a contract (API, metric labels, loadgen, dashboards). The list is
-/// plain data in [`crate::configuration`] (settings check a name before any
-/// strategy exists); below, it is checked against every strategy's own
-/// `INFO.name` at compile time.
-pub use crate::configuration::STRATEGY_NAMES;
+use seckill_wire::strategies::StrategyName;
 
 /// Every strategy's [`StrategyInfo`], in teaching order.
 const INFOS: &[&StrategyInfo] = &[
@@ -49,28 +43,22 @@ const INFOS: &[&StrategyInfo] = &[
     &pg_3pc::INFO,
 ];
 
-// The names settings accept are exactly the strategies' own, in order.
+// The registry lists every wire name's strategy, in the wire's order (the
+// names settings, the API and the metric labels use).
 const _: () = assert!(
-    names_match(INFOS, STRATEGY_NAMES),
-    "configuration::STRATEGY_NAMES must list registry::INFOS' names in order"
+    in_wire_order(INFOS),
+    "registry::INFOS must list one strategy per StrategyName, in StrategyName::ALL's order"
 );
 
-const fn names_match(infos: &[&StrategyInfo], names: &[&str]) -> bool {
-    if infos.len() != names.len() {
+/// Whether `infos` are [`StrategyName::ALL`]'s strategies, in order.
+const fn in_wire_order(infos: &[&StrategyInfo]) -> bool {
+    if infos.len() != StrategyName::ALL.len() {
         return false;
     }
     let mut i = 0;
     while i < infos.len() {
-        let (a, b) = (infos[i].name.as_bytes(), names[i].as_bytes());
-        if a.len() != b.len() {
+        if infos[i].name as u8 != StrategyName::ALL[i] as u8 {
             return false;
-        }
-        let mut j = 0;
-        while j < a.len() {
-            if a[j] != b[j] {
-                return false;
-            }
-            j += 1;
         }
         i += 1;
     }
@@ -133,7 +121,7 @@ impl Strategies {
         ];
         debug_assert_eq!(
             all.iter().map(|s| s.info().name).collect::<Vec<_>>(),
-            STRATEGY_NAMES
+            StrategyName::ALL
         );
         Ok(Self { all, two_pc })
     }
@@ -144,7 +132,7 @@ impl Strategies {
     }
 
     /// Index of a strategy by name.
-    pub fn index_of(&self, name: &str) -> Option<usize> {
+    pub fn index_of(&self, name: StrategyName) -> Option<usize> {
         self.all.iter().position(|s| s.info().name == name)
     }
 

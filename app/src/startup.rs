@@ -170,17 +170,21 @@ async fn dependencies(settings: &Settings, pool: sqlx::PgPool) -> anyhow::Result
 async fn control(settings: &Settings, deps: &Deps) -> anyhow::Result<Arc<Control>> {
     let control = Arc::new(Control::new(
         Strategies::new(settings)?,
-        &settings.strategy,
+        settings.strategy,
         Faults::with_work_delay(settings.work_delay_ms),
     )?);
-    let names: Vec<&str> = control.strategies().iter().map(|s| s.info().name).collect();
+    let names: Vec<&str> = control
+        .strategies()
+        .iter()
+        .map(|s| s.info().name.as_str())
+        .collect();
     let nodes: Vec<String> = settings
         .redlock_urls
         .iter()
         .map(|url| redlock::node_name(url))
         .collect();
     deps.metrics
-        .init_series(&names, &nodes, &[redis_lua_stock::INFO.name]);
+        .init_series(&names, &nodes, &[redis_lua_stock::INFO.name.as_str()]);
     if let Err(e) = control.refresh(deps).await {
         tracing::warn!(error = %e, "redis not reachable at start; using the configured strategy");
     }

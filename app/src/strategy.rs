@@ -12,6 +12,7 @@
 use std::fmt;
 
 use async_trait::async_trait;
+use seckill_wire::strategies::StrategyName;
 use serde::Serialize;
 use tokio::time::Duration;
 
@@ -38,7 +39,7 @@ pub const STRATEGY_KEY: &str = "seckill:strategy";
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct StrategyInfo {
     /// Stable name.
-    pub name: &'static str,
+    pub name: StrategyName,
     /// Which seed step it teaches.
     pub seed: &'static str,
     /// What it guarantees, in one line.

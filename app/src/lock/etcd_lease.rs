@@ -38,6 +38,7 @@
 //! arrival at PostgreSQL, it writes as a stale holder. The revision fences
 //! it when the database checks it (`check_revision` on).
 
+use seckill_wire::strategies::StrategyName;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -54,7 +55,7 @@ use crate::strategy::{GrabContext, Kind, Safety, StrategyInfo};
 
 /// Name, seed and guarantee of `etcd-lease`.
 pub const INFO: StrategyInfo = StrategyInfo {
-    name: "etcd-lease",
+    name: StrategyName::EtcdLease,
     seed: "000 etcd / the consensus answer to Redlock: lease + create-revision lock",
     guarantee: "safe while the lease is kept alive; a pause past the lease loses it",
     safety: Safety::SafeWithinTtl,
@@ -139,7 +140,7 @@ impl EtcdLease {
         let status = LeaseStatus::new(lease_deadline(sent, lease));
         let (stop, stop_rx) = oneshot::channel();
         let renewer = Renewer::new(
-            INFO.name,
+            INFO.name.as_str(),
             format!("{lease_id:x}"),
             lease,
             cx.deps.metrics.clone(),
@@ -257,7 +258,7 @@ impl DistributedLock for EtcdLease {
         cx.deps
             .metrics
             .lock_attempts
-            .with_label_values(&[INFO.name])
+            .with_label_values(&[INFO.name.as_str()])
             .inc();
         self.lock_within(cx, product_id, cx.deps.lock_wait)
             .await?

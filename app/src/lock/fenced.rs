@@ -32,6 +32,7 @@
 //! holder needs the database to re-seed it (a lock whose token cannot be
 //! seeded is released, and the grab fails).
 
+use seckill_wire::strategies::StrategyName;
 use std::sync::LazyLock;
 
 use async_trait::async_trait;
@@ -44,7 +45,7 @@ use crate::strategy::{GrabContext, Kind, Safety, StrategyInfo};
 
 /// Name, seed and guarantee of `fenced`.
 pub const INFO: StrategyInfo = StrategyInfo {
-    name: "fenced",
+    name: StrategyName::Fenced,
     seed: "beyond v5: token lock + monotonic fencing token checked by the database",
     guarantee: "safe even when the lock is lost: stale holders are rejected",
     safety: Safety::Safe,

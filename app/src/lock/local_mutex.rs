@@ -17,6 +17,7 @@
 //! strategy runs, so the map never holds more than the products that exist
 //! (`seckill_strategy_products{strategy="local-mutex"}`).
 
+use seckill_wire::strategies::StrategyName;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -29,7 +30,7 @@ use crate::strategy::{GrabContext, Kind, Safety, StrategyInfo};
 
 /// Name, seed and guarantee of `local-mutex`.
 pub const INFO: StrategyInfo = StrategyInfo {
-    name: "local-mutex",
+    name: StrategyName::LocalMutex,
     seed: "001/003: in-process locks (synchronized, ReentrantLock)",
     guarantee: "safe with one replica, oversells with two or more",
     safety: Safety::SingleReplica,
@@ -57,7 +58,7 @@ impl LocalMutex {
         cx.deps
             .metrics
             .strategy_products
-            .with_label_values(&[INFO.name])
+            .with_label_values(&[INFO.name.as_str()])
             .set(map.len() as f64);
         mutex
     }
@@ -86,7 +87,7 @@ impl DistributedLock for LocalMutex {
         cx.deps
             .metrics
             .lock_attempts
-            .with_label_values(&[INFO.name])
+            .with_label_values(&[INFO.name.as_str()])
             .inc();
         let mutex = self.mutex_for(cx, product_id);
         match timeout(cx.deps.lock_wait, mutex.lock_owned()).await {

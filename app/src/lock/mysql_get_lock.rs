@@ -35,6 +35,7 @@
 //! write went to PostgreSQL. The session is a lease whose length nobody
 //! chose. Only fencing (`fenced`) stops the stale write.
 
+use seckill_wire::strategies::StrategyName;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -49,7 +50,7 @@ use crate::strategy::{GrabContext, Kind, Safety, StrategyInfo};
 
 /// Name, seed and guarantee of `mysql-get-lock`.
 pub const INFO: StrategyInfo = StrategyInfo {
-    name: "mysql-get-lock",
+    name: StrategyName::MysqlGetLock,
     seed: "003 database locks: MariaDB GET_LOCK / RELEASE_LOCK on one session",
     guarantee: "safe while the holding session lives; connection loss frees the lock",
     safety: Safety::SafeWhileHoldersLive,
@@ -155,7 +156,7 @@ impl DistributedLock for MysqlGetLock {
         let deps = cx.deps;
         deps.metrics
             .lock_attempts
-            .with_label_values(&[INFO.name])
+            .with_label_values(&[INFO.name.as_str()])
             .inc();
         self.get_lock(product_id, deps.lock_wait)
             .await?

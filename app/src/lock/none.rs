@@ -14,6 +14,7 @@
 //! than existed (`oversold`).
 
 use async_trait::async_trait;
+use seckill_wire::strategies::StrategyName;
 
 use crate::error::GrabError;
 use crate::section::{self, SectionSpec};
@@ -21,7 +22,7 @@ use crate::strategy::{GrabContext, GrabRequest, Kind, Order, Safety, Strategy, S
 
 /// Name, seed and guarantee of `none`.
 pub const INFO: StrategyInfo = StrategyInfo {
-    name: "none",
+    name: StrategyName::None,
     seed: "the naive read-modify-write every seed starts from",
     guarantee: "none: oversells and loses updates under contention",
     safety: Safety::Unsafe,
@@ -39,7 +40,7 @@ impl Strategy for NoLock {
     }
 
     async fn grab(&self, cx: GrabContext<'_>, req: GrabRequest) -> Result<Order, GrabError> {
-        match section::prepare(cx, req, SectionSpec::plain(INFO.name)).await? {
+        match section::prepare(cx, req, SectionSpec::plain(INFO.name.as_str())).await? {
             Some(prepared) => prepared.commit().await,
             None => Err(GrabError::Internal(
                 "unconditional write matched no row".into(),

@@ -239,7 +239,10 @@ impl Participant {
             .application_name(&format!("seckill-3pc-{}", side.as_str()))
             .options([
                 ("lock_timeout", format!("{}ms", settings.lock_wait_ms)),
-                ("synchronous_commit", settings.synchronous_commit.clone()),
+                (
+                    "synchronous_commit",
+                    settings.synchronous_commit.as_str().to_owned(),
+                ),
             ]);
         let acquire_timeout = Duration::from_millis(settings.database_acquire_timeout_ms);
         let pool = PgPoolOptions::new()

@@ -85,7 +85,7 @@ use crate::strategy::{
 
 /// Name, seed and guarantee of `pg-2pc`.
 pub const INFO: StrategyInfo = StrategyInfo {
-    name: "pg-2pc",
+    name: StrategyName::Pg2pc,
     seed:
         "001 2PC: PREPARE TRANSACTION on the stock and the order databases, the service coordinates",
     guarantee: "safe; blocks while its coordinator is down between the phases",
@@ -96,8 +96,8 @@ pub const INFO: StrategyInfo = StrategyInfo {
 /// Whether strategy `name` keeps its stock in the stock database
 /// (`pg-2pc`, `pg-3pc`): a reset writes it there, an audit or a switch
 /// away copies it into the column first.
-pub fn uses_stock_database(name: &str) -> bool {
-    name == INFO.name || name == StrategyName::Pg3pc.as_str()
+pub fn uses_stock_database(name: StrategyName) -> bool {
+    matches!(name, StrategyName::Pg2pc | StrategyName::Pg3pc)
 }
 
 /// The stock database's schema (`pg_2pc_stock.sql`), created on start.
@@ -154,7 +154,10 @@ impl Pg2pc {
                     .application_name("seckill-app-2pc")
                     .options([
                         ("lock_timeout", format!("{}ms", settings.lock_wait_ms)),
-                        ("synchronous_commit", settings.synchronous_commit.clone()),
+                        (
+                            "synchronous_commit",
+                            settings.synchronous_commit.as_str().to_owned(),
+                        ),
                     ]);
                 Ok::<_, sqlx::Error>(
                     PgPoolOptions::new()
@@ -548,7 +551,7 @@ async fn prepare_order(
     in_prepared(conn, gid, |conn| {
         Box::pin(async move {
             refuse_repeat_buyer(conn, req).await?;
-            insert_order(conn, req, INFO.name, None).await
+            insert_order(conn, req, INFO.name.as_str(), None).await
         })
     })
     .await

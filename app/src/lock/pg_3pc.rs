@@ -45,6 +45,7 @@
 //! 2PC: three round trips to each side, and the same two prepares and two
 //! commits.
 
+use seckill_wire::strategies::StrategyName;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -62,7 +63,7 @@ use crate::strategy::{
 
 /// Name, seed and guarantee of `pg-3pc`.
 pub const INFO: StrategyInfo = StrategyInfo {
-    name: "pg-3pc",
+    name: StrategyName::Pg3pc,
     seed: "001 3PC: can-commit, pre-commit, do-commit over the stock and the order databases, each fronted by a participant that commits at its own timeout",
     guarantee: "does not block on a dead coordinator; a partition during pre-commit splits the two databases",
     safety: Safety::Unsafe,

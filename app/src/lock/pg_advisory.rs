@@ -14,6 +14,7 @@
 //! features that both lock "number 1" exclude each other by accident.
 
 use async_trait::async_trait;
+use seckill_wire::strategies::StrategyName;
 
 use crate::error::GrabError;
 use crate::locking::grab_in_transaction;
@@ -22,7 +23,7 @@ use crate::strategy::{GrabContext, GrabRequest, Kind, Order, Safety, Strategy, S
 
 /// Name, seed and guarantee of `pg-advisory`.
 pub const INFO: StrategyInfo = StrategyInfo {
-    name: "pg-advisory",
+    name: StrategyName::PgAdvisory,
     seed: "003 database locks: PostgreSQL transaction-scoped advisory lock",
     guarantee: "safe; released with the transaction, even when the holder dies",
     safety: Safety::Safe,
@@ -40,7 +41,7 @@ impl Strategy for PgAdvisory {
     }
 
     async fn grab(&self, cx: GrabContext<'_>, req: GrabRequest) -> Result<Order, GrabError> {
-        let spec = SectionSpec::plain(INFO.name).with_row_lock(RowLock::Advisory);
+        let spec = SectionSpec::plain(INFO.name.as_str()).with_row_lock(RowLock::Advisory);
         grab_in_transaction(cx, req, spec).await
     }
 }

@@ -16,6 +16,7 @@
 //! what the database needs.
 
 use async_trait::async_trait;
+use seckill_wire::strategies::StrategyName;
 use sqlx::PgConnection;
 
 use crate::error::GrabError;
@@ -24,7 +25,7 @@ use crate::strategy::{GrabContext, GrabRequest, Kind, Order, Safety, Strategy, S
 
 /// Name, seed and guarantee of `pg-atomic`.
 pub const INFO: StrategyInfo = StrategyInfo {
-    name: "pg-atomic",
+    name: StrategyName::PgAtomic,
     seed: "the database floor: one conditional UPDATE, no lock",
     guarantee: "safe; the row is locked only from UPDATE to COMMIT",
     safety: Safety::Safe,
@@ -60,7 +61,7 @@ async fn decrement_and_order(
         });
     }
     refuse_repeat_buyer(conn, req).await?;
-    insert_order(conn, req, INFO.name, None).await
+    insert_order(conn, req, INFO.name.as_str(), None).await
 }
 
 #[async_trait]

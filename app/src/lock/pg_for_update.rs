@@ -20,6 +20,7 @@
 //! history's overlap); nothing more commits from the aborted transaction.
 
 use async_trait::async_trait;
+use seckill_wire::strategies::StrategyName;
 
 use crate::error::GrabError;
 use crate::locking::grab_in_transaction;
@@ -28,7 +29,7 @@ use crate::strategy::{GrabContext, GrabRequest, Kind, Order, Safety, Strategy, S
 
 /// Name, seed and guarantee of `pg-for-update`.
 pub const INFO: StrategyInfo = StrategyInfo {
-    name: "pg-for-update",
+    name: StrategyName::PgForUpdate,
     seed: "003: exclusive row lock, SELECT ... FOR UPDATE",
     guarantee: "safe; waiters hold pooled connections while they wait",
     safety: Safety::Safe,
@@ -46,7 +47,7 @@ impl Strategy for PgForUpdate {
     }
 
     async fn grab(&self, cx: GrabContext<'_>, req: GrabRequest) -> Result<Order, GrabError> {
-        let spec = SectionSpec::plain(INFO.name).with_row_lock(RowLock::ForUpdate);
+        let spec = SectionSpec::plain(INFO.name.as_str()).with_row_lock(RowLock::ForUpdate);
         grab_in_transaction(cx, req, spec).await
     }
 }

@@ -17,6 +17,7 @@
 //! also serves the orders: polling load lands on the busiest component.
 
 use async_trait::async_trait;
+use seckill_wire::strategies::StrategyName;
 
 use crate::db::lock_row_name;
 use crate::error::GrabError;
@@ -25,7 +26,7 @@ use crate::strategy::{GrabContext, Kind, Safety, StrategyInfo};
 
 /// Name, seed and guarantee of `pg-lock-table`.
 pub const INFO: StrategyInfo = StrategyInfo {
-    name: "pg-lock-table",
+    name: StrategyName::PgLockTable,
     seed: "003 scheme 1: unique-index lock table, stale rows swept by age",
     guarantee: "safe while holders live; a dead holder blocks until the sweep",
     safety: Safety::SafeWhileHoldersLive,

@@ -14,6 +14,7 @@
 //! rare, and suffers in exactly the flash-sale moment.
 
 use async_trait::async_trait;
+use seckill_wire::strategies::StrategyName;
 use tokio::time::{sleep, Instant};
 
 use crate::error::GrabError;
@@ -23,7 +24,7 @@ use crate::strategy::{GrabContext, GrabRequest, Kind, Order, Safety, Strategy, S
 
 /// Name, seed and guarantee of `pg-optimistic`.
 pub const INFO: StrategyInfo = StrategyInfo {
-    name: "pg-optimistic",
+    name: StrategyName::PgOptimistic,
     seed: "003: optimistic lock, version compare-and-set",
     guarantee: "safe; retries (and gives up as busy) under contention",
     safety: Safety::Safe,
@@ -43,9 +44,15 @@ impl Strategy for PgOptimistic {
     async fn grab(&self, cx: GrabContext<'_>, req: GrabRequest) -> Result<Order, GrabError> {
         let deps = cx.deps;
         let deadline = Instant::now() + deps.lock_wait;
-        let attempts = deps.metrics.lock_attempts.with_label_values(&[INFO.name]);
-        let retries = deps.metrics.lock_retries.with_label_values(&[INFO.name]);
-        let spec = SectionSpec::plain(INFO.name).with_row_lock(RowLock::Optimistic);
+        let attempts = deps
+            .metrics
+            .lock_attempts
+            .with_label_values(&[INFO.name.as_str()]);
+        let retries = deps
+            .metrics
+            .lock_retries
+            .with_label_values(&[INFO.name.as_str()]);
+        let spec = SectionSpec::plain(INFO.name.as_str()).with_row_lock(RowLock::Optimistic);
         for attempt in 0..=deps.optimistic_max_retries {
             attempts.inc();
             if let Some(prepared) = section::prepare(cx, req, spec).await? {

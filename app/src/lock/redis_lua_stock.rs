@@ -95,6 +95,7 @@
 //! products that exist get them (and an entry in this replica's sweep
 //! times): the grab route answers an unknown product `404` first.
 
+use seckill_wire::strategies::StrategyName;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
@@ -111,7 +112,7 @@ use crate::strategy::{
 
 /// Name, seed and guarantee of `redis-lua-stock`.
 pub const INFO: StrategyInfo = StrategyInfo {
-    name: "redis-lua-stock",
+    name: StrategyName::RedisLuaStock,
     seed: "001 TCC: try in Redis (Lua), confirm in the database, cancel on failure",
     guarantee: "safe; the throughput ceiling",
     safety: Safety::Safe,
@@ -211,7 +212,7 @@ impl RedisLuaStock {
             pending: Arc::default(),
             last_sweep: Mutex::default(),
             batcher: OrderBatcher::confirming(
-                INFO.name,
+                INFO.name.as_str(),
                 batch_max,
                 batch_commits,
                 batch_queue,
@@ -364,7 +365,7 @@ impl RedisLuaStock {
             }
             deps.metrics
                 .strategy_products
-                .with_label_values(&[INFO.name])
+                .with_label_values(&[INFO.name.as_str()])
                 .set(last.len() as f64);
         }
         let deps = deps.clone();
@@ -738,7 +739,9 @@ pub async fn sync_stock_column(deps: &Deps, product_id: Option<i64>) -> Result<(
             .await?;
         // No key: nobody ever switched, every replica runs its configured
         // strategy — and an order of this strategy scheduled this copy.
-        let still_active = active.as_deref().is_none_or(|name| name == INFO.name);
+        let still_active = active
+            .as_deref()
+            .is_none_or(|name| name == INFO.name.as_str());
         if let (true, Some(stock)) = (still_active, stock) {
             sqlx::query(
                 "UPDATE products SET stock = $2, updated_at = now() WHERE id = $1 AND stock <> $2",
@@ -788,7 +791,7 @@ impl Strategy for RedisLuaStock {
             Some(slot) => slot.insert(req).await,
             None => {
                 let inserted = match deps.pool.acquire().await {
-                    Ok(mut conn) => insert_order(&mut conn, req, INFO.name, None).await,
+                    Ok(mut conn) => insert_order(&mut conn, req, INFO.name.as_str(), None).await,
                     Err(e) => Err(e.into()),
                 };
                 match inserted {

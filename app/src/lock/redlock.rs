@@ -97,6 +97,7 @@
 //! holder act on a lock it no longer has. A pause *during* acquisition is
 //! caught by step 4 — unless the `skip_validity_check` fault removes it.
 
+use seckill_wire::strategies::StrategyName;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
@@ -118,7 +119,7 @@ use crate::strategy::{GrabContext, Kind, Safety, StrategyInfo};
 
 /// Name, seed and guarantee of `redlock`.
 pub const INFO: StrategyInfo = StrategyInfo {
-    name: "redlock",
+    name: StrategyName::Redlock,
     seed: "000 scheme 7 / 003: Redlock over N independent nodes, quorum N/2+1",
     guarantee:
         "tolerates a minority of nodes down; unsafe when a node restarts without persistence",
@@ -313,7 +314,7 @@ impl Extender {
         if yes >= quorum && Instant::now() < until {
             self.metrics
                 .lock_renewals
-                .with_label_values(&[INFO.name, "renewed"])
+                .with_label_values(&[INFO.name.as_str(), "renewed"])
                 .inc();
             self.status.extend_to(until);
             Extension::Renewed {
@@ -322,7 +323,7 @@ impl Extender {
         } else {
             self.metrics
                 .lock_renewals
-                .with_label_values(&[INFO.name, "error"])
+                .with_label_values(&[INFO.name.as_str(), "error"])
                 .inc();
             tracing::debug!(key = %self.key, yes, total, "redlock extension without a quorum");
             Extension::NoQuorum
@@ -333,9 +334,12 @@ impl Extender {
     fn lose(&self, why: &str) {
         self.metrics
             .lock_renewals
-            .with_label_values(&[INFO.name, "lost"])
+            .with_label_values(&[INFO.name.as_str(), "lost"])
             .inc();
-        self.metrics.lock_lost.with_label_values(&[INFO.name]).inc();
+        self.metrics
+            .lock_lost
+            .with_label_values(&[INFO.name.as_str()])
+            .inc();
         tracing::warn!(key = %self.key, why, "redlock extension failed; the holder will abort");
         self.status.mark_lost();
     }

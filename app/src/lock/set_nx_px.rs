@@ -14,6 +14,7 @@
 //! value is a unique token, but the release never looks at it.
 
 use async_trait::async_trait;
+use seckill_wire::strategies::StrategyName;
 
 use crate::error::GrabError;
 use crate::locking::{release_by_del, try_set_nx_px, DistributedLock, LockGuard, Released};
@@ -21,7 +22,7 @@ use crate::strategy::{GrabContext, Kind, Safety, StrategyInfo};
 
 /// Name, seed and guarantee of `set-nx-px`.
 pub const INFO: StrategyInfo = StrategyInfo {
-    name: "set-nx-px",
+    name: StrategyName::SetNxPx,
     seed: "004 v3 / 000 scheme 4: SET NX PX, unlock by DEL",
     guarantee: "safe while work < TTL; past it, deletes another holder's lock",
     safety: Safety::SafeWithinTtl,

@@ -16,6 +16,7 @@
 //! compare and the delete in one Lua script.
 
 use async_trait::async_trait;
+use seckill_wire::strategies::StrategyName;
 
 use crate::error::GrabError;
 use crate::locking::{try_set_nx_px, DistributedLock, LockGuard, Released};
@@ -23,7 +24,7 @@ use crate::strategy::{GrabContext, Kind, Safety, StrategyInfo};
 
 /// Name, seed and guarantee of `set-nx-px-check-del`.
 pub const INFO: StrategyInfo = StrategyInfo {
-    name: "set-nx-px-check-del",
+    name: StrategyName::SetNxPxCheckDel,
     seed: "004 v4 / 003: unique token, unlock by GET, compare, DEL",
     guarantee: "safe while work < TTL; the check-then-delete race can free another's lock",
     safety: Safety::SafeWithinTtl,

@@ -20,6 +20,7 @@
 //! compare-and-delete excludes this service and is excluded by it.
 
 use async_trait::async_trait;
+use seckill_wire::strategies::StrategyName;
 
 use crate::error::GrabError;
 use crate::locking::{try_set_nx_px, DistributedLock, LockGuard, Released, COMPARE_AND_DELETE};
@@ -27,7 +28,7 @@ use crate::strategy::{GrabContext, Kind, Safety, StrategyInfo};
 
 /// Name, seed and guarantee of `set-nx-px-token`.
 pub const INFO: StrategyInfo = StrategyInfo {
-    name: "set-nx-px-token",
+    name: StrategyName::SetNxPxToken,
     seed: "004 v5 / 000 scheme 5: unique token + Lua compare-and-delete",
     guarantee: "safe while the work is shorter than the TTL; never deletes another's lock",
     safety: Safety::SafeWithinTtl,

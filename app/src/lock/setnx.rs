@@ -13,6 +13,7 @@
 //! removes whatever key is there.
 
 use async_trait::async_trait;
+use seckill_wire::strategies::StrategyName;
 
 use crate::error::GrabError;
 use crate::locking::{
@@ -22,7 +23,7 @@ use crate::strategy::{GrabContext, Kind, Safety, StrategyInfo};
 
 /// Name, seed and guarantee of `setnx`.
 pub const INFO: StrategyInfo = StrategyInfo {
-    name: "setnx",
+    name: StrategyName::Setnx,
     seed: "004 v1: SETNX + DEL, no expiry",
     guarantee: "safe until a holder dies; then locked forever (deadlock)",
     safety: Safety::SafeWhileHoldersLive,

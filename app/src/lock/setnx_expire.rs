@@ -18,6 +18,7 @@
 //! within-TTL, not "safe while holders live".
 
 use async_trait::async_trait;
+use seckill_wire::strategies::StrategyName;
 
 use crate::error::GrabError;
 use crate::locking::{
@@ -27,7 +28,7 @@ use crate::strategy::{GrabContext, Kind, Safety, StrategyInfo};
 
 /// Name, seed and guarantee of `setnx-expire`.
 pub const INFO: StrategyInfo = StrategyInfo {
-    name: "setnx-expire",
+    name: StrategyName::SetnxExpire,
     seed: "004 v2 / 000 scheme 1: SETNX then EXPIRE, two commands",
     guarantee: "safe while the work is shorter than the TTL; blind DEL; a crash between the two commands locks for good",
     safety: Safety::SafeWithinTtl,

@@ -12,6 +12,7 @@
 //! second holder takes it, and the first holder's `DEL` then deletes the
 //! *second* holder's lock — letting a third in. Same as `set-nx-px`.
 
+use seckill_wire::strategies::StrategyName;
 use std::sync::LazyLock;
 
 use async_trait::async_trait;
@@ -23,7 +24,7 @@ use crate::strategy::{GrabContext, Kind, Safety, StrategyInfo};
 
 /// Name, seed and guarantee of `setnx-expire-lua`.
 pub const INFO: StrategyInfo = StrategyInfo {
-    name: "setnx-expire-lua",
+    name: StrategyName::SetnxExpireLua,
     seed: "000 scheme 3: SETNX + EXPIRE in one Lua script",
     guarantee: "atomic set-up; still deletes another holder's lock after a timeout",
     safety: Safety::SafeWithinTtl,

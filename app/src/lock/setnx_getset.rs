@@ -22,6 +22,7 @@
 //! 3. no owner in the value: the release is a blind `DEL`, which can free a
 //!    lock that another replica has taken over.
 
+use seckill_wire::strategies::StrategyName;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
@@ -32,7 +33,7 @@ use crate::strategy::{GrabContext, Kind, Safety, StrategyInfo};
 
 /// Name, seed and guarantee of `setnx-getset`.
 pub const INFO: StrategyInfo = StrategyInfo {
-    name: "setnx-getset",
+    name: StrategyName::SetnxGetset,
     seed: "000 scheme 2: value = expiry time, GETSET takeover",
     guarantee: "safe while clocks agree and work < TTL; skew gives two holders",
     safety: Safety::SafeWithinTtl,

@@ -74,6 +74,7 @@
 //! (Redisson #4698: a failed renewal only logged). Together they are
 //! Redisson as those reports saw it.
 
+use seckill_wire::strategies::StrategyName;
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
@@ -93,7 +94,7 @@ use crate::strategy::{GrabContext, Kind, Safety, StrategyInfo};
 
 /// Name, seed and guarantee of `watchdog`.
 pub const INFO: StrategyInfo = StrategyInfo {
-    name: "watchdog",
+    name: StrategyName::Watchdog,
     seed: "004 v5 renewal / 000 scheme 6: Redisson's watchdog lock",
     guarantee: "safe through long work; unsafe across process pauses",
     safety: Safety::Safe,
@@ -309,7 +310,7 @@ impl Watchdog {
         }
         let (stop, stop_rx) = oneshot::channel();
         let renewer = Renewer::new(
-            INFO.name,
+            INFO.name.as_str(),
             key.clone(),
             cx.deps.lock_ttl,
             cx.deps.metrics.clone(),
@@ -489,13 +490,19 @@ impl DistributedLock for Watchdog {
         let notify = self.waiters_of(&key);
         deps.metrics
             .strategy_products
-            .with_label_values(&[INFO.name])
+            .with_label_values(&[INFO.name.as_str()])
             .set(self.products_kept() as f64);
         let Ok(Ok(_turn)) = timeout(deps.lock_wait, gate.acquire_owned()).await else {
             return Err(GrabError::Busy(deps.lock_wait));
         };
-        let attempts = deps.metrics.lock_attempts.with_label_values(&[INFO.name]);
-        let retries = deps.metrics.lock_retries.with_label_values(&[INFO.name]);
+        let attempts = deps
+            .metrics
+            .lock_attempts
+            .with_label_values(&[INFO.name.as_str()]);
+        let retries = deps
+            .metrics
+            .lock_retries
+            .with_label_values(&[INFO.name.as_str()]);
         loop {
             // Register for the wake-up *before* trying, so a release that
             // lands between our attempt and our wait is not missed.

@@ -48,6 +48,7 @@
 //! as a stale holder. Only a token checked by the database stops it: turn
 //! `check_revision` on and the sequence fences the stale write.
 
+use seckill_wire::strategies::StrategyName;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -64,7 +65,7 @@ use crate::strategy::{GrabContext, Kind, Safety, StrategyInfo};
 
 /// Name, seed and guarantee of `zk-ephemeral-seq`.
 pub const INFO: StrategyInfo = StrategyInfo {
-    name: "zk-ephemeral-seq",
+    name: StrategyName::ZkEphemeralSeq,
     seed: "002 / 003 ZooKeeper: ephemeral sequential node, watch the predecessor",
     guarantee: "safe while the session lives; a pause past the session timeout loses it",
     safety: Safety::SafeWithinTtl,
@@ -185,7 +186,7 @@ impl ZkEphemeralSeq {
                 let status = LeaseStatus::new(lease_deadline(checked, session));
                 let (stop, stop_rx) = oneshot::channel();
                 let renewer = Renewer::new(
-                    INFO.name,
+                    INFO.name.as_str(),
                     ours.clone(),
                     session,
                     cx.deps.metrics.clone(),
@@ -366,7 +367,7 @@ impl DistributedLock for ZkEphemeralSeq {
         cx.deps
             .metrics
             .lock_attempts
-            .with_label_values(&[INFO.name])
+            .with_label_values(&[INFO.name.as_str()])
             .inc();
         self.lock_within(cx, product_id, cx.deps.lock_wait)
             .await?

@@ -11,7 +11,7 @@ use seckill_wire::audit::AuditBody;
 use seckill_wire::history::{ForgetBody, Forgotten, HistorySwitch, HistorySwitched};
 use seckill_wire::orders::OrdersPage;
 use seckill_wire::products::{ProductBody, ResetBody};
-use seckill_wire::strategies::{StrategiesBody, StrategyEntry, SwitchBody};
+use seckill_wire::strategies::{StrategiesBody, StrategyEntry, StrategyName, SwitchBody};
 use serde::Deserialize;
 
 use crate::db;
@@ -23,7 +23,6 @@ use crate::lock::pg_2pc::uses_stock_database;
 use crate::lock::{fenced, redis_lua_stock};
 use crate::locking::lock_key;
 use crate::orders;
-use crate::registry::STRATEGY_NAMES;
 use crate::state::AppState;
 
 /// Proof that the request carried the admin token.
@@ -65,7 +64,7 @@ fn strategies_body(state: &AppState) -> StrategiesBody {
         .map(|s| {
             let info = s.info();
             StrategyEntry {
-                name: info.name.to_owned(),
+                name: info.name.to_string(),
                 guarantee: info.guarantee.to_owned(),
                 available: s.available(),
                 unavailable_reason: s.unavailable_reason().map(str::to_owned),
@@ -76,7 +75,7 @@ fn strategies_body(state: &AppState) -> StrategiesBody {
         })
         .collect();
     StrategiesBody {
-        active: state.control.active().info().name.to_owned(),
+        active: state.control.active().info().name.to_string(),
         strategies: entries,
         lock_ttl_ms: state.settings.lock_ttl_ms,
         lock_wait_ms: state.settings.lock_wait_ms,
@@ -118,13 +117,18 @@ pub async fn switch_strategy(
     state: web::Data<AppState>,
     body: web::Json<SwitchBody>,
 ) -> Result<HttpResponse, ApiError> {
-    let Some(index) = state.control.strategies().index_of(&body.strategy) else {
+    let index = body
+        .strategy
+        .parse::<StrategyName>()
+        .ok()
+        .and_then(|name| state.control.strategies().index_of(name));
+    let Some(index) = index else {
         return Err(ApiError::bad_request(
             "unknown_strategy",
             format!(
                 "unknown strategy `{}`; valid: {}",
                 body.strategy,
-                STRATEGY_NAMES.join(", ")
+                StrategyName::NAMES.join(", ")
             ),
         ));
     };
@@ -320,8 +324,8 @@ pub async fn audit(
     };
     let rows = super::audit_now(&state, count).await?;
     Ok(HttpResponse::Ok().json(AuditBody {
-        strategy: state.control.active().info().name.to_owned(),
-        synchronous_commit: state.settings.synchronous_commit.clone(),
+        strategy: state.control.active().info().name.to_string(),
+        synchronous_commit: state.settings.synchronous_commit.as_str().to_owned(),
         counted_by: count.as_str().to_owned(),
         products: rows,
     }))

@@ -132,7 +132,7 @@ async fn place(
                 .await
         }
     };
-    let name = strategy.info().name;
+    let name = strategy.info().name.as_str();
     let result = match result {
         Err(GrabError::PoolTimedOut) => Err(judge_pool_timeout(&state, name).await),
         other => other,

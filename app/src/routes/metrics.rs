@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use actix_web::{get, web, HttpResponse};
 
-use crate::registry::STRATEGY_NAMES;
 use crate::state::AppState;
+use seckill_wire::strategies::StrategyName;
 
 /// The exposition.
 #[utoipa::path(
@@ -28,7 +28,10 @@ pub async fn metrics(state: web::Data<AppState>) -> HttpResponse {
         Ok(Err(e)) => tracing::warn!(error = %e, "metrics: audit query failed"),
         Err(_) => tracing::warn!("metrics: audit query timed out"),
     }
-    metrics.set_active_strategy(STRATEGY_NAMES, state.control.active().info().name);
+    metrics.set_active_strategy(
+        &StrategyName::NAMES,
+        state.control.active().info().name.as_str(),
+    );
     HttpResponse::Ok()
         .content_type("text/plain; version=0.0.4; charset=utf-8")
         .body(metrics.render())

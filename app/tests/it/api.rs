@@ -216,8 +216,8 @@ async fn strategies_switch_at_run_time_and_unknown_names_are_listed() {
             s["name"].as_str().expect("name")
         })
         .collect();
-    for expected in seckill_app::registry::STRATEGY_NAMES {
-        assert!(names.contains(expected), "{expected} in {names:?}");
+    for expected in seckill_wire::strategies::StrategyName::NAMES {
+        assert!(names.contains(&expected), "{expected} in {names:?}");
     }
 
     let (status, body) = app
@@ -294,7 +294,10 @@ async fn every_listed_strategy_carries_its_kind() {
         })
         .collect();
     assert_eq!(listed, want, "every strategy, in order, with its kind");
-    assert_eq!(listed.len(), seckill_app::registry::STRATEGY_NAMES.len());
+    assert_eq!(
+        listed.len(),
+        seckill_wire::strategies::StrategyName::NAMES.len()
+    );
 }
 
 #[tokio::test]

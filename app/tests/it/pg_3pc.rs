@@ -35,7 +35,7 @@ fn three_pc(
     timeout_ms: u64,
 ) -> seckill_app::configuration::Settings {
     let mut s = settings(main, stock, redis, instance);
-    s.strategy = "pg-3pc".into();
+    s.strategy = seckill_wire::strategies::StrategyName::Pg3pc;
     s.three_pc_timeout_ms = timeout_ms;
     s
 }
