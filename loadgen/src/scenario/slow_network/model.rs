@@ -171,19 +171,33 @@ fn postgres_exposed(d: &SlowNetworkDials) -> bool {
     trips * d.delay + d.work_ms > d.ttl_ms
 }
 
+/// A lock that runs out by age while its holder waits on a slow database
+/// link: a TTL (one Redis, Redlock's validity) or a lock-table row swept
+/// once older than the TTL. A lease is not one: its keep-alive runs on
+/// its own connection, untouched by the slow link (the atlas measured
+/// `watchdog`, `etcd-lease` and `zk-ephemeral-seq` holding at every delay
+/// up to 3 TTL, where this model first predicted a break).
+fn ages_on_the_db_link(kind: Kind) -> bool {
+    matches!(kind, Kind::Ttl | Kind::Validity | Kind::LockTable)
+}
+
 /// `link=postgres`, judged on exclusion.
 fn expect_postgres(
     strategy: &StrategyEntry,
     d: &SlowNetworkDials,
 ) -> (crate::judge::Expected, String) {
     let (expected, why) = match strategy.kind {
-        Kind::Ttl | Kind::Validity | Kind::Lease if postgres_exposed(d) => (
+        kind if ages_on_the_db_link(kind) && postgres_exposed(d) => (
             Breaks,
             "a section's write, sent after its last check, and the trips after it arrive late: the lock expires under them and the next holder enters",
         ),
-        Kind::Ttl | Kind::Validity | Kind::Lease => (
+        kind if ages_on_the_db_link(kind) => (
             Holds,
             "the section ends, delayed trips and all, before the lock expires",
+        ),
+        Kind::Lease => (
+            Holds,
+            "the lease is kept alive on its own connection (Redis, etcd, ZooKeeper), which the slow database link does not touch: it outlives the slow section",
         ),
         _ => (
             Holds,
@@ -197,7 +211,7 @@ fn expect_postgres(
 /// past every check (a lease deadline, Redlock's validity), so every TTL
 /// lock's late write lands on the next holder's; a fence refuses it.
 pub fn postgres_damage(kind: Kind, d: &SlowNetworkDials) -> crate::judge::Expected {
-    if matches!(kind, Kind::Ttl | Kind::Validity | Kind::Lease) && postgres_exposed(d) {
+    if ages_on_the_db_link(kind) && postgres_exposed(d) {
         Breaks
     } else {
         Holds
