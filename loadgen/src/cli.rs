@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+use crate::api::StrategyName;
 use crate::atlas;
 use crate::compare::{self, Settings};
 use crate::console;
@@ -104,7 +105,7 @@ pub async fn run() -> ExitCode {
 
 /// `run`, `prepare`, `compare`: the load's settings from `common`, then
 /// the step's own `main`.
-async fn load_command(strategies: Vec<String>, common: Common, step: Step) -> ExitCode {
+async fn load_command(strategies: Vec<StrategyName>, common: Common, step: Step) -> ExitCode {
     let workload = match common.load.workload() {
         Ok(workload) => workload,
         Err(message) => {
@@ -130,9 +131,12 @@ async fn load_command(strategies: Vec<String>, common: Common, step: Step) -> Ex
         thresholds: common.verdicts.threshold,
     };
     match step {
-        Step::Whole => compare::main(strategies, &settings).await,
-        Step::Prepare => compare::prepare_main(&strategies[0], &settings).await,
-        Step::Shard(shard) => compare::shard_main(&strategies[0], shard, &settings).await,
+        Step::Whole => {
+            let names = strategies.iter().map(ToString::to_string).collect();
+            compare::main(names, &settings).await
+        }
+        Step::Prepare => compare::prepare_main(strategies[0].as_str(), &settings).await,
+        Step::Shard(shard) => compare::shard_main(strategies[0].as_str(), shard, &settings).await,
     }
 }
 
@@ -183,7 +187,7 @@ async fn console_command(args: ConsoleArgs) -> ExitCode {
         admin_token,
         bind: std::net::SocketAddr::new(bind, port),
         product,
-        default_strategy,
+        default_strategy: default_strategy.map(|s| s.to_string()),
         runner: console::RunnerOptions {
             out: scenario_out,
             app_bin,

@@ -384,7 +384,7 @@ fn batches(chosen: &[&'static Replay], options: &Options) -> Vec<(Vec<Scenario>,
         .flat_map(|replay| {
             VARIANTS.iter().map(move |variant| {
                 let mut one = options.clone();
-                one.strategies = vec![replay.strategy.as_str().to_owned()];
+                one.strategies = vec![replay.strategy];
                 one.variants = Vec::new();
                 one.sets = replay.sets_of(variant, &options.sets);
                 one.sweep = None;

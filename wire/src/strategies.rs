@@ -164,6 +164,17 @@ impl std::fmt::Display for StrategyName {
     }
 }
 
+#[cfg(feature = "clap")]
+impl clap::ValueEnum for StrategyName {
+    fn value_variants<'a>() -> &'a [Self] {
+        &Self::ALL
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(self.as_str()))
+    }
+}
+
 /// A name that is no strategy's.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UnknownStrategy(pub String);

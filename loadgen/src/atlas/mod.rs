@@ -222,7 +222,7 @@ fn chosen_cells(settings: &Settings) -> Result<Vec<(StrategyName, &'static Fault
 /// and the injections, its own folder.
 fn cell_options(settings: &Settings, strategy: StrategyName, fault: &Fault) -> scenario::Options {
     let mut options = settings.scenario.clone();
-    options.strategies = vec![strategy.as_str().to_owned()];
+    options.strategies = vec![strategy];
     options.variants = fault.variant.into_iter().collect();
     options.sets = scenario::owned_sets(fault.sets);
     options

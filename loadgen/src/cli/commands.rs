@@ -7,7 +7,7 @@ use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Args, Subcommand, ValueEnum as _};
 
 use super::args::*;
-use crate::api::Variant;
+use crate::api::{StrategyName, Variant};
 use crate::load::Shard;
 use crate::replay::REPLAYS;
 use crate::scenario::{self, Scenario, Selection};
@@ -47,8 +47,8 @@ pub(super) enum Command {
     /// Run one strategy and report it.
     Run {
         /// The strategy to run (see GET /admin/strategies).
-        #[arg(long, short = 's')]
-        strategy: String,
+        #[arg(long, short = 's', value_enum)]
+        strategy: StrategyName,
         /// Send only shard K of N of the load (--users, --burst and --rate
         /// are then the whole load's), on a run `prepare` made ready; write
         /// the shard's record (OUT/shard-K-of-N.json, and one line on
@@ -64,8 +64,8 @@ pub(super) enum Command {
     /// output) for `merge`.
     Prepare {
         /// The strategy the shards will run.
-        #[arg(long, short = 's')]
-        strategy: String,
+        #[arg(long, short = 's', value_enum)]
+        strategy: StrategyName,
         #[command(flatten)]
         common: Common,
     },
@@ -79,8 +79,8 @@ pub(super) enum Command {
     Compare {
         /// Comma-separated strategies, in order [default: every strategy the
         /// service lists; those it cannot run are reported as skipped].
-        #[arg(long, value_delimiter = ',')]
-        strategies: Vec<String>,
+        #[arg(long, value_delimiter = ',', value_enum)]
+        strategies: Vec<StrategyName>,
         #[command(flatten)]
         common: Common,
     },
@@ -190,8 +190,8 @@ pub(super) struct ScenarioArgs {
     #[arg(long)]
     pub(super) list: bool,
     /// Comma-separated strategies instead of each scenario's defaults.
-    #[arg(long, value_delimiter = ',')]
-    pub(super) strategies: Vec<String>,
+    #[arg(long, value_delimiter = ',', value_enum)]
+    pub(super) strategies: Vec<StrategyName>,
     /// Report folder.
     #[arg(long, default_value = "loadgen-report")]
     pub(super) out: PathBuf,
@@ -327,8 +327,8 @@ pub(super) struct ConsoleArgs {
     pub(super) product: u64,
     /// The strategy "reset everything" goes back to [default: the one
     /// active when the console starts].
-    #[arg(long)]
-    pub(super) default_strategy: Option<String>,
+    #[arg(long, value_enum)]
+    pub(super) default_strategy: Option<StrategyName>,
     /// Report folders of the scenarios run from the page, one per run.
     #[arg(long, default_value = "loadgen-report/console")]
     pub(super) scenario_out: PathBuf,

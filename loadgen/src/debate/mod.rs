@@ -61,7 +61,7 @@ fn batch(
     out: PathBuf,
 ) -> (Vec<Scenario>, scenario::Options) {
     let mut options = settings.scenario.clone();
-    options.strategies = vec![run.strategy.as_str().to_owned()];
+    options.strategies = vec![run.strategy];
     options.variants = run.variant.map(|v| vec![v]).unwrap_or_default();
     options.sets = owned_sets(run.sets);
     options

@@ -16,7 +16,7 @@ use crate::procs::{self, Clockshift, Powerloss, RedisNode, Replica};
 #[derive(Debug, Clone)]
 pub struct Options {
     /// Strategies to run instead of each scenario's defaults.
-    pub strategies: Vec<String>,
+    pub strategies: Vec<StrategyName>,
     /// Report folder.
     pub out: PathBuf,
     /// PostgreSQL server (a fresh database is created on it per run).
@@ -148,6 +148,7 @@ impl Lab {
             http: reqwest::Client::builder()
                 .timeout(Duration::from_secs(20))
                 .pool_max_idle_per_host(64)
+                .pool_idle_timeout(crate::api::IDLE_BELOW_KEEP_ALIVE)
                 .build()?,
             options: options.clone(),
             etcd: None,

@@ -202,7 +202,7 @@ fn case_label(
 /// its list, or every strategy of the service whose kind it aims at.
 fn strategies_of(lab: &Lab, scenario: Scenario, options: &Options) -> Vec<String> {
     if !options.strategies.is_empty() {
-        return options.strategies.clone();
+        return options.strategies.iter().map(ToString::to_string).collect();
     }
     if scenario.every_shared_lock() {
         return lab
