@@ -16,6 +16,13 @@ pub use error::ServiceError;
 pub use metrics::Scrape;
 pub use shapes::*;
 
+/// How long a pooled connection to a replica may sit idle before it is
+/// dropped: below the service's HTTP keep-alive (actix-web's 5 s), so a
+/// request never goes out on a connection the replica is closing at that
+/// moment ("connection closed before message completed": a scenario case
+/// in a debate run failed so, after a pause of about 5 s between calls).
+pub const IDLE_BELOW_KEEP_ALIVE: Duration = Duration::from_secs(3);
+
 /// The replicas of one service.
 #[derive(Debug, Clone)]
 pub struct Service {
@@ -31,6 +38,7 @@ impl Service {
         let http = reqwest::Client::builder()
             .timeout(Duration::from_secs(15))
             .connect_timeout(Duration::from_secs(3))
+            .pool_idle_timeout(IDLE_BELOW_KEEP_ALIVE)
             .build()
             .unwrap_or_default();
         let urls = urls

@@ -212,7 +212,7 @@ fn finished_line(run: &Run) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{limits, outcome, thresholds_name_runs, StrategyEntry};
+    use super::{limits, outcome, thresholds_name_runs};
     use crate::judge::RunVerdict;
     use crate::report::fixtures::{report_of, run};
     use crate::report::threshold::Threshold;
@@ -261,16 +261,7 @@ mod tests {
 
     #[test]
     fn a_threshold_naming_a_strategy_not_run_is_refused() {
-        let entry = |name: &str| StrategyEntry {
-            name: name.into(),
-            guarantee: String::new(),
-            available: true,
-            unavailable_reason: None,
-            seed: String::new(),
-            safety: crate::api::Safety::Safe,
-            kind: crate::api::Kind::Ttl,
-        };
-        let chosen = [entry("redlock")];
+        let chosen = [crate::report::fixtures::entry("redlock")];
         let ok = [
             Threshold::parse("redlock:p99<4ms").expect("a threshold"),
             Threshold::parse("p99<4ms").expect("a threshold"),

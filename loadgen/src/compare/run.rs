@@ -429,19 +429,11 @@ fn class_under(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::{Faults, Kind, Safety};
+    use crate::api::Faults;
     use crate::judge::Breach;
 
     fn entry() -> StrategyEntry {
-        StrategyEntry {
-            name: "set-nx-px-token".into(),
-            guarantee: String::new(),
-            available: true,
-            unavailable_reason: None,
-            seed: String::new(),
-            safety: Safety::Safe,
-            kind: Kind::Ttl,
-        }
+        crate::report::fixtures::entry("set-nx-px-token")
     }
 
     fn conditions(faults: Result<Faults, String>) -> Conditions {

@@ -24,7 +24,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 use anyhow::Context as _;
 use indicatif::ProgressBar;
@@ -136,7 +136,7 @@ async fn prepare(strategy: &str, settings: &Settings) -> anyhow::Result<Prepared
         ttl_ms: listed.lock_ttl_ms,
         restore,
         metrics_before,
-        prepared_unix_ms: unix_ms(SystemTime::now()),
+        prepared_unix_ms: crate::procs::unix_ms(),
     })
 }
 
@@ -583,12 +583,7 @@ fn write_record(record: &Record, settings: &Settings, name: &str) -> anyhow::Res
     Ok(path)
 }
 
-fn unix_ms(at: SystemTime) -> u64 {
-    at.duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-}
-
 /// An instant of this process on the wall clock.
 fn wall_clock(at: std::time::Instant) -> u64 {
-    unix_ms(SystemTime::now() - at.elapsed())
+    crate::procs::unix_ms_at(SystemTime::now() - at.elapsed())
 }

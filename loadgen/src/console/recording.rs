@@ -10,7 +10,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use serde::Serialize;
 use tokio::task::JoinHandle;
@@ -78,9 +78,7 @@ impl Recording {
     pub fn begin(service: Service, product: u64) -> Arc<Self> {
         let recording = Arc::new(Recording {
             log: Arc::new(GrabLog::new()),
-            began_unix_ms: SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map_or(0, |d| d.as_millis() as u64),
+            began_unix_ms: crate::procs::unix_ms(),
             readings: Mutex::new(Vec::new()),
             bands: Mutex::new(Vec::new()),
             watcher: Mutex::new(None),

@@ -298,9 +298,7 @@ fn command(
     dials: &Dials,
     options: &RunnerOptions,
 ) -> Result<(Command, PathBuf), String> {
-    let stamp = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis());
+    let stamp = crate::procs::unix_ms();
     let name = target.name().replace(' ', "-");
     let out = (0..)
         .map(|n| match n {

@@ -264,6 +264,20 @@ pub(crate) mod fixtures {
     /// [`HOSTILE`] escaped.
     pub const ESCAPED: &str = "&lt;script&gt;&quot;'&amp;";
 
+    /// A listed, available strategy `name` of class `Safe`, kind `Ttl`,
+    /// with no guarantee or seed text.
+    pub fn entry(name: &str) -> crate::api::StrategyEntry {
+        crate::api::StrategyEntry {
+            name: name.into(),
+            guarantee: String::new(),
+            available: true,
+            unavailable_reason: None,
+            seed: String::new(),
+            safety: Safety::Safe,
+            kind: Kind::Ttl,
+        }
+    }
+
     /// A run of `strategy` with a hostile name in every string a page shows.
     pub fn run(strategy: &str, verdict: RunVerdict, oversold: i64) -> Run {
         Run {

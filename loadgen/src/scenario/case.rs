@@ -349,15 +349,7 @@ mod tests {
 
     #[test]
     fn a_swept_value_the_params_lack_is_an_error_not_a_blank() {
-        let entry = crate::api::StrategyEntry {
-            name: "set-nx-px-token".into(),
-            guarantee: String::new(),
-            available: true,
-            unavailable_reason: None,
-            seed: String::new(),
-            safety: crate::api::Safety::Safe,
-            kind: crate::api::Kind::Ttl,
-        };
+        let entry = crate::report::fixtures::entry("set-nx-px-token");
         const SPECS: &[crate::scenario::params::Spec] = &[crate::scenario::params::Spec {
             name: "pause",
             unit: crate::scenario::params::Unit::Ms,

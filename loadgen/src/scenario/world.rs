@@ -56,9 +56,7 @@ impl Case {
     pub fn new(quiet: bool, label: String) -> Self {
         Self {
             started: Instant::now(),
-            started_unix_ms: std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+            started_unix_ms: crate::procs::unix_ms(),
             steps: Vec::new(),
             quiet,
             tally: Arc::default(),
