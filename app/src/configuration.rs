@@ -46,6 +46,7 @@ pub struct Settings {
     /// The session's `synchronous_commit` (`on`, `off`, `local`,
     /// `remote_write`, `remote_apply`). `off` takes the commit's fsync out of
     /// every grab, so the comparison measures the locks rather than the disk.
+    #[serde(deserialize_with = "by_word")]
     pub synchronous_commit: SynchronousCommit,
     /// Redis used for Redis locks, the shared active strategy and faults.
     pub redis_url: String,
@@ -53,7 +54,7 @@ pub struct Settings {
     pub redlock_urls: Vec<String>,
     /// The strategy a fresh deployment starts with; once an admin switches,
     /// the choice stored in Redis wins for every replica.
-    #[serde(deserialize_with = "strategy_name")]
+    #[serde(deserialize_with = "by_word")]
     pub strategy: StrategyName,
     /// TTL of every expiring lock, and the watchdog's lease.
     pub lock_ttl_ms: u64,
@@ -96,6 +97,7 @@ pub struct Settings {
     /// How often each replica re-reads the shared strategy and faults from Redis.
     pub control_refresh_ms: u64,
     /// `text` or `json` log lines.
+    #[serde(deserialize_with = "by_word")]
     pub log_format: LogFormat,
     /// Redis server that arbitrates the mutual-exclusion history (see
     /// `history.rs`); unset: the service's own Redis. The scenario runner
@@ -236,6 +238,15 @@ pub enum SynchronousCommit {
 }
 
 impl SynchronousCommit {
+    /// Every value, in PostgreSQL's order.
+    pub const ALL: [Self; 5] = [
+        Self::On,
+        Self::Off,
+        Self::Local,
+        Self::RemoteWrite,
+        Self::RemoteApply,
+    ];
+
     /// As PostgreSQL spells it.
     pub const fn as_str(self) -> &'static str {
         match self {
@@ -248,6 +259,19 @@ impl SynchronousCommit {
     }
 }
 
+impl std::str::FromStr for SynchronousCommit {
+    type Err = String;
+
+    fn from_str(word: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|v| v.as_str() == word)
+            .ok_or_else(|| {
+                format!("{word:?} is none of on, off, local, remote_write, remote_apply")
+            })
+    }
+}
+
 /// How the service writes its log lines.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -256,6 +280,18 @@ pub enum LogFormat {
     Text,
     /// One JSON object per line.
     Json,
+}
+
+impl std::str::FromStr for LogFormat {
+    type Err = String;
+
+    fn from_str(word: &str) -> Result<Self, Self::Err> {
+        match word {
+            "text" => Ok(Self::Text),
+            "json" => Ok(Self::Json),
+            _ => Err(format!("{word:?} is neither text nor json")),
+        }
+    }
 }
 
 /// A setting that could not be read or is out of range.
@@ -277,11 +313,18 @@ impl SettingsError {
     }
 }
 
-/// `strategy`, by its wire name: an unknown one is refused with the
-/// names this build offers.
-fn strategy_name<'de, D: Deserializer<'de>>(d: D) -> Result<StrategyName, D::Error> {
-    let name = String::deserialize(d)?;
-    name.parse().map_err(serde::de::Error::custom)
+/// A setting that is one of a few words, read by its type's `FromStr`,
+/// whose error lists the words it takes (config's own error for an enum
+/// names none of them). No backquote in those errors: [`Settings::load_from`]
+/// finds the setting's name between the first two.
+fn by_word<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: std::str::FromStr,
+    T::Err: std::fmt::Display,
+{
+    let word = String::deserialize(d)?;
+    word.parse().map_err(serde::de::Error::custom)
 }
 
 fn env_name(field: &str) -> String {
@@ -754,6 +797,17 @@ mod tests {
             err.message.contains("pg-atomic"),
             "lists valid names: {err}"
         );
+        let err = load(&[("SECKILL_SYNCHRONOUS_COMMIT", "sometimes")]).expect_err("must fail");
+        assert_eq!(err.name, "SECKILL_SYNCHRONOUS_COMMIT", "{err}");
+        assert!(
+            err.message.contains("remote_apply"),
+            "lists the values: {err}"
+        );
+        let err = load(&[("SECKILL_LOG_FORMAT", "xml")]).expect_err("must fail");
+        assert_eq!(err.name, "SECKILL_LOG_FORMAT", "{err}");
+        let s = load(&[("SECKILL_SYNCHRONOUS_COMMIT", "remote_write")]).expect("loads");
+        assert_eq!(s.synchronous_commit, SynchronousCommit::RemoteWrite);
+        assert_eq!(s.synchronous_commit.as_str(), "remote_write");
         let err = load(&[("SECKILL_SEED_PRODUCTS", "1:x")]).expect_err("must fail");
         assert_eq!(err.name, "SECKILL_SEED_PRODUCTS");
         let err = load(&[("SECKILL_LISTEN", "nowhere")]).expect_err("must fail");

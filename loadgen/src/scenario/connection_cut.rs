@@ -208,13 +208,15 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<FaultRecord> {
     case.proven_by_injections(|landed| {
         format!("{landed} of {injections} cuts seen: replica a inside, its link refusing")
     });
-    Ok(dials::record(
-        &d,
-        Facts {
-            link: Some("redis".to_owned()),
-            ..Facts::replica_a()
-        },
-    ))
+    Ok(dials::record(&d, cut_facts()))
+}
+
+/// What a cut adds beside the dials: replica a's link to Redis.
+fn cut_facts() -> Facts {
+    Facts {
+        link: Some("redis".to_owned()),
+        ..Facts::replica_a()
+    }
 }
 
 /// How long a round waits for replica a inside: b's one buyer starts with
