@@ -70,8 +70,7 @@ pub trait DistributedLock: Send + Sync {
     async fn acquire(&self, cx: GrabContext<'_>, product_id: i64) -> Result<LockGuard, GrabError> {
         let deps = cx.deps;
         let deadline = Instant::now() + deps.lock_wait;
-        let attempts = deps.metrics.lock_attempts.with_label_values(&[self.name()]);
-        let retries = deps.metrics.lock_retries.with_label_values(&[self.name()]);
+        let (attempts, retries) = deps.metrics.attempt_counters(self.name());
         loop {
             attempts.inc();
             if let Some(guard) = self.try_acquire(cx, product_id).await? {

@@ -134,6 +134,15 @@ impl Default for Metrics {
 }
 
 impl Metrics {
+    /// `seckill_lock_attempts_total` and `seckill_lock_retries_total` of
+    /// strategy `name`: what a lock's wait loop counts.
+    pub fn attempt_counters(&self, name: &str) -> (IntCounter, IntCounter) {
+        (
+            self.lock_attempts.with_label_values(&[name]),
+            self.lock_retries.with_label_values(&[name]),
+        )
+    }
+
     /// Create and register every metric. Over 80 lines on purpose: one
     /// flat list, metric by metric, so a reader finds each name, help text
     /// and label set in one place.

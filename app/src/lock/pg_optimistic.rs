@@ -44,14 +44,7 @@ impl Strategy for PgOptimistic {
     async fn grab(&self, cx: GrabContext<'_>, req: GrabRequest) -> Result<Order, GrabError> {
         let deps = cx.deps;
         let deadline = Instant::now() + deps.lock_wait;
-        let attempts = deps
-            .metrics
-            .lock_attempts
-            .with_label_values(&[INFO.name.as_str()]);
-        let retries = deps
-            .metrics
-            .lock_retries
-            .with_label_values(&[INFO.name.as_str()]);
+        let (attempts, retries) = deps.metrics.attempt_counters(INFO.name.as_str());
         let spec = SectionSpec::plain(INFO.name.as_str()).with_row_lock(RowLock::Optimistic);
         for attempt in 0..=deps.optimistic_max_retries {
             attempts.inc();

@@ -495,14 +495,7 @@ impl DistributedLock for Watchdog {
         let Ok(Ok(_turn)) = timeout(deps.lock_wait, gate.acquire_owned()).await else {
             return Err(GrabError::Busy(deps.lock_wait));
         };
-        let attempts = deps
-            .metrics
-            .lock_attempts
-            .with_label_values(&[INFO.name.as_str()]);
-        let retries = deps
-            .metrics
-            .lock_retries
-            .with_label_values(&[INFO.name.as_str()]);
+        let (attempts, retries) = deps.metrics.attempt_counters(INFO.name.as_str());
         loop {
             // Register for the wake-up *before* trying, so a release that
             // lands between our attempt and our wait is not missed.

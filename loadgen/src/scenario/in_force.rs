@@ -60,11 +60,14 @@ pub struct InForce {
 }
 
 impl InForce {
-    /// The dials of a dial struct (`dials!`), as they serialise.
+    /// The dials of a dial struct (`dials!`), as they serialise. Its
+    /// fields are whole numbers, numbers and words (`Dial`'s types), so
+    /// this cannot fail; a field of another type would be a programming
+    /// error, never an empty record.
     pub fn of(dials: &impl Serialize) -> Self {
         serde_json::to_value(dials)
             .and_then(serde_json::from_value)
-            .unwrap_or_default()
+            .expect("a dials! struct serialises to numbers and words")
     }
 
     /// Dial `name`'s value.
