@@ -138,7 +138,7 @@ fn lines_of(
             Some(line) => line.cases.push((value, case)),
             None => {
                 let mut own = options.clone();
-                own.strategies = case.strategy.parse().into_iter().collect();
+                own.strategies = vec![case.strategy.parse()?];
                 own.variants = case.variant.into_iter().collect();
                 own.sweep = None;
                 own.out = options.out.join(format!(
