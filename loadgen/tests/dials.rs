@@ -21,7 +21,8 @@ fn loadgen() -> Command {
 /// see a stall of its own making as an overlap.
 fn one_case_run_at_a_time() -> std::sync::MutexGuard<'static, ()> {
     static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    TURN.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    TURN.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 #[test]

@@ -32,7 +32,7 @@ pub struct AuditRow {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AuditBody {
     /// The active strategy.
-    pub strategy: String,
+    pub strategy: crate::strategies::StrategyName,
     /// The orders' `synchronous_commit`.
     pub synchronous_commit: String,
     /// `tally` (the totals the database keeps) or `recount` (every order counted).

@@ -16,7 +16,7 @@ pub struct ProductBody {
     /// Stock at the last reset.
     pub initial_stock: i64,
     /// Active strategy of this replica.
-    pub strategy: String,
+    pub strategy: crate::strategies::StrategyName,
 }
 
 /// `POST /admin/products/{id}/reset` body.

@@ -10,7 +10,7 @@ use crate::damage::Damage;
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct StatusBody {
     /// Active strategy of this replica.
-    pub strategy: String,
+    pub strategy: crate::strategies::StrategyName,
     /// The strategy's promise, in one line.
     pub guarantee: String,
     /// Product shown.

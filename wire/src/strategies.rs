@@ -221,12 +221,30 @@ impl PartialEq<StrategyName> for &str {
     }
 }
 
+impl PartialEq<str> for StrategyName {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for StrategyName {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl PartialEq<String> for StrategyName {
+    fn eq(&self, other: &String) -> bool {
+        self.as_str() == other
+    }
+}
+
 /// One entry of `GET /admin/strategies`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct StrategyEntry {
     /// Stable name (API, metric labels, loadgen, dashboards).
-    pub name: String,
+    pub name: StrategyName,
     /// What it guarantees, in one line.
     pub guarantee: String,
     /// Whether this deployment can run it.
@@ -248,10 +266,9 @@ impl StrategyEntry {
         self.name == strategy
     }
 
-    /// Its name as a [`StrategyName`] (`None` for a name this build does
-    /// not know: a newer service's).
-    pub fn strategy(&self) -> Option<StrategyName> {
-        self.name.parse().ok()
+    /// Its name.
+    pub fn strategy(&self) -> StrategyName {
+        self.name
     }
 }
 
@@ -261,7 +278,7 @@ impl StrategyEntry {
 pub struct StrategiesBody {
     /// The active strategy (every replica follows within
     /// `SECKILL_CONTROL_REFRESH_MS`).
-    pub active: String,
+    pub active: StrategyName,
     /// Every strategy of this build, in teaching order.
     pub strategies: Vec<StrategyEntry>,
     /// `SECKILL_LOCK_TTL_MS`.

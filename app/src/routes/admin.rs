@@ -64,7 +64,7 @@ fn strategies_body(state: &AppState) -> StrategiesBody {
         .map(|s| {
             let info = s.info();
             StrategyEntry {
-                name: info.name.to_string(),
+                name: info.name,
                 guarantee: info.guarantee.to_owned(),
                 available: s.available(),
                 unavailable_reason: s.unavailable_reason().map(str::to_owned),
@@ -75,7 +75,7 @@ fn strategies_body(state: &AppState) -> StrategiesBody {
         })
         .collect();
     StrategiesBody {
-        active: state.control.active().info().name.to_string(),
+        active: state.control.active().info().name,
         strategies: entries,
         lock_ttl_ms: state.settings.lock_ttl_ms,
         lock_wait_ms: state.settings.lock_wait_ms,
@@ -324,7 +324,7 @@ pub async fn audit(
     };
     let rows = super::audit_now(&state, count).await?;
     Ok(HttpResponse::Ok().json(AuditBody {
-        strategy: state.control.active().info().name.to_string(),
+        strategy: state.control.active().info().name,
         synchronous_commit: state.settings.synchronous_commit.as_str().to_owned(),
         counted_by: count.as_str().to_owned(),
         products: rows,

@@ -20,7 +20,7 @@ pub async fn load(state: &AppState, id: i64) -> Result<ProductBody, ApiError> {
         name: row.name,
         stock: row.stock,
         initial_stock: row.initial_stock,
-        strategy: state.control.active().info().name.to_string(),
+        strategy: state.control.active().info().name,
     })
 }
 

@@ -258,7 +258,7 @@ pub async fn read(
     let total = grabs_total(&state.deps.metrics);
     let info = state.control.active().info();
     Ok(StatusBody {
-        strategy: info.name.to_string(),
+        strategy: info.name,
         guarantee: info.guarantee.to_owned(),
         product_id,
         stock: row.stock,

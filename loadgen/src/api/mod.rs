@@ -241,7 +241,7 @@ impl Service {
                 if tokio::time::Instant::now() > deadline {
                     return Err(ServiceError::NotSwitched {
                         url: base.clone(),
-                        seen,
+                        seen: seen.to_string(),
                         wanted: strategy.to_owned(),
                     });
                 }

@@ -132,8 +132,8 @@ pub const FAULTS: &[Fault] = &[
     },
     Fault {
         id: "acquire-pause",
-        title: "the client paused between its SETs' answers and counting the votes",
-        title_zh: "客户端在收到各节点 SET 回复与统计投票之间被暂停",
+        title: "the client paused once it has counted a quorum, before its elapsed-time check",
+        title_zh: "客户端数完多数票之后、耗时检查之前被暂停",
         scenario: Scenario::AcquirePause,
         variant: Some(Variant::Check),
         sets: &[],

@@ -107,7 +107,11 @@ fn choose(
     names: Vec<String>,
 ) -> Result<(Vec<StrategyEntry>, Vec<Skipped>), ServiceError> {
     let names: Vec<String> = if names.is_empty() {
-        listed.strategies.iter().map(|s| s.name.clone()).collect()
+        listed
+            .strategies
+            .iter()
+            .map(|s| s.name.to_string())
+            .collect()
     } else {
         names
     };
@@ -160,7 +164,7 @@ async fn run_each(
         interrupted: false,
     };
     for entry in chosen {
-        bar.set_prefix(entry.name.clone());
+        bar.set_prefix(entry.name.as_str());
         match run::strategy(
             service,
             entry,
@@ -179,7 +183,7 @@ async fn run_each(
             Err(e) => {
                 say(&bar, format!("{:>18}  failed: {e:#}", entry.name));
                 done.failed.push(Skipped {
-                    strategy: entry.name.clone(),
+                    strategy: entry.name.to_string(),
                     reason: format!("{e:#}"),
                 });
             }
@@ -261,7 +265,9 @@ mod tests {
 
     #[test]
     fn a_threshold_naming_a_strategy_not_run_is_refused() {
-        let chosen = [crate::report::fixtures::entry("redlock")];
+        let chosen = [crate::report::fixtures::entry(
+            crate::api::StrategyName::Redlock,
+        )];
         let ok = [
             Threshold::parse("redlock:p99<4ms").expect("a threshold"),
             Threshold::parse("p99<4ms").expect("a threshold"),

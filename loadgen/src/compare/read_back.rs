@@ -147,7 +147,7 @@ mod tests {
 
     fn audit() -> AuditBody {
         AuditBody {
-            strategy: "set-nx-px-token".into(),
+            strategy: crate::api::StrategyName::SetNxPxToken,
             synchronous_commit: "on".into(),
             counted_by: "recount".into(),
             products: Vec::new(),

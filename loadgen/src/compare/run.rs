@@ -416,9 +416,9 @@ fn class_under(
         }
     };
     let expected_to_break = breaks_under(entry.kind, faults, conditions.ttl_ms);
-    let safe = if treat_as_safe.contains(&entry.name) {
+    let safe = if treat_as_safe.iter().any(|s| *s == entry.name) {
         true
-    } else if expect_unsafe.contains(&entry.name) {
+    } else if expect_unsafe.iter().any(|s| *s == entry.name) {
         false
     } else {
         expect::classed_safe(entry, conditions.replicas, expected_to_break.is_some())
@@ -433,7 +433,7 @@ mod tests {
     use crate::judge::Breach;
 
     fn entry() -> StrategyEntry {
-        crate::report::fixtures::entry("set-nx-px-token")
+        crate::report::fixtures::entry(crate::api::StrategyName::SetNxPxToken)
     }
 
     fn conditions(faults: Result<Faults, String>) -> Conditions {

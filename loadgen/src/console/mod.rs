@@ -84,7 +84,7 @@ pub async fn main(options: Options) -> ExitCode {
     let default_strategy = options
         .default_strategy
         .clone()
-        .unwrap_or_else(|| strategies.active.clone());
+        .unwrap_or_else(|| strategies.active.to_string());
     if let Err(e) = crate::api::entry(&strategies, &default_strategy) {
         eprintln!("seckill-loadgen console: --default-strategy: {e}");
         return ExitCode::from(2);

@@ -117,7 +117,7 @@ impl Recording {
             .into_iter()
             .map(|label| (BandKind::Fault, label))
             .collect();
-        on.push((BandKind::Strategy, status.strategy.clone()));
+        on.push((BandKind::Strategy, status.strategy.to_string()));
         let unix_ms = |t_s: f64| self.began_unix_ms + (t_s * 1000.0).round() as u64;
         let mut bands = lock(&self.bands);
         for band in bands.iter_mut().filter(|b| b.to_s.is_none()) {

@@ -200,7 +200,7 @@ async fn state(console: web::Data<Console>) -> HttpResponse {
                 .as_ref()
                 .map(|s| faults_on(&s.faults))
                 .unwrap_or_default(),
-            strategy: first_status.map(|s| s.strategy),
+            strategy: first_status.map(|s| s.strategy.to_string()),
             default_strategy: &console.default_strategy,
             strategies: &console.strategies.strategies,
             replicas,
@@ -246,7 +246,7 @@ async fn read_replica(
     };
     match service.status_of(base, console.product).await {
         Ok(status) => {
-            view.strategy = Some(status.strategy.clone());
+            view.strategy = Some(status.strategy.to_string());
             view.grabs_per_sec = Some(status.grabs_per_sec);
             live.grabs_per_sec += status.grabs_per_sec;
             first_status.get_or_insert(status);

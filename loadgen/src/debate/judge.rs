@@ -332,6 +332,25 @@ mod tests {
     }
 
     #[test]
+    fn a_can_happen_claim_seen_at_some_probes_in_its_range_names_the_ones_where_it_was_not() {
+        // Pause 393 leaves 1 ms of validity: in the claim's range, clean.
+        let r = row("validity-shorter-than-work");
+        let judged = judge(r, &[measured(r, "300", 20, 20), measured(r, "393", 0, 20)]);
+        assert_eq!(judged.source_standing, SourceStanding::Supported);
+        let evidence = &judged.source_evidence;
+        assert!(evidence.contains("seen at 1 of the 2 probes"), "{evidence}");
+        assert!(
+            evidence.contains("not seen: 0 of 20 at pause=393"),
+            "{evidence}"
+        );
+        assert!(
+            judged.source_evidence_zh.contains("2 个探测点中，1 个"),
+            "{}",
+            judged.source_evidence_zh
+        );
+    }
+
+    #[test]
     fn antirez_ten_percent_is_refuted_by_a_violation_below_ten_percent_with_the_reference_factor() {
         let r = row("drift-factor-covers-slew");
         let judged = judge(

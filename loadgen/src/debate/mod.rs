@@ -378,8 +378,9 @@ fn rejudge(settings: &Settings) -> ExitCode {
             injections_per_point: earlier.injections_per_point,
             decision_rate: DECISION_RATE,
             reused: earlier.reused,
-            // Every row was measured by an earlier run.
-            kept: ROWS.iter().map(|r| r.id.into()).collect(),
+            // The rows an earlier partial run kept stay so; every row's
+            // probes are the page's own (the "judged again" line says so).
+            kept: earlier.kept,
             rejudged: true,
             duration_s: earlier.duration_s,
             rows,

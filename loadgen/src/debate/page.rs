@@ -246,7 +246,8 @@ fn markdown(doc: &DebateJson, lang: Lang) -> String {
              Each claim is judged **as its source states it**: a claim that something *never* happens is \
              supported only by 0 of n injections wherever it applies (the 95 % upper bound on the rate is \
              given) and refuted by one violation, whose trace is kept; a claim that something *can* happen \
-             is supported by one proven injection. {} injections at every point of every sweep; where two \
+             is supported by one proven injection. {} injections planned at every point of every sweep (a round \
+             whose injection could not be proven does not count: each point shows the n that landed); where two \
              neighbouring points differ, the runner bisects between them until the bracket is at most 5 % \
              of the TTL (a duration) or 1 (a slew, %) wide; a bisection probe of a duration is written in ms. Our model's prediction is a separate column: it \
              agrees when its boundary lies inside the measured bracket and every fixed point of the sweep \
@@ -299,7 +300,7 @@ fn markdown(doc: &DebateJson, lang: Lang) -> String {
             "由 `seckill-loadgen debate`（{} 构建）生成，用时 {:.0} 秒；[English](../redlock-debate.md)。\
              每条论断都按**原文的说法**判定：说某事“永远不会”发生的论断，只有在它适用的每一处都是 n 次注入中 0 次才算成立\
              （同时给出发生率的 95% 置信上界），一次违例就推翻它，并保存那次违例的轨迹；说某事“可能”发生的论断，\
-             一次被证实的注入就算成立。每个扫描点 {} 次注入；相邻两点结果不同时，在两点之间二分，直到区间不超过 TTL 的 5%\
+             一次被证实的注入就算成立。每个扫描点计划 {} 次注入（无法证实生效的那一轮不计入：每个点给出实际生效的 n）；相邻两点结果不同时，在两点之间二分，直到区间不超过 TTL 的 5%\
              （时长）或 1（时钟偏快，%）。我们自己模型的预测单列一栏：它的边界落在测得的区间内、且扫描的每个固定点都在 {:.0}% \
              线的预测一侧时，才算一致（95% 区间跨过这条线的点记为未定；若没有别的点与模型矛盾，这一行的模型也记为未定）。\
              每行的“重跑”命令会在它自己的目录下重新测量这一行。命令与英文版完全相同。\n",

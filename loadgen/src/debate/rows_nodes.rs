@@ -292,11 +292,11 @@ pub(super) const CLOCKS_NODES_AND_FAILOVER: &[Row] = &[
     },
     Row {
         id: "drift-factor-covers-slew",
-        source: REDIS_DOCS,
-        quote: "minus some time (just a few milliseconds in order to compensate for clock drift between processes)",
-        quote_zh: "再减去一些时间（只需几毫秒，用来补偿进程之间的时钟漂移）",
-        claim: "The few milliseconds the Redis page subtracts for drift — the reference implementation's 0.01 of the TTL + 2 ms — are enough for clocks within antirez's 10 % error (\"count 5 seconds with a maximum of 10% error\"; antirez names no factor)",
-        claim_zh: "Redis 文档为漂移减去的那几毫秒——参考实现取 TTL 的 0.01 再加 2 毫秒——足以应付 antirez 所说 10% 以内的时钟误差（“数 5 秒，误差最多 10%”；antirez 没有给出系数）",
+        source: ANTIREZ,
+        quote: "be able to count 5 seconds with a maximum of 10% error. So one counts actual 4.5 seconds, another 5.5 seconds, and we are fine.",
+        quote_zh: "能够数 5 秒，误差最多 10%。这样一个进程实际数了 4.5 秒，另一个数了 5.5 秒，我们也没问题。",
+        claim: "Redlock as the Redis page specifies it — the validity less \"just a few milliseconds in order to compensate for clock drift between processes\", the reference implementation's 0.01 of the TTL + 2 ms — is fine with clocks within 10 % error (antirez names no drift factor; this row takes the one the implementations ship)",
+        claim_zh: "按 Redis 文档所写的 Redlock——有效期再减去“只需几毫秒，用来补偿进程之间的时钟漂移”，参考实现取 TTL 的 0.01 再加 2 毫秒——在时钟误差 10% 以内时没问题（antirez 没有给出漂移系数；这一行用各实现自带的那个）",
         states: Claim {
             kind: Kind::Never,
             applies: slew_up_to_ten_pct,
@@ -316,8 +316,8 @@ pub(super) const CLOCKS_NODES_AND_FAILOVER: &[Row] = &[
         source: ANTIREZ,
         quote: "be able to count 5 seconds with a maximum of 10% error",
         quote_zh: "能够数 5 秒，误差最多 10%",
-        claim: "antirez's premise: with a drift allowance as large as the error (factor 0.1), clocks up to 10 % fast are fine",
-        claim_zh: "antirez 的前提：漂移容差和误差一样大（系数 0.1）时，快 10% 以内的时钟没问题",
+        claim: "Our reading of antirez's premise (he names no drift factor; row 33 takes the one the implementations ship): with a drift allowance as large as the error (factor 0.1), clocks up to 10 % fast are fine",
+        claim_zh: "我们对 antirez 前提的解读（他没有给出漂移系数；第 33 行用的是各实现自带的那个）：漂移容差和误差一样大（系数 0.1）时，快 10% 以内的时钟没问题",
         states: Claim {
             kind: Kind::Never,
             applies: slew_up_to_ten_pct,
@@ -337,8 +337,8 @@ pub(super) const CLOCKS_NODES_AND_FAILOVER: &[Row] = &[
         source: ANTIREZ,
         quote: "be able to count 5 seconds with a maximum of 10% error",
         quote_zh: "能够数 5 秒，误差最多 10%",
-        claim: "antirez's premise with the client's own clock slow, not the nodes' fast: with factor 0.1, a client clock up to 10 % slow is fine (his example lets two clocks err opposite ways at once; this sweep errs only the client's)",
-        claim_zh: "antirez 的前提换成客户端自己的时钟偏慢（而不是节点偏快）：系数 0.1 时，客户端时钟慢 10% 以内没问题（他的例子允许两个时钟同时朝相反方向出错；这里只让客户端出错）",
+        claim: "Our reading of antirez's premise (he names no drift factor), with the client's own clock slow, not the nodes' fast: with factor 0.1, a client clock up to 10 % slow is fine (his example lets two clocks err opposite ways at once; this sweep errs only the client's)",
+        claim_zh: "我们对 antirez 前提的解读（他没有给出漂移系数），换成客户端自己的时钟偏慢（而不是节点偏快）：系数 0.1 时，客户端时钟慢 10% 以内没问题（他的例子允许两个时钟同时朝相反方向出错；这里只让客户端出错）",
         states: Claim {
             kind: Kind::Never,
             applies: slew_up_to_ten_pct,

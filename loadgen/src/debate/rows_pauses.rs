@@ -142,9 +142,9 @@ pub(super) const PAUSES_AND_DELAYS: &[Row] = &[
     },
     Row {
         id: "node-timeout-drops-late-votes",
-        source: DERIVED,
-        quote: "",
-        quote_zh: "",
+        source: KLEPPMANN,
+        quote: "if you make the timeout significantly shorter than the Redis TTL, perhaps the delayed network packets would be ignored",
+        quote_zh: "如果把超时设得明显短于 Redis 的 TTL，也许延迟的网络包就会被忽略",
         claim: "With a per-node timeout far below the TTL, replies later than the timeout never count, and those within it leave almost the whole validity: delayed replies never break exclusion",
         claim_zh: "每个节点的超时远小于 TTL 时，晚于超时的回复永远不计数，超时之内到达的回复几乎留下全部有效期：延迟的回复破坏不了互斥",
         states: NEVER_ANYWHERE,
@@ -161,8 +161,8 @@ pub(super) const PAUSES_AND_DELAYS: &[Row] = &[
         source: ANTIREZ,
         quote: "you can add the network delays you want, the lock will always be considered not valid if too much time elapsed",
         quote_zh: "网络延迟你想加多少都行，只要耗时太长，锁就总会被判定为无效",
-        claim: "Network delays during acquisition do not break Redlock where its check answers: a quorum that came too late is refused, one in time leaves the work its validity (antirez concedes that a delay leaving less validity than the work breaks exclusion, as with any auto-release lock: those delays are shown here, not judged)",
-        claim_zh: "获取锁时的网络延迟，在耗时检查管得到的地方破坏不了 Redlock：来得太迟的多数票被拒绝，及时的多数票给工作留下有效期（antirez 承认，延迟若让有效期短于工作就会破坏互斥，任何自动释放的锁都是如此：这些延迟在此列出，不作评判）",
+        claim: "Network delays during acquisition do not break Redlock where its check answers: a quorum that came too late is refused, one in time leaves the work its validity (antirez concedes the case where the holder then works past its validity — “the client fails to stop working to the shared resource before the lock validity expires”, common “with *all the distributed locks implementations*” — so a delay leaving less validity than the work is shown here, not judged)",
+        claim_zh: "获取锁时的网络延迟，在耗时检查管得到的地方破坏不了 Redlock：来得太迟的多数票被拒绝，及时的多数票给工作留下有效期（antirez 承认持有者随后越过有效期继续工作的情形——“客户端没能在锁的有效期到期之前停止操作共享资源”，这是“所有分布式锁实现”共有的问题——所以让有效期短于工作的延迟在此列出，不作评判）",
         states: Claim {
             kind: Kind::Never,
             applies: delay_leaves_work_its_validity,
@@ -284,9 +284,9 @@ pub(super) const PAUSES_AND_DELAYS: &[Row] = &[
     },
     Row {
         id: "acquire-pause-both-clients",
-        source: DERIVED,
-        quote: "",
-        quote_zh: "",
+        source: ANTIREZ,
+        quote: "Pauses during the process of acquiring the lock don’t have effects on the algorithm's correctness.",
+        quote_zh: "获取锁过程中的暂停不会影响算法的正确性。",
         claim: "Both clients paused during their acquisitions past the TTL (TTL 400 ms, pauses 410–800 ms): no two hold the lock at once — as each one's elapsed-time check should refuse its own late quorum",
         claim_zh: "两个客户端都在获取锁时被暂停、且超过 TTL（TTL 400 毫秒，暂停 410–800 毫秒）：不会有两个持有者同时持锁——因为各自的耗时检查理应拒绝自己迟到的多数票",
         states: Claim {

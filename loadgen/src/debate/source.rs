@@ -172,6 +172,19 @@ fn evidence(row: &Row, seen: &[&Measured], clean: &[&Measured], lang: Lang) -> S
         (Kind::Never, true, Lang::Zh) => format!(
             "在{applies}（{points} 个点）共 {clean_n} 次注入，0 次{outcome}：95% 置信上界低于 {bound}%"
         ),
+        (Kind::CanHappen, false, Lang::En) if !clean.is_empty() => format!(
+            "{outcome} seen at {} of the {} probes where the claim applies ({}): {each}; not seen: {}",
+            seen.len(),
+            seen.len() + points,
+            applies.strip_prefix("at ").unwrap_or(applies),
+            at_each(key, row, clean, lang)
+        ),
+        (Kind::CanHappen, false, Lang::Zh) if !clean.is_empty() => format!(
+            "在论断适用的范围内（{applies}）的 {} 个探测点中，{} 个观察到{outcome}：{each}；未观察到：{}",
+            seen.len() + points,
+            seen.len(),
+            at_each(key, row, clean, lang)
+        ),
         (Kind::CanHappen, false, Lang::En) => format!("{outcome} seen {applies}: {each}"),
         (Kind::CanHappen, false, Lang::Zh) => format!("在{applies}观察到{outcome}：{each}"),
         (Kind::CanHappen, true, Lang::En) => format!(

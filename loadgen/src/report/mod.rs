@@ -266,9 +266,9 @@ pub(crate) mod fixtures {
 
     /// A listed, available strategy `name` of class `Safe`, kind `Ttl`,
     /// with no guarantee or seed text.
-    pub fn entry(name: &str) -> crate::api::StrategyEntry {
+    pub fn entry(name: crate::api::StrategyName) -> crate::api::StrategyEntry {
         crate::api::StrategyEntry {
-            name: name.into(),
+            name,
             guarantee: String::new(),
             available: true,
             unavailable_reason: None,

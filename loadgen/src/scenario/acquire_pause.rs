@@ -60,7 +60,7 @@ dials! {
         injections: u64 = dials::injections("12"),
         pause: u64 = Shape::ms(
             "2.6ttl",
-            "how long replica a's process stays stopped between the SETs' answers and reading them",
+            "how long replica a's process stays stopped once it has read and counted a quorum of yes, before its elapsed-time check",
         ),
         stopped: Stopped = Shape::choice(
             Stopped::WORDS,
@@ -170,7 +170,7 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<FaultRecord> {
     let each = faults_of_each(world).await?;
     let read_back = each.len() == 2 && each.iter().all(|(_, f)| f.skip_validity_check == skip);
     case.step(format!(
-        "replicas a, b on 3 Redlock nodes (TTL {ttl} ms, work {work_ms} ms); validity check {} (read back on every replica: {read_back}); {injections} injections: {} for {pause_ms} ms between its SETs' answers and reading them",
+        "replicas a, b on 3 Redlock nodes (TTL {ttl} ms, work {work_ms} ms); validity check {} (read back on every replica: {read_back}); {injections} injections: {} for {pause_ms} ms after counting a quorum of yes, before the elapsed-time check",
         if skip { "OFF (skip_validity_check)" } else { "on" },
         match d.stopped {
             Stopped::A => "replica a stops",

@@ -176,7 +176,7 @@ impl CaseResult {
     ) -> Self {
         Self {
             name: scenario,
-            strategy: entry.name.clone(),
+            strategy: entry.name.to_string(),
             variant,
             faults: None,
             expected,
@@ -349,7 +349,7 @@ mod tests {
 
     #[test]
     fn a_swept_value_the_params_lack_is_an_error_not_a_blank() {
-        let entry = crate::report::fixtures::entry("set-nx-px-token");
+        let entry = crate::report::fixtures::entry(crate::api::StrategyName::SetNxPxToken);
         const SPECS: &[crate::scenario::params::Spec] = &[crate::scenario::params::Spec {
             name: "pause",
             unit: crate::scenario::params::Unit::Ms,

@@ -59,11 +59,11 @@ pub fn expect(strategy: &StrategyEntry, _variant: Option<Variant>, params: &Para
     // Survey scheme 2 (value = expiry time, GETSET) is the one design
     // that trusts the client's clock.
     Ok(match strategy.strategy() {
-        Some(StrategyName::SetnxGetset) if skew + work > ttl => (
+        StrategyName::SetnxGetset if skew + work > ttl => (
             Breaks,
             format!("skew {skew} ms > TTL − work ({} ms): the fast replica reads a live lock as expired and takes it over", ttl.saturating_sub(work)),
         ),
-        Some(StrategyName::SetnxGetset) => (
+        StrategyName::SetnxGetset => (
             Holds,
             format!("skew {skew} ms < TTL − work ({} ms): a lock is released before the fast replica reads it as expired", ttl - work),
         ),

@@ -24,7 +24,7 @@ use super::dials::{self, dials, Shape};
 use super::in_force::{Facts, FaultRecord};
 use super::inject::{self, Window};
 use super::lab::TOKEN;
-use super::params::Spec;
+use super::params::{Params, Spec};
 use super::world::{arm, pause, two_replicas, wait_inside, work, Case, CaseRun, World};
 use crate::api::Variant;
 use crate::api::{FaultsPatch, Kind, Service, StrategyEntry, StrategyName};
@@ -58,22 +58,59 @@ pub const PARAMS: &[Spec] = CrashHolderDials::SPECS;
 /// them 350 ms.
 pub const QUICK: &[(&str, &str)] = &[("ttl_ms", "400"), ("gap", "600"), ("watch_ms", "2ttl")];
 
-/// What `strategy` should do when its holder dies.
-pub fn expect(strategy: &StrategyEntry, _variant: Option<Variant>) -> Expectation {
+/// How long after the kill the survivor's first order should come, in ms:
+/// the dead holder's lock lives on for its TTL (it was caught just after
+/// it entered), rounded up as its server expires it, and then the next
+/// holder works `work_ms` before its order lands. `None`: the lock never
+/// ends with the holder (a key without a TTL), or it ends at once with
+/// its connection (a session, a transaction).
+///
+/// - A TTL, a lease, Redlock's keys, a lock-table row: the TTL.
+/// - etcd: the lease in whole seconds, and its server revokes expired
+///   leases every 500 ms.
+/// - ZooKeeper: the session timeout, and its server expires sessions on
+///   the next tick (100 ms here).
+pub fn sold_again_after(strategy: &StrategyEntry, d: &CrashHolderDials) -> Option<u64> {
+    let lives = match (strategy.kind, strategy.strategy()) {
+        (Kind::NoExpiry, _) | (Kind::Session | Kind::InTransaction, _) => return None,
+        (_, StrategyName::EtcdLease) => d.ttl_ms.div_ceil(1000).max(1) * 1000 + 500,
+        (_, StrategyName::ZkEphemeralSeq) => d.ttl_ms + 100,
+        _ => d.ttl_ms,
+    };
+    Some(lives + d.work_ms)
+}
+
+/// What `strategy` should do when its holder dies, watched `watch_ms`.
+pub fn expect(strategy: &StrategyEntry, _variant: Option<Variant>, params: &Params) -> Expectation {
     if strategy.kind == Kind::NotALock {
         return Err("no lock: the kill lands on the lock's holder while it holds it, and this strategy takes none (one atomic statement, a compare-and-set or a two-phase commit, whose crash is coordinator-crash)".into());
     }
+    let d = CrashHolderDials::of(params);
+    let watch = d.watch_ms;
     let (expected, why) = match strategy.kind {
-        Kind::NoExpiry => (Breaks, "nothing ever deletes the dead holder's key"),
+        Kind::NoExpiry => (Breaks, "nothing ever deletes the dead holder's key".to_owned()),
         // Seed 004 v2: the crash window between two commands.
         Kind::Ttl if strategy.is(StrategyName::SetnxExpire) => (
             Breaks,
-            "killed between SETNX and EXPIRE: a key without a TTL",
+            "killed between SETNX and EXPIRE: a key without a TTL".to_owned(),
         ),
-        Kind::LockTable => (Holds, "blocked until a waiter sweeps the row (one TTL)"),
-        _ => (Holds, "the TTL, lease or session ends with the holder"),
+        Kind::Session | Kind::InTransaction => (
+            Holds,
+            "the lock ends with the dead holder's connection: the survivor sells at once".to_owned(),
+        ),
+        _ => match sold_again_after(strategy, &d) {
+            Some(after) if watch < after => (
+                Breaks,
+                format!("watched {watch} ms, less than the lock outlives its dead holder and the next one works ({after} ms): stalled"),
+            ),
+            Some(after) => (
+                Holds,
+                format!("the TTL, lease or session ends with the holder: sold again about {after} ms after the kill, within the {watch} ms watched"),
+            ),
+            None => (Holds, "the lock ends with the holder".to_owned()),
+        },
     };
-    Ok((expected, why.into()))
+    Ok((expected, why))
 }
 
 /// Kill replica a while it holds the lock, `injections` times; after
@@ -200,4 +237,50 @@ async fn catch_holder(world: &World, watcher: &Service, in_gap: bool) -> anyhow:
         pause(2).await;
     }
     Ok(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::Kind;
+    use crate::judge::Expected;
+
+    fn expected(name: StrategyName, kind: Kind, watch: &str) -> Expected {
+        let mut entry = crate::report::fixtures::entry(name);
+        entry.kind = kind;
+        let sets = [("watch_ms".to_owned(), watch.to_owned())];
+        let params = Params::new("crash-holder", PARAMS, &sets).expect("params");
+        expect(&entry, None, &params).expect("applies").0
+    }
+
+    #[test]
+    fn a_watch_shorter_than_the_lock_outliving_its_holder_is_a_stall_and_a_longer_one_is_not() {
+        // TTL 800 + work 50: the survivor sells again about 850 ms after.
+        assert_eq!(
+            expected(StrategyName::SetNxPx, Kind::Ttl, "840"),
+            Expected::Breaks
+        );
+        assert_eq!(
+            expected(StrategyName::SetNxPx, Kind::Ttl, "860"),
+            Expected::Holds
+        );
+        // etcd: a whole-second lease, revoked on its 500 ms sweep.
+        assert_eq!(
+            expected(StrategyName::EtcdLease, Kind::Lease, "1540"),
+            Expected::Breaks
+        );
+        assert_eq!(
+            expected(StrategyName::EtcdLease, Kind::Lease, "1560"),
+            Expected::Holds
+        );
+        // A session ends with the connection; a key without a TTL never.
+        assert_eq!(
+            expected(StrategyName::MysqlGetLock, Kind::Session, "0.5ttl"),
+            Expected::Holds
+        );
+        assert_eq!(
+            expected(StrategyName::Setnx, Kind::NoExpiry, "4ttl"),
+            Expected::Breaks
+        );
+    }
 }

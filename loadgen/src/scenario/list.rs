@@ -285,7 +285,7 @@ impl Scenario {
             Scenario::ClockJump => clock_jump::expect(strategy, variant, params),
             Scenario::RedlockRestart => redlock_restart::expect(strategy, variant, params),
             Scenario::Failover => failover::expect(strategy, variant, params),
-            Scenario::CrashHolder => crash_holder::expect(strategy, variant),
+            Scenario::CrashHolder => crash_holder::expect(strategy, variant, params),
             Scenario::ClockSkew => clock_skew::expect(strategy, variant, params),
             Scenario::UnlockBeforeCommit => unlock_before_commit::expect(strategy, variant, params),
             Scenario::DependencyLoss => dependency_loss::expect(strategy, variant),

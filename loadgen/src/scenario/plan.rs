@@ -210,7 +210,7 @@ fn strategies_of(lab: &Lab, scenario: Scenario, options: &Options) -> Vec<String
             .iter()
             .flat_map(|listed| &listed.strategies)
             .filter(|s| shared_lock(s.kind))
-            .map(|s| s.name.clone())
+            .map(|s| s.name.to_string())
             .collect();
     }
     scenario

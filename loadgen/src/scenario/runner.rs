@@ -80,7 +80,7 @@ pub async fn run_batches(
             let other = lanes[0].lane(lane).await?;
             lanes.push(other);
         }
-        let all: Vec<String> = plan.iter().map(|p| p.entry.name.clone()).collect();
+        let all: Vec<String> = plan.iter().map(|p| p.entry.name.to_string()).collect();
         for lab in &mut lanes {
             lab.start_coordination(&all).await?;
         }

@@ -74,7 +74,7 @@ pub fn promoted_lacks_key(d: &FailoverDials, variant: Option<Variant>) -> bool {
 pub fn expect(strategy: &StrategyEntry, variant: Option<Variant>, params: &Params) -> Expectation {
     if matches!(
         strategy.strategy(),
-        Some(StrategyName::EtcdLease | StrategyName::ZkEphemeralSeq)
+        StrategyName::EtcdLease | StrategyName::ZkEphemeralSeq
     ) {
         return Err("this scenario fails over the service's one Redis; etcd and ZooKeeper replicate by consensus".into());
     }
@@ -114,7 +114,7 @@ pub fn expect(strategy: &StrategyEntry, variant: Option<Variant>, params: &Param
 fn waits_for_replica(strategy: &StrategyEntry) -> bool {
     matches!(
         strategy.strategy(),
-        Some(StrategyName::SetNxPx | StrategyName::SetNxPxCheckDel | StrategyName::SetNxPxToken)
+        StrategyName::SetNxPx | StrategyName::SetNxPxCheckDel | StrategyName::SetNxPxToken
     )
 }
 
