@@ -277,7 +277,7 @@ fn markdown(doc: &DebateJson, lang: Lang) -> String {
         }
         if doc.rejudged {
             md.push_str(
-                "Judged again: the kept rows' verdicts were derived again by `seckill-loadgen debate --rejudge` from their kept probes, under a later build's claims, rules and words; no injection was run again for them.\n\n",
+                "Judged again: every row's verdicts were derived again by `seckill-loadgen debate --rejudge` from the probes this page keeps, under a later build's claims, rules and words; no injection was run again for them.\n\n",
             );
         }
         let _ = writeln!(
@@ -319,7 +319,7 @@ fn markdown(doc: &DebateJson, lang: Lang) -> String {
         }
         if doc.rejudged {
             md.push_str(
-                "重新判定：保留下来的各行，其判定由 `seckill-loadgen debate --rejudge` 依据保留的探测点、按后来构建的论断、规则和措辞重新得出；没有为此重跑任何注入。\n\n",
+                "重新判定：每一行的判定都由 `seckill-loadgen debate --rejudge` 依据本页保留的探测点、按后来构建的论断、规则和措辞重新得出；没有为此重跑任何注入。\n\n",
             );
         }
         let _ = writeln!(

@@ -94,6 +94,11 @@ pub fn expect(strategy: &StrategyEntry, _variant: Option<Variant>, params: &Para
             Breaks,
             "killed between SETNX and EXPIRE: a key without a TTL".to_owned(),
         ),
+        // Judged on its data, as everywhere: a stall damages nothing.
+        Kind::Fenced => (
+            Holds,
+            "judged on the data: a dead holder writes nothing, and the database refuses a stale token".to_owned(),
+        ),
         Kind::Session | Kind::InTransaction => (
             Holds,
             "the lock ends with the dead holder's connection: the survivor sells at once".to_owned(),
