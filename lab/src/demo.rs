@@ -17,6 +17,7 @@
 //! DEMO_WORK_DELAY_MS (5), DEMO_SCRAPE_INTERVAL (2s), SECKILL_DATABASE_URL,
 //! SECKILL_ADMIN_TOKEN, SECKILL_SKIP_BUILD=1, SECKILL_BIN_DIR.
 
+use seckill_loadgen::api::StrategyName;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -224,9 +225,10 @@ fn urls(stack: &Stack) -> anyhow::Result<String> {
     let token = &stack.token;
     out +=
         &format!("  audit         curl -H 'Authorization: Bearer {token}' {first}/admin/audit\n");
-    out += &format!("  switch        curl -XPUT -H 'Authorization: Bearer {token}' -H 'content-type: application/json' -d '{{\"strategy\":\"none\"}}' {first}/admin/strategy\n");
+    let (none, redlock) = (StrategyName::None, StrategyName::Redlock);
+    out += &format!("  switch        curl -XPUT -H 'Authorization: Bearer {token}' -H 'content-type: application/json' -d '{{\"strategy\":\"{none}\"}}' {first}/admin/strategy\n");
     out += &format!("  grab          curl -XPOST -H 'content-type: application/json' -d '{{\"user_id\":1}}' {first}/api/v1/products/1/grab\n");
-    out += &format!("  run again     SECKILL_ADMIN_TOKEN={token} {} compare --url {} --strategies none,redlock --stock 100 --users 50 --out .demo/report\n", stack.loadgen_bin().display(), stack.replica_urls().join(","));
+    out += &format!("  run again     SECKILL_ADMIN_TOKEN={token} {} compare --url {} --strategies {none},{redlock} --stock 100 --users 50 --out .demo/report\n", stack.loadgen_bin().display(), stack.replica_urls().join(","));
     out += &format!(
         "  logs          .demo/*.log, {}/postgres.log\n",
         crate::stack::postgres::folder(&stack.root)?.display()

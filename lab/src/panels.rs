@@ -818,7 +818,8 @@ async fn panels_on(stack: &Stack, own: bool) -> anyhow::Result<()> {
         prometheus,
         since: Some(since),
         at: None,
-        strategy: std::env::var("CHECK_PANELS_STRATEGY").unwrap_or_else(|_| "redlock".into()),
+        strategy: std::env::var("CHECK_PANELS_STRATEGY")
+            .unwrap_or_else(|_| seckill_loadgen::api::StrategyName::Redlock.as_str().into()),
         instance: Some(instance),
         replicas: 0,
         positive,

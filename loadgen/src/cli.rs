@@ -135,8 +135,8 @@ async fn load_command(strategies: Vec<StrategyName>, common: Common, step: Step)
             let names = strategies.iter().map(ToString::to_string).collect();
             compare::main(names, &settings).await
         }
-        Step::Prepare => compare::prepare_main(strategies[0].as_str(), &settings).await,
-        Step::Shard(shard) => compare::shard_main(strategies[0].as_str(), shard, &settings).await,
+        Step::Prepare => compare::prepare_main(strategies[0], &settings).await,
+        Step::Shard(shard) => compare::shard_main(strategies[0], shard, &settings).await,
     }
 }
 
@@ -187,7 +187,7 @@ async fn console_command(args: ConsoleArgs) -> ExitCode {
         admin_token,
         bind: std::net::SocketAddr::new(bind, port),
         product,
-        default_strategy: default_strategy.map(|s| s.to_string()),
+        default_strategy,
         runner: console::RunnerOptions {
             out: scenario_out,
             app_bin,

@@ -245,7 +245,7 @@ impl Replay {
             "{} --out {}",
             crate::scenario::command_line(
                 self.scenario,
-                self.strategy.as_str(),
+                self.strategy,
                 None,
                 false,
                 sets.iter().map(|(k, v)| (k, v)),

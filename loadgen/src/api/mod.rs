@@ -220,14 +220,18 @@ impl Service {
     }
 
     /// Switch the strategy, then wait until every replica reports it.
-    pub async fn switch(&self, strategy: &str, probe_product: u64) -> Result<(), ServiceError> {
+    pub async fn switch(
+        &self,
+        strategy: StrategyName,
+        probe_product: u64,
+    ) -> Result<(), ServiceError> {
         self.admin::<IgnoredAny, _>(
             "PUT /admin/strategy",
             reqwest::Method::PUT,
             self.first(),
             "/admin/strategy",
             Some(&SwitchBody {
-                strategy: strategy.to_owned(),
+                strategy: strategy.to_string(),
             }),
         )
         .await?;
@@ -242,7 +246,7 @@ impl Service {
                     return Err(ServiceError::NotSwitched {
                         url: base.clone(),
                         seen: seen.to_string(),
-                        wanted: strategy.to_owned(),
+                        wanted: strategy.to_string(),
                     });
                 }
                 tokio::time::sleep(Duration::from_millis(50)).await;

@@ -34,7 +34,7 @@ pub struct AtlasJson {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CellJson {
     /// The strategy.
-    pub strategy: String,
+    pub strategy: crate::api::StrategyName,
     /// The fault (its column's id).
     pub fault: String,
     /// The dial that sizes it.
@@ -76,7 +76,7 @@ impl CellJson {
         command: String,
     ) -> Self {
         Self {
-            strategy: strategy.as_str().into(),
+            strategy,
             fault: fault.id.into(),
             dial: fault.dial.into(),
             scenario: fault.scenario,

@@ -48,7 +48,7 @@ pub(super) fn check_command(
         .unwrap_or_else(|| (f.lo.to_owned(), f.hi.to_owned()));
     let mut text = crate::scenario::command_line(
         f.scenario,
-        strategy.as_str(),
+        strategy,
         f.variant,
         how.quick,
         f.sets.iter().copied(),

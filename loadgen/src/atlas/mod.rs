@@ -252,7 +252,7 @@ fn plan(
     let at = |value: String| {
         scenario::case_params(
             fault.scenario,
-            strategy.as_str(),
+            strategy,
             fault.variant,
             &options,
             Some((fault.dial.to_owned(), value)),
@@ -381,7 +381,7 @@ fn cell_json(settings: &Settings, p: &Plan) -> CellJson {
                 &data,
             );
             CellJson {
-                strategy: line.strategy.as_str().into(),
+                strategy: line.strategy,
                 fault: line.fault.id.into(),
                 dial: line.fault.dial.into(),
                 scenario: line.fault.scenario,

@@ -49,7 +49,7 @@ pub fn outcome(report: &Report) -> (u8, Vec<String>) {
     let mut lines = Vec::new();
     let bad = report.violations();
     for run in &bad {
-        lines.push(judge::violation_line(&run.strategy, &run.breaches));
+        lines.push(judge::violation_line(run.strategy.as_str(), &run.breaches));
     }
     let failing: Vec<&Run> = report
         .runs

@@ -31,7 +31,7 @@ pub fn measure(metric: Metric, run: &Run) -> Option<f64> {
 pub fn check(thresholds: &[Threshold], runs: &[Run]) -> Vec<Checked> {
     let mut out = Vec::new();
     for t in thresholds {
-        for run in runs.iter().filter(|r| t.applies_to(&r.strategy)) {
+        for run in runs.iter().filter(|r| t.applies_to(r.strategy)) {
             let measured = measure(t.metric, run);
             out.push(Checked {
                 expr: t.expr.clone(),
@@ -55,11 +55,11 @@ mod tests {
 
     #[test]
     fn each_run_is_held_to_the_thresholds_that_name_it() {
-        let mut fast = fixtures::run("set-nx-px-token", RunVerdict::Safe, 0);
+        let mut fast = fixtures::run(crate::api::StrategyName::SetNxPxToken, RunVerdict::Safe, 0);
         fast.p99_ms = 3.0;
         fast.grabs = 200;
         fast.outcomes.insert("error".into(), 1);
-        let mut slow = fixtures::run("redlock", RunVerdict::Safe, 0);
+        let mut slow = fixtures::run(crate::api::StrategyName::Redlock, RunVerdict::Safe, 0);
         slow.p99_ms = 450.0;
         slow.grabs = 200;
         let runs = [fast, slow];
@@ -84,7 +84,7 @@ mod tests {
 
     #[test]
     fn a_run_without_grabs_fails_its_threshold() {
-        let mut idle = fixtures::run("redlock", RunVerdict::Safe, 0);
+        let mut idle = fixtures::run(crate::api::StrategyName::Redlock, RunVerdict::Safe, 0);
         idle.grabs = 0;
         let checked = check(
             &[Threshold::parse("p99<400ms").expect("a threshold")],

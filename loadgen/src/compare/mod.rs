@@ -122,7 +122,7 @@ fn choose(
         match crate::api::unavailable(entry) {
             None => chosen.push(entry.clone()),
             Some(reason) => skipped.push(Skipped {
-                strategy: name.clone(),
+                strategy: entry.name,
                 reason,
             }),
         }
@@ -183,7 +183,7 @@ async fn run_each(
             Err(e) => {
                 say(&bar, format!("{:>18}  failed: {e:#}", entry.name));
                 done.failed.push(Skipped {
-                    strategy: entry.name.to_string(),
+                    strategy: entry.name,
                     reason: format!("{e:#}"),
                 });
             }
@@ -223,9 +223,9 @@ mod tests {
 
     #[test]
     fn a_violation_is_reported_first_and_wins_over_a_failing_service() {
-        let mut failing = run("redlock", RunVerdict::Safe, 0);
+        let mut failing = run(crate::api::StrategyName::Redlock, RunVerdict::Safe, 0);
         failing.outcomes.insert("error".into(), 30);
-        let broken = run("set-nx-px", RunVerdict::Violation, 2);
+        let broken = run(crate::api::StrategyName::SetNxPx, RunVerdict::Violation, 2);
         let mut report = report_of(vec![failing.clone(), broken]);
         let (code, lines) = outcome(&report);
         assert_eq!(code, 1, "{lines:?}");
@@ -236,7 +236,7 @@ mod tests {
         );
         report.runs = vec![failing];
         assert_eq!(outcome(&report).0, 3);
-        report.runs = vec![run("pg-atomic", RunVerdict::Safe, 0)];
+        report.runs = vec![run(crate::api::StrategyName::PgAtomic, RunVerdict::Safe, 0)];
         assert_eq!(outcome(&report), (0, Vec::new()));
         report.interrupted = true;
         assert_eq!(outcome(&report).0, 130);
@@ -244,7 +244,7 @@ mod tests {
 
     #[test]
     fn a_breached_threshold_exits_5_below_every_correctness_code() {
-        let slow = run("redlock", RunVerdict::Safe, 0);
+        let slow = run(crate::api::StrategyName::Redlock, RunVerdict::Safe, 0);
         let limit = |text: &str| vec![Threshold::parse(text).expect("a threshold")];
         let mut report = report_of(vec![slow]);
         report.thresholds = limits::check(&limit("p99<400ms"), &report.runs);
@@ -257,7 +257,11 @@ mod tests {
             ["THRESHOLD: redlock: redlock:p99<1ms measured 3.0 ms: BREACHED"]
         );
         // A violation still wins, and is printed first.
-        report.runs.push(run("set-nx-px", RunVerdict::Violation, 2));
+        report.runs.push(run(
+            crate::api::StrategyName::SetNxPx,
+            RunVerdict::Violation,
+            2,
+        ));
         let (code, lines) = outcome(&report);
         assert_eq!(code, 1);
         assert!(lines[0].starts_with("VIOLATION: set-nx-px"), "{lines:?}");

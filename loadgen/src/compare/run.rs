@@ -48,7 +48,7 @@ pub(super) async fn prepare(
     for product in 1..=workload.products {
         service.reset(product, workload.stock).await?;
     }
-    service.switch(entry.name.as_str(), 1).await?;
+    service.switch(entry.name, 1).await?;
     if history {
         service.history_start().await?;
     }
@@ -348,7 +348,7 @@ fn assemble(
         stock_over_time.push((secs, first.stock));
     }
     Run {
-        strategy: entry.name.as_str().to_owned(),
+        strategy: entry.name,
         safety: entry.safety,
         kind: entry.kind,
         guarantee: entry.guarantee.clone(),

@@ -22,6 +22,7 @@
 //! output, so a pod's log carries it: `merge` reads record files, folders
 //! of them, and logs with record lines among other lines.
 
+use crate::api::StrategyName;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime};
@@ -71,7 +72,7 @@ pub struct Prepared {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ShardRecord {
     pub shard: Shard,
-    pub strategy: String,
+    pub strategy: StrategyName,
     /// The whole load (this shard sent its part of it).
     pub workload: Workload,
     pub replicas: Vec<String>,
@@ -88,7 +89,7 @@ pub struct ShardRecord {
 }
 
 /// `prepare`: make the run ready for its shards and write the record.
-pub async fn prepare_main(strategy: &str, settings: &Settings) -> ExitCode {
+pub async fn prepare_main(strategy: StrategyName, settings: &Settings) -> ExitCode {
     match prepare(strategy, settings).await {
         Ok(prepared) => {
             let written = write_record(&Record::Prepared(Box::new(prepared)), settings, "prepare");
@@ -117,12 +118,12 @@ pub async fn prepare_main(strategy: &str, settings: &Settings) -> ExitCode {
     }
 }
 
-async fn prepare(strategy: &str, settings: &Settings) -> anyhow::Result<Prepared> {
+async fn prepare(strategy: StrategyName, settings: &Settings) -> anyhow::Result<Prepared> {
     std::fs::create_dir_all(&settings.out)
         .with_context(|| format!("create {}", settings.out.display()))?;
     let service = Service::new(settings.urls.clone(), settings.admin_token.clone());
     let listed = service.check().await?;
-    let entry = available(&listed, strategy)?;
+    let entry = available(&listed, strategy.as_str())?;
     let run::Ready { restore, faults } = run::ready(&service, settings).await?;
     let metrics_before =
         run::prepare(&service, &entry, &settings.workload, settings.history).await?;
@@ -151,7 +152,7 @@ fn available(listed: &StrategiesBody, name: &str) -> anyhow::Result<StrategyEntr
 
 /// `run --shard K/N`: this shard's part of a prepared run, written as its
 /// record.
-pub async fn shard_main(strategy: &str, shard: Shard, settings: &Settings) -> ExitCode {
+pub async fn shard_main(strategy: StrategyName, shard: Shard, settings: &Settings) -> ExitCode {
     let refused = [
         (
             !settings.thresholds.is_empty(),
@@ -208,7 +209,7 @@ pub async fn shard_main(strategy: &str, shard: Shard, settings: &Settings) -> Ex
 }
 
 async fn send_share(
-    strategy: &str,
+    strategy: StrategyName,
     shard: Shard,
     settings: &Settings,
 ) -> anyhow::Result<(ShardRecord, bool)> {
@@ -216,7 +217,7 @@ async fn send_share(
         .with_context(|| format!("create {}", settings.out.display()))?;
     let service = Service::new(settings.urls.clone(), settings.admin_token.clone());
     let listed = service.check().await?;
-    let entry = available(&listed, strategy)?;
+    let entry = available(&listed, strategy.as_str())?;
     for base in &service.urls {
         let seen = service.product(base, 1).await?.strategy;
         if seen != strategy {
@@ -243,7 +244,7 @@ async fn send_share(
     };
     let record = ShardRecord {
         shard,
-        strategy: strategy.to_owned(),
+        strategy,
         workload: whole.clone(),
         replicas: service.urls.clone(),
         started_unix_ms: started.map(wall_clock),
@@ -544,7 +545,7 @@ fn joined(records: Vec<Record>) -> anyhow::Result<(Prepared, Vec<ShardRecord>)> 
             missing.join(", ")
         );
     }
-    let strategy = prepared.strategy.name.to_string();
+    let strategy = prepared.strategy.name;
     let load = serde_json::to_value(&prepared.workload)?;
     for s in &shards {
         if s.strategy != strategy {

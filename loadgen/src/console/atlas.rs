@@ -20,7 +20,7 @@ use crate::scenario::Scenario;
 struct Item {
     /// `strategy:fault`, what `POST /api/atlas/run` takes.
     id: String,
-    strategy: String,
+    strategy: crate::api::StrategyName,
     fault: String,
     scenario: Scenario,
     dial: String,

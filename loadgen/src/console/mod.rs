@@ -65,7 +65,7 @@ pub struct Options {
     pub product: u64,
     /// The strategy "reset everything" goes back to [default: the one
     /// active when the console started].
-    pub default_strategy: Option<String>,
+    pub default_strategy: Option<crate::api::StrategyName>,
     /// Scenario runs.
     pub runner: RunnerOptions,
 }
@@ -81,11 +81,8 @@ pub async fn main(options: Options) -> ExitCode {
             return ExitCode::from(3);
         }
     };
-    let default_strategy = options
-        .default_strategy
-        .clone()
-        .unwrap_or_else(|| strategies.active.to_string());
-    if let Err(e) = crate::api::entry(&strategies, &default_strategy) {
+    let default_strategy = options.default_strategy.unwrap_or(strategies.active);
+    if let Err(e) = crate::api::entry(&strategies, default_strategy.as_str()) {
         eprintln!("seckill-loadgen console: --default-strategy: {e}");
         return ExitCode::from(2);
     }

@@ -120,7 +120,7 @@ struct ReplicaView {
     url: String,
     /// Its history instance id (the timeline's row name), when it answered.
     instance: Option<String>,
-    strategy: Option<String>,
+    strategy: Option<crate::api::StrategyName>,
     faults: Option<Faults>,
     grabs_per_sec: Option<f64>,
     /// Why it could not be read.
@@ -161,8 +161,8 @@ struct LoadView {
 #[derive(Debug, Serialize)]
 struct StateView<'a> {
     product: u64,
-    strategy: Option<String>,
-    default_strategy: &'a str,
+    strategy: Option<crate::api::StrategyName>,
+    default_strategy: crate::api::StrategyName,
     strategies: &'a [StrategyEntry],
     replicas: Vec<ReplicaView>,
     /// The faults of the first replica that answered.
@@ -200,8 +200,8 @@ async fn state(console: web::Data<Console>) -> HttpResponse {
                 .as_ref()
                 .map(|s| faults_on(&s.faults))
                 .unwrap_or_default(),
-            strategy: first_status.map(|s| s.strategy.to_string()),
-            default_strategy: &console.default_strategy,
+            strategy: first_status.map(|s| s.strategy),
+            default_strategy: console.default_strategy,
             strategies: &console.strategies.strategies,
             replicas,
             faults,
@@ -246,7 +246,7 @@ async fn read_replica(
     };
     match service.status_of(base, console.product).await {
         Ok(status) => {
-            view.strategy = Some(status.strategy.to_string());
+            view.strategy = Some(status.strategy);
             view.grabs_per_sec = Some(status.grabs_per_sec);
             live.grabs_per_sec += status.grabs_per_sec;
             first_status.get_or_insert(status);
@@ -384,9 +384,10 @@ struct SwitchRequest {
 #[put("/api/strategy")]
 async fn switch(console: web::Data<Console>, body: web::Json<SwitchRequest>) -> Answer {
     let service = &console.service;
-    crate::api::entry(&console.strategies, &body.strategy)
-        .map_err(|e| ConsoleError::BadRequest(e.to_string()))?;
-    service.switch(&body.strategy, console.product).await?;
+    let strategy = crate::api::entry(&console.strategies, &body.strategy)
+        .map_err(|e| ConsoleError::BadRequest(e.to_string()))?
+        .name;
+    service.switch(strategy, console.product).await?;
     if service.history().await?.enabled {
         service.history_start().await?;
     }
@@ -464,7 +465,7 @@ async fn reset_all(console: web::Data<Console>) -> Answer {
     let service = &console.service;
     service.clear_faults().await?;
     service
-        .switch(&console.default_strategy, console.product)
+        .switch(console.default_strategy, console.product)
         .await?;
     let stock = *lock(&console.stock);
     service.reset(console.product, stock).await?;

@@ -56,7 +56,7 @@ pub struct AtlasRun {
     pub label: String,
     /// What the atlas measured there, in words.
     pub measured: String,
-    pub strategy: String,
+    pub strategy: crate::api::StrategyName,
     pub variant: Option<String>,
     /// The bracket's ends in the dial's unit, shaded on the curve.
     pub bracket: Option<(f64, f64)>,
@@ -82,7 +82,7 @@ impl Dials {
                     args.push("--quick".to_owned());
                 }
                 args.push("--strategies".to_owned());
-                args.push(cell.strategy.clone());
+                args.push(cell.strategy.as_str().to_owned());
                 if let Some(v) = &cell.variant {
                     args.push("--variants".to_owned());
                     args.push(v.clone());

@@ -14,7 +14,7 @@ use crate::load::lock;
 pub struct Console {
     pub(super) service: Service,
     pub(super) product: u64,
-    pub(super) default_strategy: String,
+    pub(super) default_strategy: crate::api::StrategyName,
     pub(super) strategies: StrategiesBody,
     /// The load running (or stopping: it leaves once its grabs in flight
     /// are answered).

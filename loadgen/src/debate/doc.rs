@@ -283,7 +283,7 @@ pub fn counterexample(
 pub fn scenario_command_at(run: &rows::Run) -> String {
     scenario::command_line(
         run.scenario,
-        run.strategy.as_str(),
+        run.strategy,
         run.variant,
         false,
         run.sets.iter().copied(),

@@ -236,17 +236,18 @@ pub fn section_timeline(sections: &[Section]) -> Markup {
 mod tests {
     use super::super::fixtures::{report_of, run, ESCAPED, HOSTILE};
     use super::super::Skipped;
+    use crate::api::StrategyName;
     use crate::judge::RunVerdict;
 
     #[test]
     fn html_escapes_every_interpolated_string() {
         let mut report = report_of(vec![
-            run(HOSTILE, RunVerdict::Violation, 3),
-            run("pg-atomic", RunVerdict::Safe, 0),
+            run(StrategyName::Redlock, RunVerdict::Violation, 3),
+            run(StrategyName::PgAtomic, RunVerdict::Safe, 0),
         ]);
         report.synchronous_commit = Some(HOSTILE.into());
         report.skipped = vec![Skipped {
-            strategy: HOSTILE.into(),
+            strategy: StrategyName::Setnx,
             reason: format!("not built: {HOSTILE}"),
         }];
         let page = report.html();

@@ -73,7 +73,7 @@ impl BatchFigures {
 /// whatever quotes it: `make bench`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Run {
-    pub strategy: String,
+    pub strategy: crate::api::StrategyName,
     pub safety: Safety,
     pub kind: Kind,
     pub guarantee: String,
@@ -198,7 +198,7 @@ pub struct ShardSummary {
 /// A strategy the service cannot run.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Skipped {
-    pub strategy: String,
+    pub strategy: crate::api::StrategyName,
     pub reason: String,
 }
 
@@ -278,10 +278,11 @@ pub(crate) mod fixtures {
         }
     }
 
-    /// A run of `strategy` with a hostile name in every string a page shows.
-    pub fn run(strategy: &str, verdict: RunVerdict, oversold: i64) -> Run {
+    /// A run of `strategy` with a hostile name in every free string a page
+    /// shows (the history's strategy text among them).
+    pub fn run(strategy: crate::api::StrategyName, verdict: RunVerdict, oversold: i64) -> Run {
         Run {
-            strategy: strategy.into(),
+            strategy,
             safety: Safety::Safe,
             kind: Kind::Ttl,
             guarantee: "exclusion".into(),
@@ -318,7 +319,7 @@ pub(crate) mod fixtures {
             max_holders: Some(2),
             first_overlaps: vec![OverlapEvent {
                 at_us: 10,
-                strategy: strategy.into(),
+                strategy: format!("{strategy}{HOSTILE}"),
                 entered: format!("r1:{HOSTILE}"),
                 inside: vec![HOSTILE.into()],
                 product: 1,
@@ -334,7 +335,7 @@ pub(crate) mod fixtures {
                 Section {
                     instance: HOSTILE.into(),
                     member: format!("{HOSTILE}:1"),
-                    strategy: strategy.into(),
+                    strategy: format!("{strategy}{HOSTILE}"),
                     product: 1,
                     entered_us: 1_000_000,
                     exited_us: Some(1_004_000),
@@ -343,7 +344,7 @@ pub(crate) mod fixtures {
                 Section {
                     instance: "r2".into(),
                     member: "r2:1".into(),
-                    strategy: strategy.into(),
+                    strategy: strategy.to_string(),
                     product: 1,
                     entered_us: 1_002_000,
                     exited_us: None,
@@ -399,10 +400,13 @@ mod tests {
 
     #[test]
     fn a_report_reads_back_as_it_was_written() {
-        let mut clean = run("pg-for-update", RunVerdict::Safe, 0);
+        let mut clean = run(crate::api::StrategyName::PgForUpdate, RunVerdict::Safe, 0);
         clean.first_overlaps.clear();
         clean.accounting = None;
-        let written = report_of(vec![run("setnx", RunVerdict::Violation, 3), clean]);
+        let written = report_of(vec![
+            run(crate::api::StrategyName::Setnx, RunVerdict::Violation, 3),
+            clean,
+        ]);
         let json = serde_json::to_string_pretty(&written).expect("serialise");
         let read: Report = serde_json::from_str(&json).expect("read back");
         assert_eq!(read.runs.len(), 2);

@@ -65,7 +65,7 @@ impl Report {
             .map(|r| {
                 let o = |k: &str| r.outcomes.get(k).copied().unwrap_or(0).to_string();
                 vec![
-                    r.strategy.clone(),
+                    r.strategy.to_string(),
                     format!("{:.0}", r.grabs_per_sec),
                     format!("{:.0}", r.orders_per_sec),
                     format!("{:.1}", r.p50_ms),

@@ -18,6 +18,7 @@
 //! only `redlock` (a strategy the run does not run is refused before the
 //! first request, exit 2). Spaces are allowed around the operator.
 
+use crate::api::StrategyName;
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
@@ -100,7 +101,7 @@ pub struct Threshold {
     /// As the user wrote it.
     pub expr: String,
     /// Only this strategy's run (`None`: every run).
-    pub strategy: Option<String>,
+    pub strategy: Option<StrategyName>,
     pub metric: Metric,
     pub op: Op,
     /// In the metric's base unit: ms, a fraction (1 % = 0.01), per second.
@@ -112,7 +113,10 @@ impl Threshold {
     pub fn parse(text: &str) -> Result<Threshold, String> {
         let expr = text.trim();
         let (strategy, rest) = match expr.split_once(':') {
-            Some((s, rest)) if !s.trim().is_empty() => (Some(s.trim().to_owned()), rest),
+            Some((s, rest)) if !s.trim().is_empty() => (
+                Some(s.trim().parse().map_err(|e| format!("{expr:?}: {e}"))?),
+                rest,
+            ),
             Some(_) => return Err(format!("{expr:?}: nothing before ':' (a strategy name)")),
             None => (None, expr),
         };
@@ -149,8 +153,8 @@ impl Threshold {
     }
 
     /// Whether it applies to `strategy`'s run.
-    pub fn applies_to(&self, strategy: &str) -> bool {
-        self.strategy.as_deref().is_none_or(|s| s == strategy)
+    pub fn applies_to(&self, strategy: StrategyName) -> bool {
+        self.strategy.is_none_or(|s| s == strategy)
     }
 }
 
@@ -191,7 +195,7 @@ pub struct Checked {
     /// The threshold as written (`redlock:p99<400ms`).
     pub expr: String,
     /// The run it was held to.
-    pub strategy: String,
+    pub strategy: StrategyName,
     pub metric: Metric,
     pub op: Op,
     /// The limit and the measured value, in the metric's base unit (ms, a
@@ -233,7 +237,7 @@ mod tests {
     #[test]
     fn the_language_reads_units_operators_and_strategies() {
         let t = Threshold::parse("redlock:p99<400ms").expect("a threshold");
-        assert_eq!(t.strategy.as_deref(), Some("redlock"));
+        assert_eq!(t.strategy, Some(StrategyName::Redlock));
         assert_eq!((t.metric, t.op, t.limit), (Metric::P99, Op::Lt, 400.0));
         let t = Threshold::parse("p99 <= 1.5s").expect("a threshold");
         assert_eq!((t.strategy, t.op, t.limit), (None, Op::Le, 1500.0));
@@ -262,6 +266,7 @@ mod tests {
             ("p99<3%", "does not fit"),
             ("error_rate<5", "not a fraction"),
             (":p99<3ms", "strategy name"),
+            ("redlok:p99<3ms", "redlok"),
         ] {
             let e = Threshold::parse(bad).expect_err("refused");
             assert!(e.contains(says), "{bad}: {e}");

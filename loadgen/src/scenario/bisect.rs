@@ -3,6 +3,7 @@
 //! too wide, round after round, each round's probes side by side on the
 //! lanes (the rules are [`super::locate`]'s).
 
+use crate::api::StrategyName;
 use anyhow::Context as _;
 
 use super::case::CaseResult;
@@ -16,7 +17,7 @@ use crate::api::Variant;
 /// One line being located: a scenario × strategy × variant, its probes.
 struct Line {
     scenario: Scenario,
-    strategy: String,
+    strategy: StrategyName,
     variant: Option<Variant>,
     /// Its options: one strategy, one variant, no sweep.
     options: Options,
@@ -83,7 +84,7 @@ pub async fn run(
         let model = locate::case_model_flips(&line.cases[0].1, key, lo, hi, unit);
         let located = Located::of(
             line.scenario,
-            &line.strategy,
+            line.strategy,
             line.variant,
             key,
             line.outcome(),
@@ -138,7 +139,7 @@ fn lines_of(
             Some(line) => line.cases.push((value, case)),
             None => {
                 let mut own = options.clone();
-                own.strategies = vec![case.strategy.parse()?];
+                own.strategies = vec![case.strategy];
                 own.variants = case.variant.into_iter().collect();
                 own.sweep = None;
                 own.out = options.out.join(format!(

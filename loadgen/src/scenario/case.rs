@@ -4,6 +4,7 @@
 //! anything sold, was an outage felt, did a crash deadlock: `checks.rs`),
 //! and for a measured case from its rates (here).
 
+use crate::api::StrategyName;
 use serde::{Deserialize, Serialize};
 
 use super::in_force::{FaultRecord, InForce};
@@ -25,7 +26,7 @@ pub struct CaseResult {
     /// The scenario.
     pub name: Scenario,
     /// Strategy.
-    pub strategy: String,
+    pub strategy: StrategyName,
     /// Variant of the fault, when the scenario has several.
     pub variant: Option<Variant>,
     /// The faults in force (what was broken, how long, the TTL; `null`
@@ -176,7 +177,7 @@ impl CaseResult {
     ) -> Self {
         Self {
             name: scenario,
-            strategy: entry.name.to_string(),
+            strategy: entry.name,
             variant,
             faults: None,
             expected,
@@ -286,7 +287,7 @@ impl CaseResult {
         let o = &self.observed;
         vec![
             self.name.name().to_owned(),
-            self.strategy.clone(),
+            self.strategy.to_string(),
             self.variant.map_or("-", Variant::as_str).to_owned(),
             self.expected.as_str().to_owned(),
             o.overlaps.to_string(),

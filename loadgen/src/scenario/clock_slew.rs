@@ -39,6 +39,7 @@
 //! process under the replicas' preload measures `1 − slew` of real time
 //! on its monotonic clock against `CLOCK_MONOTONIC_RAW`, within 0.2 %.
 
+use crate::api::StrategyName;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -238,7 +239,7 @@ async fn start_service(
     lab: &Lab,
     world: &mut World,
     case: &mut Case,
-    strategy: &str,
+    strategy: StrategyName,
     d: &ClockSlewDials,
     shift: &Clockshift,
     offset_file: &Path,
@@ -329,7 +330,7 @@ async fn slewed_rounds(
     lab: &Lab,
     world: &World,
     case: &mut Case,
-    strategy: &str,
+    strategy: StrategyName,
     d: &ClockSlewDials,
     shift: &Clockshift,
     slewed: Instant,

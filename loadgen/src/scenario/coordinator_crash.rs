@@ -281,7 +281,7 @@ impl Coordinator<'_> {
         lab: &super::lab::Lab,
         world: &mut super::world::World,
         case: &mut super::world::Case,
-        strategy: &str,
+        strategy: StrategyName,
     ) -> anyhow::Result<bool> {
         let (round, targets, b_url) =
             begin_holding_a(lab, world, case, (60_000, self.pause_at, self.work_ms)).await?;

@@ -142,7 +142,7 @@ pub async fn run(cx: CaseRun<'_>) -> anyhow::Result<FaultRecord> {
 async fn lock_servers(
     lab: &super::lab::Lab,
     world: &mut World,
-    strategy: &str,
+    strategy: StrategyName,
 ) -> anyhow::Result<(Vec<Proxy>, Vec<(String, String)>, Vec<String>)> {
     if let Some(addr) = lab.coordination_addr(strategy)? {
         let proxy = Proxy::start(addr).await?;
@@ -183,7 +183,7 @@ async fn recovered(world: &World) -> anyhow::Result<()> {
 async fn outage_once(
     world: &mut World,
     case: &mut Case,
-    strategy: &str,
+    strategy: StrategyName,
     pg_index: usize,
     outage: u64,
 ) -> anyhow::Result<Window> {

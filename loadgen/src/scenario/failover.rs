@@ -43,6 +43,7 @@
 //! inside when the replica was promoted, the promoted replica's `ROLE`
 //! answers `master`, and whether it had the lock key is printed.
 
+use crate::api::StrategyName;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
@@ -210,7 +211,7 @@ async fn start_service(
     lab: &Lab,
     world: &mut World,
     case: &mut Case,
-    strategy: &str,
+    strategy: StrategyName,
     variant: Option<Variant>,
     d: &FailoverDials,
     front: &Proxy,
@@ -263,7 +264,7 @@ async fn promotion_round(
     lab: &Lab,
     world: &mut World,
     case: &mut Case,
-    strategy: &str,
+    strategy: StrategyName,
     rounds: &Rounds<'_>,
     (up, down, quick): Slots,
 ) -> anyhow::Result<Slots> {

@@ -19,6 +19,7 @@
 //! An injection that was not proven to land is kept in the record and
 //! left out of k of n.
 
+use crate::api::StrategyName;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -244,7 +245,7 @@ impl Round {
         self,
         world: &World,
         case: &mut Case,
-        strategy: &str,
+        strategy: StrategyName,
         window: Window,
     ) -> anyhow::Result<()> {
         for load in self.loads {

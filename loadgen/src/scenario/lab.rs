@@ -173,16 +173,16 @@ impl Lab {
     }
 
     /// The service's entry of `strategy`, or an error naming the known ones.
-    pub fn strategy(&self, strategy: &str) -> anyhow::Result<&StrategyEntry> {
+    pub fn strategy(&self, strategy: StrategyName) -> anyhow::Result<&StrategyEntry> {
         let listed = self
             .listed
             .as_ref()
             .context("the strategies were not read yet")?;
-        Ok(crate::api::entry(listed, strategy)?)
+        Ok(crate::api::entry(listed, strategy.as_str())?)
     }
 
     /// Start the coordination servers the chosen strategies need.
-    pub async fn start_coordination(&mut self, strategies: &[String]) -> anyhow::Result<()> {
+    pub async fn start_coordination(&mut self, strategies: &[StrategyName]) -> anyhow::Result<()> {
         if self.etcd.is_none() && strategies.iter().any(|s| *s == StrategyName::EtcdLease) {
             self.etcd = Some(procs::Daemon::etcd(&self.dir).await?);
         }
@@ -199,14 +199,12 @@ impl Lab {
     /// Where `strategy`'s coordination server listens, if it has one.
     pub fn coordination_addr(
         &self,
-        strategy: &str,
+        strategy: StrategyName,
     ) -> anyhow::Result<Option<std::net::SocketAddr>> {
-        Ok(match strategy.parse() {
-            Ok(StrategyName::EtcdLease) => self.etcd.as_ref().map(|d| procs::local(d.port)),
-            Ok(StrategyName::ZkEphemeralSeq) => {
-                self.zookeeper.as_ref().map(|d| procs::local(d.port))
-            }
-            Ok(StrategyName::MysqlGetLock) => Some(host_port(&self.options.mysql_url, 3306)?),
+        Ok(match strategy {
+            StrategyName::EtcdLease => self.etcd.as_ref().map(|d| procs::local(d.port)),
+            StrategyName::ZkEphemeralSeq => self.zookeeper.as_ref().map(|d| procs::local(d.port)),
+            StrategyName::MysqlGetLock => Some(host_port(&self.options.mysql_url, 3306)?),
             _ => None,
         })
     }
@@ -215,17 +213,17 @@ impl Lab {
     /// (the server itself, or a proxy in front of it).
     pub fn coordination_env(
         &self,
-        strategy: &str,
+        strategy: StrategyName,
         addr: std::net::SocketAddr,
     ) -> anyhow::Result<Vec<(String, String)>> {
-        Ok(match strategy.parse() {
-            Ok(StrategyName::EtcdLease) => {
+        Ok(match strategy {
+            StrategyName::EtcdLease => {
                 vec![("SECKILL_ETCD_URLS".into(), format!("http://{addr}"))]
             }
-            Ok(StrategyName::ZkEphemeralSeq) => {
+            StrategyName::ZkEphemeralSeq => {
                 vec![("SECKILL_ZOOKEEPER_URL".into(), addr.to_string())]
             }
-            Ok(StrategyName::MysqlGetLock) => {
+            StrategyName::MysqlGetLock => {
                 let mut url =
                     reqwest::Url::parse(&self.options.mysql_url).context("--mysql-url")?;
                 url.set_host(Some(&addr.ip().to_string()))
@@ -239,7 +237,7 @@ impl Lab {
     }
 
     /// [`Lab::coordination_env`] for the server itself.
-    pub fn coordination(&self, strategy: &str) -> anyhow::Result<Vec<(String, String)>> {
+    pub fn coordination(&self, strategy: StrategyName) -> anyhow::Result<Vec<(String, String)>> {
         match self.coordination_addr(strategy)? {
             Some(addr) => self.coordination_env(strategy, addr),
             None => Ok(Vec::new()),

@@ -220,7 +220,11 @@ impl Scenario {
     /// Dials a strategy needs set unless the user set them: etcd grants
     /// leases in whole seconds, so its TTL is at least 1000 ms where the
     /// scenario's own (or `--quick`'s) is shorter.
-    pub fn implied_sets(self, strategy: &str, sets: &[(String, String)]) -> Vec<(String, String)> {
+    pub fn implied_sets(
+        self,
+        strategy: StrategyName,
+        sets: &[(String, String)],
+    ) -> Vec<(String, String)> {
         let preset = self
             .quick_sets()
             .iter()

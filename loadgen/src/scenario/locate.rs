@@ -16,6 +16,7 @@
 //! report under `OUT/probe-<value>/`), so a bracket can be rerun point by
 //! point with `--set KEY=VALUE`.
 
+use crate::api::StrategyName;
 use serde::{Deserialize, Serialize};
 
 use super::case::CaseResult;
@@ -227,7 +228,7 @@ pub struct Located {
     /// Scenario.
     pub scenario: Scenario,
     /// Strategy.
-    pub strategy: String,
+    pub strategy: StrategyName,
     /// Variant.
     pub variant: Option<crate::api::Variant>,
     /// The dial.
@@ -253,7 +254,7 @@ impl Located {
     #[allow(clippy::too_many_arguments)]
     pub fn of(
         scenario: Scenario,
-        strategy: &str,
+        strategy: StrategyName,
         variant: Option<crate::api::Variant>,
         key: &str,
         outcome: Outcome,
@@ -423,7 +424,7 @@ mod tests {
         assert!(next_values(&stuck, exclusion, Unit::Number, 1.0).is_empty());
         let located = Located::of(
             Scenario::ClockSlew,
-            "redlock",
+            StrategyName::Redlock,
             None,
             "slew_pct",
             exclusion,

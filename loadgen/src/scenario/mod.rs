@@ -72,6 +72,7 @@ mod slow_network;
 mod unlock_before_commit;
 mod world;
 
+use crate::api::StrategyName;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
@@ -157,7 +158,7 @@ pub fn profile() -> &'static str {
 /// what follows (injections, a sweep, `--out`).
 pub fn command_line<K: std::fmt::Display, V: std::fmt::Display>(
     scenario: Scenario,
-    strategy: &str,
+    strategy: StrategyName,
     variant: Option<crate::api::Variant>,
     quick: bool,
     sets: impl IntoIterator<Item = (K, V)>,

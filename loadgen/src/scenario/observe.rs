@@ -1,6 +1,7 @@
 //! What a case left behind, read after its load: the audit, the history,
 //! the lock metrics and the buyers' tally, as one [`Observed`].
 
+use crate::api::StrategyName;
 use std::collections::BTreeMap;
 
 use anyhow::Context as _;
@@ -16,7 +17,7 @@ use crate::load::Outcome;
 pub async fn observe(
     world: &World,
     case: &Case,
-    strategy: &str,
+    strategy: StrategyName,
 ) -> anyhow::Result<(Observed, HistoryReport)> {
     observe_with(world, case, strategy, true).await
 }
@@ -26,7 +27,7 @@ pub async fn observe(
 pub async fn observe_round(
     world: &World,
     case: &Case,
-    strategy: &str,
+    strategy: StrategyName,
 ) -> anyhow::Result<(Observed, HistoryReport)> {
     observe_with(world, case, strategy, false).await
 }
@@ -34,7 +35,7 @@ pub async fn observe_round(
 async fn observe_with(
     world: &World,
     case: &Case,
-    strategy: &str,
+    strategy: StrategyName,
     scrape_metrics: bool,
 ) -> anyhow::Result<(Observed, HistoryReport)> {
     let service = world.service();
@@ -48,7 +49,7 @@ async fn observe_with(
     // The arbiter is the lab's own Redis, never one a scenario breaks: a
     // history that cannot be read is the lab's failure, not the case's.
     let history = service.history_all().await?;
-    let mine = history.of(strategy);
+    let mine = history.of(strategy.as_str());
     // Product 1 only: the scenarios' buyers buy nothing else.
     // Unreadable orders leave `accounting` empty: the case is inconclusive.
     let accounting = service.orders(1).await.ok().map(|orders| {
@@ -58,7 +59,7 @@ async fn observe_with(
     });
     let (mean_wait_ms, lock_retries) = if scrape_metrics {
         let scrape = service.scrape().await?;
-        let s = [("strategy", strategy)];
+        let s = [("strategy", strategy.as_str())];
         let waits = scrape.sum("seckill_lock_acquire_duration_seconds_sum", &s);
         let waited = scrape.sum("seckill_lock_acquire_duration_seconds_count", &s);
         let mean = if waited > 0.0 {

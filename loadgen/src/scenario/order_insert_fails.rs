@@ -183,7 +183,7 @@ async fn one_round(
     lab: &Lab,
     world: &mut World,
     case: &mut Case,
-    strategy: &str,
+    strategy: StrategyName,
     d: &OrderInsertFailsDials,
     pg: &mut sqlx::PgConnection,
 ) -> anyhow::Result<()> {

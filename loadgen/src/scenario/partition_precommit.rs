@@ -200,7 +200,7 @@ async fn one_round(
     lab: &Lab,
     world: &mut World,
     case: &mut super::world::Case,
-    strategy: &str,
+    strategy: StrategyName,
     d: &PartitionPrecommitDials,
     dbs: &[String; 2],
     prefix: &str,

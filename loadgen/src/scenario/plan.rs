@@ -72,7 +72,7 @@ pub(super) async fn plan_batch(
     let mut group = 0;
     for &scenario in chosen {
         for strategy in strategies_of(lab, scenario, options) {
-            let entry = lab.strategy(&strategy)?.clone();
+            let entry = lab.strategy(strategy)?.clone();
             // Asked once per strategy, at its first case (for MariaDB, a
             // connection attempt).
             let mut not_run: Option<Option<String>> = None;
@@ -83,7 +83,7 @@ pub(super) async fn plan_batch(
             for variant in variants.iter().copied().filter(wanted) {
                 group += 1;
                 for point in &points {
-                    let params = case_params(scenario, &strategy, variant, options, point.clone())
+                    let params = case_params(scenario, strategy, variant, options, point.clone())
                         .map_err(|e| anyhow::anyhow!(e))?;
                     let (expected, why) = match scenario.expect(&entry, variant, &params) {
                         Ok(e) => e,
@@ -91,7 +91,7 @@ pub(super) async fn plan_batch(
                             if Some(&variant) == variants.first() && point == &points[0] {
                                 skipped.push(Skipped {
                                     name: scenario.name().to_owned(),
-                                    strategy: strategy.clone(),
+                                    strategy,
                                     reason,
                                 });
                             }
@@ -107,7 +107,7 @@ pub(super) async fn plan_batch(
                         group,
                         sweep: options.sweep.as_ref().map(|(key, _)| key.clone()),
                         scenario,
-                        label: case_label(scenario, &strategy, variant, point.as_ref()),
+                        label: case_label(scenario, strategy, variant, point.as_ref()),
                         not_run: not_run.clone().flatten(),
                         entry: entry.clone(),
                         variant,
@@ -127,7 +127,7 @@ pub(super) async fn plan_batch(
 /// `--set`s, then the sweep's point.
 pub fn case_params(
     scenario: Scenario,
-    strategy: &str,
+    strategy: StrategyName,
     variant: Option<Variant>,
     options: &Options,
     point: Option<(String, String)>,
@@ -149,7 +149,7 @@ pub fn case_params(
 /// case starts its own), so only what the lab cannot supply counts: a
 /// PostgreSQL without prepared transactions (pg-2pc), no MariaDB.
 async fn cannot_run(lab: &Lab, entry: &StrategyEntry) -> Option<String> {
-    let strategy = entry.name.as_str();
+    let strategy = entry.name;
     if entry.is(StrategyName::MysqlGetLock) {
         let addr = lab.coordination_addr(strategy).ok().flatten()?;
         let reached = tokio::time::timeout(
@@ -184,7 +184,7 @@ async fn cannot_run(lab: &Lab, entry: &StrategyEntry) -> Option<String> {
 /// `scenario · strategy · variant · key=value`, as the lines say it.
 fn case_label(
     scenario: Scenario,
-    strategy: &str,
+    strategy: StrategyName,
     variant: Option<Variant>,
     point: Option<&(String, String)>,
 ) -> String {
@@ -200,9 +200,9 @@ fn case_label(
 
 /// The strategies a scenario runs: `--strategies`, else its defaults —
 /// its list, or every strategy of the service whose kind it aims at.
-fn strategies_of(lab: &Lab, scenario: Scenario, options: &Options) -> Vec<String> {
+fn strategies_of(lab: &Lab, scenario: Scenario, options: &Options) -> Vec<StrategyName> {
     if !options.strategies.is_empty() {
-        return options.strategies.iter().map(ToString::to_string).collect();
+        return options.strategies.clone();
     }
     if scenario.every_shared_lock() {
         return lab
@@ -210,12 +210,8 @@ fn strategies_of(lab: &Lab, scenario: Scenario, options: &Options) -> Vec<String
             .iter()
             .flat_map(|listed| &listed.strategies)
             .filter(|s| shared_lock(s.kind))
-            .map(|s| s.name.to_string())
+            .map(|s| s.name)
             .collect();
     }
-    scenario
-        .strategies()
-        .iter()
-        .map(|s| s.as_str().to_owned())
-        .collect()
+    scenario.strategies().to_vec()
 }

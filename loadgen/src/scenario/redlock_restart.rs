@@ -67,6 +67,7 @@
 //! with `crash=power`, the bytes the preload held at the kill (lost), and
 //! whether the key node 3 held before the crash is there after it.
 
+use crate::api::StrategyName;
 use std::time::Duration;
 
 use anyhow::Context as _;
@@ -560,11 +561,11 @@ async fn counter(node: &RedisNode) -> anyhow::Result<i64> {
 
 /// The fence's refusals so far on every replica
 /// (`seckill_fence_rejections_total{strategy}`).
-async fn refusals(service: &crate::api::Service, strategy: &str) -> anyhow::Result<f64> {
-    Ok(service
-        .scrape()
-        .await?
-        .sum("seckill_fence_rejections_total", &[("strategy", strategy)]))
+async fn refusals(service: &crate::api::Service, strategy: StrategyName) -> anyhow::Result<f64> {
+    Ok(service.scrape().await?.sum(
+        "seckill_fence_rejections_total",
+        &[("strategy", strategy.as_str())],
+    ))
 }
 
 /// The value `node` holds at `key` (the holder's random value), if any.

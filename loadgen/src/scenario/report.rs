@@ -3,6 +3,7 @@
 //! timeline of each case's first overlaps (arbiter time, relative to the
 //! case's first overlap).
 
+use crate::api::StrategyName;
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -42,7 +43,7 @@ pub struct Skipped {
     /// Scenario.
     pub name: String,
     /// Strategy.
-    pub strategy: String,
+    pub strategy: StrategyName,
     /// Why not.
     pub reason: String,
 }
@@ -387,10 +388,10 @@ mod tests {
     /// A case of `name` under `strategy`, with an overlap and the
     /// acknowledgement check, as the runner writes one; `text` is every
     /// free text of it (the reason, the member who entered, the sections).
-    fn case_with(name: Scenario, strategy: &str, text: &str) -> CaseResult {
+    fn case_with(name: Scenario, strategy: StrategyName, text: &str) -> CaseResult {
         CaseResult {
             name,
-            strategy: strategy.into(),
+            strategy,
             variant: Some(Variant::Restart),
             faults: Some(FaultRecord::default()),
             expected: Expected::Breaks,
@@ -413,7 +414,7 @@ mod tests {
                 inside: Vec::new(),
                 product: 1,
             }],
-            sections: crate::report::fixtures::run(text, crate::judge::RunVerdict::Safe, 0)
+            sections: crate::report::fixtures::run(strategy, crate::judge::RunVerdict::Safe, 0)
                 .sections,
             duration_s: 1.0,
             trials: None,
@@ -427,7 +428,7 @@ mod tests {
         }
     }
 
-    fn case(name: Scenario, strategy: &str) -> CaseResult {
+    fn case(name: Scenario, strategy: StrategyName) -> CaseResult {
         case_with(name, strategy, name.name())
     }
 
@@ -445,7 +446,7 @@ mod tests {
 
     #[test]
     fn scenarios_json_reads_back_as_it_was_written() {
-        let mut written = case(Scenario::GcPause, "redlock");
+        let mut written = case(Scenario::GcPause, StrategyName::Redlock);
         written.observed.overlaps = 4;
         let json = serde_json::to_value(report(vec![written])).expect("serialises");
         let read: ScenarioReport = serde_json::from_value(json.clone()).expect("reads back");
@@ -492,11 +493,11 @@ mod tests {
         write(
             "all",
             vec![
-                case(Scenario::GcPause, "redlock"),
-                case(Scenario::Failover, "fenced"),
+                case(Scenario::GcPause, StrategyName::Redlock),
+                case(Scenario::Failover, StrategyName::Fenced),
             ],
         );
-        let mut newer = case(Scenario::GcPause, "redlock");
+        let mut newer = case(Scenario::GcPause, StrategyName::Redlock);
         newer.verdict = CaseVerdict::AsExpected;
         write("gc-pause", vec![newer]);
         std::fs::create_dir_all(root.join("empty")).expect("a folder without a report");
@@ -519,7 +520,7 @@ mod tests {
 
     #[test]
     fn scenarios_html_escapes_every_interpolated_string() {
-        let case = case_with(Scenario::GcPause, &format!("redlock{HOSTILE}"), HOSTILE);
+        let case = case_with(Scenario::GcPause, StrategyName::Redlock, HOSTILE);
         let page = report(vec![case]).html();
         assert!(!page.contains("<script"), "no raw <script> tag: {page}");
         assert!(!page.contains(HOSTILE), "{page}");

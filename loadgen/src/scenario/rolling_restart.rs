@@ -180,7 +180,7 @@ async fn restart_two(
     lab: &super::lab::Lab,
     world: &mut super::world::World,
     case: &mut super::world::Case,
-    strategy: &str,
+    strategy: StrategyName,
     (d, watcher, users): (&RollingRestartDials, &Service, usize),
 ) -> anyhow::Result<()> {
     let round = inject::begin_pinned(&lab.http, world, case, users, 100).await?;

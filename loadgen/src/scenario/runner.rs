@@ -27,7 +27,7 @@ use super::record::Outcomes;
 use super::report::{ScenarioReport, Skipped};
 use super::world::{Case, CaseRun, World};
 use crate::api::Variant;
-use crate::api::{Kind, StrategyEntry};
+use crate::api::{Kind, StrategyEntry, StrategyName};
 use crate::judge::{CaseVerdict, Expected};
 
 /// The line a run prints once its cases are planned, before the count.
@@ -80,7 +80,7 @@ pub async fn run_batches(
             let other = lanes[0].lane(lane).await?;
             lanes.push(other);
         }
-        let all: Vec<String> = plan.iter().map(|p| p.entry.name.to_string()).collect();
+        let all: Vec<StrategyName> = plan.iter().map(|p| p.entry.name).collect();
         for lab in &mut lanes {
             lab.start_coordination(&all).await?;
         }
@@ -466,7 +466,7 @@ async fn run_case(lab: &mut Lab, trial: Trial<'_>, case: &mut Case) -> anyhow::R
         why,
         params,
     } = trial;
-    let strategy = entry.name.as_str();
+    let strategy = entry.name;
     let mut world = World::default();
     lab.lock_wait_ms = params.lock_wait_ms().unwrap_or(0);
     let faults = scenario
@@ -500,7 +500,7 @@ async fn run_case(lab: &mut Lab, trial: Trial<'_>, case: &mut Case) -> anyhow::R
     let measured = !case.injections.is_empty();
     let mut result = CaseResult {
         name: scenario,
-        strategy: strategy.to_owned(),
+        strategy,
         variant,
         faults: Some(faults),
         expected,

@@ -51,6 +51,7 @@
 //! to PostgreSQL, timed while the delay is on, takes at least the delay;
 //! with `where=after-check`, also replica a stopped at its last check.
 
+use crate::api::StrategyName;
 use std::time::Duration;
 
 use sqlx::Connection as _;
@@ -134,7 +135,7 @@ async fn start_service(
     lab: &Lab,
     world: &mut World,
     case: &mut Case,
-    strategy: &str,
+    strategy: StrategyName,
     d: &SlowNetworkDials,
     b_think: Duration,
 ) -> anyhow::Result<Option<String>> {
@@ -165,7 +166,7 @@ async fn delay_window(
     lab: &Lab,
     world: &mut World,
     case: &mut Case,
-    strategy: &str,
+    strategy: StrategyName,
     d: &SlowNetworkDials,
     loads: &[(&buyers::Targets, usize, Duration)],
     probe: Option<&mut sqlx::PgConnection>,
@@ -207,7 +208,7 @@ struct DelayOn {
 async fn delay_on(
     world: &mut World,
     case: &mut Case,
-    strategy: &str,
+    strategy: StrategyName,
     d: &SlowNetworkDials,
 ) -> anyhow::Result<DelayOn> {
     let (delay, postgres) = (d.delay, d.link == Link::Postgres);
@@ -279,7 +280,7 @@ fn hold_ms(d: &SlowNetworkDials) -> u64 {
 async fn delay_off(
     world: &World,
     case: &mut Case,
-    strategy: &str,
+    strategy: StrategyName,
     d: &SlowNetworkDials,
     delayed: &DelayOn,
     slowest: &[Duration],
@@ -338,7 +339,7 @@ async fn delay_off(
 async fn wire_up(
     lab: &Lab,
     world: &mut World,
-    strategy: &str,
+    strategy: StrategyName,
     (ttl, timeout): (u64, u64),
     postgres: bool,
 ) -> anyhow::Result<Option<String>> {
@@ -423,12 +424,13 @@ async fn round_trips(
 
 /// Replica `service`'s lock attempts under `strategy` so far
 /// (`seckill_lock_attempts_total`; `None`: unreadable).
-async fn lock_attempts(service: &crate::api::Service, strategy: &str) -> Option<f64> {
-    service
-        .scrape()
-        .await
-        .ok()
-        .map(|s| s.sum("seckill_lock_attempts_total", &[("strategy", strategy)]))
+async fn lock_attempts(service: &crate::api::Service, strategy: StrategyName) -> Option<f64> {
+    service.scrape().await.ok().map(|s| {
+        s.sum(
+            "seckill_lock_attempts_total",
+            &[("strategy", strategy.as_str())],
+        )
+    })
 }
 
 /// The window's proof, as the report prints it.

@@ -7,6 +7,7 @@
 //! link, a link's state, a node's `TIME`, a replica's HTTP `Date`, the
 //! faults each replica reads back).
 
+use crate::api::StrategyName;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
@@ -116,7 +117,7 @@ pub struct CaseRun<'a> {
     /// Its clock, steps and load.
     pub case: &'a mut Case,
     /// The strategy under test.
-    pub strategy: &'a str,
+    pub strategy: StrategyName,
     /// The variant of the fault (`None`: the scenario has one).
     pub variant: Option<Variant>,
     /// The dials in force.
@@ -131,7 +132,7 @@ impl<'a> CaseRun<'a> {
         &'a mut Lab,
         &'a mut World,
         &'a mut Case,
-        &'a str,
+        StrategyName,
         Option<Variant>,
     ) {
         (self.lab, self.world, self.case, self.strategy, self.variant)
@@ -203,7 +204,7 @@ pub async fn redlock_nodes(lab: &Lab) -> anyhow::Result<Vec<RedisNode>> {
 pub async fn two_replicas(
     lab: &Lab,
     world: &mut World,
-    strategy: &str,
+    strategy: StrategyName,
     ttl_ms: u64,
     extra_a: Vec<(String, String)>,
 ) -> anyhow::Result<()> {
@@ -330,7 +331,11 @@ pub fn work(work_delay_ms: u64) -> FaultsPatch {
 
 /// Product 1 reset to 1,000 units, `strategy` on every replica, `faults`
 /// set, and a new history run.
-pub async fn arm(service: &Service, strategy: &str, faults: FaultsPatch) -> anyhow::Result<()> {
+pub async fn arm(
+    service: &Service,
+    strategy: StrategyName,
+    faults: FaultsPatch,
+) -> anyhow::Result<()> {
     service.reset(1, 1000).await?;
     service.switch(strategy, 1).await?;
     service.set_faults(faults).await?;
