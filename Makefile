@@ -13,18 +13,22 @@ demo:
 demo-stop:
 	@scripts/demo.sh stop
 
+## What the Docker paths install where missing (seckill-lab docker starts
+## dockerd itself when none answers).
+DOCKER_PACKAGES = docker:docker.io dockerd:docker.io docker-compose:docker-compose
+
 ## The three images from docker/Dockerfile (multi-stage: the release build
 ## runs inside Docker): seckill-lab/app:local, seckill-lab/loadgen:local,
 ## seckill-lab/lab:local. Where a base image cannot be pulled, a stand-in of
 ## the same tag is made first (docker/standins/make.sh).
 docker-images:
-	@scripts/docker.sh images
+	@. scripts/lib.sh && require_packages $(DOCKER_PACKAGES) && SECKILL_BIN_DIR=target/debug scripts/lab.sh docker images
 
 ## `docker-compose up` for real: the images above, the whole stack healthy,
 ## compare over the three replicas, Prometheus targets and dashboard
 ## queries, the balancer, then `down -v` leaving nothing of ours behind.
 check-docker:
-	@scripts/docker.sh check
+	@. scripts/lib.sh && require_packages $(DOCKER_PACKAGES) && SECKILL_BIN_DIR=target/debug scripts/lab.sh docker check
 
 ## Offline checks of the stack: docker-compose structure, promtool config/rules/tests,
 ## dashboard PromQL and Grafana schema (seckill-lab check-stack, lab/src/check_stack/;
@@ -63,7 +67,7 @@ check-cheatsheet:
 ## /admin/faults included), no 5xx, every answer matching the document. A
 ## fresh seed each run, printed first; FUZZ_SEED=<n> replays one.
 fuzz-api:
-	@scripts/fuzz_api.sh
+	@. scripts/lib.sh && require_stack_packages && require_packages python3:python3 deb:python3-venv:python3-venv && scripts/lab.sh fuzz-api
 
 ## Every dashboard query against a live Prometheus after a short load
 ## (reuses a running demo; seckill-lab check-panels, lab/src/panels.rs).

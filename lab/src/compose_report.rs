@@ -1,5 +1,5 @@
 //! `seckill-lab judge-compare DIR`, what the Docker check
-//! (`scripts/docker.sh`) asks of the compose loadgen job's report, read
+//! (`seckill-lab docker`) asks of the compose loadgen job's report, read
 //! back through the load generator's own types. (Its Prometheus and
 //! panels: `seckill-lab prometheus-up` and `panels`, [`crate::panels`].)
 

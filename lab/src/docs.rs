@@ -74,12 +74,12 @@ const SKIP: &[(&str, &str, &str)] = &[
     (
         "README.md",
         r"^docker(-compose)? ",
-        "Docker: checked by `scripts/docker.sh ci` in .ci/run (and `make check-docker`)",
+        "Docker: checked by `seckill-lab docker ci` in .ci/run (and `make check-docker`)",
     ),
     (
         "README.md",
         r"^make docker-images\b",
-        "Docker: checked by `scripts/docker.sh ci` in .ci/run (and `make check-docker`)",
+        "Docker: checked by `seckill-lab docker ci` in .ci/run (and `make check-docker`)",
     ),
 ];
 

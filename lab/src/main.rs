@@ -18,7 +18,9 @@ mod check_stack;
 mod compose_report;
 mod dashboards;
 mod demo;
+mod docker;
 mod docs;
+mod fuzz;
 mod imports;
 mod lengths;
 mod panels;
@@ -128,6 +130,15 @@ enum Command {
     /// Every dashboard query against a running Prometheus (the Docker
     /// check's compose stack).
     Panels(panels::Check),
+    /// `make fuzz-api`: schemathesis against one replica of a stack of
+    /// its own, driven by the replica's OpenAPI document (lab/src/fuzz.rs).
+    FuzzApi,
+    /// The Docker paths: `images` (`make docker-images`), `check` (`make
+    /// check-docker`), `ci BIN_DIR` (CI's Docker step).
+    Docker {
+        #[command(subcommand)]
+        action: docker::Action,
+    },
     /// The Docker check: the compose loadgen job's report.json — every
     /// strategy classed safe exact, `none` broken.
     JudgeCompare {
@@ -180,6 +191,8 @@ fn main() -> ExitCode {
         Command::CheckK8s => check_stack::run_k8s(),
         Command::Panels(args) => panels::run_check(&args),
         Command::OwnPostgres => stack::own_postgres(),
+        Command::Docker { action } => docker::run(action),
+        Command::FuzzApi => fuzz::run(),
         Command::JudgeCompare { dir } => compose_report::judge(&dir),
         Command::PrometheusUp { url, replicas } => panels::prometheus_up(&url, replicas),
     };

@@ -35,7 +35,7 @@ pub fn check(thresholds: &[Threshold], runs: &[Run]) -> Vec<Checked> {
             let measured = measure(t.metric, run);
             out.push(Checked {
                 expr: t.expr.clone(),
-                strategy: run.strategy.clone(),
+                strategy: run.strategy,
                 metric: t.metric,
                 op: t.op,
                 limit: t.limit,

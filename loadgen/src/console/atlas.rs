@@ -88,7 +88,7 @@ pub(super) async fn cells(console: web::Data<Console>) -> Answer {
             let (sizes, _) = sizes(c)?;
             Some(Item {
                 id: format!("{}:{}", c.strategy, c.fault),
-                strategy: c.strategy.clone(),
+                strategy: c.strategy,
                 fault: c.fault.clone(),
                 scenario: c.scenario,
                 dial: c.dial.clone(),
@@ -136,7 +136,7 @@ pub(super) async fn run(console: web::Data<Console>, body: web::Json<RunRequest>
         cell: Some(AtlasRun {
             label: format!("{} × {}", cell.strategy, cell.fault),
             measured: measured(cell),
-            strategy: cell.strategy.clone(),
+            strategy: cell.strategy,
             variant: cell.variant.map(|v| v.as_str().to_owned()),
             bracket,
             model_flips: cell

@@ -150,7 +150,7 @@ fn lines_of(
                 ));
                 lines.push(Line {
                     scenario,
-                    strategy: case.strategy.clone(),
+                    strategy: case.strategy,
                     variant: case.variant,
                     options: own,
                     cases: vec![(value, case)],

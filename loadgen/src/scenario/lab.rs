@@ -183,14 +183,10 @@ impl Lab {
 
     /// Start the coordination servers the chosen strategies need.
     pub async fn start_coordination(&mut self, strategies: &[StrategyName]) -> anyhow::Result<()> {
-        if self.etcd.is_none() && strategies.iter().any(|s| *s == StrategyName::EtcdLease) {
+        if self.etcd.is_none() && strategies.contains(&StrategyName::EtcdLease) {
             self.etcd = Some(procs::Daemon::etcd(&self.dir).await?);
         }
-        if self.zookeeper.is_none()
-            && strategies
-                .iter()
-                .any(|s| *s == StrategyName::ZkEphemeralSeq)
-        {
+        if self.zookeeper.is_none() && strategies.contains(&StrategyName::ZkEphemeralSeq) {
             self.zookeeper = Some(procs::Daemon::zookeeper(&self.dir).await?);
         }
         Ok(())
