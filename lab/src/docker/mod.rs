@@ -108,22 +108,30 @@ fn build_images(root: &Path) -> anyhow::Result<()> {
 /// `docker buildx`, or a client older than 23 with DOCKER_BUILDKIT=1
 /// (Debian bookworm's docker.io is 20.10).
 fn buildkit_build(root: &Path, args: &[&str]) -> anyhow::Result<()> {
-    let mut command = Command::new("docker");
-    if docker(&["buildx", "version"]).is_ok() {
-        command.args(["buildx", "build", "--load"]);
+    let mut command = if docker(&["buildx", "version"]).is_ok() {
+        let mut c = Command::new("docker");
+        c.args(["buildx", "build", "--load"]);
+        c
     } else {
-        let version = docker(&["version", "--format", "{{.Client.Version}}"]).unwrap_or_default();
-        let major: u32 = version
-            .trim()
-            .split('.')
-            .next()
-            .and_then(|m| m.parse().ok())
-            .unwrap_or(0);
-        if !(10..23).contains(&major) {
-            bail!("no docker client builds with BuildKit here (client {}): install docker-buildx (or Debian's docker.io)", version.trim());
-        }
-        command.arg("build").env("DOCKER_BUILDKIT", "1");
-    }
+        // The first client (on the PATH, then Debian's own) older than 23.
+        let major = |client: &str| {
+            engine::output(client, &["version", "--format", "{{.Client.Version}}"])
+                .ok()
+                .and_then(|v| {
+                    v.trim()
+                        .split('.')
+                        .next()
+                        .and_then(|m| m.parse::<u32>().ok())
+                })
+        };
+        let client = ["docker", "/usr/bin/docker"]
+            .into_iter()
+            .find(|c| major(c).is_some_and(|m| (10..23).contains(&m)))
+            .context("no docker client builds with BuildKit here: install docker-buildx (or Debian's docker.io)")?;
+        let mut c = Command::new(client);
+        c.arg("build").env("DOCKER_BUILDKIT", "1");
+        c
+    };
     let out = command
         .args(args)
         .current_dir(root)
