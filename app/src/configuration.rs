@@ -16,6 +16,8 @@ use std::time::Duration;
 
 use documented::DocumentedFields;
 use seckill_wire::strategies::StrategyName;
+
+pub use crate::setting_types::{AnyRedis, Positive, Postgres, Redis, StoreUrl};
 use serde::{Deserialize, Deserializer, Serialize};
 
 /// The admin token that loopback-only demos use when `SECKILL_ADMIN_TOKEN`
@@ -35,32 +37,32 @@ pub struct Settings {
     /// Address the HTTP server binds, `host:port`. Port 0 picks a free port.
     pub listen: String,
     /// PostgreSQL connection URL; the database must exist.
-    pub database_url: String,
+    pub database_url: StoreUrl<Postgres>,
     /// Upper bound of the PostgreSQL connection pool.
-    pub database_max_connections: u32,
+    pub database_max_connections: Positive<u32>,
     /// How long a request waits for a pooled connection. Then a grab answers
     /// `busy` (429) when every connection is taken and the server answers
     /// (a pool starved by the lock's own waiters), `unavailable` (503) when
     /// the server does not.
-    pub database_acquire_timeout_ms: u64,
+    pub database_acquire_timeout_ms: Positive<u64>,
     /// The session's `synchronous_commit` (`on`, `off`, `local`,
     /// `remote_write`, `remote_apply`). `off` takes the commit's fsync out of
     /// every grab, so the comparison measures the locks rather than the disk.
     #[serde(deserialize_with = "by_word")]
     pub synchronous_commit: SynchronousCommit,
     /// Redis used for Redis locks, the shared active strategy and faults.
-    pub redis_url: String,
+    pub redis_url: StoreUrl<AnyRedis>,
     /// Independent Redis nodes for the `redlock` strategy (comma list in env).
-    pub redlock_urls: Vec<String>,
+    pub redlock_urls: Vec<StoreUrl<Redis>>,
     /// The strategy a fresh deployment starts with; once an admin switches,
     /// the choice stored in Redis wins for every replica.
     #[serde(deserialize_with = "by_word")]
     pub strategy: StrategyName,
     /// TTL of every expiring lock, and the watchdog's lease.
-    pub lock_ttl_ms: u64,
+    pub lock_ttl_ms: Positive<u64>,
     /// Per-node timeout of one Redlock request, far below the TTL: a slow
     /// or dead node costs at most this much.
-    pub redlock_node_timeout_ms: u64,
+    pub redlock_node_timeout_ms: Positive<u64>,
     /// Redlock's clock-drift allowance, a fraction of the TTL: validity =
     /// TTL − elapsed − (TTL × factor + 2 ms). The Redis docs' 0.01; 0 keeps
     /// only the 2 ms (the `clock-slew` scenario sweeps it).
@@ -70,9 +72,9 @@ pub struct Settings {
     pub clock_skew_ms: i64,
     /// How long a grab waits to acquire its lock before answering `busy` (429).
     /// Also PostgreSQL's `lock_timeout` for the database strategies.
-    pub lock_wait_ms: u64,
+    pub lock_wait_ms: Positive<u64>,
     /// Base interval between two attempts of a polling lock (jittered ±50%).
-    pub lock_retry_ms: u64,
+    pub lock_retry_ms: Positive<u64>,
     /// Retries of a `pg-optimistic` grab whose version check lost, before `busy`.
     pub optimistic_max_retries: u32,
     /// Bearer token for `/admin/*`. Unset: loopback listeners accept
@@ -83,7 +85,7 @@ pub struct Settings {
     /// with `SECKILL_ADMIN_TOKEN`; a missing or blank file stops the start.
     pub admin_token_file: Option<String>,
     /// Largest `quantity` a single grab may ask for.
-    pub max_quantity: u32,
+    pub max_quantity: Positive<u32>,
     /// Simulated work inside the critical section (between read and write),
     /// until an admin changes it through `PUT /admin/faults`.
     pub work_delay_ms: u64,
@@ -91,23 +93,23 @@ pub struct Settings {
     /// most 600000, ten minutes); the OpenAPI document states it as each
     /// field's `maximum`. `make fuzz-api` lowers it, so a fuzzer cannot
     /// switch on ten-minute pauses.
-    pub fault_delay_max_ms: u64,
+    pub fault_delay_max_ms: Positive<u64>,
     /// Products created at start when missing, `id:stock` comma list.
     pub seed_products: String,
     /// How often each replica re-reads the shared strategy and faults from Redis.
-    pub control_refresh_ms: u64,
+    pub control_refresh_ms: Positive<u64>,
     /// `text` or `json` log lines.
     #[serde(deserialize_with = "by_word")]
     pub log_format: LogFormat,
     /// Redis server that arbitrates the mutual-exclusion history (see
     /// `history.rs`); unset: the service's own Redis. The scenario runner
     /// points every replica at a dedicated server it never breaks.
-    pub history_url: Option<String>,
+    pub history_url: Option<StoreUrl<Redis>>,
     /// A section the history arbiter has held inside for longer than this
     /// is taken for one whose exit was lost (a failed call): the next entry
     /// of its product drops it, counts it as `stale`, and does not count it
     /// as a holder. Keep it above the longest section you want judged.
-    pub history_stale_ms: u64,
+    pub history_stale_ms: Positive<u64>,
     /// This replica's name in the history and in logs; unset:
     /// `{hostname}-{pid}` (in containers every replica is pid 1: the
     /// hostname, the container's id, tells them apart).
@@ -117,7 +119,7 @@ pub struct Settings {
     /// default: a failover can lose the lock). See the `failover` scenario.
     pub redis_wait_replicas: u32,
     /// How long that `WAIT` may take; fewer acknowledgements = not acquired.
-    pub redis_wait_timeout_ms: u64,
+    pub redis_wait_timeout_ms: Positive<u64>,
     /// MariaDB/MySQL server for `mysql-get-lock` (`mysql://user@host:3306/db`);
     /// unset or empty: that strategy is listed with `available: false`.
     pub mysql_url: Option<String>,
@@ -166,7 +168,7 @@ pub struct Settings {
     /// what keeps it from blocking); having voted yes, it waits this long
     /// plus `lock_wait_ms` for the pre-commit, then aborts. The
     /// coordinator waits as long for each answer.
-    pub three_pc_timeout_ms: u64,
+    pub three_pc_timeout_ms: Positive<u64>,
     /// The scenario runner's hooks (`POST /admin/freeze`: the process
     /// stops itself at a named point of its next critical section, until
     /// a `SIGCONT`). Off, those routes answer 403: a replica nobody will
@@ -178,33 +180,34 @@ impl Default for Settings {
     fn default() -> Self {
         Self {
             listen: "127.0.0.1:8080".into(),
-            database_url: "postgres://postgres@127.0.0.1:5432/seckill".into(),
-            database_max_connections: 32,
-            database_acquire_timeout_ms: 3_000,
+            database_url: StoreUrl::parse("postgres://postgres@127.0.0.1:5432/seckill")
+                .expect("a PostgreSQL URL"),
+            database_max_connections: Positive::new(32),
+            database_acquire_timeout_ms: Positive::new(3_000),
             synchronous_commit: SynchronousCommit::On,
-            redis_url: "redis://127.0.0.1:6379".into(),
+            redis_url: StoreUrl::parse("redis://127.0.0.1:6379").expect("a Redis URL"),
             redlock_urls: Vec::new(),
             strategy: StrategyName::SetNxPxToken,
-            lock_ttl_ms: 30_000,
-            redlock_node_timeout_ms: 50,
+            lock_ttl_ms: Positive::new(30_000),
+            redlock_node_timeout_ms: Positive::new(50),
             redlock_drift_factor: 0.01,
             clock_skew_ms: 0,
-            lock_wait_ms: 3_000,
-            lock_retry_ms: 4,
+            lock_wait_ms: Positive::new(3_000),
+            lock_retry_ms: Positive::new(4),
             optimistic_max_retries: 200,
             admin_token: None,
             admin_token_file: None,
-            max_quantity: 5,
+            max_quantity: Positive::new(5),
             work_delay_ms: 2,
-            fault_delay_max_ms: FAULT_DELAY_MAX_MS,
+            fault_delay_max_ms: Positive::new(FAULT_DELAY_MAX_MS),
             seed_products: "1:100".into(),
-            control_refresh_ms: 250,
+            control_refresh_ms: Positive::new(250),
             log_format: LogFormat::Text,
             history_url: None,
-            history_stale_ms: 60_000,
+            history_stale_ms: Positive::new(60_000),
             instance_id: None,
             redis_wait_replicas: 0,
-            redis_wait_timeout_ms: 250,
+            redis_wait_timeout_ms: Positive::new(250),
             mysql_url: None,
             etcd_urls: Vec::new(),
             zookeeper_url: None,
@@ -215,7 +218,7 @@ impl Default for Settings {
             two_pc_decision_log: true,
             three_pc_stock_participant: None,
             three_pc_order_participant: None,
-            three_pc_timeout_ms: 2_000,
+            three_pc_timeout_ms: Positive::new(2_000),
             scenario_hooks: false,
         }
     }
@@ -432,9 +435,12 @@ impl Settings {
                 let text = e.to_string();
                 // config names the key in lower case ("for key `lock_ttl_ms`");
                 // point the user at the variable they actually set.
+                // A list's item is named with its index (`redlock_urls[1]`):
+                // the variable is the list's.
                 let field = text
                     .split('`')
                     .nth(1)
+                    .and_then(|key| key.split('[').next())
                     .map(str::to_owned)
                     .unwrap_or_else(|| "config".into());
                 SettingsError::new(&field, text)
@@ -465,72 +471,21 @@ impl Settings {
     /// naming its `SECKILL_*` variable in its error.
     pub fn validate(&self) -> Result<(), SettingsError> {
         self.listen_addr()?;
-        self.check_store_urls()?;
-        self.check_three_pc_timeout()?;
+        self.check_stock_database_url()?;
         self.check_coordinator_urls()?;
         self.check_order_batching()?;
-        self.check_positive_values()?;
         self.check_redlock_and_fault_bounds()?;
         self.check_admin_token()?;
         self.seed_products()?;
         Ok(())
     }
 
-    /// The schemes of the database, Redis, history, Redlock and stock-database URLs.
-    fn check_store_urls(&self) -> Result<(), SettingsError> {
-        for (field, url, schemes) in [
-            (
-                "database_url",
-                &self.database_url,
-                &["postgres", "postgresql"][..],
-            ),
-            (
-                "redis_url",
-                &self.redis_url,
-                &["redis", "rediss", "unix"][..],
-            ),
-        ] {
-            if !schemes.iter().any(|s| url.starts_with(&format!("{s}://"))) {
-                return Err(SettingsError::new(
-                    field,
-                    format!("`{url}` must start with one of {schemes:?} followed by ://"),
-                ));
-            }
-        }
-        if let Some(url) = &self.history_url {
-            if !url.starts_with("redis://") {
-                return Err(SettingsError::new(
-                    "history_url",
-                    format!("`{url}` must start with redis://"),
-                ));
-            }
-        }
-        for url in &self.redlock_urls {
-            if !url.starts_with("redis://") {
-                return Err(SettingsError::new(
-                    "redlock_urls",
-                    format!("`{url}` must start with redis://"),
-                ));
-            }
-        }
+    /// The stock database's scheme (the other URLs are typed: `StoreUrl`;
+    /// this one may be set empty, which means unset).
+    fn check_stock_database_url(&self) -> Result<(), SettingsError> {
         if let Some(url) = self.stock_database_url() {
-            if !url.starts_with("postgres://") && !url.starts_with("postgresql://") {
-                return Err(SettingsError::new(
-                    "stock_database_url",
-                    format!("`{url}` must start with postgres:// or postgresql://"),
-                ));
-            }
-        }
-        Ok(())
-    }
-
-    /// The three-phase-commit participant timeout is above zero.
-    fn check_three_pc_timeout(&self) -> Result<(), SettingsError> {
-        if self.three_pc_timeout_ms == 0 {
-            return Err(SettingsError::new(
-                "three_pc_timeout_ms",
-                "must be above 0: a participant that never waits commits before the coordinator has asked everyone",
-            ));
+            StoreUrl::<Postgres>::parse(url)
+                .map_err(|e| SettingsError::new("stock_database_url", e))?;
         }
         Ok(())
     }
@@ -581,35 +536,6 @@ impl Settings {
         Ok(())
     }
 
-    /// Timings, pool size and quantity limit that must be above zero.
-    fn check_positive_values(&self) -> Result<(), SettingsError> {
-        let positive = [
-            ("lock_ttl_ms", self.lock_ttl_ms),
-            ("lock_wait_ms", self.lock_wait_ms),
-            ("lock_retry_ms", self.lock_retry_ms),
-            ("redlock_node_timeout_ms", self.redlock_node_timeout_ms),
-            (
-                "database_acquire_timeout_ms",
-                self.database_acquire_timeout_ms,
-            ),
-            ("control_refresh_ms", self.control_refresh_ms),
-            ("history_stale_ms", self.history_stale_ms),
-            ("fault_delay_max_ms", self.fault_delay_max_ms),
-            ("redis_wait_timeout_ms", self.redis_wait_timeout_ms),
-            (
-                "database_max_connections",
-                u64::from(self.database_max_connections),
-            ),
-            ("max_quantity", u64::from(self.max_quantity)),
-        ];
-        for (field, value) in positive {
-            if value == 0 {
-                return Err(SettingsError::new(field, "must be greater than 0"));
-            }
-        }
-        Ok(())
-    }
-
     /// The Redlock drift factor and the fault-delay ceiling stay in range.
     fn check_redlock_and_fault_bounds(&self) -> Result<(), SettingsError> {
         if !(0.0..=0.5).contains(&self.redlock_drift_factor) {
@@ -618,7 +544,7 @@ impl Settings {
                 "must be between 0 and 0.5 (a fraction of the TTL)",
             ));
         }
-        if self.fault_delay_max_ms > FAULT_DELAY_MAX_MS {
+        if self.fault_delay_max_ms.get() > FAULT_DELAY_MAX_MS {
             return Err(SettingsError::new(
                 "fault_delay_max_ms",
                 format!("must be at most {FAULT_DELAY_MAX_MS} (ten minutes)"),
@@ -685,7 +611,7 @@ impl Settings {
 
     /// `lock_ttl_ms` as a duration.
     pub fn lock_ttl(&self) -> Duration {
-        Duration::from_millis(self.lock_ttl_ms)
+        self.lock_ttl_ms.ms()
     }
 
     /// This replica's instance id.
@@ -750,7 +676,7 @@ impl Settings {
 
     /// `lock_wait_ms` as a duration.
     pub fn lock_wait(&self) -> Duration {
-        Duration::from_millis(self.lock_wait_ms)
+        self.lock_wait_ms.ms()
     }
 }
 
@@ -791,6 +717,20 @@ mod tests {
         assert_eq!(err.name, "SECKILL_LOCK_TTL_MS", "{err}");
         let err = load(&[("SECKILL_LOCK_WAIT_MS", "0")]).expect_err("must fail");
         assert_eq!(err.name, "SECKILL_LOCK_WAIT_MS");
+        assert!(err.message.contains("greater than 0"), "{err}");
+        let err = load(&[("SECKILL_MAX_QUANTITY", "0")]).expect_err("must fail");
+        assert_eq!(err.name, "SECKILL_MAX_QUANTITY", "{err}");
+        let err = load(&[("SECKILL_REDIS_URL", "http://127.0.0.1:6379")]).expect_err("must fail");
+        assert_eq!(err.name, "SECKILL_REDIS_URL", "{err}");
+        assert!(
+            err.message.contains("redis:// or rediss:// or unix://"),
+            "{err}"
+        );
+        let err = load(&[("SECKILL_REDLOCK_URLS", "redis://127.0.0.1:1,rediss://h:2")])
+            .expect_err("must fail");
+        assert_eq!(err.name, "SECKILL_REDLOCK_URLS", "{err}");
+        let err = load(&[("SECKILL_DATABASE_URL", "mysql://h/db")]).expect_err("must fail");
+        assert_eq!(err.name, "SECKILL_DATABASE_URL", "{err}");
         let err = load(&[("SECKILL_STRATEGY", "yolo")]).expect_err("must fail");
         assert_eq!(err.name, "SECKILL_STRATEGY");
         assert!(

@@ -33,8 +33,8 @@ pub fn pool(settings: &Settings) -> Result<PgPool, sqlx::Error> {
             ),
         ]);
     Ok(PgPoolOptions::new()
-        .max_connections(settings.database_max_connections)
-        .acquire_timeout(Duration::from_millis(settings.database_acquire_timeout_ms))
+        .max_connections(settings.database_max_connections.get())
+        .acquire_timeout(settings.database_acquire_timeout_ms.ms())
         // A ping before every checkout is a round trip on the hot path; a
         // dead connection fails its first statement instead and is dropped.
         .test_before_acquire(false)

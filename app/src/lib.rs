@@ -55,6 +55,7 @@ pub mod redis_client;
 pub mod registry;
 pub mod routes;
 pub mod section;
+pub mod setting_types;
 pub mod startup;
 pub mod state;
 pub mod strategy;

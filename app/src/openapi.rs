@@ -86,7 +86,7 @@ impl Modify for AdminToken {
 )]
 #[get("/openapi.json")]
 pub async fn openapi_json(state: web::Data<AppState>) -> HttpResponse {
-    HttpResponse::Ok().json(with_bounds(state.settings.fault_delay_max_ms))
+    HttpResponse::Ok().json(with_bounds(state.settings.fault_delay_max_ms.get()))
 }
 
 /// [`document`] with the bounds this replica enforces on `PUT

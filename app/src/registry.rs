@@ -94,13 +94,13 @@ impl Strategies {
             Arc::new(Locked(watchdog::Watchdog::new(&settings.redis_url)?)),
             Arc::new(Locked(redlock::Redlock::new(
                 &settings.redlock_urls,
-                std::time::Duration::from_millis(settings.redlock_node_timeout_ms),
+                settings.redlock_node_timeout_ms.ms(),
                 settings.redlock_drift_factor,
             )?)),
             Arc::new(Locked(fenced::Fenced::new())),
             Arc::new(Locked(mysql_get_lock::MysqlGetLock::new(
                 settings.mysql_url(),
-                settings.database_max_connections,
+                settings.database_max_connections.get(),
             )?)),
             Arc::new(Locked(etcd_lease::EtcdLease::new(&settings.etcd_urls()))),
             Arc::new(Locked(zk_ephemeral_seq::ZkEphemeralSeq::new(

@@ -146,7 +146,7 @@ async fn dependencies(settings: &Settings, pool: sqlx::PgPool) -> anyhow::Result
         settings.instance(),
         metrics.clone(),
     )?;
-    history.set_stale_after(Duration::from_millis(settings.history_stale_ms));
+    history.set_stale_after(settings.history_stale_ms.ms());
     if let Err(e) = history.refresh().await {
         tracing::warn!(error = %e, "history arbiter not reachable at start");
     }
@@ -156,10 +156,10 @@ async fn dependencies(settings: &Settings, pool: sqlx::PgPool) -> anyhow::Result
         metrics,
         history,
         redis_wait_replicas: settings.redis_wait_replicas,
-        redis_wait_timeout: Duration::from_millis(settings.redis_wait_timeout_ms),
+        redis_wait_timeout: settings.redis_wait_timeout_ms.ms(),
         lock_ttl: settings.lock_ttl(),
         lock_wait: settings.lock_wait(),
-        lock_retry: Duration::from_millis(settings.lock_retry_ms),
+        lock_retry: settings.lock_retry_ms.ms(),
         optimistic_max_retries: settings.optimistic_max_retries,
         freeze: crate::freeze::FreezeHook::default(),
     })
@@ -242,7 +242,7 @@ fn background_tasks(
     deps: &Deps,
 ) -> tokio::sync::watch::Sender<bool> {
     let (stop_background, stop_rx) = tokio::sync::watch::channel(false);
-    let every = Duration::from_millis(settings.control_refresh_ms);
+    let every = settings.control_refresh_ms.ms();
     tokio::spawn(control.clone().refresh_loop(deps.clone(), every, stop_rx));
     tokio::spawn(
         deps.history

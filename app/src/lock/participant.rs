@@ -244,9 +244,9 @@ impl Participant {
                     settings.synchronous_commit.as_str().to_owned(),
                 ),
             ]);
-        let acquire_timeout = Duration::from_millis(settings.database_acquire_timeout_ms);
+        let acquire_timeout = settings.database_acquire_timeout_ms.ms();
         let pool = PgPoolOptions::new()
-            .max_connections((settings.database_max_connections / 2).max(2))
+            .max_connections((settings.database_max_connections.get() / 2).max(2))
             .acquire_timeout(acquire_timeout)
             .connect_lazy_with(options.clone());
         let finisher = PgPoolOptions::new()
@@ -257,8 +257,8 @@ impl Participant {
             side,
             pool,
             finisher,
-            timeout: Duration::from_millis(settings.three_pc_timeout_ms),
-            lock_wait: Duration::from_millis(settings.lock_wait_ms),
+            timeout: settings.three_pc_timeout_ms.ms(),
+            lock_wait: settings.lock_wait_ms.ms(),
             states: Arc::default(),
         }))
     }

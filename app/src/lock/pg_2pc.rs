@@ -164,10 +164,8 @@ impl Pg2pc {
                         // Half the main pool's size: three demo replicas'
                         // pools of both databases stay under the server's
                         // max_connections (200).
-                        .max_connections((settings.database_max_connections / 2).max(2))
-                        .acquire_timeout(Duration::from_millis(
-                            settings.database_acquire_timeout_ms,
-                        ))
+                        .max_connections((settings.database_max_connections.get() / 2).max(2))
+                        .acquire_timeout(settings.database_acquire_timeout_ms.ms())
                         .test_before_acquire(false)
                         .connect_lazy_with(options),
                 )

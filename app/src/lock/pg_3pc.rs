@@ -103,8 +103,8 @@ impl Pg3pc {
             two_pc,
             participants,
             instance: settings.instance(),
-            timeout: Duration::from_millis(settings.three_pc_timeout_ms),
-            lock_wait: Duration::from_millis(settings.lock_wait_ms),
+            timeout: settings.three_pc_timeout_ms.ms(),
+            lock_wait: settings.lock_wait_ms.ms(),
         })
     }
 

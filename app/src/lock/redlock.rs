@@ -396,10 +396,15 @@ impl Extender {
 
 impl Redlock {
     /// A client for `urls` (may be empty: the strategy is then unavailable).
-    pub fn new(urls: &[String], node_timeout: Duration, drift_factor: f64) -> anyhow::Result<Self> {
+    pub fn new(
+        urls: &[impl AsRef<str>],
+        node_timeout: Duration,
+        drift_factor: f64,
+    ) -> anyhow::Result<Self> {
         let nodes = urls
             .iter()
             .map(|url| {
+                let url = url.as_ref();
                 Ok(Node {
                     name: node_name(url),
                     conn: redis_connection(url)?,

@@ -77,8 +77,8 @@ fn strategies_body(state: &AppState) -> StrategiesBody {
     StrategiesBody {
         active: state.control.active().info().name,
         strategies: entries,
-        lock_ttl_ms: state.settings.lock_ttl_ms,
-        lock_wait_ms: state.settings.lock_wait_ms,
+        lock_ttl_ms: state.settings.lock_ttl_ms.get(),
+        lock_wait_ms: state.settings.lock_wait_ms.get(),
         redis_wait_replicas: state.settings.redis_wait_replicas,
         instance: state.deps.history.instance().to_owned(),
     }
@@ -379,7 +379,7 @@ pub async fn put_faults(
         ("acquire_pause_ms", patch.acquire_pause_ms),
         ("commit_delay_ms", patch.commit_delay_ms),
     ] {
-        let max = state.settings.fault_delay_max_ms;
+        let max = state.settings.fault_delay_max_ms.get();
         if value.is_some_and(|v| v > max) {
             return Err(ApiError::bad_request(
                 "invalid_faults",

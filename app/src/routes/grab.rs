@@ -71,7 +71,7 @@ pub async fn grab(
     body: web::Json<GrabBody>,
 ) -> Result<HttpResponse, ApiError> {
     let product_id = super::product_id(id.into_inner())?;
-    let req = validate(&body, product_id, state.settings.max_quantity)?;
+    let req = validate(&body, product_id, state.settings.max_quantity.get())?;
     let (result, waited) = tokio::spawn(place(state.into_inner(), req))
         .await
         .map_err(|e| GrabError::Internal(format!("grab task failed: {e}")))?;

@@ -362,7 +362,7 @@ async fn a_refresh_under_way_never_undoes_an_admin_write() {
     let redis = RedisServer::start();
     let db = fresh_database().await;
     let settings = Settings {
-        control_refresh_ms: 1,
+        control_refresh_ms: seckill_app::configuration::Positive::new(1),
         ..TestApp::base_settings(&db, &redis.url(), "set-nx-px-token")
     };
     let app = TestApp::start(settings).await;

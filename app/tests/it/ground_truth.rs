@@ -368,7 +368,7 @@ async fn a_failed_confirm_is_cancelled_only_when_its_order_surely_does_not_exist
     let db = fresh_database().await;
     let proxy = PgProxy::start(&db).await;
     let app = spawn(&proxy.url_for(&db), &redis.url(), "redis-lua-stock", |s| {
-        s.database_acquire_timeout_ms = 500;
+        s.database_acquire_timeout_ms = seckill_app::configuration::Positive::new(500);
     })
     .await;
     app.reset(1, 5).await;
@@ -561,7 +561,7 @@ async fn a_full_batch_queue_answers_busy_and_reserves_nothing() {
         s.order_batch_max = 16;
         s.order_batch_commits = 1;
         s.order_batch_queue = 1;
-        s.lock_wait_ms = 30_000;
+        s.lock_wait_ms = seckill_app::configuration::Positive::new(30_000);
     })
     .await;
     app.reset(1, 10).await;
@@ -665,7 +665,7 @@ async fn postgres_cut_during_confirms_never_oversells_nor_loses_an_acknowledged_
     let db = fresh_database().await;
     let proxy = PgProxy::start(&db).await;
     let app = spawn(&proxy.url_for(&db), &redis.url(), "redis-lua-stock", |s| {
-        s.database_acquire_timeout_ms = 300;
+        s.database_acquire_timeout_ms = seckill_app::configuration::Positive::new(300);
     })
     .await;
     app.reset(1, 40).await;

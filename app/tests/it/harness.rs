@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use seckill_app::configuration::Settings;
+use seckill_app::configuration::{Positive, Settings};
 use seckill_app::startup::Application;
 use serde_json::{json, Value};
 use tokio::io::AsyncWriteExt;
@@ -154,7 +154,7 @@ impl AppOptions {
             zookeeper_url: None,
             order_batch_max: Settings::default().order_batch_max,
             order_batch_commits: Settings::default().order_batch_commits,
-            database_max_connections: Settings::default().database_max_connections,
+            database_max_connections: Settings::default().database_max_connections.get(),
             database_acquire_timeout_ms: 1_500,
         }
     }
@@ -185,23 +185,27 @@ impl TestApp {
     pub async fn spawn(options: AppOptions) -> Self {
         let settings = Settings {
             listen: "127.0.0.1:0".into(),
-            database_url: options.database_url,
-            redis_url: options.redis_url,
+            database_url: options.database_url.parse().expect("a PostgreSQL URL"),
+            redis_url: options.redis_url.parse().expect("a Redis URL"),
             strategy: options.strategy.parse().expect("a strategy name"),
             work_delay_ms: options.work_delay_ms,
-            lock_wait_ms: options.lock_wait_ms,
-            lock_ttl_ms: options.lock_ttl_ms,
+            lock_wait_ms: Positive::new(options.lock_wait_ms),
+            lock_ttl_ms: Positive::new(options.lock_ttl_ms),
             admin_token: Some(ADMIN_TOKEN.into()),
-            redlock_urls: options.redlock_urls,
+            redlock_urls: options
+                .redlock_urls
+                .iter()
+                .map(|u| u.parse().expect("a Redis URL"))
+                .collect(),
             mysql_url: options.mysql_url,
             etcd_urls: options.etcd_urls,
             zookeeper_url: options.zookeeper_url,
             order_batch_max: options.order_batch_max,
             order_batch_commits: options.order_batch_commits,
-            database_max_connections: options.database_max_connections,
-            database_acquire_timeout_ms: options.database_acquire_timeout_ms,
+            database_max_connections: Positive::new(options.database_max_connections),
+            database_acquire_timeout_ms: Positive::new(options.database_acquire_timeout_ms),
             seed_products: options.seed.into(),
-            control_refresh_ms: 50,
+            control_refresh_ms: Positive::new(50),
             ..Settings::default()
         };
         Self::start(settings).await
@@ -213,16 +217,16 @@ impl TestApp {
     pub fn base_settings(database_url: &str, redis_url: &str, strategy: &str) -> Settings {
         Settings {
             listen: "127.0.0.1:0".into(),
-            database_url: database_url.into(),
-            redis_url: redis_url.into(),
+            database_url: database_url.parse().expect("a PostgreSQL URL"),
+            redis_url: redis_url.parse().expect("a Redis URL"),
             strategy: strategy.parse().expect("a strategy name"),
             work_delay_ms: 0,
-            lock_wait_ms: 5_000,
-            lock_ttl_ms: 10_000,
+            lock_wait_ms: Positive::new(5_000),
+            lock_ttl_ms: Positive::new(10_000),
             admin_token: Some(ADMIN_TOKEN.into()),
-            database_acquire_timeout_ms: 1_500,
+            database_acquire_timeout_ms: Positive::new(1_500),
             seed_products: "1:100".into(),
-            control_refresh_ms: 50,
+            control_refresh_ms: Positive::new(50),
             ..Settings::default()
         }
     }

@@ -30,8 +30,8 @@ async fn replica(
     stale_ms: u64,
 ) -> TestApp {
     TestApp::start(Settings {
-        history_url: Some(arbiter_url.to_owned()),
-        history_stale_ms: stale_ms,
+        history_url: Some(arbiter_url.parse().expect("a Redis URL")),
+        history_stale_ms: seckill_app::configuration::Positive::new(stale_ms),
         instance_id: Some(instance.to_owned()),
         ..TestApp::base_settings(db, &redis.url(), "set-nx-px-token")
     })

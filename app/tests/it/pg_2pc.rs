@@ -47,10 +47,10 @@ pub(crate) fn settings(
     let mut s = TestApp::base_settings(main, redis, "pg-2pc");
     s.stock_database_url = Some(stock.to_owned());
     s.instance_id = Some(instance.to_owned());
-    s.lock_wait_ms = 500;
+    s.lock_wait_ms = seckill_app::configuration::Positive::new(500);
     // Two pools per replica (the stock side's and the orders'), two
     // replicas, on a server other tests share.
-    s.database_max_connections = 8;
+    s.database_max_connections = seckill_app::configuration::Positive::new(8);
     s
 }
 

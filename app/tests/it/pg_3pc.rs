@@ -36,7 +36,7 @@ fn three_pc(
 ) -> seckill_app::configuration::Settings {
     let mut s = settings(main, stock, redis, instance);
     s.strategy = seckill_wire::strategies::StrategyName::Pg3pc;
-    s.three_pc_timeout_ms = timeout_ms;
+    s.three_pc_timeout_ms = seckill_app::configuration::Positive::new(timeout_ms);
     s
 }
 

@@ -277,12 +277,15 @@ mod tests {
             Threshold::parse("p99<4ms").expect("a threshold"),
         ];
         assert!(thresholds_name_runs(&ok, &chosen).is_ok());
-        let typo = [Threshold::parse("redlok:p99<4ms").expect("a threshold")];
-        let e = thresholds_name_runs(&typo, &chosen)
+        // A misspelt strategy is refused where the threshold is read.
+        let typo = Threshold::parse("redlok:p99<4ms").expect_err("refused");
+        assert!(typo.contains("redlok"), "{typo}");
+        let other = [Threshold::parse("fenced:p99<4ms").expect("a threshold")];
+        let e = thresholds_name_runs(&other, &chosen)
             .expect_err("refused")
             .to_string();
         assert!(
-            e.contains("redlok is not among the strategies this run runs (redlock)"),
+            e.contains("fenced is not among the strategies this run runs (redlock)"),
             "{e}"
         );
     }

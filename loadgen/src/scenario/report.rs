@@ -525,12 +525,12 @@ mod tests {
         assert!(!page.contains("<script"), "no raw <script> tag: {page}");
         assert!(!page.contains(HOSTILE), "{page}");
         for escaped in [
-            format!("<tr><td>gc-pause</td><td>redlock{ESCAPED}</td><td>restart</td>"),
+            "<tr><td>gc-pause</td><td>redlock</td><td>restart</td>".to_owned(),
             format!(
                 "<td style=\"color:#c62828;font-weight:bold\">UNEXPECTED</td>\
                  <td>because {ESCAPED}</td></tr>\n"
             ),
-            format!("<h3>gc-pause · redlock{ESCAPED} · restart</h3>"),
+            "<h3>gc-pause · redlock · restart</h3>".to_owned(),
             format!("<li><code>+0.0 ms</code> <b>{ESCAPED}</b> entered while inside: </li>"),
             "<p>1 cases in 2 s (--quick).".to_owned(),
         ] {
