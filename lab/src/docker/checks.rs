@@ -140,21 +140,11 @@ fn load_and_panels(compose: &Compose, out: &Path, mode: Mode) -> anyhow::Result<
     ]
     .map(StrategyName::as_str)
     .join(",");
-    let mut args: Vec<&str> = Vec::new();
-    if mode == Mode::Quick {
-        args.push("compare");
-        args.extend(REPLICA_URLS);
-        args.extend([
-            "--strategies",
-            &strategies,
-            "--stock",
-            "50",
-            "--users",
-            "50",
-            "--out",
-            "/reports",
-        ]);
-    }
+    let args = if mode == Mode::Quick {
+        compare_job(&strategies)
+    } else {
+        Vec::new()
+    };
     let load_start = unix_s();
     say(&format!(
         "docker-compose --profile load run loadgen {}",
@@ -205,23 +195,31 @@ fn again_after_down_up(
         StrategyName::SetNxPxToken.as_str(),
     ]
     .join(",");
-    let mut args = vec!["compare"];
-    args.extend(REPLICA_URLS);
-    args.extend([
+    compose
+        .run_loadgen(&out.join("again"), &compare_job(&again))
+        .context("the loadgen job failed after down/up")?;
+    crate::compose_report::judge(&out.join("again"))
+        .context("after down/up the compare report breaks a promise")
+}
+
+/// The loadgen job's command: a comparison of `strategies` over the three
+/// replicas on a small stock, its report in the job's volume.
+fn compare_job(strategies: &str) -> Vec<String> {
+    let mut args = vec!["compare".to_owned()];
+    args.extend(REPLICA_URLS.map(str::to_owned));
+    for word in [
         "--strategies",
-        &again,
+        strategies,
         "--stock",
         "50",
         "--users",
         "50",
         "--out",
         "/reports",
-    ]);
-    compose
-        .run_loadgen(&out.join("again"), &args)
-        .context("the loadgen job failed after down/up")?;
-    crate::compose_report::judge(&out.join("again"))
-        .context("after down/up the compare report breaks a promise")
+    ] {
+        args.push(word.to_owned());
+    }
+    args
 }
 
 fn unix_s() -> f64 {

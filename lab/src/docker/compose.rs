@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _};
 
-use super::engine::output;
+use super::engine::{output, stdout_of};
 use crate::util::say;
 
 /// The project's name.
@@ -46,16 +46,10 @@ impl Compose {
 
     /// `docker-compose … args…`, its standard output.
     pub fn run(&self, args: &[&str]) -> anyhow::Result<String> {
-        let out = self.command(args).output().context("run docker-compose")?;
-        if !out.status.success() {
-            bail!(
-                "docker-compose {} exited {}: {}",
-                args.join(" "),
-                out.status,
-                String::from_utf8_lossy(&out.stderr).trim()
-            );
-        }
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        stdout_of(
+            self.command(args),
+            &format!("docker-compose {}", args.join(" ")),
+        )
     }
 
     /// Every service but Grafana (no image to run here) and the loadgen job.
@@ -154,13 +148,13 @@ impl Compose {
     /// The compose file's loadgen job as it is defined (its own command
     /// unless `args` are given; reports in its volume), then its /reports
     /// copied into `dir` on the host.
-    pub fn run_loadgen(&self, dir: &Path, args: &[&str]) -> anyhow::Result<()> {
+    pub fn run_loadgen(&self, dir: &Path, args: &[String]) -> anyhow::Result<()> {
         let name = format!("{PROJECT}-loadgen");
         let _ = std::fs::remove_dir_all(dir);
         std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
         let _ = output("docker", &["rm", "-f", &name]);
         let mut all = vec!["--profile", "load", "run", "--name", &name, "loadgen"];
-        all.extend_from_slice(args);
+        all.extend(args.iter().map(String::as_str));
         let status = self
             .command(&all)
             .status()

@@ -13,15 +13,18 @@ use crate::util::say;
 /// `program args…`, its standard output; an error with its standard error
 /// when it fails.
 pub(super) fn output(program: &str, args: &[&str]) -> anyhow::Result<String> {
-    let out = Command::new(program)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .with_context(|| format!("run {program}"))?;
+    let mut command = Command::new(program);
+    command.args(args).stdin(Stdio::null());
+    stdout_of(command, &format!("{program} {}", args.join(" ")))
+}
+
+/// What `command` (`what`, in its error) printed; an error with its
+/// standard error when it fails.
+pub(super) fn stdout_of(mut command: Command, what: &str) -> anyhow::Result<String> {
+    let out = command.output().with_context(|| format!("run {what}"))?;
     if !out.status.success() {
         bail!(
-            "{program} {} exited {}: {}",
-            args.join(" "),
+            "{what} exited {}: {}",
             out.status,
             String::from_utf8_lossy(&out.stderr).trim()
         );

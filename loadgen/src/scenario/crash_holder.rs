@@ -260,32 +260,21 @@ mod tests {
 
     #[test]
     fn a_watch_shorter_than_the_lock_outliving_its_holder_is_a_stall_and_a_longer_one_is_not() {
-        // TTL 800 + work 50: the survivor sells again about 850 ms after.
-        assert_eq!(
-            expected(StrategyName::SetNxPx, Kind::Ttl, "840"),
-            Expected::Breaks
-        );
-        assert_eq!(
-            expected(StrategyName::SetNxPx, Kind::Ttl, "860"),
-            Expected::Holds
-        );
-        // etcd: a whole-second lease, revoked on its 500 ms sweep.
-        assert_eq!(
-            expected(StrategyName::EtcdLease, Kind::Lease, "1540"),
-            Expected::Breaks
-        );
-        assert_eq!(
-            expected(StrategyName::EtcdLease, Kind::Lease, "1560"),
-            Expected::Holds
-        );
-        // A session ends with the connection; a key without a TTL never.
-        assert_eq!(
-            expected(StrategyName::MysqlGetLock, Kind::Session, "0.5ttl"),
-            Expected::Holds
-        );
-        assert_eq!(
-            expected(StrategyName::Setnx, Kind::NoExpiry, "4ttl"),
-            Expected::Breaks
-        );
+        use Expected::{Breaks, Holds};
+        for (name, kind, watch, want) in [
+            // TTL 800 + work 50: the survivor sells again about 850 ms after.
+            (StrategyName::SetNxPx, Kind::Ttl, "840", Breaks),
+            (StrategyName::SetNxPx, Kind::Ttl, "860", Holds),
+            // etcd: a whole-second lease, revoked on its 500 ms sweep.
+            (StrategyName::EtcdLease, Kind::Lease, "1540", Breaks),
+            (StrategyName::EtcdLease, Kind::Lease, "1560", Holds),
+            // A session ends with the connection; a key without a TTL never.
+            (StrategyName::MysqlGetLock, Kind::Session, "0.5ttl", Holds),
+            (StrategyName::Setnx, Kind::NoExpiry, "4ttl", Breaks),
+            // The fenced lock is judged on its data, which a stall leaves exact.
+            (StrategyName::Fenced, Kind::Fenced, "0.5ttl", Holds),
+        ] {
+            assert_eq!(expected(name, kind, watch), want, "{name} at {watch}");
+        }
     }
 }
