@@ -131,10 +131,7 @@ async fn load_command(strategies: Vec<StrategyName>, common: Common, step: Step)
         thresholds: common.verdicts.threshold,
     };
     match step {
-        Step::Whole => {
-            let names = strategies.iter().map(ToString::to_string).collect();
-            compare::main(names, &settings).await
-        }
+        Step::Whole => compare::main(strategies, &settings).await,
         Step::Prepare => compare::prepare_main(strategies[0], &settings).await,
         Step::Shard(shard) => compare::shard_main(strategies[0], shard, &settings).await,
     }

@@ -265,11 +265,6 @@ impl StrategyEntry {
     pub fn is(&self, strategy: StrategyName) -> bool {
         self.name == strategy
     }
-
-    /// Its name.
-    pub fn strategy(&self) -> StrategyName {
-        self.name
-    }
 }
 
 /// `GET /admin/strategies`, and the answer of `PUT /admin/strategy`.

@@ -30,11 +30,11 @@ use settings::Conditions;
 
 use finish::{error_code, exit_code, thresholds_name_runs, write_reports};
 
-use crate::api::{Service, ServiceError, StrategiesBody, StrategyEntry};
+use crate::api::{Service, ServiceError, StrategiesBody, StrategyEntry, StrategyName};
 use crate::report::{Report, Run, Skipped};
 
 /// `run`/`compare`: run, print, write, and map the result to an exit code.
-pub async fn main(strategies: Vec<String>, settings: &Settings) -> ExitCode {
+pub async fn main(strategies: Vec<StrategyName>, settings: &Settings) -> ExitCode {
     match execute(strategies, settings).await {
         Ok(report) => {
             println!("{}", report.terminal());
@@ -59,7 +59,7 @@ pub(crate) fn say(bar: &ProgressBar, line: String) {
 }
 
 /// Run `strategies` (empty = all) with `settings`' workload and write the reports.
-async fn execute(strategies: Vec<String>, settings: &Settings) -> anyhow::Result<Report> {
+async fn execute(strategies: Vec<StrategyName>, settings: &Settings) -> anyhow::Result<Report> {
     let workload = settings.workload.clone();
     // Every local mistake before the first request: an --out that cannot be
     // created fails here (exit 2), not after the runs.
@@ -104,21 +104,19 @@ async fn execute(strategies: Vec<String>, settings: &Settings) -> anyhow::Result
 /// name it does not know is an error.
 fn choose(
     listed: &StrategiesBody,
-    names: Vec<String>,
+    names: Vec<StrategyName>,
 ) -> Result<(Vec<StrategyEntry>, Vec<Skipped>), ServiceError> {
-    let names: Vec<String> = if names.is_empty() {
-        listed
-            .strategies
-            .iter()
-            .map(|s| s.name.to_string())
-            .collect()
+    let names: Vec<StrategyName> = if names.is_empty() {
+        listed.strategies.iter().map(|s| s.name).collect()
     } else {
         names
     };
     let mut chosen = Vec::new();
     let mut skipped = Vec::new();
-    for name in &names {
-        let entry = crate::api::entry(listed, name)?;
+    for name in names {
+        // A name this build knows that the service does not list (an older
+        // service) is still an error, naming the ones it lists.
+        let entry = crate::api::entry(listed, name.as_str())?;
         match crate::api::unavailable(entry) {
             None => chosen.push(entry.clone()),
             Some(reason) => skipped.push(Skipped {

@@ -123,7 +123,7 @@ async fn prepare(strategy: StrategyName, settings: &Settings) -> anyhow::Result<
         .with_context(|| format!("create {}", settings.out.display()))?;
     let service = Service::new(settings.urls.clone(), settings.admin_token.clone());
     let listed = service.check().await?;
-    let entry = available(&listed, strategy.as_str())?;
+    let entry = available(&listed, strategy)?;
     let run::Ready { restore, faults } = run::ready(&service, settings).await?;
     let metrics_before =
         run::prepare(&service, &entry, &settings.workload, settings.history).await?;
@@ -142,8 +142,8 @@ async fn prepare(strategy: StrategyName, settings: &Settings) -> anyhow::Result<
 }
 
 /// The entry of `name`, if the service can run it.
-fn available(listed: &StrategiesBody, name: &str) -> anyhow::Result<StrategyEntry> {
-    let entry = crate::api::entry(listed, name)?;
+fn available(listed: &StrategiesBody, name: StrategyName) -> anyhow::Result<StrategyEntry> {
+    let entry = crate::api::entry(listed, name.as_str())?;
     if let Some(reason) = crate::api::unavailable(entry) {
         anyhow::bail!("{name}: {reason}");
     }
@@ -217,7 +217,7 @@ async fn send_share(
         .with_context(|| format!("create {}", settings.out.display()))?;
     let service = Service::new(settings.urls.clone(), settings.admin_token.clone());
     let listed = service.check().await?;
-    let entry = available(&listed, strategy.as_str())?;
+    let entry = available(&listed, strategy)?;
     for base in &service.urls {
         let seen = service.product(base, 1).await?.strategy;
         if seen != strategy {

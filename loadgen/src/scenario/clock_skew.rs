@@ -58,7 +58,7 @@ pub fn expect(strategy: &StrategyEntry, _variant: Option<Variant>, params: &Para
     let (ttl, work, skew) = (d.ttl_ms, d.work_ms, d.skew);
     // Survey scheme 2 (value = expiry time, GETSET) is the one design
     // that trusts the client's clock.
-    Ok(match strategy.strategy() {
+    Ok(match strategy.name {
         StrategyName::SetnxGetset if skew + work > ttl => (
             Breaks,
             format!("skew {skew} ms > TTL − work ({} ms): the fast replica reads a live lock as expired and takes it over", ttl.saturating_sub(work)),

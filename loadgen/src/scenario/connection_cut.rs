@@ -98,7 +98,7 @@ pub fn survivable_ms(ttl: u64) -> u64 {
 /// What `strategy` should do when its holder's Redis link is cut.
 pub fn expect(strategy: &StrategyEntry, _variant: Option<Variant>, params: &Params) -> Expectation {
     let d = ConnectionCutDials::of(params);
-    if !lives_in_redis(strategy.strategy()) {
+    if !lives_in_redis(strategy.name) {
         return Err(
             "its lock is not in Redis: the cut link (Redis to replica a) carries none of its lock's traffic"
                 .into(),

@@ -61,23 +61,21 @@ pub const QUICK: &[(&str, &str)] = &[("ttl_ms", "400"), ("gap", "600"), ("watch_
 /// How long after the kill the survivor's first order should come, in ms:
 /// the dead holder's lock lives on for its TTL (it was caught just after
 /// it entered), rounded up as its server expires it, and then the next
-/// holder works `work_ms` before its order lands. `None`: the lock never
-/// ends with the holder (a key without a TTL), or it ends at once with
-/// its connection (a session, a transaction).
+/// holder works `work_ms` before its order lands. For a lock that ends on
+/// a timer; [`expect`] says what the others do.
 ///
 /// - A TTL, a lease, Redlock's keys, a lock-table row: the TTL.
 /// - etcd: the lease in whole seconds, and its server revokes expired
 ///   leases every 500 ms.
 /// - ZooKeeper: the session timeout, and its server expires sessions on
 ///   the next tick (100 ms here).
-pub fn sold_again_after(strategy: &StrategyEntry, d: &CrashHolderDials) -> Option<u64> {
-    let lives = match (strategy.kind, strategy.strategy()) {
-        (Kind::NoExpiry, _) | (Kind::Session | Kind::InTransaction, _) => return None,
-        (_, StrategyName::EtcdLease) => d.ttl_ms.div_ceil(1000).max(1) * 1000 + 500,
-        (_, StrategyName::ZkEphemeralSeq) => d.ttl_ms + 100,
+pub fn sold_again_after(strategy: &StrategyEntry, d: &CrashHolderDials) -> u64 {
+    let lives = match strategy.name {
+        StrategyName::EtcdLease => d.ttl_ms.div_ceil(1000).max(1) * 1000 + 500,
+        StrategyName::ZkEphemeralSeq => d.ttl_ms + 100,
         _ => d.ttl_ms,
     };
-    Some(lives + d.work_ms)
+    lives + d.work_ms
 }
 
 /// What `strategy` should do when its holder dies, watched `watch_ms`.
@@ -104,15 +102,14 @@ pub fn expect(strategy: &StrategyEntry, _variant: Option<Variant>, params: &Para
             "the lock ends with the dead holder's connection: the survivor sells at once".to_owned(),
         ),
         _ => match sold_again_after(strategy, &d) {
-            Some(after) if watch < after => (
+            after if watch < after => (
                 Breaks,
                 format!("watched {watch} ms, less than the lock outlives its dead holder and the next one works ({after} ms): stalled"),
             ),
-            Some(after) => (
+            after => (
                 Holds,
                 format!("the TTL, lease or session ends with the holder: sold again about {after} ms after the kill, within the {watch} ms watched"),
             ),
-            None => (Holds, "the lock ends with the holder".to_owned()),
         },
     };
     Ok((expected, why))

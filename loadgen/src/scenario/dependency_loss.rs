@@ -61,7 +61,7 @@ fn between_ms(outage: u64) -> u64 {
 
 /// Every strategy holds, but one whose stock lives in Redis alone.
 pub fn expect(strategy: &StrategyEntry, _variant: Option<Variant>) -> Expectation {
-    match strategy.strategy() {
+    match strategy.name {
         StrategyName::RedisLuaStock => Err("its stock lives in Redis: a Redis without persistence loses it (documented in its header)".into()),
         _ => Ok((Holds, "a dead dependency answers 503 and rolls back; nothing half-written".into())),
     }

@@ -73,7 +73,7 @@ pub fn promoted_lacks_key(d: &FailoverDials, variant: Option<Variant>) -> bool {
 /// is promoted.
 pub fn expect(strategy: &StrategyEntry, variant: Option<Variant>, params: &Params) -> Expectation {
     if matches!(
-        strategy.strategy(),
+        strategy.name,
         StrategyName::EtcdLease | StrategyName::ZkEphemeralSeq
     ) {
         return Err("this scenario fails over the service's one Redis; etcd and ZooKeeper replicate by consensus".into());
@@ -113,7 +113,7 @@ pub fn expect(strategy: &StrategyEntry, variant: Option<Variant>, params: &Param
 /// The SET NX PX family: the locks whose writes `WAIT` for the replica.
 fn waits_for_replica(strategy: &StrategyEntry) -> bool {
     matches!(
-        strategy.strategy(),
+        strategy.name,
         StrategyName::SetNxPx | StrategyName::SetNxPxCheckDel | StrategyName::SetNxPxToken
     )
 }

@@ -102,7 +102,7 @@ pub fn expect(strategy: &StrategyEntry, _variant: Option<Variant>, params: &Para
         }
         return Ok(expect_postgres(strategy, &d));
     }
-    if !lives_in_redis(strategy.strategy()) {
+    if !lives_in_redis(strategy.name) {
         return Err("its lock is not in Redis: the delayed link (Redis to replica a) carries none of its lock's traffic (link=postgres delays what it uses)".into());
     }
     if strategy.kind == Kind::NotALock {
