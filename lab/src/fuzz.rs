@@ -84,18 +84,7 @@ pub fn run() -> anyhow::Result<()> {
 fn swallow_interrupts() -> std::sync::Arc<std::sync::atomic::AtomicBool> {
     let seen = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let flag = std::sync::Arc::clone(&seen);
-    let _ = std::thread::Builder::new()
-        .name("note-interrupts".into())
-        .spawn(move || {
-            let Ok(rt) = crate::util::runtime() else {
-                return;
-            };
-            rt.block_on(async {
-                while tokio::signal::ctrl_c().await.is_ok() {
-                    flag.store(true, std::sync::atomic::Ordering::Relaxed);
-                }
-            });
-        });
+    crate::util::on_interrupt(move || flag.store(true, std::sync::atomic::Ordering::Relaxed));
     seen
 }
 

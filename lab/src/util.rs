@@ -50,6 +50,28 @@ pub(crate) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
         .context("a tokio runtime")
 }
 
+/// Run `then` on the first Ctrl-C or SIGTERM, on a thread of its own; the
+/// signals no longer end the process by themselves from here on (the
+/// children of a chore still get the Ctrl-C of their terminal).
+pub(crate) fn on_interrupt(then: impl FnOnce() + Send + 'static) {
+    let _ = std::thread::Builder::new()
+        .name("on-interrupt".into())
+        .spawn(move || {
+            let Ok(rt) = runtime() else { return };
+            let signalled = rt.block_on(async {
+                use tokio::signal::unix::{signal, SignalKind};
+                let mut term = signal(SignalKind::terminate())?;
+                tokio::select! {
+                    r = tokio::signal::ctrl_c() => r,
+                    _ = term.recv() => Ok(()),
+                }
+            });
+            if signalled.is_ok() {
+                then();
+            }
+        });
+}
+
 /// A line of the lab's own, in bold: `[seckill] …`.
 pub(crate) fn say(message: &str) {
     println!("\x1b[1m[seckill]\x1b[0m {message}");

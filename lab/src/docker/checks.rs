@@ -65,7 +65,10 @@ pub fn check_stack(root: &Path, mode: Mode) -> anyhow::Result<()> {
     let services = compose.services()?;
     // Ctrl-C and every failure take the stack down as a pass does.
     let down = compose.clone();
-    let _ = ctrlc_takes_down(down);
+    crate::util::on_interrupt(move || {
+        let _ = down.take_down();
+        std::process::exit(130);
+    });
     let checked = (|| {
         let _ = compose
             .command(&["--profile", "load", "down", "-v", "--remove-orphans"])
@@ -89,26 +92,6 @@ pub fn check_stack(root: &Path, mode: Mode) -> anyhow::Result<()> {
         started.elapsed().as_secs()
     ));
     Ok(())
-}
-
-/// On Ctrl-C (or SIGTERM), the project down with its volumes, then exit 130.
-fn ctrlc_takes_down(compose: Compose) -> std::io::Result<()> {
-    std::thread::Builder::new()
-        .name("take-down-on-interrupt".into())
-        .spawn(move || {
-            let Ok(rt) = crate::util::runtime() else { return };
-            rt.block_on(async {
-                let mut term =
-                    tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    Some(()) = async { match term.as_mut() { Some(t) => t.recv().await, None => std::future::pending().await } } => {}
-                }
-            });
-            let _ = compose.take_down();
-            std::process::exit(130);
-        })
-        .map(drop)
 }
 
 /// The checks, in the order a user meets them.
