@@ -167,7 +167,8 @@ pub struct Settings {
     /// no word from the coordinator, it commits on its own (3PC's rule,
     /// what keeps it from blocking); having voted yes, it waits this long
     /// plus `lock_wait_ms` for the pre-commit, then aborts. The
-    /// coordinator waits as long for each answer.
+    /// coordinator waits as long for each answer. Above 0: a participant
+    /// that never waits commits before the coordinator has asked everyone.
     pub three_pc_timeout_ms: Positive<u64>,
     /// The scenario runner's hooks (`POST /admin/freeze`: the process
     /// stops itself at a named point of its next critical section, until
@@ -553,7 +554,7 @@ impl Settings {
         Ok(())
     }
 
-    /// A set admin token is not blank, and the log format is known.
+    /// A set admin token is not blank.
     fn check_admin_token(&self) -> Result<(), SettingsError> {
         if matches!(&self.admin_token, Some(t) if t.trim().is_empty()) {
             return Err(SettingsError::new(
