@@ -232,6 +232,7 @@ async fn atlas_command(args: AtlasArgs) -> ExitCode {
         plan,
         reuse,
         no_locate,
+        recheck,
         quiet,
         lab,
     } = args;
@@ -249,6 +250,7 @@ async fn atlas_command(args: AtlasArgs) -> ExitCode {
         plan,
         reuse,
         no_locate,
+        recheck,
         scenario,
     })
     .await

@@ -142,6 +142,95 @@ pub struct Ends {
     /// Every other flip, when the outcome changed side more than once.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub more: Vec<Bracket>,
+    /// Where the outcome was first seen, when that was in fewer than half
+    /// the injections: the seen end is then the nearest size where half
+    /// or more saw it (a side a rerun keeps), and between the two lies a
+    /// band where it happens now and then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub onset: Option<Onset>,
+    /// Whether the seen end was seen in half the injections or more
+    /// (`false`: no size on that side was; a rerun of it may see none).
+    #[serde(default = "yes")]
+    pub firm: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// The size where an outcome was first seen, in fewer than half the
+/// injections.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Onset {
+    /// The size as run.
+    pub value: String,
+    /// In the dial's unit.
+    pub resolved: f64,
+    /// k of n there.
+    pub k: u64,
+    pub n: u64,
+}
+
+impl Ends {
+    /// The first flip `b` of `outcome` along `sorted` (by size), its seen
+    /// end moved away from the clean one to the nearest size where half
+    /// the injections or more saw the outcome: a rerun of as many
+    /// injections sees it there too (at a rate of one half, ten
+    /// injections all miss once in a thousand), where at a size seen once
+    /// in ten a rerun often sees nothing. The size first seen is kept as
+    /// the onset.
+    fn of(b: &Bracket, more: &[Bracket], sorted: &[&Probe], outcome: Outcome) -> Self {
+        let seen_at = if b.seen_below {
+            b.below_resolved
+        } else {
+            b.above_resolved
+        };
+        let onset = sorted.iter().find(|p| p.resolved == seen_at);
+        // Walking away from the clean end: up where it starts, down where
+        // it stops.
+        let away: Vec<&&Probe> = if b.seen_below {
+            sorted
+                .iter()
+                .rev()
+                .filter(|p| p.resolved <= seen_at)
+                .collect()
+        } else {
+            sorted.iter().filter(|p| p.resolved >= seen_at).collect()
+        };
+        let firm = away.iter().find(|p| p.firm(outcome) == Some(true));
+        let mut ends = Self {
+            below: b.below.clone(),
+            above: b.above.clone(),
+            below_resolved: b.below_resolved,
+            above_resolved: b.above_resolved,
+            seen_below: b.seen_below,
+            more: more.to_vec(),
+            onset: None,
+            firm: firm.is_some(),
+        };
+        let (Some(firm), Some(onset)) = (firm, onset) else {
+            return ends;
+        };
+        if firm.resolved != seen_at {
+            if b.seen_below {
+                ends.below = firm.value.clone();
+                ends.below_resolved = firm.resolved;
+            } else {
+                ends.above = firm.value.clone();
+                ends.above_resolved = firm.resolved;
+            }
+            let rate = onset
+                .rate(outcome)
+                .unwrap_or_else(|| crate::scenario::Rate::of(0, 0));
+            ends.onset = Some(Onset {
+                value: onset.value.clone(),
+                resolved: onset.resolved,
+                k: rate.k,
+                n: rate.n,
+            });
+        }
+        ends
+    }
 }
 
 /// One probe of one outcome: k of n at a size.
@@ -198,14 +287,7 @@ impl Cell {
         let flips = locate::brackets(probes, outcome);
         if let Some((b, more)) = flips.split_first() {
             return Cell::Bracket {
-                bracket: Ends {
-                    below: b.below.clone(),
-                    above: b.above.clone(),
-                    below_resolved: b.below_resolved,
-                    above_resolved: b.above_resolved,
-                    seen_below: b.seen_below,
-                    more: more.to_vec(),
-                },
+                bracket: Ends::of(b, more, &sorted, outcome),
                 probes: points,
             };
         }
@@ -241,14 +323,19 @@ impl Cell {
     }
 
     /// The smallest size it was seen at, in the dial's unit: the bracket's
-    /// upper end where it starts, the smallest size where it breaks
+    /// onset (else its upper end) where it starts, the smallest size where it breaks
     /// throughout; `None` where it was never seen.
     pub fn breaks_at(&self) -> Option<f64> {
         match self {
             Cell::Bracket { bracket, .. } if bracket.seen_below => {
                 self.probes().first().map(|p| p.resolved)
             }
-            Cell::Bracket { bracket, .. } => Some(bracket.above_resolved),
+            Cell::Bracket { bracket, .. } => Some(
+                bracket
+                    .onset
+                    .as_ref()
+                    .map_or(bracket.above_resolved, |o| o.resolved),
+            ),
             Cell::Breaks { probes, .. } => probes.first().map(|p| p.resolved),
             _ => None,
         }
@@ -283,10 +370,25 @@ impl Cell {
         }
         match self {
             Cell::Bracket { bracket: b, .. } => format!(
-                "{} between {} and {}{}",
+                "{} between {} and {}{}{}",
                 if b.seen_below { "stops" } else { "starts" },
                 size(b.below_resolved),
                 size(b.above_resolved),
+                match (&b.onset, b.firm) {
+                    (Some(o), _) => format!(
+                        " (seen from {} in {} of {}, in half or more at {})",
+                        size(o.resolved),
+                        o.k,
+                        o.n,
+                        size(if b.seen_below {
+                            b.below_resolved
+                        } else {
+                            b.above_resolved
+                        })
+                    ),
+                    (None, false) => " (seen there in under half the injections)".into(),
+                    (None, true) => String::new(),
+                },
                 if b.more.is_empty() {
                     String::new()
                 } else {
@@ -314,13 +416,28 @@ impl Cell {
     fn text_zh(&self, first: &str, last: &str, size: &dyn Fn(f64) -> String) -> String {
         match self {
             Cell::Bracket { bracket: b, .. } => format!(
-                "在 {} 与 {} 之间{}{}",
+                "在 {} 与 {} 之间{}{}{}",
                 size(b.below_resolved),
                 size(b.above_resolved),
                 if b.seen_below {
                     "消失"
                 } else {
                     "开始出现"
+                },
+                match (&b.onset, b.firm) {
+                    (Some(o), _) => format!(
+                        "（从 {} 起偶尔出现，{}/{}；在 {} 处过半）",
+                        size(o.resolved),
+                        o.k,
+                        o.n,
+                        size(if b.seen_below {
+                            b.below_resolved
+                        } else {
+                            b.above_resolved
+                        })
+                    ),
+                    (None, false) => "（该处出现的次数不到一半）".into(),
+                    (None, true) => String::new(),
                 },
                 if b.more.is_empty() {
                     String::new()
@@ -371,11 +488,22 @@ mod tests {
         else {
             panic!("{exclusion:?}")
         };
+        // First seen at 650 (1 of 10), in half or more at 1200: the
+        // bracket ends where a rerun keeps both sides.
         assert_eq!(
             (bracket.below.as_str(), bracket.above.as_str()),
-            ("375", "650")
+            ("375", "1200")
         );
-        assert!(!bracket.seen_below);
+        assert_eq!(
+            bracket.onset,
+            Some(Onset {
+                value: "650".into(),
+                resolved: 650.0,
+                k: 1,
+                n: 10
+            })
+        );
+        assert!(!bracket.seen_below && bracket.firm);
         assert_eq!(points.len(), 4);
         assert_eq!(exclusion.breaks_at(), Some(650.0));
         let data = Cell::of(&probes, Outcome::DataDamaged);
@@ -393,7 +521,41 @@ mod tests {
             data.text(" ms"),
             "holds up to 1200 ms (0 of 10 there: rate < 28 % at 95 %)"
         );
-        assert_eq!(exclusion.text(" ms"), "starts between 375 ms and 650 ms");
+        assert_eq!(
+            exclusion.text(" ms"),
+            "starts between 375 ms and 1200 ms (seen from 650 ms in 1 of 10, in half or more at 1200 ms)"
+        );
+        // Where it stops, the firm end is below; where no size on the seen
+        // side reaches half, the bracket says so.
+        let stops = [
+            probe(100.0, (9, 10), (1, 10)),
+            probe(200.0, (2, 10), (1, 10)),
+            probe(300.0, (0, 10), (0, 10)),
+        ];
+        let Cell::Bracket { bracket: b, .. } = Cell::of(&stops, Outcome::ExclusionBroken) else {
+            panic!("a bracket")
+        };
+        assert_eq!((b.below.as_str(), b.above.as_str()), ("100", "300"));
+        assert_eq!(b.onset.map(|o| o.value), Some("200".into()));
+        assert!(b.seen_below && b.firm);
+        let weak = Cell::of(&stops, Outcome::DataDamaged);
+        let Cell::Bracket { bracket: b, .. } = &weak else {
+            panic!("a bracket")
+        };
+        assert_eq!(
+            (b.below.as_str(), b.above.as_str(), b.firm),
+            ("200", "300", false)
+        );
+        assert_eq!(
+            weak.text(" ms"),
+            "stops between 200 ms and 300 ms (seen there in under half the injections)"
+        );
+        // A file written before the onset was kept reads as firm.
+        let old: Ends = serde_json::from_str(
+            r#"{"below":"1","above":"2","below_resolved":1.0,"above_resolved":2.0,"seen_below":false}"#,
+        )
+        .expect("an earlier bracket");
+        assert!(old.firm && old.onset.is_none());
         let all = [
             probe(100.0, (1, 10), (0, 0)),
             probe(1200.0, (9, 10), (0, 0)),

@@ -127,8 +127,9 @@ fn read_back(line: &mut Line) -> anyhow::Result<()> {
 }
 
 /// The sizes a cell wants next: inside every bracket of either outcome
-/// (and of a stall, where one is watched) still wider than the
-/// tolerance, `k` sizes evenly spaced (k = 1: the midpoint), none twice.
+/// (and of a stall, where one is watched), from not seen to seen and from
+/// seen in under half the injections to half or more, still wider than
+/// the tolerance, `k` sizes evenly spaced (k = 1: the midpoint), none twice.
 fn next_values(line: &Line, k: usize) -> Vec<String> {
     let dial = line.fault.dial;
     let Some(unit) = locate::unit_of(line.fault.scenario, dial) else {
@@ -142,7 +143,16 @@ fn next_values(line: &Line, k: usize) -> Vec<String> {
         Outcome::DataDamaged,
         Outcome::Stalled,
     ] {
-        for b in locate::brackets(&probes, outcome) {
+        // Where it is first seen, and (where it starts or stops inside
+        // the range) where it is seen in half the injections or more: the
+        // bracket's end a rerun keeps (see `Cell::of`).
+        let seen = locate::brackets(&probes, outcome);
+        let firm = if seen.is_empty() {
+            Vec::new()
+        } else {
+            locate::brackets_by(&probes, |p| p.firm(outcome))
+        };
+        for b in seen.into_iter().chain(firm) {
             if b.width() <= tolerance || locate::undecided_between(&probes, outcome, &b) {
                 continue;
             }

@@ -22,13 +22,15 @@
 //! the scenarios' `--quick` dials; `--cells STRATEGY:FAULT` (either may be
 //! `*`) chooses cells. The files (`page.rs`) go under `--out`; a run of
 //! every cell, or `--write-docs`, writes them into `docs/` too (a run of
-//! some cells replaces theirs and keeps the others).
+//! some cells replaces theirs and keeps the others). `--recheck` runs
+//! both ends of every chosen bracket again ([`recheck`]).
 
 mod cell;
 mod docs;
 mod faults;
 mod measure;
 mod page;
+mod recheck;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -62,6 +64,9 @@ pub struct Settings {
     /// The starting sizes only: no bisection (with `--reuse`, the pages
     /// from what is there).
     pub no_locate: bool,
+    /// Run both ends of every chosen cell's bracket in `docs/atlas.json`
+    /// again and say whether each kept its side ([`recheck`]).
+    pub recheck: bool,
     /// What every scenario run needs (database, binary, lanes, …).
     pub scenario: scenario::Options,
 }
@@ -103,6 +108,10 @@ pub async fn main(settings: Settings) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if settings.recheck {
+        let chosen: Vec<(StrategyName, &str)> = chosen.iter().map(|(s, f)| (*s, f.id)).collect();
+        return recheck::main(&settings, &chosen).await;
+    }
     let listed = match scenario::listed_strategies(&settings.scenario).await {
         Ok(listed) => listed,
         Err(e) => {
@@ -459,6 +468,7 @@ mod tests {
             plan: false,
             reuse: false,
             no_locate: false,
+            recheck: false,
             scenario: scenario::Options::default(),
         }
     }

@@ -304,6 +304,11 @@ pub(super) struct AtlasArgs {
     /// is there.
     #[arg(long)]
     pub(super) no_locate: bool,
+    /// Run both ends of each chosen cell's bracket in docs/atlas.json
+    /// again (its check command) and print whether each end kept its
+    /// side; exit 1 if one did not. Writes recheck.{md,json} under --out.
+    #[arg(long, conflicts_with_all = ["reuse", "no_locate", "write_docs", "plan"])]
+    pub(super) recheck: bool,
     /// No per-case lines.
     #[arg(long, short)]
     pub(super) quiet: bool,

@@ -125,6 +125,16 @@ impl Probe {
     pub fn seen(&self, outcome: Outcome) -> Option<bool> {
         self.rate(outcome).filter(|r| r.n > 0).map(|r| r.k > 0)
     }
+
+    /// Whether `outcome` was seen in at least half the injections here
+    /// (a side a rerun of as many injections keeps: at a rate of one
+    /// half, ten see none once in a thousand), or not; `None` where
+    /// nothing landed.
+    pub fn firm(&self, outcome: Outcome) -> Option<bool> {
+        self.rate(outcome)
+            .filter(|r| r.n > 0)
+            .map(|r| r.k > 0 && 2 * r.k >= r.n)
+    }
 }
 
 /// The two closest probes on either side of a flip.
@@ -157,11 +167,17 @@ impl Bracket {
 /// bracket; probes with no side between two decided ones are skipped over
 /// (see [`undecided_between`]).
 pub fn brackets(probes: &[Probe], outcome: Outcome) -> Vec<Bracket> {
+    brackets_by(probes, |p| p.seen(outcome))
+}
+
+/// Every flip of `side` along `probes` (sorted by value): `brackets` for
+/// any way of telling a probe's side.
+pub fn brackets_by(probes: &[Probe], side: impl Fn(&Probe) -> Option<bool>) -> Vec<Bracket> {
     let mut sorted: Vec<&Probe> = probes.iter().filter(|p| p.resolved.is_finite()).collect();
     sorted.sort_by(|a, b| a.resolved.total_cmp(&b.resolved));
     let decided: Vec<(&Probe, bool)> = sorted
         .iter()
-        .filter_map(|p| p.seen(outcome).map(|s| (*p, s)))
+        .filter_map(|p| side(p).map(|s| (*p, s)))
         .collect();
     decided
         .windows(2)
