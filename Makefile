@@ -172,9 +172,9 @@ bench-audit:
 ## module by module; fails on an import circle in any of them
 ## (seckill-lab import-graph, lab/src/imports.rs: the modules must stay layered).
 import-graph:
-	@cargo run --quiet --locked -p seckill-lab -- import-graph app/src loadgen/src bench/src lab/src
+	@cargo run --quiet --locked -p seckill-lab -- import-graph app/src load/src faults/src loadgen/src bench/src lab/src
 
 ## No non-test function of any crate over 80 lines unless its doc says
 ## why ("over 80 lines …"), parsed as the compiler does (lab/src/lengths.rs).
 check-lengths:
-	@cargo run --quiet --locked -p seckill-lab -- check-lengths app/src loadgen/src bench/src lab/src wire/src launch/src testkit/src proxy/src
+	@cargo run --quiet --locked -p seckill-lab -- check-lengths app/src load/src faults/src loadgen/src bench/src lab/src wire/src launch/src testkit/src proxy/src

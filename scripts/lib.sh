@@ -52,7 +52,7 @@ require_packages() {
       mariadb-server|mariadb-client) say "  $pkg: MariaDB, for mysql-get-lock" ;;
       protobuf-compiler|libprotobuf-dev) say "  $pkg: etcd-client compiles etcd's .proto files when it is built" ;;
       chromium) say "  chromium: the status page and report tests load the pages in a browser" ;;
-      gcc) say "  gcc: the clock scenarios build a small preload (loadgen/clockshift)" ;;
+      gcc) say "  gcc: the clock scenarios build a small preload (faults/clockshift)" ;;
       *) say "  $pkg" ;;
     esac
   done

@@ -1,5 +1,5 @@
-//! `make import-graph` — the import graph of a crate's modules, and its
-//! circles.
+//! `make import-graph` — the graph of the workspace's crates, the import
+//! graph of each crate's modules, and their circles.
 //!
 //! Reads every `.rs` file under a folder, maps it to its module
 //! (`lock/redlock.rs` → `lock::redlock`, `lock/mod.rs` → `lock`), and
@@ -26,9 +26,28 @@ use regex::Regex;
 /// Module name → the modules it imports.
 pub type Graph = BTreeMap<String, BTreeSet<String>>;
 
-/// `make import-graph`: every folder's graph; fails on a circle.
+/// `make import-graph`: the workspace's crates, then every folder's
+/// graph; fails on a circle.
 pub fn check(folders: &[PathBuf]) -> anyhow::Result<()> {
     let mut circled = Vec::new();
+    println!("== the workspace's crates (their dependencies on each other)");
+    let crates = crate_graph()?;
+    for (name, deps) in &crates {
+        let deps: Vec<&str> = deps.iter().map(String::as_str).collect();
+        println!(
+            "{name:<28} -> {}",
+            if deps.is_empty() {
+                "-".to_owned()
+            } else {
+                deps.join(", ")
+            }
+        );
+    }
+    println!();
+    for circle in circles(&crates) {
+        println!("crate circle: {}", circle.join(", "));
+        circled.push("the workspace".to_owned());
+    }
     for folder in folders {
         println!("== {}", folder.display());
         let graph = graph_of(folder)?;
@@ -63,6 +82,54 @@ pub fn check(folders: &[PathBuf]) -> anyhow::Result<()> {
         bail!("import circles in {}", circled.join(", "));
     }
     Ok(())
+}
+
+/// The workspace's packages and the ones each depends on (normal and
+/// build dependencies; a test's own may circle back, as cargo allows), as
+/// `cargo metadata` lists them.
+pub fn crate_graph() -> anyhow::Result<Graph> {
+    let out = std::process::Command::new("cargo")
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--offline",
+        ])
+        .output()
+        .context("run cargo metadata")?;
+    if !out.status.success() {
+        bail!(
+            "cargo metadata failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    let meta: serde_json::Value =
+        serde_json::from_slice(&out.stdout).context("read cargo metadata's answer")?;
+    crate_graph_of(&meta)
+}
+
+/// [`crate_graph`] from `cargo metadata`'s JSON.
+pub fn crate_graph_of(meta: &serde_json::Value) -> anyhow::Result<Graph> {
+    let packages = meta["packages"]
+        .as_array()
+        .context("cargo metadata lists no packages")?;
+    let names: BTreeSet<&str> = packages.iter().filter_map(|p| p["name"].as_str()).collect();
+    let mut graph = Graph::new();
+    for p in packages {
+        let name = p["name"].as_str().context("a package without a name")?;
+        let deps = p["dependencies"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|d| d["kind"].as_str() != Some("dev"))
+            .filter_map(|d| d["name"].as_str())
+            .filter(|d| names.contains(d) && *d != "seckill-hack")
+            .map(str::to_owned)
+            .collect();
+        graph.insert(name.to_owned(), deps);
+    }
+    Ok(graph)
 }
 
 /// The graph of the crate under `root`.
@@ -277,6 +344,32 @@ mod tests {
             .iter()
             .map(|(m, is_mod, text)| ((*m).to_owned(), (*is_mod, (*text).to_owned())))
             .collect()
+    }
+
+    #[test]
+    fn the_crate_graph_keeps_the_workspace_s_own_non_dev_dependencies() {
+        let meta = serde_json::json!({"packages": [
+            {"name": "seckill-faults", "dependencies": [
+                {"name": "seckill-load", "kind": null},
+                {"name": "seckill-hack", "kind": null},
+                {"name": "tokio", "kind": null},
+                {"name": "seckill-testkit", "kind": "dev"}]},
+            {"name": "seckill-load", "dependencies": []},
+            {"name": "seckill-hack", "dependencies": []},
+            {"name": "seckill-testkit", "dependencies": [{"name": "seckill-faults", "kind": "dev"}]}
+        ]});
+        let graph = crate_graph_of(&meta).expect("a graph");
+        assert_eq!(
+            graph["seckill-faults"].iter().collect::<Vec<_>>(),
+            ["seckill-load"]
+        );
+        assert!(graph["seckill-testkit"].is_empty());
+        assert!(circles(&graph).is_empty());
+        let mut back = graph;
+        back.get_mut("seckill-load")
+            .expect("load")
+            .insert("seckill-faults".into());
+        assert_eq!(circles(&back).len(), 1);
     }
 
     #[test]

@@ -6,14 +6,14 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use crate::api::StrategyName;
-use crate::atlas;
-use crate::compare::{self, Settings};
 use crate::console;
-use crate::debate;
-use crate::load::{self, Shard};
-use crate::scenario;
-use crate::token;
+use seckill_faults::atlas;
+use seckill_faults::debate;
+use seckill_faults::scenario;
+use seckill_load::api::StrategyName;
+use seckill_load::compare::{self, Settings};
+use seckill_load::load::{self, Shard};
+use seckill_load::token;
 
 mod args;
 mod commands;
@@ -281,7 +281,7 @@ async fn scenario_command(args: ScenarioArgs) -> ExitCode {
             Named::Replay => replaying = true,
             Named::ReplayCase(i) => {
                 replaying = true;
-                replays.extend(crate::replay::REPLAYS.get(i));
+                replays.extend(seckill_faults::replay::REPLAYS.get(i));
             }
         }
     }
@@ -290,7 +290,7 @@ async fn scenario_command(args: ScenarioArgs) -> ExitCode {
         return ExitCode::from(2);
     }
     if replaying && list {
-        return crate::replay::list();
+        return seckill_faults::replay::list();
     }
     if params {
         return scenario::describe_params(&selections);
@@ -307,7 +307,7 @@ async fn scenario_command(args: ScenarioArgs) -> ExitCode {
         ..lab.options(out)
     };
     if replaying {
-        return crate::replay::main(&replays, options).await;
+        return seckill_faults::replay::main(&replays, options).await;
     }
     scenario::main(&selections, list, options).await
 }

@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use clap::Args;
 
-use crate::load::{Shape, Workload};
-use crate::report::threshold::Threshold;
+use seckill_load::api::StrategyName;
+use seckill_load::load::{Shape, Workload};
+use seckill_load::report::threshold::Threshold;
 
 /// What a scenario run starts its processes with.
 #[derive(Debug, Args)]
@@ -44,14 +45,14 @@ pub(super) struct LabArgs {
 impl LabArgs {
     /// A scenario run's options from these flags, its reports under `out`
     /// (every other option at its default).
-    pub(super) fn options(self, out: PathBuf) -> crate::scenario::Options {
-        crate::scenario::Options {
+    pub(super) fn options(self, out: PathBuf) -> seckill_faults::scenario::Options {
+        seckill_faults::scenario::Options {
             out,
             database_url: self.database_url,
             app_bin: self.app_bin,
             mysql_url: self.mysql_url,
             jobs: usize::from(self.jobs),
-            ..crate::scenario::Options::default()
+            ..seckill_faults::scenario::Options::default()
         }
     }
 }
@@ -144,11 +145,11 @@ pub(super) struct Verdicts {
     #[arg(long, value_parser = parse_report_file)]
     pub(super) report_file: Vec<PathBuf>,
     /// Also class these strategies safe: their violations fail the run (exit 1).
-    #[arg(long, value_delimiter = ',')]
-    pub(super) treat_as_safe: Vec<String>,
+    #[arg(long, value_delimiter = ',', value_enum)]
+    pub(super) treat_as_safe: Vec<StrategyName>,
     /// Class these strategies expected-unsafe (e.g. after a fault you set).
-    #[arg(long, value_delimiter = ',')]
-    pub(super) expect_unsafe: Vec<String>,
+    #[arg(long, value_delimiter = ',', value_enum)]
+    pub(super) expect_unsafe: Vec<StrategyName>,
     /// No progress bar.
     #[arg(long, short)]
     pub(super) quiet: bool,
@@ -225,7 +226,7 @@ pub(super) fn parse_duration(text: &str) -> Result<Duration, String> {
     if let Some(secs) = goose::util::parse_timespan(text) {
         return Ok(Duration::from_secs(secs as u64));
     }
-    let (n, unit) = crate::report::threshold::number_and_unit(text)
+    let (n, unit) = seckill_load::report::threshold::number_and_unit(text)
         .ok_or_else(|| format!("{text:?} is not a duration like 30s, 1m30s, 500ms"))?;
     let secs = match unit {
         "" | "s" => n,

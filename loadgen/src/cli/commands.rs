@@ -7,10 +7,10 @@ use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Args, Subcommand, ValueEnum as _};
 
 use super::args::*;
-use crate::api::{StrategyName, Variant};
-use crate::load::Shard;
-use crate::replay::REPLAYS;
-use crate::scenario::{self, Scenario, Selection};
+use seckill_faults::replay::REPLAYS;
+use seckill_faults::scenario::{self, Scenario, Selection};
+use seckill_load::api::{StrategyName, Variant};
+use seckill_load::load::Shard;
 
 /// What `scenario` names: a scenario (or `all`), or the replays.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

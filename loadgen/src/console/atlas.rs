@@ -12,15 +12,15 @@ use serde::{Deserialize, Serialize};
 use super::error::{Answer, ConsoleError};
 use super::runner::{AtlasRun, Dials, Target};
 use super::state::Console;
-use crate::atlas::{AtlasJson, Cell, CellJson};
-use crate::scenario::Scenario;
+use seckill_faults::atlas::{AtlasJson, Cell, CellJson};
+use seckill_faults::scenario::Scenario;
 
 /// One cell the page offers.
 #[derive(Debug, Serialize)]
 struct Item {
     /// `strategy:fault`, what `POST /api/atlas/run` takes.
     id: String,
-    strategy: crate::api::StrategyName,
+    strategy: seckill_load::api::StrategyName,
     fault: String,
     scenario: Scenario,
     dial: String,

@@ -6,7 +6,7 @@ use serde::Deserialize;
 
 use super::error::{Answer, ConsoleError};
 use super::state::Console;
-use crate::load::lock;
+use seckill_load::load::lock;
 
 /// `GET /api/run`: the charts' series of the last load's recording
 /// (`404 {"error": "not_found"}` before the first load).

@@ -4,7 +4,7 @@ use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, ResponseError};
 use serde::Serialize;
 
-use crate::api::ServiceError;
+use seckill_load::api::ServiceError;
 
 /// An error answer of the console.
 #[derive(Debug, thiserror::Error)]

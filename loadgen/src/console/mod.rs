@@ -19,7 +19,7 @@
 //!   history arbiter's section record (`GET /admin/history/sections`),
 //!   which a load started here switches on.
 //!
-//! Every request to the service goes through [`crate::api::Service`], the
+//! Every request to the service goes through [`seckill_load::api::Service`], the
 //! client `run`, `compare` and `scenario` use: there is no second
 //! implementation of the API. The page polls two JSON routes of the
 //! console (`GET /api/state` each second, `GET /api/sections` twice a
@@ -46,7 +46,7 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Mutex;
 
-use crate::api::Service;
+use seckill_load::api::Service;
 use state::Console;
 
 pub use pacer::{LoadAdjust, LoadSettings, Pacer};
@@ -65,7 +65,7 @@ pub struct Options {
     pub product: u64,
     /// The strategy "reset everything" goes back to [default: the one
     /// active when the console started].
-    pub default_strategy: Option<crate::api::StrategyName>,
+    pub default_strategy: Option<seckill_load::api::StrategyName>,
     /// Scenario runs.
     pub runner: RunnerOptions,
 }
@@ -82,7 +82,7 @@ pub async fn main(options: Options) -> ExitCode {
         }
     };
     let default_strategy = options.default_strategy.unwrap_or(strategies.active);
-    if let Err(e) = crate::api::entry(&strategies, default_strategy.as_str()) {
+    if let Err(e) = seckill_load::api::entry(&strategies, default_strategy.as_str()) {
         eprintln!("seckill-loadgen console: --default-strategy: {e}");
         return ExitCode::from(2);
     }

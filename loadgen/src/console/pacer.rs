@@ -11,8 +11,8 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::api::Service;
-use crate::load::{targets, Driver, GrabLog, Live, Outcome, Pace, Plan, Users};
+use seckill_load::api::Service;
+use seckill_load::load::{targets, Driver, GrabLog, Live, Outcome, Pace, Plan, Users};
 
 /// What the room asked for (`POST /api/load/start`).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

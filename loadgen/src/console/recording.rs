@@ -15,8 +15,8 @@ use std::time::Duration;
 use serde::Serialize;
 use tokio::task::JoinHandle;
 
-use crate::api::{Damage, FaultInForce, Service, StatusBody};
-use crate::load::{lock, GrabLog, GrabRow, Outcome};
+use seckill_load::api::{Damage, FaultInForce, Service, StatusBody};
+use seckill_load::load::{lock, GrabLog, GrabRow, Outcome};
 
 /// How often the watcher reads the service.
 const EVERY: Duration = Duration::from_millis(250);
@@ -78,7 +78,7 @@ impl Recording {
     pub fn begin(service: Service, product: u64) -> Arc<Self> {
         let recording = Arc::new(Recording {
             log: Arc::new(GrabLog::new()),
-            began_unix_ms: crate::procs::unix_ms(),
+            began_unix_ms: seckill_load::clock::unix_ms(),
             readings: Mutex::new(Vec::new()),
             bands: Mutex::new(Vec::new()),
             watcher: Mutex::new(None),

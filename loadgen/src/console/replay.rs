@@ -11,7 +11,7 @@ use serde::Deserialize;
 use super::error::{Answer, ConsoleError};
 use super::runner::{Dials, Target};
 use super::state::Console;
-use crate::replay::REPLAYS;
+use seckill_faults::replay::REPLAYS;
 
 /// `GET /api/replays`: every replay, in the order of `--list`.
 #[get("/api/replays")]

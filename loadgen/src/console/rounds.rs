@@ -16,8 +16,8 @@ use serde::Serialize;
 
 use super::error::{Answer, ConsoleError};
 use super::state::Console;
-use crate::api::Section;
-use crate::scenario::ScenarioReport;
+use seckill_faults::scenario::ScenarioReport;
+use seckill_load::api::Section;
 
 /// One case of the run and its injections.
 #[derive(Debug, Serialize)]

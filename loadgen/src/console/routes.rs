@@ -1,6 +1,6 @@
 //! The console's HTTP routes: the page, its two JSON feeds, and the
 //! controls. Each control is one request to the service through
-//! [`crate::api::Service`]; a service that refuses or is down gives
+//! [`seckill_load::api::Service`]; a service that refuses or is down gives
 //! `502 {"error": "service", "message"}`, bad input `400 {"error",
 //! "message"}`. The scenario routes are in `scenario.rs`, the last load's
 //! series and downloads in `downloads.rs`; all are served from here.
@@ -17,8 +17,8 @@ use super::recording::{faults_on, Recording};
 use super::runner::RunView;
 use super::scenario::{scenario_items, ScenarioItem};
 use super::state::Console;
-use crate::api::{Damage, Faults, FaultsPatch, Section, StatusBody, StrategyEntry};
-use crate::load::lock;
+use seckill_load::api::{Damage, Faults, FaultsPatch, Section, StatusBody, StrategyEntry};
+use seckill_load::load::lock;
 use seckill_wire::i18n;
 
 const PAGE: &str = include_str!("page.html");
@@ -120,7 +120,7 @@ struct ReplicaView {
     url: String,
     /// Its history instance id (the timeline's row name), when it answered.
     instance: Option<String>,
-    strategy: Option<crate::api::StrategyName>,
+    strategy: Option<seckill_load::api::StrategyName>,
     faults: Option<Faults>,
     grabs_per_sec: Option<f64>,
     /// Why it could not be read.
@@ -161,8 +161,8 @@ struct LoadView {
 #[derive(Debug, Serialize)]
 struct StateView<'a> {
     product: u64,
-    strategy: Option<crate::api::StrategyName>,
-    default_strategy: crate::api::StrategyName,
+    strategy: Option<seckill_load::api::StrategyName>,
+    default_strategy: seckill_load::api::StrategyName,
     strategies: &'a [StrategyEntry],
     replicas: Vec<ReplicaView>,
     /// The faults of the first replica that answered.
@@ -384,7 +384,7 @@ struct SwitchRequest {
 #[put("/api/strategy")]
 async fn switch(console: web::Data<Console>, body: web::Json<SwitchRequest>) -> Answer {
     let service = &console.service;
-    let strategy = crate::api::entry(&console.strategies, &body.strategy)
+    let strategy = seckill_load::api::entry(&console.strategies, &body.strategy)
         .map_err(|e| ConsoleError::BadRequest(e.to_string()))?
         .name;
     service.switch(strategy, console.product).await?;

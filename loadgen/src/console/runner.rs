@@ -12,8 +12,8 @@ use serde::Serialize;
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 use tokio::process::Command;
 
-use crate::load::lock;
-use crate::scenario::{Scenario, Sweep};
+use seckill_faults::scenario::{Scenario, Sweep};
+use seckill_load::load::lock;
 
 /// Lines kept per run (the oldest are dropped first).
 const LINES_KEPT: usize = 2_000;
@@ -40,7 +40,7 @@ pub struct Dials {
     /// `NAME` and its values.
     pub sweep: Option<(String, Vec<String>)>,
     /// One strategy only (`--strategies`), outside an atlas cell.
-    pub strategy: Option<crate::api::StrategyName>,
+    pub strategy: Option<seckill_load::api::StrategyName>,
     /// The atlas cell this run reruns (its strategy, variant and bracket).
     pub cell: Option<AtlasRun>,
     /// At the target's own dials, without `--quick` (a replay: its
@@ -56,7 +56,7 @@ pub struct AtlasRun {
     pub label: String,
     /// What the atlas measured there, in words.
     pub measured: String,
-    pub strategy: crate::api::StrategyName,
+    pub strategy: seckill_load::api::StrategyName,
     pub variant: Option<String>,
     /// The bracket's ends in the dial's unit, shaded on the curve.
     pub bracket: Option<(f64, f64)>,
@@ -206,12 +206,14 @@ impl Runner {
             }
             let svg = match &view.cell {
                 // The atlas's bracket shaded, the model's flips drawn.
-                Some(cell) => crate::scenario::draw_curve(&crate::scenario::Curve {
-                    model_flips: cell.model_flips.clone(),
-                    brackets: cell.bracket.into_iter().collect(),
-                    ..crate::scenario::Curve::of(&sweep)
-                }),
-                None => crate::scenario::curve_svg(&sweep),
+                Some(cell) => {
+                    seckill_faults::scenario::draw_curve(&seckill_faults::scenario::Curve {
+                        model_flips: cell.model_flips.clone(),
+                        brackets: cell.bracket.into_iter().collect(),
+                        ..seckill_faults::scenario::Curve::of(&sweep)
+                    })
+                }
+                None => seckill_faults::scenario::curve_svg(&sweep),
             };
             curves.push(Curve { svg, title });
         }
@@ -298,7 +300,7 @@ fn command(
     dials: &Dials,
     options: &RunnerOptions,
 ) -> Result<(Command, PathBuf), String> {
-    let stamp = crate::procs::unix_ms();
+    let stamp = seckill_load::clock::unix_ms();
     let name = target.name().replace(' ', "-");
     let out = (0..)
         .map(|n| match n {

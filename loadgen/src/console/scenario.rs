@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::error::{Answer, ConsoleError};
 use super::state::Console;
-use crate::scenario::Scenario;
+use seckill_faults::scenario::Scenario;
 
 /// One scenario in the page's list.
 #[derive(Debug, Serialize)]
@@ -30,7 +30,7 @@ struct ParamItem {
 }
 
 fn param_items(scenario: Scenario) -> Vec<ParamItem> {
-    use crate::scenario::ParamUnit;
+    use seckill_faults::scenario::ParamUnit;
     scenario
         .params()
         .iter()
@@ -74,7 +74,7 @@ struct ScenarioRequest {
     sweep: Option<String>,
     /// One strategy only (`--strategies`); absent: every one it applies to.
     #[serde(default)]
-    strategy: Option<crate::api::StrategyName>,
+    strategy: Option<seckill_load::api::StrategyName>,
 }
 
 #[post("/api/scenario")]
@@ -95,10 +95,12 @@ pub(super) async fn scenario_start(
         .collect();
     let sweep = match request.sweep.as_deref().map(str::trim) {
         None | Some("") => None,
-        Some(text) => Some(crate::scenario::parse_sweep(text).map_err(ConsoleError::BadRequest)?),
+        Some(text) => {
+            Some(seckill_faults::scenario::parse_sweep(text).map_err(ConsoleError::BadRequest)?)
+        }
     };
     // Refused here, by name, as the command line refuses it.
-    crate::scenario::check_dials_of(*scenario, &sets, sweep.as_ref())
+    seckill_faults::scenario::check_dials_of(*scenario, &sets, sweep.as_ref())
         .map_err(ConsoleError::BadRequest)?;
     let dials = super::runner::Dials {
         sets,

@@ -6,15 +6,15 @@ use std::sync::{Arc, Mutex};
 use super::pacer::Pacer;
 use super::recording::Recording;
 use super::runner::{Runner, RunnerOptions};
-use crate::api::{Service, StrategiesBody};
-use crate::load::lock;
+use seckill_load::api::{Service, StrategiesBody};
+use seckill_load::load::lock;
 
 /// The console's state, shared by its routes.
 #[derive(Debug)]
 pub struct Console {
     pub(super) service: Service,
     pub(super) product: u64,
-    pub(super) default_strategy: crate::api::StrategyName,
+    pub(super) default_strategy: seckill_load::api::StrategyName,
     pub(super) strategies: StrategiesBody,
     /// The load running (or stopping: it leaves once its grabs in flight
     /// are answered).
