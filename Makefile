@@ -118,7 +118,9 @@ debate:
 ## fault cannot reach it (release build; INJECTIONS=10 at every probe);
 ## reports under loadgen-report/atlas/; writes docs/atlas.{md,json},
 ## docs/zh/atlas.md and docs/atlas/atlas.svg. make atlas CELLS=s:f,… measures
-## those cells into docs/, keeping the rest; QUICK=1 the fixed sample.
+## those cells into docs/, keeping the rest; QUICK=1 the fixed sample;
+## RECHECK=1 (with or without CELLS) runs both ends of every bracket in
+## docs/atlas.json again and says whether each kept its side (exit 1 if not).
 atlas:
 	@scripts/measure.sh atlas
 

@@ -31,16 +31,19 @@ pub(super) fn rerun_command(how: Measured, strategy: StrategyName, fault: &Fault
 }
 
 /// The scenario sweep over the two ends of the cell's first bracket (the
-/// exclusion's, else the data's), or over the range's ends.
+/// exclusion's, else the data's, else the stall's), or over the range's
+/// ends.
 pub(super) fn check_command(
     how: Measured,
     strategy: StrategyName,
     f: &Fault,
     exclusion: &Cell,
     data: &Cell,
+    stalled: Option<&Cell>,
 ) -> String {
-    let ends = [exclusion, data]
+    let ends = [Some(exclusion), Some(data), stalled]
         .into_iter()
+        .flatten()
         .find_map(|c| match c {
             Cell::Bracket { bracket, .. } => Some((bracket.below.clone(), bracket.above.clone())),
             _ => None,

@@ -129,7 +129,8 @@ fn read_back(line: &mut Line) -> anyhow::Result<()> {
 /// The sizes a cell wants next: inside every bracket of either outcome
 /// (and of a stall, where one is watched), from not seen to seen and from
 /// seen in under half the injections to half or more, still wider than
-/// the tolerance, `k` sizes evenly spaced (k = 1: the midpoint), none twice.
+/// the tolerance, `k` sizes evenly spaced (k = 1: the midpoint), none
+/// twice; and, once a flip is narrowed, a clean end a margin from it.
 fn next_values(line: &Line, k: usize) -> Vec<String> {
     let dial = line.fault.dial;
     let Some(unit) = locate::unit_of(line.fault.scenario, dial) else {
@@ -152,6 +153,13 @@ fn next_values(line: &Line, k: usize) -> Vec<String> {
         } else {
             locate::brackets_by(&probes, |p| p.firm(outcome))
         };
+        // And the clean end, a margin from the onset, once it is located.
+        for x in margin_values(line, &probes, outcome, tolerance) {
+            let value = locate::typed(unit, x);
+            if !values.contains(&value) && !probes.iter().any(|p| p.value == value) {
+                values.push(value);
+            }
+        }
         for b in seen.into_iter().chain(firm) {
             if b.width() <= tolerance || locate::undecided_between(&probes, outcome, &b) {
                 continue;
@@ -192,6 +200,51 @@ fn next_round(lines: &[&mut Line], lanes: usize) -> Vec<(usize, Vec<String>)> {
         1 => single,
         k => wanted(k),
     }
+}
+
+/// How far from the size first seen a bracket's clean end lies (two
+/// tolerances: 10 % of the TTL for a duration; see `Cell::of`); 0 for a
+/// dial with no unit.
+pub(super) fn margin_of(line: &Line) -> f64 {
+    locate::unit_of(line.fault.scenario, line.fault.dial).map_or(0.0, |unit| {
+        2.0 * locate::tolerance(line.fault.dial, unit, ttl_of(line).unwrap_or(1000))
+    })
+}
+
+/// Where a flip narrowed to the tolerance has no clean probe `margin` or
+/// more from its onset (and within a tolerance past that), the size
+/// there: the clean end a rerun keeps (see `Cell::of`).
+fn margin_values(line: &Line, probes: &[Probe], outcome: Outcome, tolerance: f64) -> Vec<f64> {
+    let margin = margin_of(line);
+    let lo = probes
+        .iter()
+        .map(|p| p.resolved)
+        .fold(f64::INFINITY, f64::min);
+    let hi = probes
+        .iter()
+        .map(|p| p.resolved)
+        .fold(f64::NEG_INFINITY, f64::max);
+    locate::brackets(probes, outcome)
+        .iter()
+        .take(1)
+        .filter(|b| b.width() <= tolerance)
+        .filter_map(|b| {
+            let (onset, toward) = if b.seen_below {
+                (b.below_resolved, 1.0)
+            } else {
+                (b.above_resolved, -1.0)
+            };
+            let at = onset + toward * margin;
+            let (near, far) = (
+                at.min(at + toward * tolerance),
+                at.max(at + toward * tolerance),
+            );
+            let probed = probes
+                .iter()
+                .any(|p| p.resolved >= near && p.resolved <= far && p.seen(outcome) == Some(false));
+            (!probed && at > lo && at < hi).then_some(at)
+        })
+        .collect()
 }
 
 pub(super) fn probes_of(line: &Line) -> Vec<Probe> {

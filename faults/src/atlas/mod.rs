@@ -328,19 +328,21 @@ fn cell_json(settings: &Settings, p: &Plan) -> CellJson {
         ),
         Plan::Measure(line) => {
             let probes = probes_of(line);
+            let margin = measure::margin_of(line);
             let why = |cell: Cell| why_undecided(cell, line);
-            let exclusion = why(Cell::of(&probes, Outcome::ExclusionBroken));
-            let data = why(Cell::of(&probes, Outcome::DataDamaged));
+            let exclusion = why(Cell::of(&probes, Outcome::ExclusionBroken, margin));
+            let data = why(Cell::of(&probes, Outcome::DataDamaged, margin));
             let stalled = probes
                 .iter()
                 .any(|p| p.stalled.is_some())
-                .then(|| why(Cell::of(&probes, Outcome::Stalled)));
+                .then(|| why(Cell::of(&probes, Outcome::Stalled, margin)));
             let check = docs::check_command(
                 measured(settings),
                 line.strategy,
                 line.fault,
                 &exclusion,
                 &data,
+                stalled.as_ref(),
             );
             CellJson {
                 strategy: line.strategy,

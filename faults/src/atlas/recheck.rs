@@ -183,15 +183,17 @@ fn write(settings: &Settings, ends: &[EndRechecked]) -> std::io::Result<()> {
     std::fs::write(settings.out.join("recheck.md"), &text)
 }
 
-/// Each outcome's bracket ends of `c`: the outcome, the size, and whether
-/// the atlas recorded it seen there.
+/// Each outcome's bracket ends of `c` (a stall's too, where the cell
+/// watches for one): the outcome, the size, and whether the atlas
+/// recorded it seen there.
 fn bracket_ends(c: &CellJson) -> impl Iterator<Item = (Outcome, String, bool)> + '_ {
     [
-        (Outcome::ExclusionBroken, &c.exclusion),
-        (Outcome::DataDamaged, &c.data),
+        (Outcome::ExclusionBroken, Some(&c.exclusion)),
+        (Outcome::DataDamaged, Some(&c.data)),
+        (Outcome::Stalled, c.stalled.as_ref()),
     ]
     .into_iter()
-    .filter_map(|(outcome, cell)| match cell {
+    .filter_map(|(outcome, cell)| match cell? {
         Cell::Bracket { bracket: b, .. } => Some([
             (outcome, b.below.clone(), b.seen_below),
             (outcome, b.above.clone(), !b.seen_below),

@@ -60,8 +60,8 @@ pub struct CellJson {
     pub model: Option<Model>,
     /// Reruns the cell (its ends, then its bisection).
     pub command: String,
-    /// Runs the two ends of the exclusion's (else the data's) bracket, or
-    /// the ends of the range, as one scenario sweep.
+    /// Runs the two ends of the exclusion's (else the data's, else the
+    /// stall's) bracket, or the ends of the range, as one scenario sweep.
     pub check: Option<String>,
 }
 
@@ -178,8 +178,10 @@ impl Ends {
     /// injections sees it there too (at a rate of one half, ten
     /// injections all miss once in a thousand), where at a size seen once
     /// in ten a rerun often sees nothing. The size first seen is kept as
-    /// the onset.
-    fn of(b: &Bracket, more: &[Bracket], sorted: &[&Probe], outcome: Outcome) -> Self {
+    /// the onset. Its clean end likewise moves away, to the nearest size
+    /// `margin` or more from the onset with nothing seen between (where
+    /// one was probed).
+    fn of(b: &Bracket, more: &[Bracket], sorted: &[&Probe], outcome: Outcome, margin: f64) -> Self {
         let seen_at = if b.seen_below {
             b.below_resolved
         } else {
@@ -208,6 +210,15 @@ impl Ends {
             onset: None,
             firm: firm.is_some(),
         };
+        if let Some(clear) = clear_end(b, sorted, outcome, seen_at, margin) {
+            if b.seen_below {
+                ends.above = clear.value.clone();
+                ends.above_resolved = clear.resolved;
+            } else {
+                ends.below = clear.value.clone();
+                ends.below_resolved = clear.resolved;
+            }
+        }
         let (Some(firm), Some(onset)) = (firm, onset) else {
             return ends;
         };
@@ -231,6 +242,41 @@ impl Ends {
         }
         ends
     }
+}
+
+/// The clean end of `b`, `margin` or more from `seen_at` (where the
+/// outcome was first seen) with nothing seen between, where a probe lies
+/// there: a boundary is a band (a pause a few ms longer or shorter lands
+/// on either side of the TTL as the scheduler pleases), and the clean size
+/// the bisection stopped at, a tolerance from it, sees the outcome now and
+/// then on a rerun.
+fn clear_end<'p>(
+    b: &Bracket,
+    sorted: &[&'p Probe],
+    outcome: Outcome,
+    seen_at: f64,
+    margin: f64,
+) -> Option<&'p Probe> {
+    let clean = |p: &&Probe| p.seen(outcome) == Some(false);
+    let clear = if b.seen_below {
+        sorted
+            .iter()
+            .find(|p| p.resolved >= seen_at + margin && clean(p))
+    } else {
+        sorted
+            .iter()
+            .rev()
+            .find(|p| p.resolved <= seen_at - margin && clean(p))
+    }?;
+    let (lo, hi) = if b.seen_below {
+        (seen_at, clear.resolved)
+    } else {
+        (clear.resolved, seen_at)
+    };
+    let seen_between = sorted
+        .iter()
+        .any(|q| q.resolved > lo && q.resolved < hi && q.seen(outcome) == Some(true));
+    (!seen_between).then_some(*clear)
 }
 
 /// One probe of one outcome: k of n at a size.
@@ -259,7 +305,7 @@ pub struct Model {
 
 impl Cell {
     /// The verdict of `outcome` along `probes`.
-    pub fn of(probes: &[Probe], outcome: Outcome) -> Self {
+    pub fn of(probes: &[Probe], outcome: Outcome, margin: f64) -> Self {
         let mut sorted: Vec<&Probe> = probes.iter().filter(|p| p.resolved.is_finite()).collect();
         sorted.sort_by(|a, b| a.resolved.total_cmp(&b.resolved));
         let points: Vec<Point> = sorted
@@ -287,7 +333,7 @@ impl Cell {
         let flips = locate::brackets(probes, outcome);
         if let Some((b, more)) = flips.split_first() {
             return Cell::Bracket {
-                bracket: Ends::of(b, more, &sorted, outcome),
+                bracket: Ends::of(b, more, &sorted, outcome, margin),
                 probes: points,
             };
         }
@@ -375,16 +421,19 @@ impl Cell {
                 size(b.below_resolved),
                 size(b.above_resolved),
                 match (&b.onset, b.firm) {
+                    (Some(o), _) if b.seen_below => format!(
+                        " (seen up to {} in {} of {}, in half or more up to {})",
+                        size(o.resolved),
+                        o.k,
+                        o.n,
+                        size(b.below_resolved)
+                    ),
                     (Some(o), _) => format!(
                         " (seen from {} in {} of {}, in half or more at {})",
                         size(o.resolved),
                         o.k,
                         o.n,
-                        size(if b.seen_below {
-                            b.below_resolved
-                        } else {
-                            b.above_resolved
-                        })
+                        size(b.above_resolved)
                     ),
                     (None, false) => " (seen there in under half the injections)".into(),
                     (None, true) => String::new(),
@@ -425,16 +474,19 @@ impl Cell {
                     "开始出现"
                 },
                 match (&b.onset, b.firm) {
+                    (Some(o), _) if b.seen_below => format!(
+                        "（直到 {} 仍偶尔出现，{}/{}；直到 {} 过半）",
+                        size(o.resolved),
+                        o.k,
+                        o.n,
+                        size(b.below_resolved)
+                    ),
                     (Some(o), _) => format!(
                         "（从 {} 起偶尔出现，{}/{}；在 {} 处过半）",
                         size(o.resolved),
                         o.k,
                         o.n,
-                        size(if b.seen_below {
-                            b.below_resolved
-                        } else {
-                            b.above_resolved
-                        })
+                        size(b.above_resolved)
                     ),
                     (None, false) => "（该处出现的次数不到一半）".into(),
                     (None, true) => String::new(),
@@ -457,127 +509,4 @@ impl Cell {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::scenario::Rate;
-
-    fn probe(value: f64, exclusion: (u64, u64), data: (u64, u64)) -> Probe {
-        Probe {
-            value: format!("{value}"),
-            resolved: value,
-            exclusion_broken: Some(Rate::of(exclusion.0, exclusion.1)),
-            data_damaged: Some(Rate::of(data.0, data.1)),
-            stalled: None,
-            refused: None,
-        }
-    }
-
-    #[test]
-    fn each_outcome_is_a_bracket_a_hold_a_break_or_undecided_and_round_trips() {
-        let probes = [
-            probe(100.0, (0, 10), (0, 10)),
-            probe(1200.0, (10, 10), (0, 10)),
-            probe(650.0, (1, 10), (0, 10)),
-            probe(375.0, (0, 10), (0, 10)),
-        ];
-        let exclusion = Cell::of(&probes, Outcome::ExclusionBroken);
-        let Cell::Bracket {
-            bracket,
-            probes: points,
-        } = &exclusion
-        else {
-            panic!("{exclusion:?}")
-        };
-        // First seen at 650 (1 of 10), in half or more at 1200: the
-        // bracket ends where a rerun keeps both sides.
-        assert_eq!(
-            (bracket.below.as_str(), bracket.above.as_str()),
-            ("375", "1200")
-        );
-        assert_eq!(
-            bracket.onset,
-            Some(Onset {
-                value: "650".into(),
-                resolved: 650.0,
-                k: 1,
-                n: 10
-            })
-        );
-        assert!(!bracket.seen_below && bracket.firm);
-        assert_eq!(points.len(), 4);
-        assert_eq!(exclusion.breaks_at(), Some(650.0));
-        let data = Cell::of(&probes, Outcome::DataDamaged);
-        assert_eq!(
-            data,
-            Cell::Holds {
-                holds_up_to: "1200".into(),
-                k: 0,
-                n: 10,
-                upper95: 0.278,
-                probes: data.probes().to_vec(),
-            }
-        );
-        assert_eq!(
-            data.text(" ms"),
-            "holds up to 1200 ms (0 of 10 there: rate < 28 % at 95 %)"
-        );
-        assert_eq!(
-            exclusion.text(" ms"),
-            "starts between 375 ms and 1200 ms (seen from 650 ms in 1 of 10, in half or more at 1200 ms)"
-        );
-        // Where it stops, the firm end is below; where no size on the seen
-        // side reaches half, the bracket says so.
-        let stops = [
-            probe(100.0, (9, 10), (1, 10)),
-            probe(200.0, (2, 10), (1, 10)),
-            probe(300.0, (0, 10), (0, 10)),
-        ];
-        let Cell::Bracket { bracket: b, .. } = Cell::of(&stops, Outcome::ExclusionBroken) else {
-            panic!("a bracket")
-        };
-        assert_eq!((b.below.as_str(), b.above.as_str()), ("100", "300"));
-        assert_eq!(b.onset.map(|o| o.value), Some("200".into()));
-        assert!(b.seen_below && b.firm);
-        let weak = Cell::of(&stops, Outcome::DataDamaged);
-        let Cell::Bracket { bracket: b, .. } = &weak else {
-            panic!("a bracket")
-        };
-        assert_eq!(
-            (b.below.as_str(), b.above.as_str(), b.firm),
-            ("200", "300", false)
-        );
-        assert_eq!(
-            weak.text(" ms"),
-            "stops between 200 ms and 300 ms (seen there in under half the injections)"
-        );
-        // A file written before the onset was kept reads as firm.
-        let old: Ends = serde_json::from_str(
-            r#"{"below":"1","above":"2","below_resolved":1.0,"above_resolved":2.0,"seen_below":false}"#,
-        )
-        .expect("an earlier bracket");
-        assert!(old.firm && old.onset.is_none());
-        let all = [
-            probe(100.0, (1, 10), (0, 0)),
-            probe(1200.0, (9, 10), (0, 0)),
-        ];
-        assert!(matches!(
-            Cell::of(&all, Outcome::ExclusionBroken),
-            Cell::Breaks { ref breaks_from, k: 1, n: 10, .. } if breaks_from == "100"
-        ));
-        assert!(matches!(
-            Cell::of(&all, Outcome::DataDamaged),
-            Cell::Undecided { .. }
-        ));
-        for cell in [
-            exclusion,
-            data,
-            Cell::NotApplicable {
-                not_applicable: "no TTL".into(),
-            },
-        ] {
-            let text = serde_json::to_string(&cell).expect("json");
-            let back: Cell = serde_json::from_str(&text).expect("read back");
-            assert_eq!(back, cell, "{text}");
-        }
-    }
-}
+mod tests;
