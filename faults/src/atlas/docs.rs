@@ -68,6 +68,18 @@ pub(super) fn docs_dir() -> &'static Path {
     Path::new("docs")
 }
 
+/// `docs/atlas.json` read back (`None`: there is none yet).
+pub(super) fn read_docs_json() -> anyhow::Result<Option<AtlasJson>> {
+    let path = docs_dir().join("atlas.json");
+    match std::fs::read_to_string(&path) {
+        Ok(text) => Ok(Some(serde_json::from_str(&text).map_err(|e| {
+            anyhow::anyhow!("{} cannot be read back: {e}", path.display())
+        })?)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(anyhow::anyhow!("read {}: {e}", path.display())),
+    }
+}
+
 /// This run's cells over those `docs/atlas.json` holds (every cell, in
 /// order; a pair neither measured says so and names its command). A run
 /// of every cell replaces the file.
@@ -75,15 +87,7 @@ pub(super) fn merged_with_docs(doc: &AtlasJson, every: bool) -> anyhow::Result<A
     if every {
         return Ok(doc.clone());
     }
-    let path = docs_dir().join("atlas.json");
-    let earlier: Option<AtlasJson> = match std::fs::read_to_string(&path) {
-        Ok(text) => Some(
-            serde_json::from_str(&text)
-                .map_err(|e| anyhow::anyhow!("{} cannot be read back: {e}", path.display()))?,
-        ),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => return Err(anyhow::anyhow!("read {}: {e}", path.display())),
-    };
+    let earlier = read_docs_json()?;
     let mut merged = doc.clone();
     // The file's time is every run's that measured its cells.
     merged.duration_s += earlier.as_ref().map_or(0.0, |e| e.duration_s);

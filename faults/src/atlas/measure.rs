@@ -154,7 +154,10 @@ fn next_values(line: &Line, k: usize) -> Vec<String> {
             locate::brackets_by(&probes, |p| p.firm(outcome))
         };
         // And the clean end, a margin from the onset, once it is located.
-        for x in margin_values(line, &probes, outcome, tolerance) {
+        let clean_end = seen
+            .first()
+            .and_then(|b| margin_value(b, &probes, outcome, tolerance, margin_of(line)));
+        if let Some(x) = clean_end {
             let value = locate::typed(unit, x);
             if !values.contains(&value) && !probes.iter().any(|p| p.value == value) {
                 values.push(value);
@@ -211,11 +214,19 @@ pub(super) fn margin_of(line: &Line) -> f64 {
     })
 }
 
-/// Where a flip narrowed to the tolerance has no clean probe `margin` or
-/// more from its onset (and within a tolerance past that), the size
-/// there: the clean end a rerun keeps (see `Cell::of`).
-fn margin_values(line: &Line, probes: &[Probe], outcome: Outcome, tolerance: f64) -> Vec<f64> {
-    let margin = margin_of(line);
+/// Where the first flip `b`, narrowed to the tolerance, has no clean
+/// probe `margin` or more from its onset (and within a tolerance past
+/// that), the size there: the clean end a rerun keeps (see `Cell::of`).
+fn margin_value(
+    b: &locate::Bracket,
+    probes: &[Probe],
+    outcome: Outcome,
+    tolerance: f64,
+    margin: f64,
+) -> Option<f64> {
+    if b.width() > tolerance {
+        return None;
+    }
     let lo = probes
         .iter()
         .map(|p| p.resolved)
@@ -224,27 +235,20 @@ fn margin_values(line: &Line, probes: &[Probe], outcome: Outcome, tolerance: f64
         .iter()
         .map(|p| p.resolved)
         .fold(f64::NEG_INFINITY, f64::max);
-    locate::brackets(probes, outcome)
+    let (onset, toward) = if b.seen_below {
+        (b.below_resolved, 1.0)
+    } else {
+        (b.above_resolved, -1.0)
+    };
+    let at = onset + toward * margin;
+    let (near, far) = (
+        at.min(at + toward * tolerance),
+        at.max(at + toward * tolerance),
+    );
+    let probed = probes
         .iter()
-        .take(1)
-        .filter(|b| b.width() <= tolerance)
-        .filter_map(|b| {
-            let (onset, toward) = if b.seen_below {
-                (b.below_resolved, 1.0)
-            } else {
-                (b.above_resolved, -1.0)
-            };
-            let at = onset + toward * margin;
-            let (near, far) = (
-                at.min(at + toward * tolerance),
-                at.max(at + toward * tolerance),
-            );
-            let probed = probes
-                .iter()
-                .any(|p| p.resolved >= near && p.resolved <= far && p.seen(outcome) == Some(false));
-            (!probed && at > lo && at < hi).then_some(at)
-        })
-        .collect()
+        .any(|p| p.resolved >= near && p.resolved <= far && p.seen(outcome) == Some(false));
+    (!probed && at > lo && at < hi).then_some(at)
 }
 
 pub(super) fn probes_of(line: &Line) -> Vec<Probe> {

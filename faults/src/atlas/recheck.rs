@@ -46,14 +46,14 @@ pub(super) async fn main(
     settings: &Settings,
     chosen: &[(seckill_load::api::StrategyName, &str)],
 ) -> ExitCode {
-    let path = docs::docs_dir().join("atlas.json");
-    let doc: AtlasJson = match std::fs::read_to_string(&path)
-        .map_err(anyhow::Error::from)
-        .and_then(|t| serde_json::from_str(&t).map_err(anyhow::Error::from))
-    {
-        Ok(doc) => doc,
+    let doc: AtlasJson = match docs::read_docs_json() {
+        Ok(Some(doc)) => doc,
+        Ok(None) => {
+            eprintln!("seckill-loadgen: docs/atlas.json: no atlas to recheck yet");
+            return ExitCode::from(2);
+        }
         Err(e) => {
-            eprintln!("seckill-loadgen: {}: {e}", path.display());
+            eprintln!("seckill-loadgen: {e}");
             return ExitCode::from(2);
         }
     };
@@ -70,10 +70,7 @@ pub(super) async fn main(
         .filter(|c| bracket_ends(c).next().is_some())
         .collect();
     if cells.is_empty() {
-        eprintln!(
-            "seckill-loadgen: no chosen cell of {} has a bracket",
-            path.display()
-        );
+        eprintln!("seckill-loadgen: no chosen cell of docs/atlas.json has a bracket");
         return ExitCode::from(2);
     }
     let bar = seckill_load::progress::begin(settings.scenario.quiet);
