@@ -398,7 +398,11 @@ fn batches(chosen: &[&'static Replay], options: &Options) -> Vec<(Vec<Scenario>,
 }
 
 /// Run `ids` (every replay when empty) and write `DIR/replays.json`.
-pub async fn main(ids: &[&'static Replay], options: Options) -> ExitCode {
+pub fn main<'a>(ids: &'a [&'static Replay], options: Options) -> seckill_load::Boxed<'a, ExitCode> {
+    Box::pin(main_here(ids, options))
+}
+
+async fn main_here(ids: &[&'static Replay], options: Options) -> ExitCode {
     let chosen: Vec<&'static Replay> = if ids.is_empty() {
         REPLAYS.iter().collect()
     } else {

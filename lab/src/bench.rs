@@ -29,9 +29,9 @@ use std::process::{Command, Stdio};
 
 use anyhow::{bail, Context};
 use seckill_launch::{servers, start_on_free_ports, Ready, Running, Service};
-use seckill_loadgen::api::StrategyName;
-use seckill_loadgen::load::probe::Probe;
-use seckill_loadgen::report::{Report, Run};
+use seckill_load::api::StrategyName;
+use seckill_load::load::probe::Probe;
+use seckill_load::report::{Report, Run};
 
 use crate::util::number_after;
 

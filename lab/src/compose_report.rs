@@ -6,9 +6,9 @@
 use std::path::Path;
 
 use anyhow::{bail, Context as _};
-use seckill_loadgen::api::StrategyName;
-use seckill_loadgen::judge::RunVerdict;
-use seckill_loadgen::report::{Report, Run};
+use seckill_load::api::StrategyName;
+use seckill_load::judge::RunVerdict;
+use seckill_load::report::{Report, Run};
 
 /// What is wrong with one run: inconclusive, an acknowledged order
 /// missing, a breach of a strategy classed safe, `none` without its race,

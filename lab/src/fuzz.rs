@@ -27,7 +27,7 @@ use std::path::Path;
 use std::process::Command;
 
 use anyhow::{bail, Context as _};
-use seckill_loadgen::api::Service;
+use seckill_load::api::Service;
 
 use crate::util::{first_line, say};
 

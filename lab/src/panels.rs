@@ -819,7 +819,7 @@ async fn panels_on(stack: &Stack, own: bool) -> anyhow::Result<()> {
         since: Some(since),
         at: None,
         strategy: std::env::var("CHECK_PANELS_STRATEGY")
-            .unwrap_or_else(|_| seckill_loadgen::api::StrategyName::Redlock.as_str().into()),
+            .unwrap_or_else(|_| seckill_load::api::StrategyName::Redlock.as_str().into()),
         instance: Some(instance),
         replicas: 0,
         positive,

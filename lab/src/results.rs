@@ -24,11 +24,11 @@ use std::time::Instant;
 
 use anyhow::{bail, Context};
 use regex::Regex;
-use seckill_loadgen::judge::CaseVerdict;
-use seckill_loadgen::scenario::ScenarioReport;
+use seckill_faults::scenario::ScenarioReport;
+use seckill_load::judge::CaseVerdict;
 
 use crate::docs;
-use seckill_loadgen::progress;
+use seckill_load::progress;
 
 /// Where each step's output is kept.
 const OUT: &str = "loadgen-report/results";
@@ -63,7 +63,7 @@ fn logged(
         let line = line.with_context(|| format!("read {program}'s output"))?;
         // The scenarios' own count and each case's verdict line move the
         // bar (drawn on a terminal only).
-        if let Some(n) = line.strip_prefix(seckill_loadgen::scenario::PLANNED) {
+        if let Some(n) = line.strip_prefix(seckill_faults::scenario::PLANNED) {
             progress::planned(n.trim().parse().with_context(|| {
                 format!("{program}: a planned count that is not a number: {n:?}")
             })?);

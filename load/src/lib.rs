@@ -36,3 +36,13 @@ pub mod load;
 pub mod progress;
 pub mod report;
 pub mod token;
+
+/// The future of a command's entry point (`compare::main`, `scenario::main`,
+/// …), boxed where it is defined. An `async fn`'s body is a closure, and
+/// rustc compiles a closure again in every crate that awaits it: the
+/// `seckill-loadgen` library, which only dispatches its command line, spent
+/// 220 of a clean release build's seconds compiling the fault lab's and the
+/// load generator's futures a second time. Behind this box a caller sees
+/// one `poll` through a vtable, compiled once in the defining crate
+/// (docs/performance.md, "The build").
+pub type Boxed<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;

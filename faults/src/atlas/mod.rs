@@ -73,7 +73,11 @@ enum Plan {
 
 /// `seckill-loadgen atlas`. Exit 3 when a run failed, 2 when the cells
 /// named none or the files could not be written, else 0.
-pub async fn main(settings: Settings) -> ExitCode {
+pub fn main(settings: Settings) -> seckill_load::Boxed<'static, ExitCode> {
+    Box::pin(main_here(settings))
+}
+
+async fn main_here(settings: Settings) -> ExitCode {
     let started = std::time::Instant::now();
     let chosen = match chosen_cells(&settings) {
         Ok(chosen) => chosen,

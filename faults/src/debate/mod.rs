@@ -78,7 +78,11 @@ fn batch(
 /// Exit 3 when a run failed, 2 when the files could not be written, else
 /// 0: a refuted source or a contradicted model is a finding, printed and
 /// written, not a failure of the tool.
-pub async fn main(settings: Settings) -> ExitCode {
+pub fn main(settings: Settings) -> seckill_load::Boxed<'static, ExitCode> {
+    Box::pin(main_here(settings))
+}
+
+async fn main_here(settings: Settings) -> ExitCode {
     if settings.rejudge {
         return rejudge(&settings);
     }

@@ -338,7 +338,15 @@ pub fn check_dials_of(
 }
 
 /// `seckill-loadgen scenario …`: run, print, write `scenarios.json`, exit.
-pub async fn main(names: &[Selection], list: bool, options: Options) -> ExitCode {
+pub fn main(
+    names: &[Selection],
+    list: bool,
+    options: Options,
+) -> seckill_load::Boxed<'_, ExitCode> {
+    Box::pin(main_here(names, list, options))
+}
+
+async fn main_here(names: &[Selection], list: bool, options: Options) -> ExitCode {
     if list || names.is_empty() {
         return list_scenarios(list);
     }

@@ -11,8 +11,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, ensure, Context as _};
-use seckill_loadgen::api::{Faults, FaultsPatch, Scrape, Service, StrategiesBody, StrategyName};
-use seckill_loadgen::load::Grab;
+use seckill_load::api::{Faults, FaultsPatch, Scrape, Service, StrategiesBody, StrategyName};
+use seckill_load::load::Grab;
 use serde::Deserialize;
 
 use super::compose::Compose;

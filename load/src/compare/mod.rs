@@ -34,7 +34,11 @@ use crate::api::{Service, ServiceError, StrategiesBody, StrategyEntry, StrategyN
 use crate::report::{Report, Run, Skipped};
 
 /// `run`/`compare`: run, print, write, and map the result to an exit code.
-pub async fn main(strategies: Vec<StrategyName>, settings: &Settings) -> ExitCode {
+pub fn main(strategies: Vec<StrategyName>, settings: &Settings) -> crate::Boxed<'_, ExitCode> {
+    Box::pin(main_here(strategies, settings))
+}
+
+async fn main_here(strategies: Vec<StrategyName>, settings: &Settings) -> ExitCode {
     match execute(strategies, settings).await {
         Ok(report) => {
             println!("{}", report.terminal());

@@ -89,7 +89,11 @@ pub struct ShardRecord {
 }
 
 /// `prepare`: make the run ready for its shards and write the record.
-pub async fn prepare_main(strategy: StrategyName, settings: &Settings) -> ExitCode {
+pub fn prepare_main(strategy: StrategyName, settings: &Settings) -> crate::Boxed<'_, ExitCode> {
+    Box::pin(prepare_main_here(strategy, settings))
+}
+
+async fn prepare_main_here(strategy: StrategyName, settings: &Settings) -> ExitCode {
     match prepare(strategy, settings).await {
         Ok(prepared) => {
             let written = write_record(&Record::Prepared(Box::new(prepared)), settings, "prepare");
@@ -152,7 +156,15 @@ fn available(listed: &StrategiesBody, name: StrategyName) -> anyhow::Result<Stra
 
 /// `run --shard K/N`: this shard's part of a prepared run, written as its
 /// record.
-pub async fn shard_main(strategy: StrategyName, shard: Shard, settings: &Settings) -> ExitCode {
+pub fn shard_main(
+    strategy: StrategyName,
+    shard: Shard,
+    settings: &Settings,
+) -> crate::Boxed<'_, ExitCode> {
+    Box::pin(shard_main_here(strategy, shard, settings))
+}
+
+async fn shard_main_here(strategy: StrategyName, shard: Shard, settings: &Settings) -> ExitCode {
     let refused = [
         (
             !settings.thresholds.is_empty(),
@@ -272,7 +284,11 @@ pub struct MergeSettings {
 }
 
 /// `merge INPUT…`: one report of the prepared run and its shards.
-pub async fn merge_main(inputs: &[PathBuf], merge: MergeSettings) -> ExitCode {
+pub fn merge_main(inputs: &[PathBuf], merge: MergeSettings) -> crate::Boxed<'_, ExitCode> {
+    Box::pin(merge_main_here(inputs, merge))
+}
+
+async fn merge_main_here(inputs: &[PathBuf], merge: MergeSettings) -> ExitCode {
     let (prepared, shards) = match read_records(inputs).and_then(joined) {
         Ok(found) => found,
         Err(e) => {

@@ -36,7 +36,16 @@ pub struct Probe {
 }
 
 /// `probe`: run, print the figures as JSON; exit 3 when nothing answered.
-pub async fn main(urls: &[String], path: &str, users: usize, run_time: Duration) -> ExitCode {
+pub fn main<'a>(
+    urls: &'a [String],
+    path: &'a str,
+    users: usize,
+    run_time: Duration,
+) -> crate::Boxed<'a, ExitCode> {
+    Box::pin(main_here(urls, path, users, run_time))
+}
+
+async fn main_here(urls: &[String], path: &str, users: usize, run_time: Duration) -> ExitCode {
     let live = Arc::new(Live::default());
     if let Err(e) = load(urls, path, users, run_time, live.clone()).await {
         eprintln!("seckill-loadgen: probe failed: {e:#}");
