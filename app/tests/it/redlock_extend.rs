@@ -161,7 +161,11 @@ async fn with_extend_expired_the_expired_lock_is_locked_anew() {
         Ok(()),
         "the holder goes on as if it had always held it"
     );
-    assert!(nodes.iter().all(|n| holds_the_key(n, &a)));
+    // A majority holds the key anew: what the check's Ok rests on. A node
+    // whose answer came after the extension's time budget (a loaded
+    // machine) may be left out, as Redlock allows.
+    let holding = nodes.iter().filter(|n| holds_the_key(n, &a)).count();
+    assert!(holding >= 2, "{holding} of 3 nodes hold A's key anew");
 }
 
 /// A granted at a bare majority (node 2 held by another client's key for

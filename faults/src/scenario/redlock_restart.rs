@@ -380,6 +380,9 @@ struct Crashed {
     run_ids: (String, String),
     /// The lock key's value on node 3 before the crash and after.
     key: (Option<String>, Option<String>),
+    /// The key's `PTTL` on node 3 just before the crash, and the real
+    /// milliseconds from that reading to the read after the restart.
+    outlived: (i64, u128),
     /// Unsynced AOF bytes the power cut lost (`crash=power`).
     lost: Option<u64>,
     /// With a jump: node 3's clock at the crash, the real time it was
@@ -457,6 +460,8 @@ impl Rig {
         let node = &world.nodes[3];
         let before = run_id(node).await?;
         let had = value(node, LOCK_KEY).await?;
+        let ttl_read = tokio::time::Instant::now();
+        let ttl_left = pttl(node, LOCK_KEY).await?;
         let lost = Powerloss::read(&self.report).map(|(held, _)| held);
         world.nodes[3].kill();
         let down = tokio::time::Instant::now();
@@ -477,9 +482,11 @@ impl Rig {
             Some(at) => Some((at, down_ms, super::world::clock_ahead_ms(node).await?)),
             None => None,
         };
+        let after = value(node, LOCK_KEY).await?;
         Ok(Crashed {
             run_ids: (before, run_id(node).await?),
-            key: (had, value(node, LOCK_KEY).await?),
+            key: (had, after),
+            outlived: (ttl_left, ttl_read.elapsed().as_millis()),
             lost,
             jumped,
         })
@@ -502,6 +509,12 @@ impl Crashed {
                 "node 3 held no lock key when it crashed (the holder was between its SETs): not counted"
                     .into(),
             );
+        }
+        let (ttl_left, elapsed) = self.outlived;
+        if self.key.1.is_none() && ttl_left >= 0 && u128::from(ttl_left.unsigned_abs()) <= elapsed {
+            return Err(format!(
+                "node 3's lock key had {ttl_left} ms to live at the crash and {elapsed} ms passed before it was read again: it expired on its own, not counted"
+            ));
         }
         let lost = match self.lost {
             Some(bytes) => format!("; the power cut lost {bytes} unsynced AOF byte(s)"),
@@ -575,6 +588,13 @@ async fn refusals(
 async fn value(node: &RedisNode, key: &str) -> anyhow::Result<Option<String>> {
     let mut conn = node.conn().await?;
     Ok(redis::cmd("GET").arg(key).query_async(&mut conn).await?)
+}
+
+/// `key`'s time to live on `node` in milliseconds (`PTTL`: -2 no key, -1
+/// no expiry).
+async fn pttl(node: &RedisNode, key: &str) -> anyhow::Result<i64> {
+    let mut conn = node.conn().await?;
+    Ok(redis::cmd("PTTL").arg(key).query_async(&mut conn).await?)
 }
 
 /// `node`'s `run_id` (`INFO server`): a new one for every process.
