@@ -157,7 +157,9 @@ pub(super) struct Verdicts {
     /// `[STRATEGY:]METRIC OP NUMBER[UNIT]`, e.g. `p99<400ms`,
     /// `error_rate<1%`, `grabs_per_s>100`, `redlock:p99<400ms`. Metrics:
     /// p50 p95 p99 max buyer_p50 buyer_p99 (ms or s), error_rate busy_rate
-    /// (% or a fraction), grabs_per_s orders_per_s. Repeatable.
+    /// (% or a fraction), grabs_per_s orders_per_s. Repeatable. Each is
+    /// written to `report.json` as `"thresholds": [{"expr", "strategy",
+    /// "value", "ok"}]`.
     #[arg(long, value_parser = Threshold::parse)]
     pub(super) threshold: Vec<Threshold>,
 }
