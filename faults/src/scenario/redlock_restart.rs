@@ -511,9 +511,12 @@ impl Crashed {
             );
         }
         let (ttl_left, elapsed) = self.outlived;
-        if self.key.1.is_none() && ttl_left >= 0 && u128::from(ttl_left.unsigned_abs()) <= elapsed {
+        if self.key.1 != self.key.0
+            && ttl_left >= 0
+            && u128::from(ttl_left.unsigned_abs()) <= elapsed
+        {
             return Err(format!(
-                "node 3's lock key had {ttl_left} ms to live at the crash and {elapsed} ms passed before it was read again: it expired on its own, not counted"
+                "node 3's lock key had {ttl_left} ms to live at the crash and {elapsed} ms passed before it was read again: it expired on its own (whatever holds node 3 now took it after), not counted"
             ));
         }
         let lost = match self.lost {
