@@ -511,8 +511,11 @@ impl Crashed {
             );
         }
         let (ttl_left, elapsed) = self.outlived;
+        // Only where the planned delay alone would not outlast the key
+        // (`delayed-restart` waits past the TTL by design).
         if self.key.1 != self.key.0
             && ttl_left >= 0
+            && ttl_left.unsigned_abs() > d.restart_delay
             && u128::from(ttl_left.unsigned_abs()) <= elapsed
         {
             return Err(format!(
