@@ -163,15 +163,11 @@ fn compare(stack: &Stack) -> anyhow::Result<i32> {
 /// milliseconds), when it set the variable: the time to the first table a
 /// newcomer waits, the lab's and the service's builds included.
 fn since_make_demo() -> Option<u64> {
-    let started: u128 = std::env::var("SECKILL_DEMO_STARTED_MS")
+    let started: u64 = std::env::var("SECKILL_DEMO_STARTED_MS")
         .ok()?
         .parse()
         .ok()?;
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .ok()?
-        .as_millis();
-    u64::try_from(now.checked_sub(started)? / 1000).ok()
+    Some(seckill_load::clock::unix_ms().checked_sub(started)? / 1000)
 }
 
 /// `.demo/env`: the variables the workshop's commands use.

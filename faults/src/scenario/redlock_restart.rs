@@ -483,10 +483,11 @@ impl Rig {
             None => None,
         };
         let after = value(node, LOCK_KEY).await?;
+        let elapsed = ttl_read.elapsed().as_millis();
         Ok(Crashed {
             run_ids: (before, run_id(node).await?),
             key: (had, after),
-            outlived: (ttl_left, ttl_read.elapsed().as_millis()),
+            outlived: (ttl_left, elapsed),
             lost,
             jumped,
         })
@@ -513,11 +514,9 @@ impl Crashed {
         let (ttl_left, elapsed) = self.outlived;
         // Only where the planned delay alone would not outlast the key
         // (`delayed-restart` waits past the TTL by design).
-        if self.key.1 != self.key.0
-            && ttl_left >= 0
-            && ttl_left.unsigned_abs() > d.restart_delay
-            && u128::from(ttl_left.unsigned_abs()) <= elapsed
-        {
+        let expired = u64::try_from(ttl_left)
+            .is_ok_and(|left| left > d.restart_delay && u128::from(left) <= elapsed);
+        if self.key.1 != self.key.0 && expired {
             return Err(format!(
                 "node 3's lock key had {ttl_left} ms to live at the crash and {elapsed} ms passed before it was read again: it expired on its own (whatever holds node 3 now took it after), not counted"
             ));
