@@ -152,9 +152,10 @@ bench:
 ## A clean release build of what `make demo` runs beside its floor: an
 ## empty crate with the same external dependencies, versions, features and
 ## profile, both built from clean in one run (about twice a clean build's
-## time; lab/src/build_floor.rs). Prints ours / floor.
+## time; lab/src/build_floor.rs). Prints ours / floor, then the demo's
+## first table counted from the start of that build.
 bench-build:
-	@cargo run --quiet --locked --release -p seckill-lab -- bench-build
+	@scripts/bench.sh build
 
 ## Lock benchmarks: each figure beside the raw Redis floor of the same run,
 ## etcd, ZooKeeper and MariaDB locks included (what consensus costs here).
