@@ -8,9 +8,9 @@ cd "$(dirname "$0")/.."
 [[ "${1:-up}" != up ]] || require_stack_packages with-prometheus
 # The demo prints its table's time from here, the builds included.
 export SECKILL_DEMO_STARTED_MS=${SECKILL_DEMO_STARTED_MS:-$(date +%s%3N)}
-# The lab, the service and the load generator in one cargo build: its two
-# cores stay busy to the end (built one after the other, the lab's build
-# ends on one crate while a core idles); the lab's own build is then fresh.
+# The lab, the service and the load generator in one cargo build, the one
+# `make bench-build` times (its first-table row); the lab's own build of
+# the other two is then fresh.
 if [[ "${1:-up}" == up && -z "${SECKILL_LAB:-}${SECKILL_BIN_DIR:-}" && "${SECKILL_SKIP_BUILD:-}" != 1 ]]; then
   release_build seckill-lab seckill-app seckill-loadgen
 fi

@@ -325,10 +325,11 @@ fn first_table(root: &Path, bin: &Path, started_ms: u64) -> anyhow::Result<u64> 
         .args(["demo", "stop"])
         .env("SECKILL_BIN_DIR", bin)
         .status();
-    anyhow::ensure!(status.success(), "demo up exited with {status}");
+    // Said whether or not `up` succeeded: a failed `up` leaves servers too.
     if !stop.is_ok_and(|s| s.success()) {
         crate::util::say("demo stop failed: make demo-stop stops what .demo/ names");
     }
+    anyhow::ensure!(status.success(), "demo up exited with {status}");
     secs.context("the demo printed no `first table N s` line")
 }
 
